@@ -1,0 +1,71 @@
+//! Import functions and import-name conventions.
+
+use core::ffi::{CStr, c_int, c_void};
+
+/// An imported function as an executable calls it; 0 is success.
+///
+/// C shape: `int fn(void* params, void* context, void* reserved)`.
+pub type ImportFn =
+    unsafe extern "C" fn(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
+
+/// A thunk through which a runtime calls imports.
+///
+/// It lets a runtime switch stacks or add instrumentation:
+/// `int thunk(fn, params, context, reserved)`.
+pub type ImportThunkFn = unsafe extern "C" fn(
+    function: ImportFn,
+    params: *mut c_void,
+    context: *mut c_void,
+    reserved: *mut c_void,
+) -> c_int;
+
+/// True when an import name starts with `?`, marking it optional.
+///
+/// ```
+/// assert!(xplug_abi::is_optional(c"?fast_path"));
+/// assert!(!xplug_abi::is_optional(c"simple_mul_workgroup"));
+/// ```
+#[must_use]
+pub const fn is_optional(name: &CStr) -> bool {
+    is_optional_bytes(name.to_bytes())
+}
+
+/// [`is_optional`] over the bytes of a name without its NUL.
+#[must_use]
+pub const fn is_optional_bytes(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'?'))
+}
+
+/// The name a provider should look up: `name` without its leading `?`, if any.
+///
+/// ```
+/// assert_eq!(xplug_abi::strip_optional(c"?fast_path"), c"fast_path");
+/// assert_eq!(xplug_abi::strip_optional(c"plain"), c"plain");
+/// ```
+#[must_use]
+pub fn strip_optional(name: &CStr) -> &CStr {
+    let bytes = name.to_bytes_with_nul();
+    if bytes[0] == b'?' {
+        match CStr::from_bytes_with_nul(&bytes[1..]) {
+            Ok(bare) => bare,
+            // Unreachable: a suffix of a C string that still ends in its NUL
+            // and contains no earlier NUL is a C string.
+            Err(_) => name,
+        }
+    } else {
+        name
+    }
+}
+
+/// [`strip_optional`] over bytes without a NUL.
+///
+/// ```
+/// assert_eq!(xplug_abi::bare_name(b"?x"), b"x");
+/// ```
+#[must_use]
+pub const fn bare_name(name: &[u8]) -> &[u8] {
+    match name {
+        [b'?', rest @ ..] => rest,
+        _ => name,
+    }
+}

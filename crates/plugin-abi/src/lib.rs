@@ -1,0 +1,70 @@
+//! IREE's executable plugin ABI **v0**, byte for byte, as `#[repr(C)]` Rust.
+//!
+//! This is the one crate both sides of the plugin boundary share: plugins
+//! (written with `xplug-sdk`, or in C against `include/xplug/executable_plugin.h`)
+//! fill these structures in, hosts (`xplug-providers`, `xplug-manager`, or
+//! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies and
+//! contains no logic beyond small, total helpers on the value types.
+//!
+//! # Shape of the ABI
+//!
+//! A shared-library plugin exports one C function, [`EXPORT_NAME`]
+//! (`iree_hal_executable_plugin_query`), of type [`QueryFn`]. Called with the
+//! highest [`Version`] the host understands, it returns a pointer to the
+//! plugin's [`PluginV0`] table, whose first field points at a [`Header`].
+//! The host checks the header, calls [`PluginV0::load`] with an
+//! [`EnvironmentV0`] (which carries the host [`Allocator`]) and the
+//! key/value [`StringPair`] parameters, then resolves imports with
+//! [`PluginV0::resolve`] and finally calls [`PluginV0::unload`].
+//!
+//! # Values from foreign code
+//!
+//! Everything a plugin can hand back to the host ([`Status`], [`Sanitizer`],
+//! [`Features`], [`AllocatorCommand`], [`Resolution`], [`Version`]) is a
+//! `#[repr(transparent)]` newtype with associated constants, never a Rust
+//! `enum`: any bit pattern the other side sends is a valid value of the type,
+//! and helpers such as [`Sanitizer::name`] return `None` for values this crate
+//! does not know.
+//!
+//! # Example
+//!
+//! Describing a plugin's header and reading its metadata back:
+//!
+//! ```
+//! use xplug_abi::{Features, Header, Sanitizer, Version};
+//!
+//! static HEADER: Header = Header {
+//!     version: Version::LATEST,
+//!     name: c"example".as_ptr(),
+//!     description: c"an example plugin".as_ptr(),
+//!     features: Features::STANDALONE,
+//!     sanitizer: Sanitizer::NONE,
+//!     reserved: [0; 8],
+//! };
+//!
+//! assert_eq!(HEADER.version, Version::V0_1);
+//! assert!(HEADER.features.contains(Features::STANDALONE));
+//! assert_eq!(HEADER.sanitizer.name(), Some("none"));
+//! ```
+//!
+//! Layout is checked at compile time next to each type: a size, alignment or
+//! field-offset change fails the build on both 64-bit and 32-bit targets.
+#![no_std]
+
+mod allocator;
+mod header;
+mod import;
+mod layout;
+mod plugin;
+mod status;
+mod strings;
+
+pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
+pub use header::{Features, Header, Sanitizer, Version};
+pub use import::{ImportFn, ImportThunkFn, bare_name, is_optional, is_optional_bytes, strip_optional};
+pub use plugin::{
+    EXPORT_NAME, EnvironmentV0, LoadFnV0, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
+    UnloadFnV0,
+};
+pub use status::{Status, StatusCode};
+pub use strings::{StringPair, StringView};

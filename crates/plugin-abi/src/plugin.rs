@@ -1,0 +1,123 @@
+//! The v0 plugin table, its environment and the query entry point.
+
+use core::ffi::{CStr, c_char, c_void};
+
+use crate::{Allocator, Header, Status, StringPair, Version};
+
+/// Name of the function a shared-library plugin exports (C linkage).
+pub const EXPORT_NAME: &CStr = c"iree_hal_executable_plugin_query";
+
+/// The function a plugin exports to be discovered.
+///
+/// C name: `iree_hal_executable_plugin_query_fn_t`.
+///
+/// Returns a pointer to the plugin's version table (for v0 a [`PluginV0`],
+/// whose first field is the header pointer), or NULL when the lowest version
+/// the plugin supports is above `max_version`.
+pub type QueryFn = unsafe extern "C" fn(max_version: Version, reserved: *mut c_void) -> *mut *const Header;
+
+/// What the host gives a plugin at load time.
+///
+/// C name: `iree_hal_executable_plugin_environment_v0_t`.
+///
+/// Valid only during `load`: a plugin copies the allocator value it keeps.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct EnvironmentV0 {
+    /// The allocator the plugin uses for everything it allocates.
+    pub host_allocator: Allocator,
+}
+
+/// Bits describing how a resolve went.
+///
+/// C name: `iree_hal_executable_plugin_resolution_t`.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Resolution(pub u32);
+
+// The C spelling of these constants is in the header prelude.
+/// cbindgen:ignore
+impl Resolution {
+    /// No bits set.
+    pub const NONE: Self = Self(0);
+    /// At least one optional (`?`) import was left unresolved.
+    pub const MISSING_OPTIONAL: Self = Self(1 << 0);
+
+    /// True when every bit of `other` is set in `self`.
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// Arguments of a resolve call.
+///
+/// C name: `iree_hal_executable_plugin_resolve_params_v0_t`.
+///
+/// `symbol_names`, `out_fn_ptrs` and `out_fn_contexts` each point at `count`
+/// elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ResolveParamsV0 {
+    /// Number of names (and of slots in each output array).
+    pub count: usize,
+    /// NUL-terminated import names, optionally prefixed with `?`.
+    pub symbol_names: *const *const c_char,
+    /// Function slots: NULL ones are to be filled, others left untouched.
+    pub out_fn_ptrs: *mut *mut c_void,
+    /// Context slots, written alongside each function slot filled.
+    pub out_fn_contexts: *mut *mut c_void,
+}
+
+/// `load` creates plugin state from the environment and parameters.
+///
+/// Nullable, as it comes from foreign tables.
+pub type LoadFnV0 = Option<
+    unsafe extern "C" fn(
+        environment: *const EnvironmentV0,
+        param_count: usize,
+        params: *const StringPair,
+        out_self: *mut *mut c_void,
+    ) -> Status,
+>;
+
+/// `unload` releases the state `load` produced.
+///
+/// Nullable, as it comes from foreign tables.
+pub type UnloadFnV0 = Option<unsafe extern "C" fn(plugin_self: *mut c_void)>;
+
+/// `resolve` fills import slots.
+///
+/// C name: `iree_hal_executable_plugin_resolve_fn_v0_t`; nullable.
+pub type ResolveFnV0 = Option<
+    unsafe extern "C" fn(
+        plugin_self: *mut c_void,
+        params: *const ResolveParamsV0,
+        out_resolution: *mut Resolution,
+    ) -> Status,
+>;
+
+/// The v0 interface table, read-only and normally a `static` in the plugin.
+///
+/// C name: `iree_hal_executable_plugin_v0_t`.
+///
+/// The function pointers are nullable (`Option`s) because foreign code may
+/// leave them NULL; a host must check before calling.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PluginV0 {
+    /// The plugin's header.
+    pub header: *const Header,
+    /// Creates the plugin state.
+    pub load: LoadFnV0,
+    /// Destroys the plugin state.
+    pub unload: UnloadFnV0,
+    /// Resolves imports.
+    pub resolve: ResolveFnV0,
+}
+
+// SAFETY: `PluginV0` is an immutable table of a header pointer and function
+// pointers; the v0 ABI requires plugins to accept calls from any thread.
+unsafe impl Sync for PluginV0 {}
+// SAFETY: as above; no ownership moves with the values.
+unsafe impl Send for PluginV0 {}
