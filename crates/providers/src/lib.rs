@@ -1,7 +1,23 @@
 //! Import providers for IREE executable imports.
 //!
-//! **Not built yet.** This crate will hold the `ImportProvider` trait, a
-//! provider over a Rust function table, and the v0 plugin wrapper that loads
-//! static and shared-library plugins with every check of SPEC §3. It currently
-//! only re-exports [`xplug_abi`].
+//! An executable declares imports by name; an [`ImportProvider`] fills a
+//! [`ResolveRequest`] (names plus function and context slots) with what it
+//! exports, following IREE's resolution rules (SPEC §2). This crate holds the
+//! trait and request types, and link-time registration of static plugins
+//! ([`StaticPluginRegistration`]); `xplug-manager` composes providers.
+
+mod error;
+mod provider;
+mod registry;
+mod request;
+
+pub use error::Error;
+pub use provider::ImportProvider;
+pub use registry::{StaticPluginRegistration, static_plugins};
+pub use request::{ResolveRequest, SymbolName};
+
 pub use xplug_abi as abi;
+
+/// The `inventory` crate, re-exported so plugin crates can submit a
+/// [`StaticPluginRegistration`] without depending on it themselves.
+pub use inventory;

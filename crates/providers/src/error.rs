@@ -1,0 +1,122 @@
+//! The error type of this crate.
+
+use std::path::PathBuf;
+
+use xplug_abi::StatusCode;
+
+/// Everything that can go wrong while loading a plugin or resolving imports
+/// through a provider.
+///
+/// Every variant maps to the IREE status code a C host would report
+/// ([`Error::code`]) and names the plugin, path or symbol concerned.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A provider resolved what it could but `missing` required imports are
+    /// still empty (IREE's `NOT_FOUND`; the manager moves on to the next
+    /// provider). Deliberately cheap: it carries a count, not the names; the
+    /// caller has the request and can list them.
+    #[error("{missing} required import(s) not provided by `{provider}`")]
+    NotFound {
+        /// The provider that answered.
+        provider: &'static str,
+        /// How many required slots are still empty.
+        missing: usize,
+    },
+    /// A provider failed for a reason other than a missing name.
+    #[error("provider `{provider}` failed to resolve imports: {code}{}", fmt_message(message))]
+    ResolveFailed {
+        /// The provider's name.
+        provider: String,
+        /// The status code it reported.
+        code: StatusCode,
+        /// Detail, when the provider gave any.
+        message: String,
+    },
+    /// The request itself is malformed (for example slot arrays of different
+    /// lengths).
+    #[error("invalid resolve request: {reason}")]
+    InvalidRequest {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A shared library could not be opened.
+    #[error("cannot open plugin library {}: {cause}", path.display())]
+    LibraryOpen {
+        /// The file.
+        path: PathBuf,
+        /// The loader's explanation.
+        cause: String,
+    },
+    /// A library does not export a symbol the loader needs.
+    #[error("plugin library {} does not export `{symbol}`{}", path.display(), fmt_hint(hint))]
+    MissingExport {
+        /// The file.
+        path: PathBuf,
+        /// The symbol looked for.
+        symbol: String,
+        /// What to do about it, when the loader can tell.
+        hint: String,
+    },
+    /// The plugin's query function returned NULL for the version we support.
+    #[error("plugin {plugin} does not support this runtime's plugin ABI version {supported}")]
+    UnsupportedVersion {
+        /// The plugin (path or static name).
+        plugin: String,
+        /// The version the host queried with.
+        supported: xplug_abi::Version,
+    },
+    /// The plugin's header fails a load check (version, features,
+    /// sanitizer); the message says which and what to do.
+    #[error("plugin `{plugin}` refused: {reason}")]
+    Incompatible {
+        /// The plugin's name or path.
+        plugin: String,
+        /// The code a C host reports for this check.
+        code: StatusCode,
+        /// Which check failed, with the expected and found values.
+        reason: String,
+    },
+    /// The plugin's `load` returned an error; `unload` was not called.
+    #[error("plugin `{plugin}` failed to load: {code}{}", fmt_message(message))]
+    LoadFailed {
+        /// The plugin's name.
+        plugin: String,
+        /// The status code `load` returned.
+        code: StatusCode,
+        /// Detail, when available.
+        message: String,
+    },
+    /// An I/O error around a plugin file (reading bytes, creating a memfd).
+    #[error("{context}: {cause}")]
+    Io {
+        /// What was being done, naming the file or plugin.
+        context: String,
+        /// The operating system's explanation.
+        cause: String,
+    },
+}
+
+fn fmt_message(message: &str) -> String {
+    if message.is_empty() { String::new() } else { format!(" ({message})") }
+}
+
+fn fmt_hint(hint: &str) -> String {
+    if hint.is_empty() { String::new() } else { format!("; {hint}") }
+}
+
+impl Error {
+    /// The IREE status code equivalent to this error.
+    #[must_use]
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Self::NotFound { .. } | Self::MissingExport { .. } => StatusCode::NOT_FOUND,
+            Self::ResolveFailed { code, .. }
+            | Self::Incompatible { code, .. }
+            | Self::LoadFailed { code, .. } => *code,
+            Self::InvalidRequest { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::LibraryOpen { .. } | Self::Io { .. } => StatusCode::UNAVAILABLE,
+            Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,
+        }
+    }
+}

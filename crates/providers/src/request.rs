@@ -1,0 +1,274 @@
+//! The resolve request: import names plus the two slot arrays.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use xplug_abi::{ImportFn, Resolution, ResolveParamsV0};
+
+use crate::Error;
+
+/// One import name as an executable declares it: a NUL-terminated string,
+/// optionally prefixed with `?` (optional import).
+///
+/// `#[repr(transparent)]` over a non-null C string pointer, so a C array of
+/// names can be viewed as `&[SymbolName]` without copying or measuring the
+/// strings.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SymbolName<'a> {
+    ptr: NonNull<c_char>,
+    _borrow: PhantomData<&'a CStr>,
+}
+
+// SAFETY: a `SymbolName` is a shared borrow of an immutable C string, like
+// `&CStr`, which is `Send` and `Sync`.
+unsafe impl Send for SymbolName<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for SymbolName<'_> {}
+
+impl<'a> SymbolName<'a> {
+    /// A name borrowed from a Rust C string.
+    #[must_use]
+    pub const fn new(name: &'a CStr) -> Self {
+        // SAFETY: `CStr::as_ptr` is never null.
+        Self { ptr: unsafe { NonNull::new_unchecked(name.as_ptr().cast_mut()) }, _borrow: PhantomData }
+    }
+
+    /// The raw pointer to the first byte (possibly `?`).
+    #[must_use]
+    pub const fn as_ptr(self) -> *const c_char {
+        self.ptr.as_ptr()
+    }
+
+    /// The full name, `?` included.
+    #[must_use]
+    pub fn as_c_str(self) -> &'a CStr {
+        // SAFETY: constructed from a `&'a CStr` or, through the unsafe
+        // constructors, from a pointer the caller promised is a valid
+        // NUL-terminated string for `'a`.
+        unsafe { CStr::from_ptr(self.ptr.as_ptr()) }
+    }
+
+    /// True when the name starts with `?`.
+    #[must_use]
+    pub fn is_optional(self) -> bool {
+        // SAFETY: a valid C string has at least its NUL byte, so reading the
+        // first byte is in bounds.
+        unsafe { *self.ptr.as_ptr() == b'?' as c_char }
+    }
+
+    /// The name to look up: without the `?` and without the NUL.
+    #[must_use]
+    pub fn bare(self) -> &'a [u8] {
+        xplug_abi::bare_name(self.as_c_str().to_bytes())
+    }
+}
+
+impl std::fmt::Debug for SymbolName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_c_str())
+    }
+}
+
+/// A batch of imports to resolve: names and the function/context slots to fill.
+///
+/// Semantics every provider follows (SPEC §2): a slot whose function pointer
+/// is already set is skipped and never overwritten; names starting with `?`
+/// are optional and matched without the `?`; a provider fills what it can.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use xplug_providers::{ResolveRequest, SymbolName};
+///
+/// let names = [SymbolName::new(c"add"), SymbolName::new(c"?mul")];
+/// let mut fns = [std::ptr::null_mut::<c_void>(); 2];
+/// let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+/// let request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+/// assert_eq!(request.len(), 2);
+/// assert_eq!(request.missing_required().count(), 1);
+/// ```
+#[derive(Debug)]
+pub struct ResolveRequest<'a> {
+    names: &'a [SymbolName<'a>],
+    fns: &'a mut [*mut c_void],
+    contexts: &'a mut [*mut c_void],
+}
+
+impl<'a> ResolveRequest<'a> {
+    /// A request over Rust slices.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] when the three slices differ in length.
+    pub fn new(
+        names: &'a [SymbolName<'a>],
+        fns: &'a mut [*mut c_void],
+        contexts: &'a mut [*mut c_void],
+    ) -> Result<Self, Error> {
+        if names.len() != fns.len() || names.len() != contexts.len() {
+            return Err(Error::InvalidRequest {
+                reason: format!(
+                    "{} names but {} function slots and {} context slots",
+                    names.len(),
+                    fns.len(),
+                    contexts.len()
+                ),
+            });
+        }
+        Ok(Self { names, fns, contexts })
+    }
+
+    /// A request over raw C arrays, as a C host passes them.
+    ///
+    /// # Safety
+    /// When `count > 0`: `names`, `fns` and `contexts` each point to `count`
+    /// initialised elements that stay valid (and, for the slots, unaliased)
+    /// for `'a`; every name is a non-null, NUL-terminated string valid for
+    /// `'a`. When `count == 0` the pointers are not read and may be NULL.
+    ///
+    /// # Thread-safety
+    /// The slots must not be written by anyone else while the request lives.
+    pub unsafe fn from_raw(
+        count: usize,
+        names: *const *const c_char,
+        fns: *mut *mut c_void,
+        contexts: *mut *mut c_void,
+    ) -> Self {
+        if count == 0 {
+            return Self { names: &[], fns: &mut [], contexts: &mut [] };
+        }
+        // SAFETY: the caller guarantees `count` valid, non-null name pointers;
+        // `SymbolName` is `repr(transparent)` over a non-null pointer.
+        let names = unsafe { std::slice::from_raw_parts(names.cast::<SymbolName<'a>>(), count) };
+        // SAFETY: the caller guarantees `count` writable, unaliased slots.
+        let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
+        // SAFETY: as above.
+        let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
+        Self { names, fns, contexts }
+    }
+
+    /// A request over a v0 resolve-params struct.
+    ///
+    /// # Safety
+    /// As [`ResolveRequest::from_raw`] for the struct's fields.
+    pub unsafe fn from_params(params: &ResolveParamsV0) -> Self {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            Self::from_raw(params.count, params.symbol_names, params.out_fn_ptrs, params.out_fn_contexts)
+        }
+    }
+
+    /// The request as a v0 params struct, for passing to a C `resolve`.
+    /// The pointers borrow from `self`.
+    #[must_use]
+    pub fn as_params(&mut self) -> ResolveParamsV0 {
+        ResolveParamsV0 {
+            count: self.names.len(),
+            symbol_names: self.names.as_ptr().cast(),
+            out_fn_ptrs: self.fns.as_mut_ptr(),
+            out_fn_contexts: self.contexts.as_mut_ptr(),
+        }
+    }
+
+    /// Number of imports.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when there is nothing to resolve.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The names, in request order.
+    #[must_use]
+    pub fn names(&self) -> &'a [SymbolName<'a>] {
+        self.names
+    }
+
+    /// True when slot `index` already holds a function.
+    ///
+    /// # Panics
+    /// When `index >= self.len()`.
+    #[must_use]
+    pub fn is_filled(&self, index: usize) -> bool {
+        !self.fns[index].is_null()
+    }
+
+    /// The function pointer in slot `index` (NULL when empty).
+    #[must_use]
+    pub fn function(&self, index: usize) -> *mut c_void {
+        self.fns[index]
+    }
+
+    /// The context in slot `index`.
+    #[must_use]
+    pub fn context(&self, index: usize) -> *mut c_void {
+        self.contexts[index]
+    }
+
+    /// Fills slot `index` with `function` and `context` unless it is already
+    /// filled; returns whether it wrote. A filled slot is never overwritten.
+    ///
+    /// # Panics
+    /// When `index >= self.len()`.
+    pub fn fill(&mut self, index: usize, function: ImportFn, context: *mut c_void) -> bool {
+        self.fill_raw(index, function as *mut c_void, context)
+    }
+
+    /// [`ResolveRequest::fill`] with an untyped function pointer, for
+    /// providers that hand out pointers they received from foreign code.
+    /// A NULL `function` writes nothing.
+    ///
+    /// # Panics
+    /// When `index >= self.len()`.
+    pub fn fill_raw(&mut self, index: usize, function: *mut c_void, context: *mut c_void) -> bool {
+        if !self.fns[index].is_null() || function.is_null() {
+            return false;
+        }
+        self.fns[index] = function;
+        self.contexts[index] = context;
+        true
+    }
+
+    /// Indices of required (non-`?`) names whose slot is still empty.
+    pub fn missing_required(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).filter(|&i| self.fns[i].is_null() && !self.names[i].is_optional())
+    }
+
+    /// True when at least one optional name's slot is still empty.
+    #[must_use]
+    pub fn any_optional_missing(&self) -> bool {
+        (0..self.len()).any(|i| self.fns[i].is_null() && self.names[i].is_optional())
+    }
+
+    /// True when every slot is filled.
+    #[must_use]
+    pub fn all_filled(&self) -> bool {
+        self.fns.iter().all(|f| !f.is_null())
+    }
+
+    /// The outcome the slots show, judged exactly as SPEC §2 judges a
+    /// provider's answer: `NotFound` if a required slot is empty, otherwise OK
+    /// with [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] naming `provider` and the number of empty required slots.
+    pub fn outcome(&self, provider: &'static str) -> Result<Resolution, Error> {
+        let missing = self.missing_required().count();
+        if missing > 0 {
+            return Err(Error::NotFound { provider, missing });
+        }
+        Ok(if self.any_optional_missing() { Resolution::MISSING_OPTIONAL } else { Resolution::NONE })
+    }
+
+    /// True when the names are in non-decreasing order of bare name (the
+    /// order IREE's compiler emits). Providers may use this to pick a merge
+    /// walk; they must still be correct when it is false.
+    #[must_use]
+    pub fn is_sorted_by_bare_name(&self) -> bool {
+        self.names.windows(2).all(|pair| pair[0].bare() <= pair[1].bare())
+    }
+}
