@@ -17,18 +17,48 @@ use xplug_abi::QueryFn;
 ///     std::ptr::null_mut() // a real plugin returns its v0 table here
 /// }
 ///
-/// xplug_providers::inventory::submit! {
-///     StaticPluginRegistration { name: "doc_plugin", query: my_query }
-/// }
-///
-/// assert!(static_plugins().iter().any(|plugin| plugin.name == "doc_plugin"));
+// SAFETY: `my_query` follows the v0 query contract (it returns NULL, which
+// every host handles as "needs a newer runtime").
+xplug_providers::inventory::submit! {
+    unsafe { StaticPluginRegistration::new("doc_plugin", my_query) }
+}
+
+assert!(static_plugins().iter().any(|plugin| plugin.name() == "doc_plugin"));
 /// ```
+///
+/// Loading a registered plugin calls its query function and then its v0
+/// functions, which safe code cannot vet; the trust is placed where the
+/// registration is made, in the `unsafe` constructor [`Self::new`].
 #[derive(Clone, Copy, Debug)]
 pub struct StaticPluginRegistration {
+    name: &'static str,
+    query: QueryFn,
+}
+
+impl StaticPluginRegistration {
+    /// Registers `query` under `name`.
+    ///
+    /// # Safety
+    /// `query` must implement the v0 query contract (SPEC §1): return NULL
+    /// or a pointer to a valid, immutable v0 table whose header and function
+    /// pointers obey the v0 ABI, callable from any thread, for the life of
+    /// the program.
+    #[must_use]
+    pub const unsafe fn new(name: &'static str, query: QueryFn) -> Self {
+        Self { name, query }
+    }
+
     /// The plugin's name (for diagnostics and ordering).
-    pub name: &'static str,
-    /// Its query function.
-    pub query: QueryFn,
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The registered query function; see [`Self::new`] for what it promises.
+    #[must_use]
+    pub const fn query(&self) -> QueryFn {
+        self.query
+    }
 }
 
 inventory::collect!(StaticPluginRegistration);
