@@ -17,13 +17,15 @@ use xplug_abi::QueryFn;
 ///     std::ptr::null_mut() // a real plugin returns its v0 table here
 /// }
 ///
-// SAFETY: `my_query` follows the v0 query contract (it returns NULL, which
-// every host handles as "needs a newer runtime").
-xplug_providers::inventory::submit! {
-    unsafe { StaticPluginRegistration::new("doc_plugin", my_query) }
-}
-
-assert!(static_plugins().iter().any(|plugin| plugin.name() == "doc_plugin"));
+/// // SAFETY: `my_query` follows the v0 query contract (it returns NULL, which
+/// // every host handles as "needs a newer runtime").
+/// xplug_providers::inventory::submit! {
+///     unsafe { StaticPluginRegistration::new("doc_plugin", my_query) }
+/// }
+///
+/// fn main() {
+///     assert!(static_plugins().iter().any(|plugin| plugin.name() == "doc_plugin"));
+/// }
 /// ```
 ///
 /// Loading a registered plugin calls its query function and then its v0
