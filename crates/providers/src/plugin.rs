@@ -481,3 +481,81 @@ pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams
         _keep_alive: site.keep_alive,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Table(#[allow(dead_code)] PluginV0);
+    // SAFETY: immutable table of thread-safe functions.
+    unsafe impl Sync for Table {}
+
+    static HEADER: Header = Header {
+        version: Version::LATEST,
+        name: std::ptr::null(),
+        description: std::ptr::null(),
+        features: Features::NONE,
+        sanitizer: Sanitizer::NONE,
+        reserved: [0; 8],
+    };
+
+    unsafe extern "C" fn load(
+        _: *const EnvironmentV0,
+        _: usize,
+        _: *const xplug_abi::StringPair,
+        _: *mut *mut c_void,
+    ) -> Status {
+        Status::OK
+    }
+
+    unsafe extern "C" fn resolve(_: *mut c_void, _: *const ResolveParamsV0, _: *mut Resolution) -> Status {
+        Status::OK
+    }
+
+    static TABLE: Table =
+        Table(PluginV0 { header: &HEADER, load: Some(load), unload: None, resolve: Some(resolve) });
+
+    unsafe extern "C" fn query(_: Version, _: *mut c_void) -> *mut *const Header {
+        (&raw const TABLE).cast_mut().cast()
+    }
+
+    fn site(required_features: Features) -> LoadSite {
+        LoadSite {
+            label: "test plugin".to_owned(),
+            origin: " (unit test)".to_owned(),
+            fallback_name: "nameless".to_owned(),
+            source: PluginSource::Static,
+            required_features,
+            loader: "embedded ELF",
+            keep_alive: None,
+        }
+    }
+
+    #[test]
+    fn loader_required_features_are_enforced() {
+        // SAFETY: `query` returns the immutable, valid table above.
+        let error = unsafe { load_v0(query, site(Features::STANDALONE), &LoadParams::new()) }.unwrap_err();
+        assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
+        let message = error.to_string();
+        assert!(message.contains("embedded ELF loader requires the feature(s) standalone"), "{message}");
+        assert!(message.contains("`nameless` (unit test)"), "{message}");
+    }
+
+    #[test]
+    fn nameless_header_uses_the_fallback_name() {
+        // SAFETY: as above.
+        let plugin = unsafe { load_v0(query, site(Features::NONE), &LoadParams::new()) }.unwrap();
+        assert_eq!(plugin.info().name, "");
+        assert_eq!(plugin.info().description, "");
+        assert_eq!(plugin.provider_name, "nameless");
+        // No `unload` in the table: dropping is still fine.
+        assert_eq!(plugin.unload(), AllocationStats::default());
+    }
+
+    #[test]
+    fn interned_names_are_shared() {
+        let first = intern("same-name");
+        let second = intern(&String::from("same-name"));
+        assert!(std::ptr::eq(first, second));
+    }
+}

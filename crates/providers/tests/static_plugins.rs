@@ -157,15 +157,13 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
     let mut contexts = [std::ptr::null_mut(); 2];
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     assert_eq!(plugin.resolve(&mut request).unwrap(), Resolution::MISSING_OPTIONAL);
-    let function: xplug_providers::abi::ImportFn =
-        // SAFETY: the slot holds `answer`, an `ImportFn`.
-        unsafe { std::mem::transmute(request.function(0)) };
+    // SAFETY: the slot holds `answer`, an `ImportFn`.
+    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
     let mut out = 0i32;
     // SAFETY: `answer` takes an i32 out-parameter and the plugin state.
-    assert_eq!(
-        unsafe { function(std::ptr::from_mut(&mut out).cast(), request.context(0), std::ptr::null_mut()) },
-        0
-    );
+    let code =
+        unsafe { function(std::ptr::from_mut(&mut out).cast(), request.context(0), std::ptr::null_mut()) };
+    assert_eq!(code, 0);
     assert_eq!(out, 42);
 
     let before = UNLOADS.load(Ordering::SeqCst);
