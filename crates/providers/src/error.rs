@@ -41,7 +41,11 @@ pub enum Error {
         reason: String,
     },
     /// A shared library could not be opened.
-    #[error("cannot open plugin library {}: {cause}", path.display())]
+    #[error(
+        "cannot open plugin library {}: {cause}; check that the libraries it depends on can be found \
+         (`ldd` lists them) and that it was built for this system",
+        path.display()
+    )]
     LibraryOpen {
         /// The file.
         path: PathBuf,

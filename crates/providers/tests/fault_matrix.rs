@@ -253,3 +253,31 @@ fn garbage_from_memory_is_not_a_shared_object() {
     assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT, "{error}");
     assert!(error.to_string().contains("memory image `junk`"), "{error}");
 }
+
+/// A library whose own dependency is gone: the OS loader refuses it, and the
+/// error carries the loader's explanation.
+#[test]
+#[cfg(target_os = "linux")]
+fn missing_dependency_is_a_library_open_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let dependency = xplug_tests::build_c_plugin_from_code(
+        "int xplug_test_helper(void) { return 7; }\n",
+        dir.path(),
+        "xplug_gone_dependency",
+        &[],
+    );
+    let library_dir = dir.path().to_str().unwrap().to_owned();
+    let path = xplug_tests::build_c_plugin(
+        &common::configurable_source(),
+        dir.path(),
+        "needs_dependency",
+        &["-L", &library_dir, "-Wl,--no-as-needed", "-lxplug_gone_dependency"],
+    );
+    std::fs::remove_file(&dependency).unwrap();
+    let error = load(&path).expect_err("the dependency is missing");
+    assert!(matches!(error, Error::LibraryOpen { .. }), "{error:?}");
+    assert_eq!(error.code(), StatusCode::UNAVAILABLE);
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("libxplug_gone_dependency.so"), "{message}");
+}
