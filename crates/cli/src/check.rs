@@ -1,0 +1,402 @@
+//! `xplug check PLUGIN`: a conformance report for a v0 plugin.
+//!
+//! The checks are data ([`CHECKS`]): each has a name and a function that
+//! opens its own plugin instance, so any one of them can run alone
+//! (`xplug check --single-check NAME`). That is the hook for crash
+//! isolation: a supervisor can run every check in a child process and treat
+//! a crash as a failed check; today all run in this process.
+
+use std::ffi::{CString, c_char, c_void};
+use std::path::Path;
+
+use serde_json::json;
+use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
+
+use crate::error::CliError;
+use crate::output::{Style, Table, print_json};
+use crate::raw::{RawInstance, RawLibrary};
+use crate::trust;
+
+/// A name no plugin exports.
+const UNKNOWN: &str = "xplug_check_no_such_symbol_4f1d";
+/// A load parameter no plugin knows.
+const CHECK_PARAM: (&str, &str) = ("xplug_check_param", "1");
+/// Marks a slot the check filled before calling `resolve`.
+const SENTINEL_FN: usize = 0x5e17_1e00;
+/// Marks a context the check filled before calling `resolve`.
+const SENTINEL_CONTEXT: usize = 0xc0_47e0;
+
+/// What a check runs against: the open library and the import names known
+/// to be exported (from `xplug_plugin_exports` and `--symbol`).
+pub(crate) struct Subject<'a> {
+    library: &'a RawLibrary,
+    exports: Vec<String>,
+}
+
+/// The verdict of one check: `Ok(detail)` or `Err(detail)`.
+type Verdict = Result<String, String>;
+
+/// One conformance check.
+pub(crate) struct Check {
+    /// Stable name (used by `--single-check` and in the JSON).
+    pub(crate) name: &'static str,
+    /// What it verifies, for humans.
+    pub(crate) description: &'static str,
+    run: fn(&Subject<'_>) -> Verdict,
+}
+
+/// Every check, in the order they run.
+pub(crate) const CHECKS: &[Check] = &[
+    Check {
+        name: "query-max-version-0",
+        description: "query(0) returns NULL (the plugin needs version 1)",
+        run: query_max_version_0,
+    },
+    Check { name: "query-latest", description: "query(LATEST) returns a table with a header", run: query_latest },
+    Check { name: "header", description: "header version, name, features and sanitizer are sane", run: header },
+    Check { name: "load-unload", description: "load without params succeeds; unload frees everything", run: load_plain },
+    Check {
+        name: "load-unload-params",
+        description: "load with an unknown param succeeds; unload frees everything",
+        run: load_with_params,
+    },
+    Check { name: "resolve-nothing", description: "resolving zero names is OK", run: resolve_nothing },
+    Check {
+        name: "resolve-unknown-required",
+        description: "an unknown required name gives NOT_FOUND and an empty slot",
+        run: resolve_unknown_required,
+    },
+    Check {
+        name: "resolve-unknown-optional",
+        description: "an unknown ?optional name gives OK with MISSING_OPTIONAL",
+        run: resolve_unknown_optional,
+    },
+    Check {
+        name: "resolve-exports",
+        description: "every listed export resolves to a function",
+        run: resolve_exports,
+    },
+    Check {
+        name: "filled-slots-untouched",
+        description: "slots filled before resolve are skipped and left alone",
+        run: filled_slots_untouched,
+    },
+    Check {
+        name: "repeated-resolve-stable",
+        description: "resolving the same names twice gives the same pointers",
+        run: repeated_resolve_stable,
+    },
+    Check {
+        name: "allocations-balanced",
+        description: "after load, resolves and unload the plugin holds no host memory",
+        run: allocations_balanced,
+    },
+];
+
+fn table_for(subject: &Subject<'_>) -> Result<xplug_abi::PluginV0, String> {
+    subject.library.query(Version::LATEST).ok_or_else(|| "query(LATEST) returned NULL".to_owned())
+}
+
+fn instance<'a>(subject: &Subject<'a>, params: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
+    let table = table_for(subject)?;
+    RawInstance::load(subject.library, table, params).map_err(|code| format!("load returned {code}"))
+}
+
+fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
+    match subject.library.query(Version(0)) {
+        None => Ok("NULL".to_owned()),
+        Some(_) => Err("query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
+                        (IREE's samples invert this test)"
+            .to_owned()),
+    }
+}
+
+fn query_latest(subject: &Subject<'_>) -> Verdict {
+    let table = table_for(subject)?;
+    if table.header.is_null() {
+        return Err("the table's header pointer is NULL".to_owned());
+    }
+    let missing: Vec<&str> = [
+        ("load", table.load.is_none()),
+        ("unload", table.unload.is_none()),
+        ("resolve", table.resolve.is_none()),
+    ]
+    .into_iter()
+    .filter(|(_, missing)| *missing)
+    .map(|(name, _)| name)
+    .collect();
+    if missing.is_empty() {
+        Ok(format!("table with header, load, unload and resolve (version {})", Version::LATEST))
+    } else {
+        Err(format!("the table has NULL {}", missing.join(", ")))
+    }
+}
+
+fn header(subject: &Subject<'_>) -> Verdict {
+    let table = table_for(subject)?;
+    let header = subject.library.header(&table).ok_or("NULL header")?;
+    let mut problems = Vec::new();
+    if header.version.0 == 0 || header.version > Version::LATEST {
+        problems.push(format!("version {} is not in 1..={}", header.version.0, Version::LATEST.0));
+    }
+    match header.name.as_deref() {
+        None => problems.push("name is NULL".to_owned()),
+        Some("") => problems.push("name is empty".to_owned()),
+        Some(_) => {}
+    }
+    if header.description.is_none() {
+        problems.push("description is NULL".to_owned());
+    }
+    if !header.features.unknown().is_empty() {
+        problems.push(format!("unknown feature bits {:#x}", header.features.unknown().0));
+    }
+    if header.features.contains(Features::FULL_STATUS) {
+        problems.push("FULL_STATUS: only full-status hosts can load it".to_owned());
+    }
+    if !header.sanitizer.is_known() {
+        problems.push(format!("unknown sanitizer value {}", header.sanitizer.0));
+    } else if header.sanitizer != Sanitizer::NONE {
+        problems.push(format!(
+            "built with the {} sanitizer: hosts without it refuse the plugin",
+            header.sanitizer.name().unwrap_or("?")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "`{}` version {}, features [{}], sanitizer none",
+            header.name.unwrap_or_default(),
+            header.version,
+            header.features.names().collect::<Vec<_>>().join(", ")
+        ))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+fn load_cycle(subject: &Subject<'_>, params: &[(&str, &str)]) -> Verdict {
+    let instance = instance(subject, params)?;
+    let (held_blocks, held_bytes) = instance.live();
+    let (blocks, bytes) = instance.unload();
+    if blocks != 0 || bytes != 0 {
+        return Err(format!("after unload the plugin still holds {blocks} block(s), {bytes} byte(s)"));
+    }
+    Ok(format!("loaded holding {held_blocks} block(s), {held_bytes} byte(s); all freed by unload"))
+}
+
+fn load_plain(subject: &Subject<'_>) -> Verdict {
+    load_cycle(subject, &[])
+}
+
+fn load_with_params(subject: &Subject<'_>) -> Verdict {
+    load_cycle(subject, &[CHECK_PARAM])
+}
+
+/// Resolves `names` with the given pre-filled slots; returns the code,
+/// resolution, and the slots after the call.
+fn resolve(
+    instance: &RawInstance<'_>,
+    names: &[CString],
+    mut fns: Vec<*mut c_void>,
+    mut contexts: Vec<*mut c_void>,
+) -> (StatusCode, Resolution, Vec<*mut c_void>, Vec<*mut c_void>) {
+    let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
+    let (code, resolution) = instance.resolve(&pointers, &mut fns, &mut contexts);
+    (code, resolution, fns, contexts)
+}
+
+fn c_names(names: &[String]) -> Vec<CString> {
+    names.iter().filter_map(|name| CString::new(name.as_str()).ok()).collect()
+}
+
+fn empty(count: usize) -> Vec<*mut c_void> {
+    vec![std::ptr::null_mut(); count]
+}
+
+fn resolve_nothing(subject: &Subject<'_>) -> Verdict {
+    let instance = instance(subject, &[])?;
+    let (code, resolution, _, _) = resolve(&instance, &[], Vec::new(), Vec::new());
+    if code == StatusCode::OK && resolution == Resolution::NONE {
+        Ok("OK".to_owned())
+    } else {
+        Err(format!("returned {code} with resolution bits {:#x}", resolution.0))
+    }
+}
+
+fn resolve_unknown_required(subject: &Subject<'_>) -> Verdict {
+    let instance = instance(subject, &[])?;
+    let names = c_names(&[UNKNOWN.to_owned()]);
+    let (code, _, fns, _) = resolve(&instance, &names, empty(1), empty(1));
+    match (code, fns[0].is_null()) {
+        (StatusCode::NOT_FOUND, true) => Ok("NOT_FOUND".to_owned()),
+        (_, false) => Err(format!("filled the slot of `{UNKNOWN}` (returned {code})")),
+        (code, true) => Err(format!("returned {code}; a missing required import must give NOT_FOUND")),
+    }
+}
+
+fn resolve_unknown_optional(subject: &Subject<'_>) -> Verdict {
+    let instance = instance(subject, &[])?;
+    let names = c_names(&[format!("?{UNKNOWN}")]);
+    let (code, resolution, fns, _) = resolve(&instance, &names, empty(1), empty(1));
+    if !fns[0].is_null() {
+        return Err(format!("filled the slot of `?{UNKNOWN}`"));
+    }
+    if code != StatusCode::OK {
+        return Err(format!("returned {code}; a missing optional import must still give OK"));
+    }
+    if !resolution.contains(Resolution::MISSING_OPTIONAL) {
+        return Err("returned OK without the MISSING_OPTIONAL bit".to_owned());
+    }
+    Ok("OK with MISSING_OPTIONAL".to_owned())
+}
+
+fn no_exports() -> Verdict {
+    Ok("skipped: no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)".to_owned())
+}
+
+fn resolve_exports(subject: &Subject<'_>) -> Verdict {
+    if subject.exports.is_empty() {
+        return no_exports();
+    }
+    let instance = instance(subject, &[])?;
+    let names = c_names(&subject.exports);
+    let (code, _, fns, _) = resolve(&instance, &names, empty(names.len()), empty(names.len()));
+    let missing: Vec<&str> =
+        subject.exports.iter().zip(&fns).filter(|(_, f)| f.is_null()).map(|(n, _)| n.as_str()).collect();
+    if code == StatusCode::OK && missing.is_empty() {
+        Ok(format!("{} export(s) resolved", names.len()))
+    } else {
+        Err(format!("returned {code}; unresolved: [{}]", missing.join(", ")))
+    }
+}
+
+fn filled_slots_untouched(subject: &Subject<'_>) -> Verdict {
+    let instance = instance(subject, &[])?;
+    // A required unknown name whose slot is already filled, then every
+    // known export, all pre-filled: the plugin must skip them all and OK.
+    let mut names = vec![UNKNOWN.to_owned()];
+    names.extend(subject.exports.iter().cloned());
+    let names = c_names(&names);
+    let fns = vec![SENTINEL_FN as *mut c_void; names.len()];
+    let contexts = vec![SENTINEL_CONTEXT as *mut c_void; names.len()];
+    let (code, _, fns, contexts) = resolve(&instance, &names, fns, contexts);
+    let touched = fns.iter().zip(&contexts).filter(|&(&f, &c)| f as usize != SENTINEL_FN || c as usize != SENTINEL_CONTEXT).count();
+    if touched > 0 {
+        return Err(format!("overwrote {touched} pre-filled slot(s)"));
+    }
+    if code != StatusCode::OK {
+        return Err(format!("returned {code} although every slot was already filled"));
+    }
+    Ok(format!("{} pre-filled slot(s) left alone, OK", names.len()))
+}
+
+fn repeated_resolve_stable(subject: &Subject<'_>) -> Verdict {
+    if subject.exports.is_empty() {
+        return no_exports();
+    }
+    let instance = instance(subject, &[])?;
+    let names = c_names(&subject.exports);
+    let first = resolve(&instance, &names, empty(names.len()), empty(names.len()));
+    let second = resolve(&instance, &names, empty(names.len()), empty(names.len()));
+    if (first.0, first.1, &first.2, &first.3) == (second.0, second.1, &second.2, &second.3) {
+        Ok(format!("{} name(s), same status, functions and contexts", names.len()))
+    } else {
+        Err("the second resolve returned different status, functions or contexts".to_owned())
+    }
+}
+
+fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
+    let instance = instance(subject, &[CHECK_PARAM])?;
+    let mut names = subject.exports.clone();
+    names.push(format!("?{UNKNOWN}"));
+    let names = c_names(&names);
+    for _ in 0..3 {
+        resolve(&instance, &names, empty(names.len()), empty(names.len()));
+    }
+    let (blocks, bytes) = instance.unload();
+    if blocks == 0 && bytes == 0 {
+        Ok("balanced".to_owned())
+    } else {
+        Err(format!("{blocks} block(s), {bytes} byte(s) still held after unload"))
+    }
+}
+
+/// The result of one check.
+#[derive(Debug)]
+pub(crate) struct CheckResult {
+    /// The check's name.
+    pub(crate) name: &'static str,
+    /// Whether it passed.
+    pub(crate) ok: bool,
+    /// What was seen.
+    pub(crate) detail: String,
+}
+
+/// Runs the named checks (all when `only` is None) against `path`.
+pub(crate) fn run_checks(path: &Path, symbols: &[String], only: Option<&str>) -> Result<Vec<CheckResult>, CliError> {
+    let selected: Vec<&Check> = match only {
+        None => CHECKS.iter().collect(),
+        Some(name) => vec![CHECKS.iter().find(|check| check.name == name).ok_or_else(|| CliError::Usage {
+            message: format!(
+                "unknown check `{name}`; checks: {}",
+                CHECKS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+            ),
+        })?],
+    };
+    let library = trust::open_raw_library(path)?;
+    let mut exports = library.exports().unwrap_or_default();
+    exports.extend(symbols.iter().cloned());
+    exports.sort();
+    exports.dedup();
+    let subject = Subject { library: &library, exports };
+    Ok(selected
+        .into_iter()
+        .map(|check| {
+            let verdict = (check.run)(&subject);
+            let ok = verdict.is_ok();
+            CheckResult { name: check.name, ok, detail: verdict.unwrap_or_else(|detail| detail) }
+        })
+        .collect())
+}
+
+/// Runs the command; returns the exit code.
+pub(crate) fn run(plugin: &Path, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
+    let results = run_checks(plugin, symbols, only)?;
+    let failed = results.iter().filter(|result| !result.ok).count();
+    if json {
+        print_json(&json!({
+            "ok": failed == 0,
+            "checks": results.iter().map(|r| json!({"name": r.name, "ok": r.ok, "detail": r.detail})).collect::<Vec<_>>(),
+        }));
+    } else {
+        let style = Style::stdout();
+        let mut table = Table::new(["check", "result", "detail"]);
+        for result in &results {
+            let verdict = if result.ok { style.good("pass") } else { style.bad("FAIL") };
+            table.row([result.name.to_owned(), verdict, result.detail.clone()]);
+        }
+        print!("{}", table.render(style));
+    }
+    if failed > 0 {
+        crate::report_error(&CliError::ChecksFailed {
+            plugin: plugin.display().to_string(),
+            failed,
+            total: results.len(),
+        });
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_names_are_unique_and_described() {
+        let mut names: Vec<&str> = CHECKS.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), CHECKS.len());
+        assert!(CHECKS.iter().all(|c| !c.description.is_empty()));
+    }
+}

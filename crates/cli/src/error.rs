@@ -1,0 +1,173 @@
+//! The CLI's error type and how errors are reported.
+
+use std::path::PathBuf;
+
+use xplug_abi::StatusCode;
+
+/// Everything a command can fail with.
+///
+/// [`CliError::exit_code`] maps usage errors to 2 and everything else to 1;
+/// [`CliError::code`] gives the IREE status code for `--json` output.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum CliError {
+    /// The command line is well-formed for clap but not usable.
+    #[error("{message}")]
+    Usage {
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+    /// A plugin file named on the command line does not exist.
+    #[error("plugin library {} does not exist; check the path", path.display())]
+    PluginFileNotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The OS loader refused a plugin file.
+    #[error("cannot open plugin library {}: {cause}", path.display())]
+    LibraryOpen {
+        /// The file.
+        path: PathBuf,
+        /// The loader's explanation.
+        cause: String,
+    },
+    /// A plugin library lacks the v0 query export.
+    #[error(
+        "plugin library {} does not export `{symbol}`; is it an executable plugin? \
+         (xplug-sdk plugins need `cargo xtask build-plugins`)",
+        path.display()
+    )]
+    MissingExport {
+        /// The file.
+        path: PathBuf,
+        /// The missing symbol.
+        symbol: String,
+    },
+    /// A plugin failed to load.
+    #[error("cannot load plugin {what}")]
+    Load {
+        /// The plugin as named on the command line.
+        what: String,
+        /// The loader's error.
+        #[source]
+        source: xplug_providers::Error,
+    },
+    /// The manager failed (a spec, a load, or a resolve).
+    #[error("{context}")]
+    Manager {
+        /// What the CLI was doing.
+        context: String,
+        /// The manager's error.
+        #[source]
+        source: xplug_manager::Error,
+    },
+    /// `xplug check` found non-conforming behaviour.
+    #[error("{failed} of {total} conformance check(s) failed for {plugin}")]
+    ChecksFailed {
+        /// The plugin checked.
+        plugin: String,
+        /// Failed checks.
+        failed: usize,
+        /// All checks run.
+        total: usize,
+    },
+    /// The demo's plugin directory is missing or incomplete.
+    #[error(
+        "the example plugins are not built: {} is missing in {}; run `cargo xtask build-plugins` \
+         (or `cargo xtask demo`, which builds them first), or pass --plugin-dir",
+        missing.join(", "),
+        dir.display()
+    )]
+    PluginsNotBuilt {
+        /// The directory searched.
+        dir: PathBuf,
+        /// The files not found there.
+        missing: Vec<String>,
+    },
+    /// An import returned a non-zero result.
+    #[error("import `{name}` failed with result {result}")]
+    ImportFailed {
+        /// The import.
+        name: String,
+        /// What it returned.
+        result: i32,
+    },
+    /// The demo's plugin result differs from the plain Rust loop.
+    #[error(
+        "plugin result differs from the reference loop at element {index}: {found} instead of {expected}; \
+         the resolved `simple_mul_workgroup` is wrong"
+    )]
+    Mismatch {
+        /// First differing element.
+        index: usize,
+        /// Reference value.
+        expected: f32,
+        /// Plugin value.
+        found: f32,
+    },
+    /// A thread of the demo panicked.
+    #[error("a demo worker thread panicked: {message}")]
+    WorkerPanicked {
+        /// The panic payload, when it is a string.
+        message: String,
+    },
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// The IREE status code a C host would report for the same failure.
+    pub(crate) fn code(&self) -> StatusCode {
+        match self {
+            Self::Usage { .. } | Self::Mismatch { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::PluginFileNotFound { .. } | Self::MissingExport { .. } | Self::PluginsNotBuilt { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            Self::LibraryOpen { .. } => StatusCode::UNAVAILABLE,
+            Self::Load { source, .. } => source.code(),
+            Self::Manager { source, .. } => source.code(),
+            Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::ImportFailed { .. } => StatusCode::INTERNAL,
+            Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
+        }
+    }
+
+    /// A short machine-readable name of the variant, for `--json`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Self::Usage { .. } => "usage",
+            Self::PluginFileNotFound { .. } => "plugin_file_not_found",
+            Self::LibraryOpen { .. } => "library_open",
+            Self::MissingExport { .. } => "missing_export",
+            Self::Load { .. } => "load",
+            Self::Manager { .. } => "manager",
+            Self::ChecksFailed { .. } => "checks_failed",
+            Self::PluginsNotBuilt { .. } => "plugins_not_built",
+            Self::ImportFailed { .. } => "import_failed",
+            Self::Mismatch { .. } => "mismatch",
+            Self::WorkerPanicked { .. } => "worker_panicked",
+        }
+    }
+
+    /// The messages of this error's causes, outermost first (itself excluded).
+    pub(crate) fn causes(&self) -> Vec<String> {
+        let mut causes = Vec::new();
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            causes.push(cause.to_string());
+            next = cause.source();
+        }
+        causes
+    }
+}
+
+/// The name of a status code (`NOT_FOUND`), or its number when unnamed.
+pub(crate) fn code_name(code: StatusCode) -> String {
+    code.name().map_or_else(|| format!("CODE_{}", code.0), str::to_owned)
+}

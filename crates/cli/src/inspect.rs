@@ -1,0 +1,105 @@
+//! `xplug inspect PLUGIN`: what a plugin says about itself.
+
+use std::path::Path;
+
+use serde_json::json;
+use xplug_abi::{Features, Sanitizer};
+use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_providers::{LoadParams, PluginInfo, StaticPlugin, static_plugins};
+
+use crate::error::CliError;
+use crate::output::{Style, Table, print_json};
+use crate::trust;
+
+/// The prefix naming a plugin linked into this binary (`static:sample_static`).
+pub(crate) const STATIC_PREFIX: &str = "static:";
+
+/// Feature names, with unknown bits as hex.
+pub(crate) fn feature_names(features: Features) -> Vec<String> {
+    let mut names: Vec<String> = features.names().map(str::to_owned).collect();
+    if !features.unknown().is_empty() {
+        names.push(format!("{:#x}", features.unknown().0));
+    }
+    names
+}
+
+/// The sanitizer's name, or its number when unknown.
+pub(crate) fn sanitizer_name(sanitizer: Sanitizer) -> String {
+    sanitizer.name().map_or_else(|| format!("unknown ({})", sanitizer.0), str::to_owned)
+}
+
+/// What `inspect` found.
+struct Report {
+    info: PluginInfo,
+    loader: &'static str,
+    exports: Option<Vec<String>>,
+}
+
+fn inspect(plugin: &str) -> Result<Report, CliError> {
+    if let Some(name) = plugin.strip_prefix(STATIC_PREFIX) {
+        let registrations = static_plugins();
+        let registration = registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Usage {
+            message: format!(
+                "no static plugin `{name}` is linked into xplug; linked: [{}]",
+                registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        let loaded = StaticPlugin::from_registration(registration, &LoadParams::new())
+            .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
+        return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None });
+    }
+    let spec = PluginSpec::parse(plugin)
+        .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
+    if spec.loader() == LoaderKind::Embedded {
+        return Err(CliError::Manager {
+            context: format!("cannot inspect plugin `{plugin}`"),
+            source: xplug_manager::Error::EmbeddedUnsupported { spec: plugin.to_owned() },
+        });
+    }
+    let params: LoadParams = spec.params().iter().cloned().collect();
+    let path = Path::new(spec.path());
+    let loaded = trust::load_system_plugin(path, &params)
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
+    let info = loaded.info().clone();
+    // The loader keeps the library open, so this second open shares it.
+    let exports = trust::open_raw_library(path)?.exports();
+    drop(loaded);
+    Ok(Report { info, loader: "system library", exports })
+}
+
+/// Runs the command; returns the exit code.
+pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
+    let report = inspect(plugin)?;
+    let features = feature_names(report.info.features);
+    let sanitizer = sanitizer_name(report.info.sanitizer);
+    if json {
+        print_json(&json!({
+            "name": report.info.name,
+            "description": report.info.description,
+            "version": report.info.version.0,
+            "features": features,
+            "sanitizer": sanitizer,
+            "loader": report.loader,
+            "exports": report.exports,
+        }));
+        return Ok(0);
+    }
+    let style = Style::stdout();
+    let mut table = Table::new(Vec::<String>::new());
+    table.row([style.bold("name"), report.info.name.clone()]);
+    table.row([style.bold("description"), report.info.description.clone()]);
+    table.row([style.bold("version"), report.info.version.to_string()]);
+    table.row([style.bold("features"), if features.is_empty() { "none".to_owned() } else { features.join(", ") }]);
+    table.row([style.bold("sanitizer"), sanitizer]);
+    table.row([style.bold("loader"), report.loader.to_owned()]);
+    let exports = match &report.exports {
+        Some(names) => format!("{} symbol(s)", names.len()),
+        None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
+    };
+    table.row([style.bold("exports"), exports]);
+    print!("{}", table.render(style));
+    for name in report.exports.iter().flatten() {
+        println!("  {name}");
+    }
+    Ok(0)
+}

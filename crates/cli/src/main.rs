@@ -1,0 +1,180 @@
+//! `xplug`: inspect, resolve, check and benchmark IREE executable import
+//! plugins, and run the dispatch demo.
+//!
+//! Every command prints a human report (aligned tables, colour only on a
+//! terminal) or, with `--json`, exactly one JSON object on stdout. Errors go
+//! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
+//! load or check failure, 2 a usage error.
+
+// `sample_static` registers itself in `xplug_providers::static_plugins()`
+// from a constructor the linker keeps only if the crate is named.
+use sample_static as _;
+
+mod bench;
+mod check;
+mod demo;
+mod error;
+mod inspect;
+mod output;
+mod raw;
+mod resolve;
+mod trust;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use crate::error::CliError;
+use crate::output::{Style, Table, print_json};
+
+#[derive(Debug, Parser)]
+#[command(name = "xplug", version, about = "Inspect, resolve, check and benchmark IREE executable import plugins")]
+struct Cli {
+    /// Print exactly one JSON object on stdout instead of the human report.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show a plugin's header, the loader used for it and its exported symbols.
+    Inspect {
+        /// A plugin library path (`?key=value` load parameters allowed), or
+        /// `static:NAME` for a plugin linked into xplug.
+        plugin: String,
+    },
+    /// Resolve import names through a manager and show which provider
+    /// supplies each.
+    Resolve {
+        /// A plugin spec as IREE's `--executable_plugin` takes it
+        /// (`path[?key=value&...]`); repeatable, later ones are asked first.
+        #[arg(long = "plugin", value_name = "SPEC")]
+        plugins: Vec<String>,
+        /// Register the plugins linked into xplug first (`sample_static`).
+        #[arg(long = "static")]
+        with_static: bool,
+        /// Import names; a leading `?` marks an optional import.
+        #[arg(required = true, value_name = "SYMBOL")]
+        symbols: Vec<String>,
+    },
+    /// Run the v0 conformance checks against a plugin library.
+    Check {
+        /// The plugin library.
+        #[arg(required_unless_present = "list_checks")]
+        plugin: Option<PathBuf>,
+        /// Also resolve these names in the export checks (for plugins
+        /// without `xplug_plugin_exports`).
+        #[arg(long = "symbol", value_name = "NAME")]
+        symbols: Vec<String>,
+        /// List the checks and exit.
+        #[arg(long)]
+        list_checks: bool,
+        /// Run only this check (used to run checks in child processes).
+        #[arg(long, value_name = "NAME", hide = true)]
+        single_check: Option<String>,
+    },
+    /// Time loading, resolving and (with --call) calling imports of one plugin.
+    Bench {
+        /// The plugin library (`?key=value` load parameters allowed).
+        plugin: String,
+        /// Import names to resolve (and call).
+        #[arg(required = true, value_name = "SYMBOL")]
+        symbols: Vec<String>,
+        /// Timed batches per measurement (the median is reported).
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        runs: u32,
+        /// Also call each resolved import with a zeroed parameter block of
+        /// this many bytes; only for imports that accept all-zero params.
+        #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
+        call: Option<usize>,
+    },
+    /// The dispatch demo: static + dynamic plugins, an import table with an
+    /// override, simple_mul_workgroup over millions of floats on every core.
+    Demo {
+        /// Directory of the built example plugins (default: target/plugins
+        /// beside the xplug binary, or under the current directory).
+        #[arg(long, value_name = "DIR")]
+        plugin_dir: Option<PathBuf>,
+        /// Number of floats.
+        #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 28))]
+        elements: u64,
+        /// Timed passes of each path (the median is reported).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        passes: u32,
+    },
+}
+
+/// Prints `error` on stderr: the message, then each cause on its own line.
+pub(crate) fn report_error(error: &CliError) {
+    let style = Style::stderr();
+    eprintln!("{} {error}", style.bad("error:"));
+    for cause in error.causes() {
+        eprintln!("  caused by: {cause}");
+    }
+}
+
+fn run(cli: &Cli) -> Result<u8, CliError> {
+    match &cli.command {
+        Command::Inspect { plugin } => inspect::run(plugin, cli.json),
+        Command::Resolve { plugins, with_static, symbols } => resolve::run(plugins, *with_static, symbols, cli.json),
+        Command::Check { list_checks: true, .. } => {
+            if cli.json {
+                print_json(&json!({
+                    "checks": check::CHECKS.iter().map(|c| json!({"name": c.name, "description": c.description})).collect::<Vec<_>>(),
+                }));
+            } else {
+                let mut table = Table::new(["check", "verifies"]);
+                for check in check::CHECKS {
+                    table.row([check.name, check.description]);
+                }
+                print!("{}", table.render(Style::stdout()));
+            }
+            Ok(0)
+        }
+        Command::Check { plugin, symbols, single_check, .. } => {
+            let Some(plugin) = plugin else {
+                return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
+            };
+            check::run(plugin, symbols, single_check.as_deref(), cli.json)
+        }
+        Command::Bench { plugin, symbols, runs, call } => bench::run(
+            &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },
+            cli.json,
+        ),
+        Command::Demo { plugin_dir, elements, passes } => demo::run(
+            &demo::Options {
+                plugin_dir: plugin_dir.clone(),
+                elements: usize::try_from(*elements).unwrap_or(usize::MAX),
+                passes: *passes as usize,
+            },
+            cli.json,
+        ),
+    }
+}
+
+fn main() -> ExitCode {
+    // clap exits with 2 on usage errors and 0 for --help/--version.
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            if cli.json {
+                print_json(&json!({
+                    "ok": false,
+                    "error": {
+                        "kind": error.kind(),
+                        "code": error.code().to_string(),
+                        "message": error.to_string(),
+                        "causes": error.causes(),
+                    },
+                }));
+            }
+            report_error(&error);
+            ExitCode::from(error.exit_code())
+        }
+    }
+}

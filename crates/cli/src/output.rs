@@ -1,0 +1,225 @@
+//! Human output: aligned tables, colour only on a terminal, progress on
+//! stderr; and the single JSON object of `--json`.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// Whether to colour stdout: only when it is a terminal and `NO_COLOR` is unset.
+pub(crate) fn colour_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// Whether to colour stderr, by the same rule.
+pub(crate) fn colour_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// ANSI styling that turns itself off when not on a terminal.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Style {
+    enabled: bool,
+}
+
+impl Style {
+    /// Styling for stdout.
+    pub(crate) fn stdout() -> Self {
+        Self { enabled: colour_stdout() }
+    }
+
+    /// Styling for stderr.
+    pub(crate) fn stderr() -> Self {
+        Self { enabled: colour_stderr() }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.enabled { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+
+    /// Green (success).
+    pub(crate) fn good(self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    /// Red (failure).
+    pub(crate) fn bad(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    /// Yellow (warning, optional).
+    pub(crate) fn warn(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    /// Bold (headings).
+    pub(crate) fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+/// Width of `text` on screen, ignoring ANSI escape sequences.
+fn visible_width(text: &str) -> usize {
+    let mut width = 0;
+    let mut in_escape = false;
+    for c in text.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => width += 1,
+        }
+    }
+    width
+}
+
+/// A table whose columns are padded to their widest cell.
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column titles.
+    pub(crate) fn new<I: IntoIterator<Item = S>, S: Into<String>>(header: I) -> Self {
+        Self { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
+    }
+
+    /// Appends a row (cells may contain colour escapes).
+    pub(crate) fn row<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, cells: I) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The table as text, two spaces between columns, no trailing spaces.
+    pub(crate) fn render(&self, style: Style) -> String {
+        let columns = self.rows.iter().map(Vec::len).chain([self.header.len()]).max().unwrap_or(0);
+        let mut widths = vec![0; columns];
+        for row in self.rows.iter().chain([&self.header]) {
+            for (i, cell) in row.iter().enumerate() {
+                widths[i] = widths[i].max(visible_width(cell));
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut out = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                out.push_str(cell);
+                if i + 1 < cells.len() {
+                    out.push_str(&" ".repeat(widths[i] - visible_width(cell) + 2));
+                }
+            }
+            out.push('\n');
+            out
+        };
+        let mut out = String::new();
+        if !self.header.is_empty() {
+            let header: Vec<String> = self.header.iter().map(|title| style.bold(title)).collect();
+            out.push_str(&line(&header));
+        }
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+}
+
+/// Prints `value` as the one JSON object of a `--json` run.
+pub(crate) fn print_json(value: &serde_json::Value) {
+    let mut stdout = std::io::stdout().lock();
+    // A closed stdout (for example `| head`) is not worth a panic.
+    let _ = serde_json::to_writer_pretty(&mut stdout, value);
+    let _ = writeln!(stdout);
+}
+
+/// Set while a progress line is on stderr, so it can be cleared.
+static PROGRESS_SHOWN: AtomicBool = AtomicBool::new(false);
+
+/// A progress indicator on stderr that appears only when its phase lasts
+/// longer than a second, and disappears (on a terminal) when it ends.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts watching a phase called `label`.
+    pub(crate) fn start(label: &str) -> Self {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let label = label.to_owned();
+        let thread = std::thread::spawn(move || {
+            let started = Instant::now();
+            let terminal = std::io::stderr().is_terminal();
+            let mut wait = Duration::from_secs(1);
+            let spinner = ['|', '/', '-', '\\'];
+            let mut tick = 0usize;
+            loop {
+                match stopped.recv_timeout(wait) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                }
+                let elapsed = started.elapsed().as_secs_f64();
+                let mut stderr = std::io::stderr().lock();
+                if terminal {
+                    let _ = write!(stderr, "\r{} {label}... {elapsed:.1}s ", spinner[tick % spinner.len()]);
+                    PROGRESS_SHOWN.store(true, Ordering::Relaxed);
+                    wait = Duration::from_millis(200);
+                } else if tick == 0 {
+                    // Not a terminal: one line, no carriage returns.
+                    let _ = writeln!(stderr, "{label}... (still running after {elapsed:.0}s)");
+                    wait = Duration::from_secs(3600);
+                }
+                let _ = stderr.flush();
+                tick += 1;
+            }
+            if terminal && PROGRESS_SHOWN.swap(false, Ordering::Relaxed) {
+                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            }
+        });
+        Self { stop: Some(stop), thread: Some(thread) }
+    }
+
+    /// Ends the phase and clears the indicator.
+    pub(crate) fn finish(mut self) {
+        self.end();
+    }
+
+    fn end(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns_and_ignores_colour_codes() {
+        let mut table = Table::new(["name", "provider"]);
+        table.row(["a", "\x1b[32mlong_provider\x1b[0m"]);
+        table.row(["longer_name", "p"]);
+        let text = table.render(Style { enabled: false });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "name         provider");
+        assert_eq!(lines[1], "a            \x1b[32mlong_provider\x1b[0m");
+        assert_eq!(lines[2], "longer_name  p");
+    }
+
+    #[test]
+    fn style_is_plain_when_disabled() {
+        let style = Style { enabled: false };
+        assert_eq!(style.good("ok"), "ok");
+        assert_eq!(Style { enabled: true }.bad("x"), "\x1b[31mx\x1b[0m");
+    }
+}

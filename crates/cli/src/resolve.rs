@@ -1,0 +1,251 @@
+//! `xplug resolve [--plugin SPEC]... [--static] SYMBOL...`: which provider
+//! supplies each import.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use serde_json::json;
+use xplug_abi::{Resolution, StatusCode, bare_name};
+use xplug_manager::{Manager, SlotSource};
+use xplug_providers::{ResolveRequest, SymbolName, static_plugins};
+
+use crate::error::CliError;
+use crate::output::{Style, Table, print_json};
+use crate::report_error;
+use crate::trust;
+
+/// One registered provider, in registration order.
+#[derive(Clone, Debug)]
+pub(crate) struct ProviderLabel {
+    /// The provider's name (its plugin header name).
+    pub(crate) name: String,
+    /// Where it came from: `static` or the spec it was loaded from.
+    pub(crate) source: String,
+}
+
+/// A manager built as `resolve` builds it, with labels for its providers.
+pub(crate) struct Runtime {
+    /// The manager.
+    pub(crate) manager: Arc<Manager>,
+    /// Labels in registration order (index = registration index).
+    pub(crate) labels: Vec<ProviderLabel>,
+}
+
+impl Runtime {
+    /// Static plugins first (when `with_static`), then each spec in order.
+    pub(crate) fn build(with_static: bool, specs: &[String]) -> Result<Self, CliError> {
+        let mut labels = Vec::new();
+        let manager = if with_static {
+            let manager = Manager::new().with_static_plugins().map_err(|source| CliError::Manager {
+                context: "cannot register the static plugins linked into xplug".to_owned(),
+                source,
+            })?;
+            // `with_static_plugins` registers them in name order.
+            let mut names: Vec<&str> = static_plugins().iter().map(|r| r.name()).collect();
+            names.sort_unstable();
+            labels.extend(names.into_iter().map(|name| ProviderLabel { name: name.to_owned(), source: "static".into() }));
+            manager
+        } else {
+            Manager::new()
+        };
+        for spec in specs {
+            trust::load_spec(&manager, spec)
+                .map_err(|source| CliError::Manager { context: format!("cannot load plugin `{spec}`"), source })?;
+            let name = manager.providers().first().cloned().unwrap_or_default();
+            labels.push(ProviderLabel { name, source: spec.clone() });
+        }
+        Ok(Self { manager: Arc::new(manager), labels })
+    }
+
+    /// `name (source)` of the provider at registration index `index`.
+    pub(crate) fn describe(&self, index: usize) -> String {
+        self.labels.get(index).map_or_else(|| format!("#{index}"), |l| format!("{} ({})", l.name, l.source))
+    }
+
+    /// Registration indices, newest first (the scan order).
+    pub(crate) fn scan_order(&self) -> Vec<usize> {
+        (0..self.labels.len()).rev().collect()
+    }
+}
+
+/// The outcome of resolving one import table, slot by slot.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// Names in request order (sorted by bare name).
+    pub(crate) names: Vec<String>,
+    /// Per name, the registration index of the provider that filled it.
+    pub(crate) providers: Vec<Option<usize>>,
+    /// The manager's result.
+    pub(crate) result: Result<Resolution, xplug_manager::Error>,
+}
+
+/// Sorts import names the way IREE's compiler emits them: by bare name.
+pub(crate) fn sort_imports(names: &mut [String]) {
+    names.sort_by(|a, b| bare_name(a.as_bytes()).cmp(bare_name(b.as_bytes())));
+}
+
+/// One traced resolve of `names` (already validated); returns the per-slot
+/// providers and the manager's result.
+fn traced(manager: &Manager, names: &[CString]) -> (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>) {
+    let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
+    let mut fns = vec![std::ptr::null_mut(); names.len()];
+    let mut contexts = vec![std::ptr::null_mut(); names.len()];
+    let mut request = match ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
+        Ok(request) => request,
+        Err(error) => {
+            return (vec![None; names.len()], Err(xplug_manager::Error::InvalidRequest { reason: error.to_string() }));
+        }
+    };
+    match manager.resolve_traced(&mut request) {
+        Ok(trace) => {
+            let providers = trace
+                .slots
+                .iter()
+                .map(|slot| match slot {
+                    SlotSource::Provider { index, .. } => Some(*index),
+                    _ => None,
+                })
+                .collect();
+            (providers, Ok(trace.resolution))
+        }
+        Err(error) => (vec![None; names.len()], Err(error)),
+    }
+}
+
+/// Resolves `names` (in the given order) through `manager`, attributing each
+/// filled slot to its provider.
+///
+/// A failed resolve does not return its trace, so when required names are
+/// missing the table is resolved a second time with every name made
+/// optional: the manager's scan fills the same slots from the same providers
+/// (optionality only changes the verdict), and that trace gives the
+/// attribution while the first result stays the verdict.
+pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outcome, CliError> {
+    let c_names = names
+        .iter()
+        .map(|name| {
+            if bare_name(name.as_bytes()).is_empty() {
+                return Err(CliError::Usage { message: format!("import name {name:?} is empty") });
+            }
+            CString::new(name.as_str())
+                .map_err(|_| CliError::Usage { message: format!("import name {name:?} contains a NUL byte") })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut providers, result) = traced(manager, &c_names);
+    if matches!(result, Err(xplug_manager::Error::MissingImports { .. })) {
+        let optional: Vec<CString> = c_names
+            .iter()
+            .map(|name| {
+                let bare = bare_name(name.as_bytes());
+                let mut bytes = Vec::with_capacity(bare.len() + 1);
+                bytes.push(b'?');
+                bytes.extend_from_slice(bare);
+                CString::new(bytes).expect("a name without NUL stays without NUL")
+            })
+            .collect();
+        providers = traced(manager, &optional).0;
+    }
+    Ok(Outcome { names: names.to_vec(), providers, result })
+}
+
+/// Runs the command; returns the exit code.
+pub(crate) fn run(specs: &[String], with_static: bool, symbols: &[String], json: bool) -> Result<u8, CliError> {
+    let mut names = symbols.to_vec();
+    sort_imports(&mut names);
+    let runtime = match Runtime::build(with_static, specs) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            if json {
+                print_json(&json!({
+                    "ok": false,
+                    "code": error.code().to_string(),
+                    "message": chain(&error),
+                    "missing_optional": false,
+                    "symbols": names.iter().map(|name| json!({
+                        "name": name,
+                        "optional": name.starts_with('?'),
+                        "resolved": false,
+                        "provider": null,
+                    })).collect::<Vec<_>>(),
+                }));
+            }
+            report_error(&error);
+            return Ok(error.exit_code());
+        }
+    };
+    let outcome = resolve_names(&runtime.manager, &names)?;
+    let (ok, code, message, missing_optional) = match &outcome.result {
+        Ok(resolution) => (true, StatusCode::OK, None, resolution.contains(Resolution::MISSING_OPTIONAL)),
+        Err(error) => (false, error.code(), Some(error.to_string()), false),
+    };
+    if json {
+        print_json(&json!({
+            "ok": ok,
+            "code": code.to_string(),
+            "message": message,
+            "missing_optional": missing_optional,
+            "scan_order": runtime.scan_order().iter().map(|&i| json!({
+                "index": i,
+                "name": runtime.labels[i].name,
+                "source": runtime.labels[i].source,
+            })).collect::<Vec<_>>(),
+            "symbols": outcome.names.iter().zip(&outcome.providers).map(|(name, provider)| json!({
+                "name": name,
+                "optional": name.starts_with('?'),
+                "resolved": provider.is_some(),
+                "provider": provider.map(|i| runtime.labels[i].name.clone()),
+                "provider_index": provider,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        let style = Style::stdout();
+        println!("{}", style.bold("scan order (newest first):"));
+        let mut order = Table::new(["#", "provider", "source"]);
+        for index in runtime.scan_order() {
+            order.row([index.to_string(), runtime.labels[index].name.clone(), runtime.labels[index].source.clone()]);
+        }
+        if runtime.labels.is_empty() {
+            println!("  (no providers; pass --plugin SPEC or --static)");
+        } else {
+            print!("{}", order.render(style));
+        }
+        println!();
+        let mut table = Table::new(["symbol", "kind", "status", "provider"]);
+        for (name, provider) in outcome.names.iter().zip(&outcome.providers) {
+            let optional = name.starts_with('?');
+            let status = match (provider, optional) {
+                (Some(_), _) => style.good("resolved"),
+                (None, true) => style.warn("missing (optional)"),
+                (None, false) => style.bad("MISSING"),
+            };
+            table.row([
+                name.clone(),
+                if optional { "optional".to_owned() } else { "required".to_owned() },
+                status,
+                provider.map_or_else(|| "-".to_owned(), |i| format!("#{i} {}", runtime.describe(i))),
+            ]);
+        }
+        print!("{}", table.render(style));
+        println!();
+        match &outcome.result {
+            Ok(_) if missing_optional => println!("{}", style.warn("OK (some optional imports are missing)")),
+            Ok(_) => println!("{}", style.good("OK")),
+            Err(_) => {}
+        }
+    }
+    if let Err(error) = outcome.result {
+        report_error(&CliError::Manager { context: "resolution failed".to_owned(), source: error });
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The error and its causes on one line.
+pub(crate) fn chain(error: &CliError) -> String {
+    let mut text = error.to_string();
+    for cause in error.causes() {
+        text.push_str(": ");
+        text.push_str(&cause);
+    }
+    text
+}

@@ -1,0 +1,37 @@
+//! Where the CLI vouches for the plugins the user named.
+//!
+//! Loading a plugin runs foreign code, so every loader in `xplug-providers`
+//! and `xplug-manager` is an `unsafe fn`. For a command-line tool, trusting
+//! the plugin is the point: the user typed its path (or linked it into this
+//! binary), exactly as they would pass `--executable_plugin=` to IREE. Each
+//! function below is one such load, with the same argument.
+
+use std::path::Path;
+
+use xplug_manager::Manager;
+use xplug_providers::{LoadParams, Plugin, SystemLibraryPlugin};
+
+use crate::error::CliError;
+use crate::raw::RawLibrary;
+
+/// Loads the shared-library plugin at `path` through `xplug-providers`.
+pub(crate) fn load_system_plugin(path: &Path, params: &LoadParams) -> Result<Plugin, xplug_providers::Error> {
+    // SAFETY: the user named this file on the command line as a v0 plugin
+    // to load into this process; the CLI holds no state a misbehaving plugin
+    // could corrupt beyond what the user chose to run.
+    unsafe { SystemLibraryPlugin::load_from_file(path, params) }
+}
+
+/// Opens the shared-library plugin at `path` for raw inspection and checks.
+pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, CliError> {
+    // SAFETY: as in `load_system_plugin`: the user named this file as a v0
+    // plugin to examine in this process.
+    unsafe { RawLibrary::open(path) }
+}
+
+/// Loads the plugin `spec` names into `manager`.
+pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<(), xplug_manager::Error> {
+    // SAFETY: as in `load_system_plugin`: the spec came from the command line
+    // (or names a plugin this project built) and the user chose to load it.
+    unsafe { manager.load_spec(spec) }
+}
