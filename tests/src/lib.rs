@@ -48,3 +48,44 @@ pub fn run_compiler(compiler: &str, args: &[&std::ffi::OsStr]) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Compiles the C file `source` into the shared object `dir/lib{name}.so`
+/// against `include/` with `-std=c99 -Wall -Wextra -Werror -fPIC
+/// -fvisibility=hidden` plus `extra` flags, and returns its path.
+///
+/// # Panics
+/// When the compiler fails (the message carries its stderr).
+pub fn build_c_plugin(source: &Path, dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let output = dir.join(format!("lib{name}.so"));
+    let include = include_dir();
+    let mut args: Vec<&std::ffi::OsStr> =
+        ["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden", "-I"]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .collect();
+    args.push(include.as_os_str());
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.push(source.as_os_str());
+    args.push(std::ffi::OsStr::new("-o"));
+    args.push(output.as_os_str());
+    run_compiler(&c_compiler(), &args);
+    output
+}
+
+/// Writes `code` to `dir/{name}.c` and builds it with [`build_c_plugin`].
+///
+/// # Panics
+/// When the file cannot be written or the compiler fails.
+pub fn build_c_plugin_from_code(code: &str, dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(&source, code)
+        .unwrap_or_else(|error| panic!("cannot write {}: {error}", source.display()));
+    build_c_plugin(&source, dir, name, extra)
+}
+
+/// Builds `tests/c/minimal_plugin.c` (exports `c_add_i32` and `c_mul_i32`,
+/// honours the `scale` load parameter) into `dir/libc_minimal.so`.
+#[must_use]
+pub fn build_minimal_c_plugin(dir: &Path) -> PathBuf {
+    build_c_plugin(&workspace_root().join("tests/c/minimal_plugin.c"), dir, "c_minimal", &[])
+}

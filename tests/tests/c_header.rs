@@ -12,7 +12,7 @@ use xplug_abi::{
     Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, PluginV0, QueryFn,
     Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
 };
-use xplug_tests::{c_compiler, cxx_compiler, include_dir, run_compiler, workspace_root};
+use xplug_tests::{build_minimal_c_plugin, c_compiler, cxx_compiler, include_dir, run_compiler};
 
 /// C source with one static assertion per layout fact and constant.
 fn static_assert_source() -> String {
@@ -147,29 +147,6 @@ fn a_wrong_expectation_fails_the_c_build() {
     assert!(!status.success(), "a wrong layout assertion compiled");
 }
 
-/// Builds `tests/c/minimal_plugin.c` into a shared object.
-fn build_minimal_plugin(dir: &Path) -> std::path::PathBuf {
-    let source = workspace_root().join("tests/c/minimal_plugin.c");
-    let output = dir.join("libc_minimal.so");
-    let include = include_dir();
-    let args: Vec<&OsStr> = vec![
-        OsStr::new("-std=c99"),
-        OsStr::new("-Wall"),
-        OsStr::new("-Wextra"),
-        OsStr::new("-Werror"),
-        OsStr::new("-shared"),
-        OsStr::new("-fPIC"),
-        OsStr::new("-fvisibility=hidden"),
-        OsStr::new("-I"),
-        include.as_os_str(),
-        source.as_os_str(),
-        OsStr::new("-o"),
-        output.as_os_str(),
-    ];
-    run_compiler(&c_compiler(), &args);
-    output
-}
-
 /// A host allocator over libc that counts live blocks.
 unsafe extern "C" fn counting_ctl(
     allocator_self: *mut c_void,
@@ -215,7 +192,7 @@ struct BinopParams {
 #[test]
 fn minimal_c_plugin_builds_and_speaks_v0() {
     let dir = tempfile::tempdir().unwrap();
-    let library = build_minimal_plugin(dir.path());
+    let library = build_minimal_c_plugin(dir.path());
     let path = std::ffi::CString::new(library.to_str().unwrap()).unwrap();
 
     // SAFETY: the library is the plugin just built from our own C source; its

@@ -4,7 +4,8 @@
 //! (written with `xplug-sdk`, or in C against `include/xplug/executable_plugin.h`)
 //! fill these structures in, hosts (`xplug-providers`, `xplug-manager`, or
 //! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies and
-//! contains no logic beyond small, total helpers on the value types.
+//! contains no logic beyond small, total helpers on the value types and
+//! [`gallop_search`], the sorted-table search every resolver shares.
 //!
 //! # Shape of the ABI
 //!
@@ -55,6 +56,7 @@ mod allocator;
 mod header;
 mod import;
 mod layout;
+mod lookup;
 mod plugin;
 mod status;
 mod strings;
@@ -62,6 +64,7 @@ mod strings;
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
 pub use header::{Features, Header, Sanitizer, Version};
 pub use import::{ImportFn, ImportThunkFn, bare_name, is_optional, is_optional_bytes, strip_optional};
+pub use lookup::gallop_search;
 pub use plugin::{
     EXPORT_NAME, EnvironmentV0, LoadFnV0, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
     UnloadFnV0,
