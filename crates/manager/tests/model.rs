@@ -61,7 +61,7 @@ fn build(specs: &[ProviderSpec]) -> (Manager, Arc<Mutex<Vec<usize>>>) {
 /// Which registration index filled a slot, decoded from the fake pointer.
 fn filler(function: *mut c_void) -> Option<usize> {
     let value = function as usize;
-    (value >= 0x10_0000 && value < 0x900_0000).then(|| (value - 0x10_0000) / 0x100)
+    (0x10_0000..0x900_0000).contains(&value).then(|| (value - 0x10_0000) / 0x100)
 }
 
 proptest! {
