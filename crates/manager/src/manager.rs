@@ -70,7 +70,7 @@ use crate::suggest;
 /// assert!(!fns[0].is_null() && !fns[1].is_null() && fns[2].is_null());
 /// ```
 pub struct Manager {
-    registry: Registry,
+    pub(crate) registry: Registry,
 }
 
 /// Where the function in one slot of a traced resolve came from.
