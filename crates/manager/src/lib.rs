@@ -81,6 +81,7 @@
 mod c_provider;
 mod error;
 mod imports;
+mod loading;
 mod manager;
 mod registry;
 pub mod spec;
