@@ -97,9 +97,9 @@ unsafe extern "C" fn query(max_version: Version, _reserved: *mut c_void) -> *mut
     std::ptr::from_ref(&PLUGIN).cast_mut().cast()
 }
 
-// SAFETY: `query` returns NULL or the immutable v0 table above, whose
-// functions follow the v0 contract and are callable from any thread.
 xplug_manager::providers::inventory::submit! {
+    // SAFETY: `query` returns NULL or the immutable v0 table above, whose
+    // functions follow the v0 contract and are callable from any thread.
     unsafe { StaticPluginRegistration::new("rust_static", query) }
 }
 
