@@ -133,7 +133,10 @@ pub enum Error {
         name: String,
     },
     /// An import index past the end of a resolved-imports table.
-    #[error("import index {index} is out of range for an import table of {len} import(s)")]
+    #[error(
+        "import index {index} is out of range for an import table of {len} import(s); \
+         look imports up with `index_of`"
+    )]
     ImportIndexOutOfRange {
         /// The index asked for.
         index: usize,

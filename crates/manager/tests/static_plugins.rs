@@ -151,3 +151,91 @@ fn static_plugins_are_registered_first_and_overridden() {
     assert_eq!(error.code(), StatusCode::RESOURCE_EXHAUSTED);
     assert_eq!(LOADS.load(Ordering::SeqCst), 1, "nothing may be loaded when it cannot fit");
 }
+
+/// Registration order of plugin instances, recorded by `tagged_unload`.
+static UNLOAD_ORDER: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Loads with `self` = the value of the single-digit `tag` parameter (as an
+/// address, never dereferenced), so each instance is recognisable.
+unsafe extern "C" fn tagged_load(
+    _environment: *const EnvironmentV0,
+    param_count: usize,
+    params: *const StringPair,
+    out_self: *mut *mut c_void,
+) -> Status {
+    let mut tag = 0usize;
+    for i in 0..param_count {
+        // SAFETY: the host passes `param_count` pairs whose views are valid
+        // for the call.
+        let (key, value) = unsafe {
+            let pair = &*params.add(i);
+            (
+                std::slice::from_raw_parts(pair.key.data.cast::<u8>(), pair.key.size),
+                std::slice::from_raw_parts(pair.value.data.cast::<u8>(), pair.value.size),
+            )
+        };
+        if let (b"tag", [digit @ b'1'..=b'9']) = (key, value) {
+            tag = usize::from(digit - b'0');
+        }
+    }
+    if tag == 0 {
+        return Status::from_code(StatusCode::INVALID_ARGUMENT);
+    }
+    // SAFETY: the host passes a writable `out_self`.
+    unsafe { *out_self = tag as *mut c_void };
+    Status::OK
+}
+
+unsafe extern "C" fn tagged_unload(plugin_self: *mut c_void) {
+    if let Ok(mut order) = UNLOAD_ORDER.lock() {
+        order.push(plugin_self as usize);
+    }
+}
+
+static TAGGED_HEADER: Header = Header {
+    version: Version::LATEST,
+    name: c"tagged".as_ptr(),
+    description: c"records its unload order".as_ptr(),
+    features: Features::STANDALONE,
+    sanitizer: Sanitizer::NONE,
+    reserved: [0; 8],
+};
+
+static TAGGED: PluginV0 = PluginV0 {
+    header: &TAGGED_HEADER,
+    load: Some(tagged_load),
+    unload: Some(tagged_unload),
+    resolve: Some(resolve),
+};
+
+unsafe extern "C" fn tagged_query(max_version: Version, _reserved: *mut c_void) -> *mut *const Header {
+    if max_version < Version::V0_1 {
+        return std::ptr::null_mut();
+    }
+    std::ptr::from_ref(&TAGGED).cast_mut().cast()
+}
+
+#[test]
+fn owned_plugins_unload_newest_first_when_the_manager_drops() {
+    let manager = Manager::new();
+    for tag in ["1", "2", "3"] {
+        let params = xplug_manager::providers::LoadParams::new().with("tag", tag);
+        // SAFETY: `tagged_query` follows the v0 query contract.
+        let plugin =
+            unsafe { xplug_manager::providers::StaticPlugin::from_query(tagged_query, &params) }.unwrap();
+        manager.register_plugin(plugin).unwrap();
+    }
+    // A failed load is not registered and not unloaded.
+    // SAFETY: as above.
+    let refused = unsafe {
+        xplug_manager::providers::StaticPlugin::from_query(
+            tagged_query,
+            &xplug_manager::providers::LoadParams::new(),
+        )
+    };
+    assert_eq!(refused.unwrap_err().code(), StatusCode::INVALID_ARGUMENT);
+    assert_eq!(manager.providers(), ["tagged", "tagged", "tagged"]);
+    assert!(UNLOAD_ORDER.lock().unwrap().is_empty());
+    drop(manager);
+    assert_eq!(*UNLOAD_ORDER.lock().unwrap(), [3, 2, 1]);
+}
