@@ -63,11 +63,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Plugins load the same way from IREE-style specs, for example
-//! `unsafe { Manager::from_specs(["libfast.so?threads=4"]) }`, or one at a
-//! time with [`Manager::register_plugin`] and [`Manager::load_spec`]. The
-//! manager hands itself to C code as IREE's import provider struct through
-//! [`Manager::as_c_provider`].
+//! # Static and dynamic plugins together
+//!
+//! A runtime links some plugins in (registered through `inventory` by
+//! `xplug-sdk`; keep each plugin crate referenced, e.g. `use my_plugin as _;`)
+//! and loads others from shared libraries named by the operator, IREE-style
+//! (`path.so?key=value`). Static plugins are registered first, so a dynamic
+//! plugin exporting the same name overrides them:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use xplug_manager::Manager;
+//!
+//! let manager = Manager::new().with_static_plugins()?;
+//! // SAFETY: the operator named these plugins; loading one runs its code,
+//! // which we trust to follow the v0 ABI.
+//! unsafe {
+//!     manager.load_spec("target/plugins/libsample_system.so?multiplier=2")?;
+//!     manager.load_spec("target/plugins/libc_sample.so")?;
+//! }
+//! let manager = Arc::new(manager);
+//! let imports = manager.resolve_imports(["simple_mul_workgroup", "?optional_fast_path"])?;
+//! println!("{} imports resolved", imports.len());
+//! # Ok::<(), xplug_manager::Error>(())
+//! ```
+//!
+//! [`Manager::from_specs`] and [`Manager::from_env`] (`XPLUG_PLUGINS`) build
+//! the same from a list; [`Manager::register_plugin`] takes a plugin loaded
+//! by hand. The manager hands itself to C code as IREE's import provider
+//! struct through [`Manager::as_c_provider`].
 //!
 //! # Threads
 //!
