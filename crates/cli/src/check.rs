@@ -52,9 +52,21 @@ pub(crate) const CHECKS: &[Check] = &[
         description: "query(0) returns NULL (the plugin needs version 1)",
         run: query_max_version_0,
     },
-    Check { name: "query-latest", description: "query(LATEST) returns a table with a header", run: query_latest },
-    Check { name: "header", description: "header version, name, features and sanitizer are sane", run: header },
-    Check { name: "load-unload", description: "load without params succeeds; unload frees everything", run: load_plain },
+    Check {
+        name: "query-latest",
+        description: "query(LATEST) returns a table with a header",
+        run: query_latest,
+    },
+    Check {
+        name: "header",
+        description: "header version, name, features and sanitizer are sane",
+        run: header,
+    },
+    Check {
+        name: "load-unload",
+        description: "load without params succeeds; unload frees everything",
+        run: load_plain,
+    },
     Check {
         name: "load-unload-params",
         description: "load with an unknown param succeeds; unload frees everything",
@@ -105,9 +117,11 @@ fn instance<'a>(subject: &Subject<'a>, params: &[(&str, &str)]) -> Result<RawIns
 fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
     match subject.library.query(Version(0)) {
         None => Ok("NULL".to_owned()),
-        Some(_) => Err("query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
+        Some(_) => {
+            Err("query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
                         (IREE's samples invert this test)"
-            .to_owned()),
+                .to_owned())
+        }
     }
 }
 
@@ -250,7 +264,8 @@ fn resolve_unknown_optional(subject: &Subject<'_>) -> Verdict {
 }
 
 fn no_exports() -> Verdict {
-    Ok("skipped: no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)".to_owned())
+    Ok("skipped: no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)"
+        .to_owned())
 }
 
 fn resolve_exports(subject: &Subject<'_>) -> Verdict {
@@ -279,7 +294,11 @@ fn filled_slots_untouched(subject: &Subject<'_>) -> Verdict {
     let fns = vec![SENTINEL_FN as *mut c_void; names.len()];
     let contexts = vec![SENTINEL_CONTEXT as *mut c_void; names.len()];
     let (code, _, fns, contexts) = resolve(&instance, &names, fns, contexts);
-    let touched = fns.iter().zip(&contexts).filter(|&(&f, &c)| f as usize != SENTINEL_FN || c as usize != SENTINEL_CONTEXT).count();
+    let touched = fns
+        .iter()
+        .zip(&contexts)
+        .filter(|&(&f, &c)| f as usize != SENTINEL_FN || c as usize != SENTINEL_CONTEXT)
+        .count();
     if touched > 0 {
         return Err(format!("overwrote {touched} pre-filled slot(s)"));
     }
@@ -332,15 +351,21 @@ pub(crate) struct CheckResult {
 }
 
 /// Runs the named checks (all when `only` is None) against `path`.
-pub(crate) fn run_checks(path: &Path, symbols: &[String], only: Option<&str>) -> Result<Vec<CheckResult>, CliError> {
+pub(crate) fn run_checks(
+    path: &Path,
+    symbols: &[String],
+    only: Option<&str>,
+) -> Result<Vec<CheckResult>, CliError> {
     let selected: Vec<&Check> = match only {
         None => CHECKS.iter().collect(),
-        Some(name) => vec![CHECKS.iter().find(|check| check.name == name).ok_or_else(|| CliError::Usage {
-            message: format!(
-                "unknown check `{name}`; checks: {}",
-                CHECKS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
-            ),
-        })?],
+        Some(name) => {
+            vec![CHECKS.iter().find(|check| check.name == name).ok_or_else(|| CliError::Usage {
+                message: format!(
+                    "unknown check `{name}`; checks: {}",
+                    CHECKS.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+                ),
+            })?]
+        }
     };
     let library = trust::open_raw_library(path)?;
     let mut exports = library.exports().unwrap_or_default();

@@ -17,7 +17,8 @@ use crate::output::{Progress, Style, Table, print_json};
 use crate::resolve::{Runtime, resolve_names, sort_imports};
 
 /// Dynamic plugins the demo registers, oldest first (the last is asked first).
-pub(crate) const DYNAMIC_PLUGINS: [&str; 4] = ["c_sample", "sample_system", "sample_static", "sample_standalone"];
+pub(crate) const DYNAMIC_PLUGINS: [&str; 4] =
+    ["c_sample", "sample_system", "sample_static", "sample_standalone"];
 
 /// The executable's import table, as declared (sorted by bare name later).
 const IMPORTS: [&str; 6] = [
@@ -90,6 +91,9 @@ fn plugin_dir(explicit: Option<&Path>) -> PathBuf {
     beside_binary.unwrap_or_else(|| PathBuf::from("target").join("plugins"))
 }
 
+/// Computes one thread's share of a dispatch: `(lhs, rhs, out)`.
+type Share<'a> = dyn Fn(&[f32], &[f32], &mut [f32]) -> Result<(), CliError> + Sync + 'a;
+
 /// A dispatch: multiplies `lhs` by `rhs` into `out`, split into workgroups
 /// across `threads` threads, each workgroup done by `workgroup`.
 fn dispatch(
@@ -97,7 +101,7 @@ fn dispatch(
     lhs: &[f32],
     rhs: &[f32],
     out: &mut [f32],
-    workgroup: &(dyn Fn(&[f32], &[f32], &mut [f32]) -> Result<(), CliError> + Sync),
+    workgroup: &Share<'_>,
 ) -> Result<(), CliError> {
     // Each thread gets a contiguous run of whole workgroups.
     let workgroups = out.len().div_ceil(WORKGROUP);
@@ -126,7 +130,13 @@ fn dispatch(
 }
 
 /// One thread's share through the plugin: one import call per workgroup.
-fn plugin_share(imports: &ResolvedImports, index: usize, lhs: &[f32], rhs: &[f32], out: &mut [f32]) -> Result<(), CliError> {
+fn plugin_share(
+    imports: &ResolvedImports,
+    index: usize,
+    lhs: &[f32],
+    rhs: &[f32],
+    out: &mut [f32],
+) -> Result<(), CliError> {
     let mut params = WorkgroupParams {
         binding0: lhs.as_ptr(),
         binding0_offset: 0,
@@ -145,8 +155,10 @@ fn plugin_share(imports: &ResolvedImports, index: usize, lhs: &[f32], rhs: &[f32
         // which `WorkgroupParams` mirrors; the three bindings are valid for
         // `size` elements (this thread's share), the inputs are only read,
         // and `out` is borrowed mutably by this thread alone.
-        let result = unsafe { imports.call(index, &mut params) }
-            .map_err(|source| CliError::Manager { context: "calling simple_mul_workgroup".to_owned(), source })?;
+        let result = unsafe { imports.call(index, &mut params) }.map_err(|source| CliError::Manager {
+            context: "calling simple_mul_workgroup".to_owned(),
+            source,
+        })?;
         if result != 0 {
             return Err(CliError::ImportFailed { name: "simple_mul_workgroup".to_owned(), result });
         }
@@ -195,10 +207,10 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     sort_imports(&mut names);
     let traced = resolve_names(&runtime.manager, &names)?;
     let static_trace = resolve_names(&static_only.manager, &names)?;
-    let imports = runtime
-        .manager
-        .resolve_imports(&names)
-        .map_err(|source| CliError::Manager { context: "resolving the demo's import table".to_owned(), source })?;
+    let imports = runtime.manager.resolve_imports(&names).map_err(|source| CliError::Manager {
+        context: "resolving the demo's import table".to_owned(),
+        source,
+    })?;
 
     // Call the overridden import once, to show the dynamic copy answers.
     let fma = imports.index_of("static_fma_i64").unwrap_or(usize::MAX);
@@ -292,10 +304,7 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
         table.row([name.clone(), if optional { "optional" } else { "required" }.to_owned(), by, note]);
     }
     print!("{}", table.render(style));
-    println!(
-        "\nstatic_fma_i64(6, 7, 0) = {} through the overriding provider",
-        fma_params.result
-    );
+    println!("\nstatic_fma_i64(6, 7, 0) = {} through the overriding provider", fma_params.result);
     println!(
         "\n{} {n} floats, {workgroups} workgroups of {WORKGROUP}, {threads} thread(s), median of {} pass(es); \
          {}",

