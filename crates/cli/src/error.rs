@@ -157,10 +157,17 @@ impl CliError {
 
     /// The messages of this error's causes, outermost first (itself excluded).
     pub(crate) fn causes(&self) -> Vec<String> {
-        let mut causes = Vec::new();
+        let mut causes: Vec<String> = Vec::new();
+        let mut shown = self.to_string();
         let mut next = std::error::Error::source(self);
         while let Some(cause) = next {
-            causes.push(cause.to_string());
+            let text = cause.to_string();
+            // Some errors repeat their source in their own message; show
+            // each piece of text once.
+            if !shown.contains(&text) {
+                shown.push_str(&text);
+                causes.push(text);
+            }
             next = cause.source();
         }
         causes

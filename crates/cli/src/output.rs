@@ -108,6 +108,8 @@ impl Table {
                     out.push_str(&" ".repeat(widths[i] - visible_width(cell) + 2));
                 }
             }
+            let trimmed = out.trim_end().len();
+            out.truncate(trimmed);
             out.push('\n');
             out
         };

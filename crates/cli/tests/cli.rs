@@ -1,0 +1,209 @@
+//! Runs the `xplug` binary on real plugins and checks its JSON and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn xplug(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the xplug binary runs")
+}
+
+/// Runs `xplug --json ARGS`, checks the exit code and parses stdout as one
+/// JSON object.
+fn json(args: &[&str], expected_code: i32) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let output = xplug(&all);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(expected_code),
+        "xplug {all:?}\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let value: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not one JSON value ({e}): {stdout}"));
+    assert!(value.is_object(), "{value}");
+    value
+}
+
+fn minimal_plugin(dir: &Path) -> PathBuf {
+    xplug_tests::build_minimal_c_plugin(dir)
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+#[test]
+fn inspect_reports_the_header_and_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let value = json(&["inspect", path_str(&plugin)], 0);
+    assert_eq!(value["name"], "c_minimal");
+    assert_eq!(value["description"], "minimal C plugin from tests/c");
+    assert_eq!(value["version"], 1);
+    assert_eq!(value["features"], serde_json::json!(["standalone"]));
+    assert_eq!(value["sanitizer"], "none");
+    assert_eq!(value["loader"], "system library");
+    // A C plugin has no xplug_plugin_exports.
+    assert!(value["exports"].is_null());
+}
+
+#[test]
+fn inspect_of_a_missing_file_is_a_typed_error() {
+    let value = json(&["inspect", "/nonexistent/libnothing.so"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "load");
+    assert_eq!(value["error"]["code"], "NOT_FOUND");
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("/nonexistent/libnothing.so does not exist"), "{value}");
+}
+
+#[test]
+fn resolve_shows_the_provider_of_each_symbol() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let value = json(&["resolve", "--plugin", path_str(&plugin), "c_mul_i32", "?c_div_i32", "c_add_i32"], 0);
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["code"], "OK");
+    assert!(value["message"].is_null());
+    assert_eq!(value["missing_optional"], true);
+    let symbols = value["symbols"].as_array().unwrap();
+    // Sorted by bare name, as IREE's compiler emits import tables.
+    let names: Vec<&str> = symbols.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["c_add_i32", "?c_div_i32", "c_mul_i32"]);
+    assert_eq!(symbols[0]["provider"], "c_minimal");
+    assert_eq!(symbols[0]["resolved"], true);
+    assert_eq!(symbols[1]["optional"], true);
+    assert_eq!(symbols[1]["resolved"], false);
+    assert!(symbols[1]["provider"].is_null());
+    assert_eq!(symbols[2]["provider"], "c_minimal");
+}
+
+#[test]
+fn resolve_with_two_plugins_names_the_newest_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = minimal_plugin(dir.path());
+    // A second copy under another file name and header name.
+    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+        .unwrap()
+        .replace("\"c_minimal\"", "\"c_minimal_copy\"");
+    let second = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_minimal_copy", &[]);
+    let value =
+        json(&["resolve", "--plugin", path_str(&first), "--plugin", path_str(&second), "c_add_i32"], 0);
+    assert_eq!(value["symbols"][0]["provider"], "c_minimal_copy");
+    assert_eq!(value["symbols"][0]["provider_index"], 1);
+    let order: Vec<&str> =
+        value["scan_order"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(order, ["c_minimal_copy", "c_minimal"]);
+}
+
+#[test]
+fn failing_resolve_exits_1_and_lists_the_missing_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let value = json(&["resolve", "--plugin", path_str(&plugin), "c_add_i32", "c_sub_i32", "c_div_i32"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["code"], "NOT_FOUND");
+    let message = value["message"].as_str().unwrap();
+    assert!(message.contains("`c_sub_i32`") && message.contains("`c_div_i32`"), "{message}");
+    let symbols = value["symbols"].as_array().unwrap();
+    // The found one is still attributed; the missing ones have no provider.
+    assert_eq!(symbols[0]["name"], "c_add_i32");
+    assert_eq!(symbols[0]["provider"], "c_minimal");
+    assert!(symbols[1..].iter().all(|s| s["resolved"] == false && s["provider"].is_null()));
+}
+
+#[test]
+fn resolve_with_a_bad_plugin_path_exits_1_with_the_path() {
+    let value = json(&["resolve", "--plugin", "/nonexistent/libnothing.so", "c_add_i32"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["code"], "NOT_FOUND");
+    let message = value["message"].as_str().unwrap();
+    assert!(message.contains("/nonexistent/libnothing.so does not exist"), "{message}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(xplug(&["resolve"]).status.code(), Some(2));
+    assert_eq!(xplug(&["no-such-command"]).status.code(), Some(2));
+    assert_eq!(xplug(&["bench", "x.so", "f", "--runs", "0"]).status.code(), Some(2));
+    let output = xplug(&["check", "--single-check", "no-such-check", "whatever.so"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown check `no-such-check`"));
+}
+
+#[test]
+fn check_passes_for_a_conforming_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let value = json(&["check", path_str(&plugin), "--symbol", "c_add_i32", "--symbol", "c_mul_i32"], 0);
+    assert_eq!(value["ok"], true);
+    let checks = value["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 12);
+    for check in checks {
+        assert_eq!(check["ok"], true, "{check}");
+        assert!(check["detail"].is_string());
+    }
+    let exports = checks.iter().find(|c| c["name"] == "resolve-exports").unwrap();
+    assert_eq!(exports["detail"], "2 export(s) resolved");
+}
+
+#[test]
+fn check_flags_an_inverted_version_test_and_a_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+        .unwrap()
+        // IREE's samples return NULL when max_version > 1.
+        .replace(
+            "max_version < IREE_HAL_EXECUTABLE_PLUGIN_VERSION_0_1",
+            "max_version > IREE_HAL_EXECUTABLE_PLUGIN_VERSION_0_1",
+        )
+        // Forget to free the state.
+        .replace("iree_hal_executable_plugin_allocator_free(state->host_allocator, state);", "(void)state;");
+    let plugin = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_sloppy", &[]);
+    let value = json(&["check", path_str(&plugin)], 1);
+    assert_eq!(value["ok"], false);
+    let failed: Vec<&str> = value["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["query-max-version-0", "load-unload", "load-unload-params", "allocations-balanced"]);
+
+    // One check alone, as a supervisor running checks in child processes would.
+    let single = json(&["check", "--single-check", "query-max-version-0", path_str(&plugin)], 1);
+    assert_eq!(single["checks"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn bench_reports_resolve_and_call_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let value =
+        json(&["bench", path_str(&plugin), "c_add_i32", "c_mul_i32", "--runs", "3", "--call", "16"], 0);
+    assert_eq!(value["plugin"], "c_minimal");
+    assert_eq!(value["resolve"]["resolved"], 2);
+    assert_eq!(value["resolve"]["ok"], true);
+    assert!(value["resolve"]["median_ns"].as_f64().unwrap() > 0.0);
+    let calls = value["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|c| c["result"] == 0 && c["median_ns"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn demo_without_built_plugins_says_how_to_build_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = xplug(&["demo", "--plugin-dir", path_str(dir.path())]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cargo xtask build-plugins"), "{stderr}");
+}
