@@ -157,6 +157,7 @@ extern crate std;
 extern crate self as xplug_sdk;
 
 mod allocator;
+mod buffer;
 mod error;
 mod ffi;
 mod params;
@@ -166,6 +167,7 @@ use core::ffi::c_int;
 use core::fmt;
 
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
+pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError};
 pub use params::{Environment, LoadParams, Param};
 pub use xplug_abi as abi;
