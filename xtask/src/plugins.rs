@@ -64,7 +64,11 @@ impl fmt::Display for BuildError {
         match self {
             Self::Cargo { command, detail } => write!(f, "`{command}` failed: {detail}"),
             Self::CCompiler { source_file, stderr } => {
-                write!(f, "compiling {} failed (fix the C source or set CC):\n{stderr}", source_file.display())
+                write!(
+                    f,
+                    "compiling {} failed (fix the C source or set CC):\n{stderr}",
+                    source_file.display()
+                )
             }
             Self::Io { context, source } => write!(f, "{context}: {source}"),
         }
@@ -130,7 +134,9 @@ pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError>
         let target = out_dir.join(library_file_name(name));
         match compile_c(root, &root.join(source), &target, release)? {
             None => built.push(described(name, "c", target)?),
-            Some(note) => built.push(BuiltPlugin { name: name.to_owned(), kind: "c", path: None, size: 0, note }),
+            Some(note) => {
+                built.push(BuiltPlugin { name: name.to_owned(), kind: "c", path: None, size: 0, note })
+            }
         }
     }
     Ok(built)
@@ -145,8 +151,11 @@ fn described(name: &str, kind: &'static str, path: PathBuf) -> Result<BuiltPlugi
 /// old library mapped keeps a consistent file.
 fn copy_atomically(from: &Path, to: &Path) -> Result<(), BuildError> {
     let temporary = to.with_extension("tmp");
-    std::fs::copy(from, &temporary)
-        .map_err(io(format!("cannot copy {} to {}", from.display(), temporary.display())))?;
+    std::fs::copy(from, &temporary).map_err(io(format!(
+        "cannot copy {} to {}",
+        from.display(),
+        temporary.display()
+    )))?;
     std::fs::rename(&temporary, to).map_err(io(format!("cannot move {} into place", to.display())))
 }
 
@@ -178,7 +187,8 @@ fn compile_c(root: &Path, source: &Path, target: &Path, release: bool) -> Result
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         });
     }
-    std::fs::rename(&temporary, target).map_err(io(format!("cannot move {} into place", target.display())))?;
+    std::fs::rename(&temporary, target)
+        .map_err(io(format!("cannot move {} into place", target.display())))?;
     Ok(None)
 }
 

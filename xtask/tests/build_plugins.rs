@@ -36,7 +36,14 @@ fn built() -> &'static (String, PathBuf) {
         assert_eq!(first, second, "a second build-plugins run must report the same files and sizes");
         let host = root().join("target").join("plugins").join("c_host_test");
         let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".to_owned()))
-            .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-D_POSIX_C_SOURCE=200809L", "-D_ISOC11_SOURCE"])
+            .args([
+                "-std=c99",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-D_POSIX_C_SOURCE=200809L",
+                "-D_ISOC11_SOURCE",
+            ])
             .arg("-I")
             .arg(root().join("include"))
             .arg(root().join("plugins/c_host/c_host.c"))
@@ -45,7 +52,11 @@ fn built() -> &'static (String, PathBuf) {
             .arg("-ldl")
             .output()
             .expect("cannot run the C compiler (set CC)");
-        assert!(output.status.success(), "c_host failed to compile:\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "c_host failed to compile:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         (second, host)
     })
 }
@@ -67,9 +78,20 @@ fn host(plugin: &str, multiplier: &str, params: &[&str]) -> String {
 fn table_lists_every_plugin_with_a_size() {
     let (table, _) = built();
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].starts_with("name") && lines[0].contains("kind") && lines[0].contains("size"), "{table}");
-    for (name, kind) in [("sample_standalone", "rust"), ("sample_system", "rust"), ("sample_static", "rust"), ("c_sample", "c")] {
-        let line = lines.iter().find(|line| line.starts_with(name)).unwrap_or_else(|| panic!("{name} missing:\n{table}"));
+    assert!(
+        lines[0].starts_with("name") && lines[0].contains("kind") && lines[0].contains("size"),
+        "{table}"
+    );
+    for (name, kind) in [
+        ("sample_standalone", "rust"),
+        ("sample_system", "rust"),
+        ("sample_static", "rust"),
+        ("c_sample", "c"),
+    ] {
+        let line = lines
+            .iter()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{table}"));
         let fields: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(fields[1], kind, "{line}");
         assert_eq!(fields[2], format!("target/plugins/lib{name}.so"), "{line}");

@@ -20,7 +20,9 @@ use xplug_abi::{
 };
 
 use crate::resolve::resolve_with;
-use crate::{Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState};
+use crate::{
+    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState,
+};
 
 /// What the `#[plugin]` macro generates for one plugin.
 ///
@@ -104,7 +106,12 @@ impl Export {
 
 /// The header of a plugin.
 #[must_use]
-pub const fn header(name: &'static CStr, description: &'static CStr, features: u32, sanitizer: i32) -> Header {
+pub const fn header(
+    name: &'static CStr,
+    description: &'static CStr,
+    features: u32,
+    sanitizer: i32,
+) -> Header {
     Header {
         version: Version::LATEST,
         name: name.as_ptr(),
@@ -325,7 +332,10 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
         if request.count == 0 {
             return Status::OK;
         }
-        if request.symbol_names.is_null() || request.out_fn_ptrs.is_null() || request.out_fn_contexts.is_null() {
+        if request.symbol_names.is_null()
+            || request.out_fn_ptrs.is_null()
+            || request.out_fn_contexts.is_null()
+        {
             return INVALID;
         }
         // SAFETY: `plugin_self` comes from `load::<D>`.

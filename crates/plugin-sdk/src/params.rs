@@ -135,7 +135,11 @@ impl<'a> LoadParams<'a> {
     pub fn parse<T: FromStr>(&self, key: &str, expected: &'static str) -> Result<Option<T>, Error> {
         let Some(raw) = self.get_bytes(key) else { return Ok(None) };
         core::str::from_utf8(raw).ok().and_then(|text| text.parse().ok()).map(Some).ok_or_else(|| {
-            Error::InvalidParam { key: key.to_owned(), value: String::from_utf8_lossy(raw).into_owned(), expected }
+            Error::InvalidParam {
+                key: key.to_owned(),
+                value: String::from_utf8_lossy(raw).into_owned(),
+                expected,
+            }
         })
     }
 
@@ -181,9 +185,15 @@ mod tests {
         assert_eq!(params.get("bad"), None);
         assert_eq!(params.get_bytes("bad"), Some(&b"\xff"[..]));
         let error = params.require::<u32>("bad", "a number").unwrap_err();
-        assert_eq!(error.to_string(), "load parameter `bad` has the value `\u{fffd}` but a number is expected; fix the value");
+        assert_eq!(
+            error.to_string(),
+            "load parameter `bad` has the value `\u{fffd}` but a number is expected; fix the value"
+        );
         let missing = params.require::<u32>("multiplier", "a number").unwrap_err();
         assert!(missing.to_string().contains("`multiplier=VALUE`"), "{missing}");
-        assert_eq!(params.iter().filter_map(|p| p.key()).collect::<alloc::vec::Vec<_>>(), ["n", "bad", "n", ""]);
+        assert_eq!(
+            params.iter().filter_map(|p| p.key()).collect::<alloc::vec::Vec<_>>(),
+            ["n", "bad", "n", ""]
+        );
     }
 }

@@ -81,7 +81,12 @@ mod tests {
 
     /// Runs the resolver over string inputs; returns the filled table
     /// indices per slot (pre-filled slots are `Some(usize::MAX)`).
-    fn run(table: &[String], names: &[String], prefilled: &[bool], declined: &[&str]) -> (Vec<Option<usize>>, Outcome) {
+    fn run(
+        table: &[String],
+        names: &[String],
+        prefilled: &[bool],
+        declined: &[&str],
+    ) -> (Vec<Option<usize>>, Outcome) {
         let mut slots: Vec<Option<usize>> =
             prefilled.iter().map(|&filled| filled.then_some(usize::MAX)).collect();
         let filled_before: Vec<bool> = prefilled.to_vec();
@@ -108,7 +113,12 @@ mod tests {
     }
 
     /// The obvious quadratic model of SPEC §2 for one provider.
-    fn model(table: &[String], names: &[String], prefilled: &[bool], declined: &[&str]) -> (Vec<Option<usize>>, Outcome) {
+    fn model(
+        table: &[String],
+        names: &[String],
+        prefilled: &[bool],
+        declined: &[&str],
+    ) -> (Vec<Option<usize>>, Outcome) {
         let mut outcome = Outcome { missing_required: false, resolution: Resolution::NONE };
         let slots = names
             .iter()
@@ -171,7 +181,8 @@ mod tests {
 
     fn name_strategy() -> impl Strategy<Value = String> {
         // A small alphabet makes hits, near misses and shared prefixes common.
-        (any::<bool>(), "[abc]{0,3}").prop_map(|(optional, bare)| if optional { alloc::format!("?{bare}") } else { bare })
+        (any::<bool>(), "[abc]{0,3}")
+            .prop_map(|(optional, bare)| if optional { alloc::format!("?{bare}") } else { bare })
     }
 
     proptest! {

@@ -136,7 +136,9 @@ unsafe extern "C" fn counting_ctl(
             let index = blocks.iter().position(|&(b, _)| b == block).expect("free of an unknown block");
             let (_, size) = blocks.swap_remove(index);
             // SAFETY: allocated above with this layout.
-            unsafe { std::alloc::dealloc(block as *mut u8, std::alloc::Layout::from_size_align(size, 16).unwrap()) };
+            unsafe {
+                std::alloc::dealloc(block as *mut u8, std::alloc::Layout::from_size_align(size, 16).unwrap())
+            };
             counts.live.fetch_sub(1, Ordering::SeqCst);
             Status::OK
         }
@@ -167,13 +169,20 @@ struct Loaded {
     state: *mut c_void,
 }
 
-fn load(plugin: &'static PluginV0, counts: &'static Counts, params: &[(&str, &str)]) -> Result<Loaded, StatusCode> {
+fn load(
+    plugin: &'static PluginV0,
+    counts: &'static Counts,
+    params: &[(&str, &str)],
+) -> Result<Loaded, StatusCode> {
     let environment = EnvironmentV0 {
         host_allocator: Allocator { self_: ptr::from_ref(counts).cast_mut().cast(), ctl: Some(counting_ctl) },
     };
     let pairs: Vec<StringPair> = params
         .iter()
-        .map(|(k, v)| StringPair { key: StringView::from_bytes(k.as_bytes()), value: StringView::from_bytes(v.as_bytes()) })
+        .map(|(k, v)| StringPair {
+            key: StringView::from_bytes(k.as_bytes()),
+            value: StringView::from_bytes(v.as_bytes()),
+        })
         .collect();
     let mut state = ptr::null_mut();
     // SAFETY: environment, pairs and the out pointer are valid for the call.
@@ -267,13 +276,20 @@ fn load_resolve_call_unload_frees_everything() {
     assert_eq!(call(resolved.functions[0], resolved.contexts[0], &mut op), 0);
     assert_eq!(op.out, 13);
     let mut zero = BinOp { a: 1, b: 0, out: 0 };
-    assert_eq!(call(resolved.functions[1], resolved.contexts[1], &mut zero), ImportError::INVALID_ARGUMENT.code());
+    assert_eq!(
+        call(resolved.functions[1], resolved.contexts[1], &mut zero),
+        ImportError::INVALID_ARGUMENT.code()
+    );
     // A stateful import called without its context fails instead of crashing.
     assert_eq!(call(resolved.functions[2], ptr::null_mut(), &mut op), ImportError::INVALID_ARGUMENT.code());
     // So does a NULL params pointer.
     // SAFETY: the import handles NULL params by returning an error.
     let code = unsafe {
-        std::mem::transmute::<*mut c_void, ImportFn>(resolved.functions[0])(ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
+        std::mem::transmute::<*mut c_void, ImportFn>(resolved.functions[0])(
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
     };
     assert_eq!(code, ImportError::INVALID_ARGUMENT.code());
 

@@ -29,14 +29,21 @@ pub struct FmaParams {
     pub c: i64,
 }
 
-#[xplug_sdk::plugin(name = "sample_static", description = "statically linked sample (xplug)", features(standalone))]
+#[xplug_sdk::plugin(
+    name = "sample_static",
+    description = "statically linked sample (xplug)",
+    features(standalone)
+)]
 mod plugin {
     use super::*;
 
     #[import("static_fma_i64")]
     fn fma(params: &mut FmaParams) -> Result<(), ImportError> {
-        params.result =
-            params.a.checked_mul(params.b).and_then(|p| p.checked_add(params.c)).ok_or(ImportError::OUT_OF_RANGE)?;
+        params.result = params
+            .a
+            .checked_mul(params.b)
+            .and_then(|p| p.checked_add(params.c))
+            .ok_or(ImportError::OUT_OF_RANGE)?;
         Ok(())
     }
 }

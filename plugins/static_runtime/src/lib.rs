@@ -16,8 +16,8 @@ use std::ffi::{CStr, c_char, c_void};
 use std::ptr;
 
 use xplug_abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, ImportFn, PluginV0, QueryFn, Resolution,
-    ResolveParamsV0, Status, StatusCode, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, ImportFn, PluginV0, QueryFn,
+    Resolution, ResolveParamsV0, Status, StatusCode, Version,
 };
 
 /// A plugin loaded through its query function; unloaded on drop.

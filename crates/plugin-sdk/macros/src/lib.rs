@@ -8,7 +8,9 @@ use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Attribute, Data, DeriveInput, FnArg, Item, ItemFn, ItemMod, LitCStr, LitStr, Pat, ReturnType, Type};
+use syn::{
+    Attribute, Data, DeriveInput, FnArg, Item, ItemFn, ItemMod, LitCStr, LitStr, Pat, ReturnType, Type,
+};
 
 /// Turns an inline module into an IREE executable plugin (ABI v0).
 ///
@@ -44,7 +46,9 @@ fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStream2> {
     if !matches!(input.data, Data::Struct(_)) {
         return Err(syn::Error::new(
             name.span(),
-            format!("`ImportParams` can only be derived for a struct; declare `{name}` as a `#[repr(C)] struct` matching the C params struct"),
+            format!(
+                "`ImportParams` can only be derived for a struct; declare `{name}` as a `#[repr(C)] struct` matching the C params struct"
+            ),
         ));
     }
     if !input.generics.params.is_empty() {
@@ -114,7 +118,9 @@ impl PluginArgs {
                 other => {
                     return Err(syn::Error::new(
                         value.span(),
-                        format!("unknown sanitizer `{other}`; use one of none, address, memory, thread, undefined"),
+                        format!(
+                            "unknown sanitizer `{other}`; use one of none, address, memory, thread, undefined"
+                        ),
                     ));
                 }
             };
@@ -186,16 +192,30 @@ fn take_import_attr(function: &mut ItemFn) -> syn::Result<Option<(String, Span)>
     Ok(Some((symbol, span)))
 }
 
-fn analyse_import(function: &ItemFn, symbol: String, symbol_span: Span, has_state: bool) -> syn::Result<ImportFnInfo> {
+fn analyse_import(
+    function: &ItemFn,
+    symbol: String,
+    symbol_span: Span,
+    has_state: bool,
+) -> syn::Result<ImportFnInfo> {
     let sig = &function.sig;
     if let Some(token) = &sig.asyncness {
-        return Err(syn::Error::new(token.span, format!("imports run synchronously; remove `async`. {SHAPE}")));
+        return Err(syn::Error::new(
+            token.span,
+            format!("imports run synchronously; remove `async`. {SHAPE}"),
+        ));
     }
     if let Some(token) = &sig.unsafety {
-        return Err(syn::Error::new(token.span, format!("imports are safe functions; remove `unsafe`. {SHAPE}")));
+        return Err(syn::Error::new(
+            token.span,
+            format!("imports are safe functions; remove `unsafe`. {SHAPE}"),
+        ));
     }
     if let Some(abi) = &sig.abi {
-        return Err(syn::Error::new(abi.span(), format!("the SDK generates the C entry point; remove the ABI. {SHAPE}")));
+        return Err(syn::Error::new(
+            abi.span(),
+            format!("the SDK generates the C entry point; remove the ABI. {SHAPE}"),
+        ));
     }
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new(sig.generics.span(), format!("imports cannot be generic. {SHAPE}")));
@@ -205,7 +225,10 @@ fn analyse_import(function: &ItemFn, symbol: String, symbol_span: Span, has_stat
     }
     let mut inputs = sig.inputs.iter();
     let Some(first) = inputs.next() else {
-        return Err(syn::Error::new(sig.paren_token.span.join(), format!("the import takes no params. {SHAPE}")));
+        return Err(syn::Error::new(
+            sig.paren_token.span.join(),
+            format!("the import takes no params. {SHAPE}"),
+        ));
     };
     let params_ty = match first {
         FnArg::Typed(arg) => match &*arg.ty {
@@ -213,12 +236,17 @@ fn analyse_import(function: &ItemFn, symbol: String, symbol_span: Span, has_stat
             other => {
                 return Err(syn::Error::new(
                     other.span(),
-                    format!("the first parameter must borrow the params struct mutably: `params: &mut Params`. {SHAPE}"),
+                    format!(
+                        "the first parameter must borrow the params struct mutably: `params: &mut Params`. {SHAPE}"
+                    ),
                 ));
             }
         },
         FnArg::Receiver(receiver) => {
-            return Err(syn::Error::new(receiver.span(), format!("imports are free functions, not methods. {SHAPE}")));
+            return Err(syn::Error::new(
+                receiver.span(),
+                format!("imports are free functions, not methods. {SHAPE}"),
+            ));
         }
     };
     let takes_state = match inputs.next() {
@@ -227,7 +255,9 @@ fn analyse_import(function: &ItemFn, symbol: String, symbol_span: Span, has_stat
             if !matches!(&*arg.ty, Type::Reference(reference) if reference.mutability.is_none()) {
                 return Err(syn::Error::new(
                     arg.ty.span(),
-                    format!("the second parameter must borrow the plugin state immutably: `state: &State`. {SHAPE}"),
+                    format!(
+                        "the second parameter must borrow the plugin state immutably: `state: &State`. {SHAPE}"
+                    ),
                 ));
             }
             if !has_state {
@@ -265,7 +295,10 @@ fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Result<TokenSt
     };
     let name_value = name.value();
     if name_value.is_empty() || name_value.contains('\0') {
-        return Err(syn::Error::new(name.span(), "the plugin name must be non-empty and contain no NUL byte"));
+        return Err(syn::Error::new(
+            name.span(),
+            "the plugin name must be non-empty and contain no NUL byte",
+        ));
     }
     let description_value = config.description.as_ref().map(LitStr::value).unwrap_or_default();
     if description_value.contains('\0') {
@@ -363,7 +396,8 @@ fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Result<TokenSt
                 }
             }
         });
-        let c_name = LitCStr::new(&CString::new(import.symbol.clone()).expect("checked: no NUL"), import.symbol_span);
+        let c_name =
+            LitCStr::new(&CString::new(import.symbol.clone()).expect("checked: no NUL"), import.symbol_span);
         let symbol = LitStr::new(&import.symbol, import.symbol_span);
         export_entries.push(quote! { ::xplug_sdk::__private::Export::new::<#marker>(#c_name, #symbol) });
         export_names.push(quote! { ::xplug_sdk::__private::CName::new(#c_name) });
@@ -373,8 +407,10 @@ fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Result<TokenSt
     let count = imports.len();
     let features: u32 = u32::from(config.standalone);
     let sanitizer = config.sanitizer.map_or(0, |(kind, _)| kind);
-    let c_plugin_name = LitCStr::new(&CString::new(name_value.clone()).expect("checked: no NUL"), name.span());
-    let c_description = LitCStr::new(&CString::new(description_value.clone()).expect("checked: no NUL"), Span::call_site());
+    let c_plugin_name =
+        LitCStr::new(&CString::new(name_value.clone()).expect("checked: no NUL"), name.span());
+    let c_description =
+        LitCStr::new(&CString::new(description_value.clone()).expect("checked: no NUL"), Span::call_site());
     let description_lit = LitStr::new(&description_value, Span::call_site());
     let plugin_doc = format!("The `{name_value}` plugin: its name, import symbols and v0 query function.");
 
