@@ -1,6 +1,109 @@
-//! The xplug plugin manager.
+//! The xplug plugin manager: composes import providers and plugins in IREE's
+//! scan order (newest first) with lock-free resolution.
 //!
-//! **Not built yet.** This crate will compose import providers and plugins in
-//! IREE's scan order (newest first) with lock-free resolution. It currently
-//! only re-exports `xplug-providers`.
+//! A runtime loading an executable asks the [`Manager`] to resolve the
+//! executable's imports. The manager asks its providers, newest registration
+//! first, until every import has a function, and reports what is missing with
+//! IREE's status codes (SPEC §2). Plugins loaded from specs like IREE's
+//! `--executable_plugin` flag ([`spec`], [`Manager::from_specs`],
+//! [`Manager::from_env`]) or linked into the binary
+//! ([`Manager::with_static_plugins`]) are owned by the manager;
+//! [`ResolvedImports`] keeps the manager, and so the plugins' code, alive
+//! for as long as resolved pointers exist.
+//!
+//! # Example
+//!
+//! A runtime with a generic provider and a faster one registered later (so
+//! it wins where both export a name), resolving an executable's import table
+//! and calling an import:
+//!
+//! ```
+//! use std::ffi::{c_int, c_void};
+//! use std::sync::Arc;
+//! use xplug_manager::Manager;
+//! use xplug_manager::providers::abi::Resolution;
+//! use xplug_manager::providers::{FnTableEntry, FnTableProvider};
+//!
+//! #[repr(C)]
+//! struct AddParams { a: i32, b: i32, out: i32 }
+//!
+//! unsafe extern "C" fn add(params: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+//!     // SAFETY: callers pass an `AddParams`, as the import's contract says.
+//!     let params = unsafe { &mut *params.cast::<AddParams>() };
+//!     params.out = params.a + params.b;
+//!     0
+//! }
+//!
+//! unsafe extern "C" fn fast_add(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
+//!     // SAFETY: same contract as `add`.
+//!     unsafe { add(params, context, reserved) };
+//!     1 // says "the fast one ran", for the example
+//! }
+//!
+//! let manager = Arc::new(Manager::new());
+//! let generic = FnTableProvider::new("generic", [FnTableEntry::new("add", add), FnTableEntry::new("sub", add)])?;
+//! let fast = FnTableProvider::new("fast", [FnTableEntry::new("add", fast_add)])?;
+//! manager.register_provider(Arc::new(generic))?;
+//! manager.register_provider(Arc::new(fast))?; // newer: asked first
+//! assert_eq!(manager.providers(), ["fast", "generic"]);
+//!
+//! // The executable's import table: `add` is required, `mul` optional.
+//! let imports = manager.resolve_imports(["add", "?mul"])?;
+//! assert_eq!(imports.resolution(), Resolution::MISSING_OPTIONAL);
+//! assert!(!imports.is_resolved(imports.index_of("mul").unwrap()));
+//!
+//! let mut params = AddParams { a: 2, b: 40, out: 0 };
+//! // SAFETY: `add` takes an `AddParams`.
+//! let result = unsafe { imports.call(imports.index_of("add").unwrap(), &mut params) }?;
+//! assert_eq!((result, params.out), (1, 42)); // the fast provider's function ran
+//!
+//! // A missing required import is reported by name, with a suggestion.
+//! let error = manager.resolve_imports(["ad"]).unwrap_err();
+//! assert!(error.to_string().contains("`ad` (did you mean `add`?)"), "{error}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Plugins load the same way from IREE-style specs, for example
+//! `unsafe { Manager::from_specs(["libfast.so?threads=4"]) }`, or one at a
+//! time with [`Manager::register_plugin`] and [`Manager::load_spec`]. The
+//! manager hands itself to C code as IREE's import provider struct through
+//! [`Manager::as_c_provider`].
+//!
+//! # Threads
+//!
+//! [`Manager`] is `Send + Sync`. Registration may run while other threads
+//! resolve; resolution never waits for a lock (see [`Manager`]).
+//!
+//! # Tracing
+//!
+//! Each resolve runs in a `debug` span `xplug_resolve` recording the
+//! provider and name counts, with events for provider failures and the
+//! outcome; registration and provider drops emit `debug`/`trace` events.
+
+mod c_provider;
+mod error;
+mod imports;
+mod loading;
+mod manager;
+mod registry;
+pub mod spec;
+pub mod suggest;
+
+pub use c_provider::{CImportProvider, CResolveFn};
+pub use error::{Error, MissingImport};
+pub use imports::ResolvedImports;
+pub use manager::{Manager, ResolveTrace, SlotSource};
+
 pub use xplug_providers as providers;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manager_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Manager>();
+        check::<ResolvedImports>();
+    }
+}

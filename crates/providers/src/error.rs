@@ -41,7 +41,11 @@ pub enum Error {
         reason: String,
     },
     /// A shared library could not be opened.
-    #[error("cannot open plugin library {}: {cause}", path.display())]
+    #[error(
+        "cannot open plugin library {}: {cause}; check that the libraries it depends on can be found \
+         (`ldd` lists them) and that it was built for this system",
+        path.display()
+    )]
     LibraryOpen {
         /// The file.
         path: PathBuf,
@@ -59,7 +63,10 @@ pub enum Error {
         hint: String,
     },
     /// The plugin's query function returned NULL for the version we support.
-    #[error("plugin {plugin} does not support this runtime's plugin ABI version {supported}")]
+    #[error(
+        "plugin {plugin} does not support this runtime's plugin ABI version {supported}; \
+         rebuild it against plugin ABI {supported} or use a runtime that supports its version"
+    )]
     UnsupportedVersion {
         /// The plugin (path or static name).
         plugin: String,
@@ -68,9 +75,9 @@ pub enum Error {
     },
     /// The plugin's header fails a load check (version, features,
     /// sanitizer); the message says which and what to do.
-    #[error("plugin `{plugin}` refused: {reason}")]
+    #[error("plugin {plugin} refused: {reason}")]
     Incompatible {
-        /// The plugin's name or path.
+        /// The plugin: its quoted name, followed by its path for libraries.
         plugin: String,
         /// The code a C host reports for this check.
         code: StatusCode,
@@ -78,14 +85,60 @@ pub enum Error {
         reason: String,
     },
     /// The plugin's `load` returned an error; `unload` was not called.
-    #[error("plugin `{plugin}` failed to load: {code}{}", fmt_message(message))]
+    #[error("plugin {plugin} failed to load: {code}{}", fmt_message(message))]
     LoadFailed {
-        /// The plugin's name.
+        /// The plugin: its quoted name, followed by its path for libraries.
         plugin: String,
         /// The status code `load` returned.
         code: StatusCode,
         /// Detail, when available.
         message: String,
+    },
+    /// The plugin file does not exist.
+    #[error("plugin library {} does not exist; check the path", path.display())]
+    FileNotFound {
+        /// The file looked for.
+        path: PathBuf,
+    },
+    /// The file exists but is not a shared library the OS loader can open.
+    #[error("{} is not a shared library: {reason}", path.display())]
+    NotSharedObject {
+        /// The file.
+        path: PathBuf,
+        /// What the file is instead, and what to do.
+        reason: String,
+    },
+    /// The file is a shared library built for another machine.
+    #[error(
+        "plugin library {} is built for {found}, but this host is {expected}; \
+         rebuild the plugin for {expected}",
+        path.display()
+    )]
+    WrongArchitecture {
+        /// The file.
+        path: PathBuf,
+        /// The architecture the file declares.
+        found: String,
+        /// The architecture of this process.
+        expected: String,
+    },
+    /// A function table names the same import twice.
+    #[error("function table `{provider}` exports `{name}` more than once; keep one entry per name")]
+    DuplicateExport {
+        /// The table's name.
+        provider: String,
+        /// The duplicated import name.
+        name: String,
+    },
+    /// A function table entry has a name no request can match.
+    #[error("function table `{provider}` has an unusable export name {name:?}: {reason}")]
+    InvalidExport {
+        /// The table's name.
+        provider: String,
+        /// The offending name (lossily decoded).
+        name: String,
+        /// Why it is unusable and what to do.
+        reason: String,
     },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}: {cause}")]
@@ -114,8 +167,13 @@ impl Error {
             Self::ResolveFailed { code, .. }
             | Self::Incompatible { code, .. }
             | Self::LoadFailed { code, .. } => *code,
-            Self::InvalidRequest { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::InvalidRequest { .. } | Self::NotSharedObject { .. } | Self::InvalidExport { .. } => {
+                StatusCode::INVALID_ARGUMENT
+            }
             Self::LibraryOpen { .. } | Self::Io { .. } => StatusCode::UNAVAILABLE,
+            Self::FileNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::WrongArchitecture { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,
         }
     }

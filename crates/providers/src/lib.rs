@@ -2,19 +2,108 @@
 //!
 //! An executable declares imports by name; an [`ImportProvider`] fills a
 //! [`ResolveRequest`] (names plus function and context slots) with what it
-//! exports, following IREE's resolution rules (SPEC §2). This crate holds the
-//! trait and request types, and link-time registration of static plugins
-//! ([`StaticPluginRegistration`]); `xplug-manager` composes providers.
+//! exports, following IREE's resolution rules (SPEC §2: filled slots are
+//! never overwritten, `?name` is optional, a provider fills what it can and
+//! answers [`Error::NotFound`] while a required slot is empty).
+//! `xplug-manager` composes many providers; this crate holds the providers
+//! themselves:
+//!
+//! - [`FnTableProvider`]: a sorted table of Rust-side functions
+//!   ([`FnTableEntry`]), resolved in one merge pass for sorted requests;
+//! - [`Plugin`]: an owned, loaded v0 plugin, from
+//!   - [`StaticPlugin`]: a query function linked into the binary, directly or
+//!     through a link-time [`StaticPluginRegistration`] ([`static_plugins`]);
+//!   - [`SystemLibraryPlugin`]: a shared library opened by the OS loader,
+//!     from a file or from bytes in memory.
+//!
+//! Loading a plugin runs the checks of SPEC §3 in order (query result,
+//! header version, `FULL_STATUS`, sanitizer, unknown feature bits, features
+//! the loader requires, table entries), each failure a typed [`Error`] that
+//! names the plugin and says what to do; then calls the plugin's `load` with
+//! [`LoadParams`] and a host allocator that counts what the plugin holds
+//! ([`AllocationStats`]; leaks are reported at unload). A plugin whose `load`
+//! failed is never `unload`ed; a loaded one is `unload`ed exactly once, before
+//! its library is closed.
+//!
+//! Loading and resolving emit `tracing` spans (`xplug.plugin.load`,
+//! `xplug.plugin.resolve`, `xplug.plugin.unload`).
+//!
+//! # Example
+//!
+//! A table of Rust functions resolving an executable's imports:
+//!
+//! ```
+//! use std::ffi::{c_int, c_void};
+//! use xplug_providers::abi::Resolution;
+//! use xplug_providers::{Error, FnTableEntry, FnTableProvider, ImportProvider, ResolveRequest, SymbolName};
+//!
+//! unsafe extern "C" fn add_i32(params: *mut c_void, _context: *mut c_void, _: *mut c_void) -> c_int {
+//!     // SAFETY: callers pass `[i32; 3]` (a, b, out).
+//!     let args = unsafe { &mut *params.cast::<[i32; 3]>() };
+//!     args[2] = args[0] + args[1];
+//!     0
+//! }
+//!
+//! let provider = FnTableProvider::new("math", [FnTableEntry::new("add_i32", add_i32)])?;
+//!
+//! let names = [SymbolName::new(c"add_i32"), SymbolName::new(c"?add_i32_avx512")];
+//! let mut fns = [std::ptr::null_mut::<c_void>(); 2];
+//! let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+//! let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts)?;
+//! // The optional fast path is missing; the required import is there.
+//! assert_eq!(provider.resolve(&mut request)?, Resolution::MISSING_OPTIONAL);
+//!
+//! // A required import nobody has.
+//! let names = [SymbolName::new(c"mul_i32")];
+//! let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+//! let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts)?;
+//! assert!(matches!(provider.resolve(&mut request), Err(Error::NotFound { missing: 1, .. })));
+//! # Ok::<(), Error>(())
+//! ```
+//!
+//! Loading a plugin from a shared library, resolving through it and
+//! unloading it:
+//!
+//! ```no_run
+//! use std::ffi::c_void;
+//! use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, SymbolName, SystemLibraryPlugin};
+//!
+//! let params = LoadParams::new().with("scale", "2");
+//! // SAFETY: the library is a trusted v0 plugin.
+//! let plugin = unsafe { SystemLibraryPlugin::load_from_file("libc_minimal.so", &params) }?;
+//! println!("{}: {}", plugin.name(), plugin.info().description);
+//!
+//! let names = [SymbolName::new(c"c_mul_i32")];
+//! let mut fns = [std::ptr::null_mut::<c_void>(); 1];
+//! let mut contexts = [std::ptr::null_mut::<c_void>(); 1];
+//! plugin.resolve(&mut ResolveRequest::new(&names, &mut fns, &mut contexts)?)?;
+//!
+//! let leaked = plugin.unload();
+//! assert_eq!(leaked.live_allocations, 0);
+//! # Ok::<(), xplug_providers::Error>(())
+//! ```
 
 mod error;
+mod fn_table;
+mod host_alloc;
+mod params;
+mod plugin;
 mod provider;
 mod registry;
 mod request;
+mod static_plugin;
+mod system_library;
 
 pub use error::Error;
+pub use fn_table::{FnTableEntry, FnTableProvider};
+pub use host_alloc::AllocationStats;
+pub use params::LoadParams;
+pub use plugin::{HOST_SANITIZER, Plugin, PluginInfo, PluginSource};
 pub use provider::ImportProvider;
 pub use registry::{StaticPluginRegistration, static_plugins};
 pub use request::{ResolveRequest, SymbolName};
+pub use static_plugin::StaticPlugin;
+pub use system_library::SystemLibraryPlugin;
 
 pub use xplug_abi as abi;
 

@@ -1,0 +1,202 @@
+//! A resolved import table that keeps its providers alive.
+
+use std::ffi::{CString, c_int, c_void};
+use std::fmt;
+use std::sync::Arc;
+
+use xplug_providers::abi::{ImportFn, ImportThunkFn, Resolution};
+use xplug_providers::{ResolveRequest, SymbolName};
+
+use crate::{Error, Manager};
+
+/// An executable's import table resolved through a [`Manager`].
+///
+/// Built by [`Manager::resolve_imports`]. It holds an `Arc<Manager>`, and the
+/// manager owns its plugins, so no function pointer in the table can outlive
+/// the library it points into: dropping every other handle to the manager
+/// leaves the table fully callable.
+///
+/// Slots of optional imports nobody exports stay empty;
+/// [`ResolvedImports::is_resolved`] tells them apart, and calling one returns
+/// [`Error::UnresolvedImport`] instead of jumping to NULL.
+pub struct ResolvedImports {
+    manager: Arc<Manager>,
+    names: Vec<CString>,
+    fns: Vec<*mut c_void>,
+    contexts: Vec<*mut c_void>,
+    resolution: Resolution,
+}
+
+// SAFETY: the raw pointers are import functions and their contexts handed out
+// by providers. The provider contract (`ImportProvider` is `Send + Sync`, and
+// the v0 ABI in SPEC §2) makes imports callable from any thread, concurrently,
+// as IREE's worker threads call them; the table itself is immutable after
+// construction and the `Arc<Manager>` keeping the code alive is `Send + Sync`.
+unsafe impl Send for ResolvedImports {}
+// SAFETY: as above; `&ResolvedImports` only reads the immutable table.
+unsafe impl Sync for ResolvedImports {}
+
+impl fmt::Debug for ResolvedImports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResolvedImports")
+            .field("names", &self.names)
+            .field("resolved", &(0..self.len()).map(|i| self.is_resolved(i)).collect::<Vec<_>>())
+            .field("resolution", &self.resolution)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// Resolves an executable's import table (names as declared, `?` marking
+    /// optional imports) into a [`ResolvedImports`] that keeps this manager
+    /// (and so every plugin it owns) alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidImportName`] for a name with an interior NUL or an
+    /// empty name; otherwise as [`Manager::resolve`].
+    pub fn resolve_imports<I, S>(self: &Arc<Self>, names: I) -> Result<ResolvedImports, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let names = names
+            .into_iter()
+            .enumerate()
+            .map(|(index, name)| {
+                let name = name.as_ref();
+                let invalid = |reason| Error::InvalidImportName { index, name: name.to_owned(), reason };
+                if xplug_providers::abi::bare_name(name.as_bytes()).is_empty() {
+                    return Err(invalid("the name is empty"));
+                }
+                CString::new(name).map_err(|_| invalid("it contains a NUL byte, which C names cannot hold"))
+            })
+            .collect::<Result<Vec<CString>, Error>>()?;
+        let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
+        let mut fns = vec![std::ptr::null_mut(); names.len()];
+        let mut contexts = vec![std::ptr::null_mut(); names.len()];
+        let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts)
+            .map_err(|error| Error::InvalidRequest { reason: error.to_string() })?;
+        let resolution = self.resolve(&mut request)?;
+        drop(symbols);
+        Ok(ResolvedImports { manager: Arc::clone(self), names, fns, contexts, resolution })
+    }
+}
+
+impl ResolvedImports {
+    /// Number of imports in the table.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True for an empty table.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The declared name of import `index` (with its `?`, if any).
+    #[must_use]
+    pub fn name(&self, index: usize) -> Option<&str> {
+        // Names came in as `&str`, so they are valid UTF-8.
+        self.names.get(index).and_then(|name| name.to_str().ok())
+    }
+
+    /// True when import `index` exists and has a function.
+    #[must_use]
+    pub fn is_resolved(&self, index: usize) -> bool {
+        self.fns.get(index).is_some_and(|function| !function.is_null())
+    }
+
+    /// The index of the first import whose bare name (without `?`) equals
+    /// the bare form of `name`, so `index_of("f")` and `index_of("?f")` both
+    /// find an import declared as `?f`.
+    #[must_use]
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        let wanted = xplug_providers::abi::bare_name(name.as_bytes());
+        self.names.iter().position(|declared| xplug_providers::abi::bare_name(declared.as_bytes()) == wanted)
+    }
+
+    /// The resolution bits ([`Resolution::MISSING_OPTIONAL`] when an
+    /// optional import is unresolved).
+    #[must_use]
+    pub fn resolution(&self) -> Resolution {
+        self.resolution
+    }
+
+    /// The raw function pointer of import `index` (NULL when unresolved or
+    /// out of range).
+    #[must_use]
+    pub fn function(&self, index: usize) -> *mut c_void {
+        self.fns.get(index).copied().unwrap_or(std::ptr::null_mut())
+    }
+
+    /// The context pointer of import `index` (NULL when unresolved or out of
+    /// range, or when the provider gave none).
+    #[must_use]
+    pub fn context(&self, index: usize) -> *mut c_void {
+        self.contexts.get(index).copied().unwrap_or(std::ptr::null_mut())
+    }
+
+    /// The manager that resolved the table (and keeps it valid).
+    #[must_use]
+    pub fn manager(&self) -> &Arc<Manager> {
+        &self.manager
+    }
+
+    fn import(&self, index: usize) -> Result<(ImportFn, *mut c_void), Error> {
+        let function = *self.fns.get(index).ok_or(Error::ImportIndexOutOfRange { index, len: self.len() })?;
+        if function.is_null() {
+            return Err(Error::UnresolvedImport {
+                index,
+                name: self.name(index).unwrap_or_default().to_owned(),
+            });
+        }
+        // SAFETY: a non-NULL slot holds what a provider filled in as an import
+        // function, and the v0 ABI gives every import the `ImportFn` signature;
+        // data and function pointers have the same size on every supported
+        // target.
+        let function = unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) };
+        Ok((function, self.contexts[index]))
+    }
+
+    /// Calls import `index` as an executable would: `fn(params, context,
+    /// NULL)`, returning the import's own result (0 is success).
+    ///
+    /// # Errors
+    /// [`Error::ImportIndexOutOfRange`] for a bad index and
+    /// [`Error::UnresolvedImport`] for an optional import nobody exports; the
+    /// import is not called then. An import's own non-zero result is `Ok`.
+    ///
+    /// # Safety
+    /// `P` must be the parameter struct import `index` expects (its C layout,
+    /// typically `#[repr(C)]`), and the import must be sound to call with it
+    /// and its context: the manager cannot check what foreign code does.
+    pub unsafe fn call<P>(&self, index: usize, params: &mut P) -> Result<c_int, Error> {
+        let (function, context) = self.import(index)?;
+        // SAFETY: the caller guarantees `P` matches the import's parameter
+        // struct; the context is the one the provider paired with it; the
+        // code stays loaded because `self` holds the manager that owns it.
+        Ok(unsafe { function(std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) })
+    }
+
+    /// Calls import `index` through `thunk`, as a runtime that switches stacks
+    /// or instruments calls does: `thunk(fn, params, context, NULL)`.
+    ///
+    /// # Errors
+    /// As [`ResolvedImports::call`]; the thunk is not called then.
+    ///
+    /// # Safety
+    /// As [`ResolvedImports::call`], and `thunk` must call its function
+    /// argument with the other arguments (or otherwise be sound to call).
+    pub unsafe fn call_with_thunk<P>(
+        &self,
+        thunk: ImportThunkFn,
+        index: usize,
+        params: &mut P,
+    ) -> Result<c_int, Error> {
+        let (function, context) = self.import(index)?;
+        // SAFETY: as in `call`, plus the caller's guarantee about `thunk`.
+        Ok(unsafe { thunk(function, std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) })
+    }
+}

@@ -1,0 +1,193 @@
+//! Owning plugins: registration, loading from specs and the environment, and
+//! plugins linked into the binary.
+
+use std::sync::Arc;
+
+use xplug_providers::{LoadParams, Plugin, StaticPlugin, SystemLibraryPlugin, static_plugins};
+
+use crate::spec::{self, LoaderKind, PluginSpec};
+use crate::{Error, Manager};
+
+impl Manager {
+    /// Registers a loaded plugin. The manager owns it from now on: it is
+    /// asked before every provider registered earlier, and unloaded (its
+    /// library released after) when the manager drops, in reverse
+    /// registration order.
+    ///
+    /// # Errors
+    /// [`Error::CapacityReached`] when the manager is full; the plugin is
+    /// then dropped (unloaded) and nothing else changes.
+    pub fn register_plugin(&self, plugin: Plugin) -> Result<(), Error> {
+        self.register_entry(Arc::new(plugin), true)
+    }
+
+    /// Loads the plugin `spec` names (grammar in [`crate::spec`]) and
+    /// registers it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSpec`] for a malformed spec,
+    /// [`Error::EmbeddedUnsupported`] (`UNIMPLEMENTED`) for an embedded-ELF
+    /// spec, [`Error::PluginLoad`] (naming the spec, whose error names the
+    /// path) when loading fails, [`Error::CapacityReached`] when full.
+    ///
+    /// # Safety
+    /// Loading a shared library runs its initialisers and then calls its v0
+    /// functions, which Rust cannot check: the library must be a well-formed
+    /// v0 plugin (SPEC §1) that is sound to load into this process.
+    ///
+    /// # Thread-safety
+    /// Safe to call while other threads resolve through this manager; the
+    /// plugin becomes visible to resolves that start after it returns.
+    ///
+    /// # Platform-specific behaviour
+    /// Uses the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
+    /// through `SystemLibraryPlugin::load_from_file`; library search rules
+    /// for relative paths are the platform's.
+    pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
+        let spec = PluginSpec::parse(spec)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.load_parsed(&spec) }
+    }
+
+    /// Loads and registers one parsed spec.
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<(), Error> {
+        if spec.loader() == LoaderKind::Embedded {
+            return Err(Error::EmbeddedUnsupported { spec: spec.as_str().to_owned() });
+        }
+        let params: LoadParams = spec.params().iter().cloned().collect();
+        let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
+        let _entered = span.enter();
+        // SAFETY: the caller vouches for the library (see `load_spec`).
+        let plugin = unsafe { SystemLibraryPlugin::load_from_file(spec.path(), &params) }
+            .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+        self.register_plugin(plugin)
+    }
+
+    /// A manager holding the plugins `specs` name, registered in order, so a
+    /// later spec overrides an earlier one (like IREE's repeatable
+    /// `--executable_plugin=SPEC` flag). Every spec is parsed, and checked
+    /// for the embedded loader, before any library is opened.
+    ///
+    /// ```no_run
+    /// use xplug_manager::Manager;
+    ///
+    /// // SAFETY: both libraries are trusted v0 plugins.
+    /// let manager = unsafe {
+    ///     Manager::from_specs(["/opt/plugins/libgeneric.so", "/opt/plugins/libfast.so?threads=4"])
+    /// }
+    /// .unwrap();
+    /// assert_eq!(manager.len(), 2);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Manager::load_spec`], for the first spec that fails; plugins
+    /// already loaded are unloaded again.
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`], for every library named.
+    ///
+    /// # Thread-safety
+    /// Builds a new manager; no other thread can see it yet.
+    ///
+    /// # Platform-specific behaviour
+    /// As [`Manager::load_spec`].
+    pub unsafe fn from_specs<I, S>(specs: I) -> Result<Manager, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let specs = specs
+            .into_iter()
+            .map(|spec| PluginSpec::parse(spec.as_ref()))
+            .collect::<Result<Vec<_>, Error>>()?;
+        if let Some(embedded) = specs.iter().find(|spec| spec.loader() == LoaderKind::Embedded) {
+            return Err(Error::EmbeddedUnsupported { spec: embedded.as_str().to_owned() });
+        }
+        let manager = Manager::new();
+        for spec in &specs {
+            // SAFETY: forwarded to the caller.
+            unsafe { manager.load_parsed(spec)? };
+        }
+        Ok(manager)
+    }
+
+    /// A manager holding the plugins listed in the `XPLUG_PLUGINS`
+    /// environment variable ([`spec::ENV_VAR`]): specs separated by
+    /// [`spec::ENV_SEPARATOR`] (`:` on Unix, `;` on Windows), empty entries
+    /// skipped, loaded as by [`Manager::from_specs`]. An unset variable gives
+    /// an empty manager. See [`spec::split_spec_list`] for `embedded:` and
+    /// `:` inside parameters on Unix.
+    ///
+    /// # Errors
+    /// [`Error::InvalidEnvironment`] when the value is not UTF-8; otherwise
+    /// as [`Manager::from_specs`].
+    ///
+    /// # Safety
+    /// As [`Manager::from_specs`]: whoever controls the environment chooses
+    /// the code loaded into the process.
+    ///
+    /// # Thread-safety
+    /// Reads the environment; do not call while another thread modifies it.
+    ///
+    /// # Platform-specific behaviour
+    /// The separator differs per platform (above); loading as
+    /// [`Manager::load_spec`].
+    pub unsafe fn from_env() -> Result<Manager, Error> {
+        let Some(value) = std::env::var_os(spec::ENV_VAR) else {
+            return Ok(Manager::new());
+        };
+        let value = value.into_string().map_err(|raw| Error::InvalidEnvironment {
+            variable: spec::ENV_VAR,
+            reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
+        })?;
+        let specs = spec::split_spec_list(&value, spec::ENV_SEPARATOR);
+        // SAFETY: forwarded to the caller.
+        unsafe { Self::from_specs(specs) }
+    }
+
+    /// Registers every plugin linked into the binary ([`static_plugins`],
+    /// in name order) **before** the providers already registered, so that
+    /// everything registered dynamically (before or after this call)
+    /// overrides them. Static plugins are loaded with no parameters.
+    ///
+    /// ```
+    /// use xplug_manager::Manager;
+    ///
+    /// let manager = Manager::new().with_static_plugins().unwrap();
+    /// assert_eq!(manager.len(), xplug_manager::providers::static_plugins().len());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::StaticPluginLoad`] naming the plugin that failed to load;
+    /// [`Error::CapacityReached`] when the static plugins do not fit, checked
+    /// before any is loaded. On error the manager (consumed) is dropped with
+    /// everything it held.
+    pub fn with_static_plugins(mut self) -> Result<Self, Error> {
+        let registrations = static_plugins();
+        let existing = self.registry.drain_newest_first();
+        if let Some(capacity) = self.registry.capacity() {
+            if existing.len() + registrations.len() > capacity {
+                return Err(Error::CapacityReached {
+                    capacity,
+                    provider: registrations.first().map_or("?", |r| r.name()).to_owned(),
+                });
+            }
+        }
+        // The registry is empty now; static plugins go in first.
+        for registration in registrations {
+            let plugin = StaticPlugin::from_registration(registration, &LoadParams::new())
+                .map_err(|source| Error::StaticPluginLoad { name: registration.name().to_owned(), source })?;
+            self.register_plugin(plugin)?;
+        }
+        for entry in existing.into_iter().rev() {
+            self.registry.push(entry).map_err(|entry| Error::CapacityReached {
+                capacity: self.registry.capacity().unwrap_or(usize::MAX),
+                provider: entry.name.to_string(),
+            })?;
+        }
+        Ok(self)
+    }
+}

@@ -1,0 +1,324 @@
+//! The manager: providers in registration order, resolved newest first.
+
+use std::fmt;
+use std::sync::Arc;
+
+use xplug_providers::abi::{Resolution, StatusCode};
+use xplug_providers::{ImportProvider, ResolveRequest};
+
+use crate::error::{Error, MissingImport};
+use crate::registry::{Entry, Registry};
+use crate::suggest;
+
+/// Composes import providers and plugins with IREE's resolution semantics.
+///
+/// Providers are kept in registration order and asked **newest first**, so a
+/// later registration overrides an earlier one. [`Manager::resolve`]
+/// implements SPEC §2 exactly:
+///
+/// 1. a request with no names succeeds at once; no provider is called;
+/// 2. providers are walked newest first, and the walk stops before calling a
+///    provider once every slot is filled;
+/// 3. a provider error whose code is neither OK nor `NOT_FOUND` ends the
+///    resolve with [`Error::ProviderFailed`];
+/// 4. otherwise (OK or `NOT_FOUND`) the walk continues;
+/// 5. the outcome is judged from the slots, never from the providers'
+///    statuses: an empty required slot gives [`Error::MissingImports`]
+///    listing every one of them; otherwise the result is OK, with
+///    [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
+///
+/// Registration takes `&self` and may run while other threads resolve;
+/// resolution takes no lock (see the `registry` module documentation for the
+/// argument). A resolve sees every provider whose registration finished
+/// before the resolve began, and possibly some registered during it.
+///
+/// Plugins registered with `register_plugin` are owned by the manager and
+/// dropped (unloaded) in reverse registration order when it is dropped.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use std::sync::Arc;
+/// use xplug_manager::Manager;
+/// use xplug_manager::providers::abi::Resolution;
+/// use xplug_manager::providers::{Error, ImportProvider, ResolveRequest, SymbolName};
+///
+/// /// Exports `one` function under one name.
+/// struct One(&'static str);
+/// unsafe extern "C" fn noop(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 { 0 }
+/// impl ImportProvider for One {
+///     fn name(&self) -> &str { self.0 }
+///     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+///         for i in 0..request.len() {
+///             if request.names()[i].bare() == self.0.as_bytes() {
+///                 request.fill(i, noop, std::ptr::null_mut());
+///             }
+///         }
+///         request.outcome("one")
+///     }
+/// }
+///
+/// let manager = Manager::new();
+/// manager.register_provider(Arc::new(One("a"))).unwrap();
+/// manager.register_provider(Arc::new(One("b"))).unwrap();
+/// assert_eq!(manager.providers(), ["b", "a"]); // scan order
+///
+/// let names = [SymbolName::new(c"a"), SymbolName::new(c"b"), SymbolName::new(c"?c")];
+/// let mut fns = [std::ptr::null_mut(); 3];
+/// let mut contexts = [std::ptr::null_mut(); 3];
+/// let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+/// assert_eq!(manager.resolve(&mut request).unwrap(), Resolution::MISSING_OPTIONAL);
+/// assert!(!fns[0].is_null() && !fns[1].is_null() && fns[2].is_null());
+/// ```
+pub struct Manager {
+    pub(crate) registry: Registry,
+}
+
+/// Where the function in one slot of a traced resolve came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SlotSource {
+    /// Still empty after the resolve (an optional import nobody exports).
+    Empty,
+    /// Already filled when the request came in; left untouched.
+    Prefilled,
+    /// Filled by the provider at `index` in registration order.
+    Provider {
+        /// Position in registration order (0 = oldest).
+        index: usize,
+        /// The provider's name.
+        name: Arc<str>,
+    },
+}
+
+/// The result of [`Manager::resolve_traced`]: the resolution plus, for
+/// tooling, which provider filled each slot and which providers were asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveTrace {
+    /// The resolution bits, as [`Manager::resolve`] returns them.
+    pub resolution: Resolution,
+    /// Per slot, in request order, where its function came from.
+    pub slots: Vec<SlotSource>,
+    /// Registration indices of the providers called, in call order.
+    pub called: Vec<usize>,
+}
+
+impl Default for Manager {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Manager")
+            .field("capacity", &self.registry.capacity())
+            .field("providers", &self.providers())
+            .finish()
+    }
+}
+
+impl Manager {
+    /// A manager with no providers and no capacity limit.
+    #[must_use]
+    pub fn new() -> Self {
+        Self { registry: Registry::new(None) }
+    }
+
+    /// A manager holding at most `capacity` providers; registering more
+    /// fails with [`Error::CapacityReached`] (`RESOURCE_EXHAUSTED`), like
+    /// IREE's fixed-capacity manager.
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { registry: Registry::new(Some(capacity)) }
+    }
+
+    /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.
+    #[must_use]
+    pub fn capacity(&self) -> Option<usize> {
+        self.registry.capacity()
+    }
+
+    /// Number of registered providers.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.registry.len()
+    }
+
+    /// True when no provider is registered.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Registers a provider the manager shares (it keeps a reference for its
+    /// own life). It is asked before every provider registered earlier.
+    ///
+    /// # Errors
+    /// [`Error::CapacityReached`] when the manager is full; nothing changes.
+    pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<(), Error> {
+        self.register_entry(provider, false)
+    }
+
+    pub(crate) fn register_entry(&self, provider: Arc<dyn ImportProvider>, owned: bool) -> Result<(), Error> {
+        let name: Arc<str> = Arc::from(provider.name());
+        let entry = Entry { provider, name, owned };
+        match self.registry.push(entry) {
+            Ok(index) => {
+                tracing::debug!(index, provider = &*self.provider_name(index), owned, "registered provider");
+                Ok(())
+            }
+            Err(entry) => Err(Error::CapacityReached {
+                capacity: self.registry.capacity().unwrap_or(usize::MAX),
+                provider: entry.name.to_string(),
+            }),
+        }
+    }
+
+    fn provider_name(&self, index: usize) -> Arc<str> {
+        self.registry.get(index).map_or_else(|| Arc::from("?"), |entry| entry.name.clone())
+    }
+
+    /// Provider names in scan order (newest first).
+    #[must_use]
+    pub fn providers(&self) -> Vec<String> {
+        let count = self.registry.len();
+        (0..count).rev().filter_map(|i| self.registry.get(i)).map(|entry| entry.name.to_string()).collect()
+    }
+
+    /// Resolves `request` against every registered provider, newest first
+    /// (the reference model in the type's documentation).
+    ///
+    /// # Errors
+    /// [`Error::ProviderFailed`] when a provider fails with a code other than
+    /// `NOT_FOUND`; [`Error::MissingImports`] when required slots stay empty.
+    pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+        self.resolve_with(request, None)
+    }
+
+    /// [`Manager::resolve`], also reporting which provider filled each slot
+    /// and which providers were called.
+    ///
+    /// # Errors
+    /// As [`Manager::resolve`].
+    pub fn resolve_traced(&self, request: &mut ResolveRequest<'_>) -> Result<ResolveTrace, Error> {
+        let slots = (0..request.len())
+            .map(|i| if request.is_filled(i) { SlotSource::Prefilled } else { SlotSource::Empty })
+            .collect();
+        let mut trace = ResolveTrace { resolution: Resolution::NONE, slots, called: Vec::new() };
+        trace.resolution = self.resolve_with(request, Some(&mut trace))?;
+        Ok(trace)
+    }
+
+    fn resolve_with(
+        &self,
+        request: &mut ResolveRequest<'_>,
+        mut trace: Option<&mut ResolveTrace>,
+    ) -> Result<Resolution, Error> {
+        if request.is_empty() {
+            return Ok(Resolution::NONE);
+        }
+        // Everything registered before this load is visible below `count`.
+        let count = self.registry.len();
+        let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
+        let _entered = span.enter();
+
+        for index in (0..count).rev() {
+            if request.all_filled() {
+                break;
+            }
+            let Some(entry) = self.registry.get(index) else {
+                // Unreachable by the registry's publication argument; report
+                // it rather than skip a provider silently.
+                return Err(Error::InvalidRequest {
+                    reason: format!("provider #{index} was counted but is not readable (registry bug)"),
+                });
+            };
+            let empty_before: Option<Vec<bool>> =
+                trace.as_ref().map(|_| (0..request.len()).map(|i| !request.is_filled(i)).collect());
+            let result = entry.provider.resolve(request);
+            if let (Some(trace), Some(empty_before)) = (trace.as_deref_mut(), empty_before) {
+                trace.called.push(index);
+                for (slot, was_empty) in empty_before.into_iter().enumerate() {
+                    if was_empty && request.is_filled(slot) {
+                        trace.slots[slot] = SlotSource::Provider { index, name: entry.name.clone() };
+                    }
+                }
+            }
+            match result {
+                Ok(_) => {}
+                Err(error) if error.code() == StatusCode::NOT_FOUND || error.code().is_ok() => {}
+                Err(source) => {
+                    tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
+                    return Err(Error::ProviderFailed { index, provider: entry.name.to_string(), source });
+                }
+            }
+        }
+
+        let missing: Vec<usize> = request.missing_required().collect();
+        if !missing.is_empty() {
+            tracing::debug!(missing = missing.len(), "required imports missing");
+            return Err(self.missing_error(request, &missing, count));
+        }
+        let resolution =
+            if request.any_optional_missing() { Resolution::MISSING_OPTIONAL } else { Resolution::NONE };
+        tracing::debug!(resolution = resolution.0, "resolved");
+        Ok(resolution)
+    }
+
+    /// Builds the "missing imports" error, with suggestions drawn from the
+    /// exports of the first `count` providers.
+    fn missing_error(&self, request: &ResolveRequest<'_>, missing: &[usize], count: usize) -> Error {
+        let mut exported: Vec<String> =
+            (0..count).filter_map(|i| self.registry.get(i)?.provider.exported_names()).flatten().collect();
+        exported.sort_unstable();
+        exported.dedup();
+        let missing = missing
+            .iter()
+            .map(|&index| {
+                let name = request.names()[index];
+                let bare = String::from_utf8_lossy(name.bare());
+                MissingImport {
+                    index,
+                    name: name.as_c_str().to_string_lossy().into_owned(),
+                    suggestion: suggest::closest(&bare, exported.iter()).map(str::to_owned),
+                }
+            })
+            .collect();
+        Error::MissingImports { missing, providers: count }
+    }
+}
+
+/// The manager is itself a provider, so managers compose and a manager can
+/// be handed to anything that takes an [`ImportProvider`].
+impl ImportProvider for Manager {
+    fn name(&self) -> &str {
+        "xplug-manager"
+    }
+
+    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
+        Manager::resolve(self, request).map_err(|error| match error {
+            Error::MissingImports { missing, .. } => {
+                xplug_providers::Error::NotFound { provider: "xplug-manager", missing: missing.len() }
+            }
+            Error::ProviderFailed { source, .. } => source,
+            other => xplug_providers::Error::ResolveFailed {
+                provider: "xplug-manager".into(),
+                code: other.code(),
+                message: other.to_string(),
+            },
+        })
+    }
+
+    /// Every name some provider exports, when every provider can list its
+    /// exports; `None` as soon as one cannot.
+    fn exported_names(&self) -> Option<Vec<String>> {
+        let count = self.registry.len();
+        let mut names = Vec::new();
+        for index in 0..count {
+            names.extend(self.registry.get(index)?.provider.exported_names()?);
+        }
+        names.sort_unstable();
+        names.dedup();
+        Some(names)
+    }
+}

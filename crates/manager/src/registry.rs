@@ -1,0 +1,174 @@
+//! The append-only provider registry that resolution reads without a lock.
+//!
+//! # Design
+//!
+//! Entries live in segments whose sizes double (8, 16, 32, ... entries).
+//! A segment is allocated on demand, never moved and never freed before the
+//! registry is dropped, so a reference to an entry stays valid for the
+//! registry's life even while later entries are appended. Every segment and
+//! every entry sits in a [`OnceLock`]: written once, then read-only.
+//!
+//! Writers (registration) are serialised by a [`Mutex`]. Holding it, a writer
+//! initialises the next entry (allocating its segment first if needed) and
+//! then publishes it by storing the new count with [`Ordering::Release`].
+//!
+//! Readers (resolution) take no lock. They load the count with
+//! [`Ordering::Acquire`] and read entries `0..count` with
+//! [`OnceLock::get`], which is a single atomic acquire load and never blocks.
+//!
+//! # Why readers always find the entries they count
+//!
+//! The writer's `OnceLock` initialisations of the segment and the entry are
+//! sequenced before its `Release` store of the count. A reader whose
+//! `Acquire` load observes count `n` therefore happens-after the
+//! initialisation of every entry below `n` (each earlier count was stored by
+//! a writer that held the mutex after the writers of the lower entries), so
+//! [`OnceLock::get`] returns `Some` for each of them. A reader that loaded an
+//! older count simply does not look at newer entries: it sees a prefix of the
+//! registration order, which is the documented semantics ("a resolve sees
+//! the providers registered before it started; later ones may be missed").
+//! Entries are immutable once set, so concurrent readers share them freely.
+//! None of this uses `unsafe`: the memory-safety argument is carried by
+//! `OnceLock` itself, the ordering argument above only guarantees that the
+//! `get` calls succeed (a failure would be reported, not undefined behaviour).
+//!
+//! # Drop order
+//!
+//! Dropping the registry drops entries newest first, so plugins are unloaded
+//! in reverse registration order.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use xplug_providers::ImportProvider;
+
+/// Entries in the first segment; segment `k` holds `FIRST_SEGMENT << k`.
+const FIRST_SEGMENT: usize = 8;
+/// Number of segments: enough for more entries than memory can hold.
+const SEGMENTS: usize = usize::BITS as usize - 2;
+
+/// One registered provider.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    /// The provider.
+    pub(crate) provider: Arc<dyn ImportProvider>,
+    /// Its name, captured at registration.
+    pub(crate) name: Arc<str>,
+    /// True when the manager owns it as a plugin.
+    pub(crate) owned: bool,
+}
+
+type Segment = Box<[OnceLock<Entry>]>;
+
+/// Append-only, lock-free-to-read list of providers.
+pub(crate) struct Registry {
+    segments: [OnceLock<Segment>; SEGMENTS],
+    /// Number of published entries.
+    count: AtomicUsize,
+    /// Serialises writers.
+    writer: Mutex<()>,
+    /// Maximum number of entries, if bounded.
+    capacity: Option<usize>,
+}
+
+/// Segment number and offset within it of entry `index`.
+fn locate(index: usize) -> (usize, usize) {
+    // Segment k starts at FIRST_SEGMENT * (2^k - 1). With
+    // j = index / FIRST_SEGMENT + 1, k = floor(log2(j)).
+    let j = index / FIRST_SEGMENT + 1;
+    let segment = (usize::BITS - 1 - j.leading_zeros()) as usize;
+    let start = FIRST_SEGMENT * ((1usize << segment) - 1);
+    (segment, index - start)
+}
+
+impl Registry {
+    pub(crate) fn new(capacity: Option<usize>) -> Self {
+        Self {
+            segments: std::array::from_fn(|_| OnceLock::new()),
+            count: AtomicUsize::new(0),
+            writer: Mutex::new(()),
+            capacity,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        self.capacity
+    }
+
+    /// Number of published entries (acquire: every entry below it is readable).
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Entry `index`, which must be below a count previously returned by
+    /// [`Registry::len`]; `None` otherwise.
+    pub(crate) fn get(&self, index: usize) -> Option<&Entry> {
+        let (segment, offset) = locate(index);
+        self.segments.get(segment)?.get()?.get(offset)?.get()
+    }
+
+    /// Appends `entry`; on a full bounded registry gives it back unchanged.
+    pub(crate) fn push(&self, entry: Entry) -> Result<usize, Entry> {
+        // A writer that panicked cannot have published a half-written entry
+        // (publication is the last step), so a poisoned lock is still usable.
+        let _guard = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only writers store the count, and we are the only writer.
+        let index = self.count.load(Ordering::Relaxed);
+        if self.capacity.is_some_and(|capacity| index >= capacity) {
+            return Err(entry);
+        }
+        let (segment, offset) = locate(index);
+        let Some(segment_cell) = self.segments.get(segment) else {
+            return Err(entry);
+        };
+        let slots =
+            segment_cell.get_or_init(|| (0..FIRST_SEGMENT << segment).map(|_| OnceLock::new()).collect());
+        // The slot is fresh: `index` was never published and writers are
+        // serialised, so `set` cannot find it initialised.
+        slots[offset].set(entry)?;
+        self.count.store(index + 1, Ordering::Release);
+        Ok(index)
+    }
+
+    /// Removes every entry, newest first. Needs exclusive access.
+    pub(crate) fn drain_newest_first(&mut self) -> Vec<Entry> {
+        let count = *self.count.get_mut();
+        *self.count.get_mut() = 0;
+        let mut drained = Vec::with_capacity(count);
+        for index in (0..count).rev() {
+            let (segment, offset) = locate(index);
+            if let Some(entry) = self.segments[segment].get_mut().and_then(|slots| slots[offset].take()) {
+                drained.push(entry);
+            }
+        }
+        drained
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // Drop one by one, newest first (a plain field drop would go oldest
+        // first through the segments).
+        for entry in self.drain_newest_first() {
+            tracing::trace!(provider = &*entry.name, owned = entry.owned, "dropping provider");
+            drop(entry);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_covers_indices_contiguously() {
+        let mut expected = (0, 0);
+        for index in 0..10_000 {
+            let got = locate(index);
+            assert_eq!(got, expected, "index {index}");
+            expected = if got.1 + 1 == FIRST_SEGMENT << got.0 { (got.0 + 1, 0) } else { (got.0, got.1 + 1) };
+        }
+        // The last index of the address space still lands in a segment.
+        assert!(locate(usize::MAX).0 < SEGMENTS);
+    }
+}

@@ -1,0 +1,301 @@
+//! Plugin specs: the strings of IREE's repeatable `--executable_plugin` flag,
+//! extended with load parameters.
+//!
+//! # Grammar
+//!
+//! ```text
+//! spec   = ["embedded:"] path ["?" params]
+//! params = pair *("&" pair)
+//! pair   = key ["=" value]
+//! ```
+//!
+//! - `path` is everything before the first `?`, taken literally (no
+//!   decoding), so a library path cannot contain `?`. It must not be empty.
+//! - The `embedded:` prefix, or a path ending in `.sos`, selects the embedded
+//!   ELF loader ([`LoaderKind::Embedded`]); anything else the system loader.
+//! - `key` and `value` are percent-decoded: `%XX` (two hex digits, either
+//!   case) is the byte `0xXX`, so any byte, including `&`, `=`, `%`, `:` and
+//!   `;`, can be passed. `+` is **not** a space: it stays a literal `+`
+//!   (these are not HTML form submissions, and values such as `+1` are more
+//!   likely than spaces); write a space as `%20`.
+//! - A pair without `=` has an empty value (a flag). Keys must not be empty.
+//!   Empty pairs (`a=1&&b=2`, a trailing `&` or `?`) are rejected rather
+//!   than guessed at. Repeated keys are kept, in order.
+//!
+//! ```
+//! use xplug_manager::spec::{LoaderKind, PluginSpec};
+//!
+//! let spec = PluginSpec::parse("/opt/libfast.so?scale=3&name=a%26b&flag").unwrap();
+//! assert_eq!(spec.path(), "/opt/libfast.so");
+//! assert_eq!(spec.loader(), LoaderKind::SystemLibrary);
+//! assert_eq!(
+//!     spec.params(),
+//!     [(b"scale".to_vec(), b"3".to_vec()), (b"name".to_vec(), b"a&b".to_vec()), (b"flag".to_vec(), vec![])]
+//! );
+//!
+//! assert_eq!(PluginSpec::parse("embedded:k.bin").unwrap().loader(), LoaderKind::Embedded);
+//! assert_eq!(PluginSpec::parse("kernels.sos").unwrap().loader(), LoaderKind::Embedded);
+//! assert!(PluginSpec::parse("lib.so?=1").unwrap_err().to_string().contains("`lib.so?=1`"));
+//! ```
+
+use crate::Error;
+
+/// The prefix that selects the embedded ELF loader.
+pub const EMBEDDED_PREFIX: &str = "embedded:";
+/// The file suffix that selects the embedded ELF loader.
+pub const EMBEDDED_SUFFIX: &str = ".sos";
+/// The environment variable [`crate::Manager::from_env`] reads.
+pub const ENV_VAR: &str = "XPLUG_PLUGINS";
+/// The separator between specs in [`ENV_VAR`]: `;` on Windows (where paths
+/// contain `:`), `:` elsewhere.
+pub const ENV_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
+
+/// Which loader a spec selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoaderKind {
+    /// The operating system's loader (`dlopen`/`LoadLibrary`).
+    SystemLibrary,
+    /// The portable embedded-ELF loader (`.sos` files); not available yet.
+    Embedded,
+}
+
+/// A parsed plugin spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSpec {
+    original: String,
+    loader: LoaderKind,
+    path: String,
+    params: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl PluginSpec {
+    /// Parses `spec` (grammar in the module documentation).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSpec`], quoting the spec, when it is empty, has an
+    /// empty path, an empty parameter, an empty key or a bad `%` escape.
+    pub fn parse(spec: &str) -> Result<Self, Error> {
+        let invalid = |reason: String| Error::InvalidSpec { spec: spec.to_owned(), reason };
+        if spec.is_empty() {
+            return Err(invalid("the spec is empty; give a plugin library path".into()));
+        }
+        let (explicit_embedded, rest) = match spec.strip_prefix(EMBEDDED_PREFIX) {
+            Some(rest) => (true, rest),
+            None => (false, spec),
+        };
+        let (path, query) = match rest.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (rest, None),
+        };
+        if path.is_empty() {
+            return Err(invalid("no library path before the parameters".into()));
+        }
+        let mut params = Vec::new();
+        if let Some(query) = query {
+            for (number, pair) in query.split('&').enumerate() {
+                if pair.is_empty() {
+                    return Err(invalid(format!(
+                        "parameter {} is empty; separate `key=value` pairs with single `&`s and \
+                         do not end the spec with `?` or `&`",
+                        number + 1
+                    )));
+                }
+                let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+                if key.is_empty() {
+                    return Err(invalid(format!("parameter `{pair}` has an empty key")));
+                }
+                let key = percent_decode(key).map_err(&invalid)?;
+                let value = percent_decode(value).map_err(&invalid)?;
+                params.push((key, value));
+            }
+        }
+        let loader = if explicit_embedded || path.ends_with(EMBEDDED_SUFFIX) {
+            LoaderKind::Embedded
+        } else {
+            LoaderKind::SystemLibrary
+        };
+        Ok(Self { original: spec.to_owned(), loader, path: path.to_owned(), params })
+    }
+
+    /// The spec as written.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.original
+    }
+
+    /// The loader the spec selects.
+    #[must_use]
+    pub fn loader(&self) -> LoaderKind {
+        self.loader
+    }
+
+    /// The library path (without `embedded:` and without parameters).
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The decoded load parameters, in order.
+    #[must_use]
+    pub fn params(&self) -> &[(Vec<u8>, Vec<u8>)] {
+        &self.params
+    }
+}
+
+/// Decodes `%XX` escapes; every other byte (including `+`) is kept.
+fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let digits = bytes.get(i + 1..i + 3);
+            let value = digits
+                .and_then(|digits| std::str::from_utf8(digits).ok())
+                .filter(|digits| digits.bytes().all(|b| b.is_ascii_hexdigit()))
+                .and_then(|digits| u8::from_str_radix(digits, 16).ok());
+            match value {
+                Some(value) => {
+                    out.push(value);
+                    i += 3;
+                }
+                None => {
+                    let shown: String = text[i..].chars().take(3).collect();
+                    return Err(format!(
+                        "bad escape `{shown}` in `{text}`: `%` must be followed by two hex digits \
+                         (write a literal `%` as `%25`)"
+                    ));
+                }
+            }
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Splits the value of [`ENV_VAR`] into specs: on `separator`, skipping
+/// empty entries. On Unix the separator `:` also splits `embedded:x`; an
+/// entry that is exactly `embedded` is therefore joined back to the entry
+/// after it. A `:` inside a parameter value must be written `%3A`.
+#[must_use]
+pub fn split_spec_list(value: &str, separator: char) -> Vec<String> {
+    let prefix_word = EMBEDDED_PREFIX.trim_end_matches(':');
+    let mut specs = Vec::new();
+    let mut pending_prefix = false;
+    for entry in value.split(separator) {
+        if entry.is_empty() {
+            continue;
+        }
+        if separator == ':' && entry == prefix_word && !pending_prefix {
+            pending_prefix = true;
+            continue;
+        }
+        if pending_prefix {
+            specs.push(format!("{EMBEDDED_PREFIX}{entry}"));
+            pending_prefix = false;
+        } else {
+            specs.push(entry.to_owned());
+        }
+    }
+    if pending_prefix {
+        // A dangling `embedded:` with nothing after it: keep it so parsing
+        // reports it as an embedded spec with an empty path.
+        specs.push(EMBEDDED_PREFIX.to_owned());
+    }
+    specs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(spec: &str) -> Vec<(String, String)> {
+        PluginSpec::parse(spec)
+            .unwrap()
+            .params()
+            .iter()
+            .map(|(k, v)| (String::from_utf8(k.clone()).unwrap(), String::from_utf8(v.clone()).unwrap()))
+            .collect()
+    }
+
+    fn reason(spec: &str) -> String {
+        let error = PluginSpec::parse(spec).unwrap_err();
+        assert_eq!(error.code(), xplug_providers::abi::StatusCode::INVALID_ARGUMENT);
+        let text = error.to_string();
+        assert!(text.contains(&format!("`{spec}`")), "message does not quote the spec: {text}");
+        text
+    }
+
+    #[test]
+    fn plain_paths() {
+        let spec = PluginSpec::parse("libplugin.so").unwrap();
+        assert_eq!(spec.path(), "libplugin.so");
+        assert_eq!(spec.loader(), LoaderKind::SystemLibrary);
+        assert!(spec.params().is_empty());
+        assert_eq!(spec.as_str(), "libplugin.so");
+        // Paths are literal: `%` and `+` and `=` stay as written.
+        assert_eq!(PluginSpec::parse("/a/b%20c+d=e.so").unwrap().path(), "/a/b%20c+d=e.so");
+        // `embedded:` only counts as a prefix.
+        assert_eq!(PluginSpec::parse("/x/embedded:y.so").unwrap().loader(), LoaderKind::SystemLibrary);
+    }
+
+    #[test]
+    fn parameters_are_decoded_in_order() {
+        assert_eq!(pairs("p.so?scale=3"), [("scale".into(), "3".into())]);
+        assert_eq!(
+            pairs("p.so?a=1&b=&c&a=2"),
+            [
+                ("a".into(), "1".into()),
+                ("b".into(), String::new()),
+                ("c".into(), String::new()),
+                ("a".into(), "2".into())
+            ]
+        );
+        assert_eq!(pairs("p.so?k%3Dx=v%26w%25"), [("k=x".into(), "v&w%".into())]);
+        assert_eq!(
+            pairs("p.so?plus=a+b&space=a%20b"),
+            [("plus".into(), "a+b".into()), ("space".into(), "a b".into())]
+        );
+        assert_eq!(pairs("p.so?v=x=y"), [("v".into(), "x=y".into())], "only the first `=` splits");
+        assert_eq!(pairs("p.so?hex=%4a%4A"), [("hex".into(), "JJ".into())]);
+        let raw = PluginSpec::parse("p.so?bin=%00%ff").unwrap();
+        assert_eq!(raw.params()[0].1, [0x00, 0xff]);
+    }
+
+    #[test]
+    fn embedded_specs() {
+        let spec = PluginSpec::parse("embedded:/k/x.bin?a=1").unwrap();
+        assert_eq!(spec.loader(), LoaderKind::Embedded);
+        assert_eq!(spec.path(), "/k/x.bin");
+        assert_eq!(PluginSpec::parse("x.sos?a=1").unwrap().loader(), LoaderKind::Embedded);
+        assert_eq!(PluginSpec::parse("x.sos").unwrap().path(), "x.sos");
+    }
+
+    #[test]
+    fn malformed_specs_are_rejected_with_the_spec_quoted() {
+        assert!(reason("").contains("empty"));
+        assert!(reason("?a=1").contains("no library path"));
+        assert!(reason("embedded:").contains("no library path"));
+        assert!(reason("p.so?").contains("parameter 1 is empty"));
+        assert!(reason("p.so?a=1&").contains("parameter 2 is empty"));
+        assert!(reason("p.so?a=1&&b=2").contains("parameter 2 is empty"));
+        assert!(reason("p.so?=1").contains("empty key"));
+        assert!(reason("p.so?a=%").contains("bad escape `%`"));
+        assert!(reason("p.so?a=%4").contains("bad escape `%4`"));
+        assert!(reason("p.so?a=%zz").contains("bad escape `%zz`"));
+        assert!(reason("p.so?%g1=1").contains("bad escape"));
+        assert!(reason("p.so?a=%é").contains("bad escape"), "a non-ASCII byte after `%` is no escape");
+    }
+
+    #[test]
+    fn env_lists() {
+        assert_eq!(split_spec_list("", ':'), Vec::<String>::new());
+        assert_eq!(split_spec_list("a.so::b.so?x=1:", ':'), ["a.so", "b.so?x=1"]);
+        assert_eq!(split_spec_list("a.so:embedded:k.bin:b.so", ':'), ["a.so", "embedded:k.bin", "b.so"]);
+        assert_eq!(split_spec_list("embedded", ':'), ["embedded:"]);
+        assert_eq!(split_spec_list(r"C:\a.dll;;embedded:k.bin", ';'), [r"C:\a.dll", "embedded:k.bin"]);
+    }
+}

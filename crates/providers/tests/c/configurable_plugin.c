@@ -1,0 +1,186 @@
+/*
+ * One C plugin, bent by preprocessor flags into each of the faults the
+ * loader must catch. Without flags it is a well-behaved plugin exporting
+ * `f_add` (adds two int32 into a third) and `f_state` (context = state).
+ *
+ *   -DQUERY_RETURNS_NULL      query returns NULL
+ *   -DNULL_HEADER             the v0 table's header pointer is NULL
+ *   -DHEADER_VERSION=n        header version
+ *   -DFEATURES=n              header feature bits (default STANDALONE)
+ *   -DSANITIZER=n             header sanitizer value (default NONE)
+ *   -DNULL_LOAD / -DNULL_RESOLVE / -DNULL_UNLOAD   NULL table entries
+ *   -DLOAD_FAILS=code         load returns this status code
+ *   -DUNLOAD_ABORTS_ON_NULL   unload calls abort() when self is NULL
+ *   -DLEAK_BYTES=n            load allocates n bytes it never frees
+ *   -DLYING_RESOLVE           resolve returns OK without filling anything
+ *   -DRESOLVE_FAILS=code      resolve returns this status code
+ *   -DNO_EXPORT               the query function is exported under another name
+ */
+#include <stdlib.h>
+
+#include "xplug/executable_plugin.h"
+
+#ifndef PLUGIN_NAME
+#define PLUGIN_NAME "configurable"
+#endif
+#ifndef HEADER_VERSION
+#define HEADER_VERSION IREE_HAL_EXECUTABLE_PLUGIN_VERSION_LATEST
+#endif
+#ifndef FEATURES
+#define FEATURES IREE_HAL_EXECUTABLE_PLUGIN_FEATURE_STANDALONE
+#endif
+#ifndef SANITIZER
+#define SANITIZER IREE_HAL_EXECUTABLE_PLUGIN_SANITIZER_NONE
+#endif
+
+#define UNUSED __attribute__((unused))
+
+typedef struct {
+  int32_t a;
+  int32_t b;
+  int32_t out;
+} binop_params_t;
+
+typedef struct {
+  iree_hal_executable_plugin_allocator_t allocator;
+  int32_t marker;
+} plugin_state_t;
+
+static UNUSED int f_add(void* params_ptr, void* context, void* reserved) {
+  (void)context;
+  (void)reserved;
+  binop_params_t* params = (binop_params_t*)params_ptr;
+  params->out = params->a + params->b;
+  return 0;
+}
+
+static UNUSED int f_state(void* params_ptr, void* context, void* reserved) {
+  (void)reserved;
+  binop_params_t* params = (binop_params_t*)params_ptr;
+  params->out = ((const plugin_state_t*)context)->marker;
+  return 0;
+}
+
+static UNUSED iree_hal_executable_plugin_status_t plugin_load(
+    const iree_hal_executable_plugin_environment_v0_t* environment,
+    size_t param_count, const iree_hal_executable_plugin_string_pair_t* params,
+    void** out_self) {
+  (void)param_count;
+  (void)params;
+#ifdef LOAD_FAILS
+  (void)environment;
+  (void)out_self;
+  return iree_hal_executable_plugin_status_from_code(LOAD_FAILS);
+#else
+  plugin_state_t* state = NULL;
+  iree_hal_executable_plugin_status_t status =
+      iree_hal_executable_plugin_allocator_malloc(
+          environment->host_allocator, sizeof(*state), (void**)&state);
+  if (!iree_hal_executable_plugin_status_is_ok(status)) return status;
+  state->allocator = environment->host_allocator;
+  state->marker = 4242;
+#ifdef LEAK_BYTES
+  void* leaked = NULL;
+  status = iree_hal_executable_plugin_allocator_malloc(
+      environment->host_allocator, LEAK_BYTES, &leaked);
+  if (!iree_hal_executable_plugin_status_is_ok(status)) return status;
+#endif
+  *out_self = state;
+  return iree_hal_executable_plugin_ok_status();
+#endif
+}
+
+static UNUSED void plugin_unload(void* self) {
+#ifdef UNLOAD_ABORTS_ON_NULL
+  if (self == NULL) abort();
+#endif
+  plugin_state_t* state = (plugin_state_t*)self;
+  iree_hal_executable_plugin_allocator_free(state->allocator, state);
+}
+
+static UNUSED iree_hal_executable_plugin_status_t plugin_resolve(
+    void* self, const iree_hal_executable_plugin_resolve_params_v0_t* params,
+    iree_hal_executable_plugin_resolution_t* out_resolution) {
+  *out_resolution = 0;
+#ifdef RESOLVE_FAILS
+  (void)self;
+  (void)params;
+  return iree_hal_executable_plugin_status_from_code(RESOLVE_FAILS);
+#elif defined(LYING_RESOLVE)
+  (void)self;
+  (void)params;
+  return iree_hal_executable_plugin_ok_status();
+#else
+  int missing_required = 0;
+  for (size_t i = 0; i < params->count; ++i) {
+    if (params->out_fn_ptrs[i]) continue;
+    const char* name = params->symbol_names[i];
+    int optional = iree_hal_executable_plugin_import_is_optional(name);
+    if (optional) ++name;
+    if (iree_hal_executable_plugin_strcmp(name, "f_add") == 0) {
+      params->out_fn_ptrs[i] = (void*)f_add;
+      params->out_fn_contexts[i] = NULL;
+    } else if (iree_hal_executable_plugin_strcmp(name, "f_state") == 0) {
+      params->out_fn_ptrs[i] = (void*)f_state;
+      params->out_fn_contexts[i] = self;
+    } else if (optional) {
+      *out_resolution |= IREE_HAL_EXECUTABLE_PLUGIN_RESOLUTION_MISSING_OPTIONAL;
+    } else {
+      missing_required = 1;
+    }
+  }
+  return iree_hal_executable_plugin_status_from_code(
+      missing_required ? IREE_HAL_EXECUTABLE_PLUGIN_STATUS_NOT_FOUND
+                       : IREE_HAL_EXECUTABLE_PLUGIN_STATUS_OK);
+#endif
+}
+
+#ifdef NO_EXPORT
+#define QUERY_NAME some_other_query_name
+#else
+#define QUERY_NAME iree_hal_executable_plugin_query
+#endif
+
+IREE_HAL_EXECUTABLE_PLUGIN_EXPORT const iree_hal_executable_plugin_header_t**
+QUERY_NAME(iree_hal_executable_plugin_version_t max_version, void* reserved) {
+  (void)reserved;
+  static const iree_hal_executable_plugin_header_t header = {
+      .version = HEADER_VERSION,
+      .name = PLUGIN_NAME,
+      .description = "configurable fault plugin",
+      .features = FEATURES,
+      .sanitizer = (iree_hal_executable_plugin_sanitizer_kind_t)(SANITIZER),
+  };
+  static const iree_hal_executable_plugin_v0_t plugin = {
+#ifdef NULL_HEADER
+      .header = NULL,
+#else
+      .header = &header,
+#endif
+#ifdef NULL_LOAD
+      .load = NULL,
+#else
+      .load = plugin_load,
+#endif
+#ifdef NULL_UNLOAD
+      .unload = NULL,
+#else
+      .unload = plugin_unload,
+#endif
+#ifdef NULL_RESOLVE
+      .resolve = NULL,
+#else
+      .resolve = plugin_resolve,
+#endif
+  };
+  (void)header;
+#ifdef QUERY_RETURNS_NULL
+  (void)max_version;
+  (void)plugin;
+  return NULL;
+#else
+  return max_version < IREE_HAL_EXECUTABLE_PLUGIN_VERSION_0_1
+             ? NULL
+             : (const iree_hal_executable_plugin_header_t**)&plugin;
+#endif
+}
