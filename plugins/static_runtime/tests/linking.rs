@@ -25,7 +25,8 @@ fn unreferenced_plugin_is_dropped_by_the_linker() {
 
 #[test]
 fn library_api_reports_missing_plugins() {
-    // This test binary does not name `sample_static` either.
+    // This test binary does not name `sample_static`, so it has no static
+    // plugins at all.
     let error = static_runtime::fma_through_static_plugin("sample_static", 1, 2, 3).unwrap_err();
     assert!(error.contains("add `use sample_static as _;`"), "{error}");
 }
