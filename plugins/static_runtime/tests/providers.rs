@@ -209,14 +209,13 @@ fn sample_system_library_counts_and_frees_its_allocations() {
 #[test]
 fn sample_system_rejects_a_bad_parameter() {
     // SAFETY: the library is this workspace's v0 plugin.
-    let error = unsafe {
+    let result = unsafe {
         SystemLibraryPlugin::load_from_file(
             library("sample_system"),
             &LoadParams::new().with("multiplier", "lots"),
         )
-    }
-    .err()
-    .expect("a non-numeric multiplier fails to load");
+    };
+    let Err(error) = result else { panic!("a non-numeric multiplier must fail to load") };
     assert_eq!(error.code(), xplug_providers::abi::StatusCode::INVALID_ARGUMENT, "{error}");
 }
 
