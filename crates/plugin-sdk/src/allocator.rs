@@ -1,7 +1,6 @@
 //! Safe access to the host allocator a plugin receives at load time.
 //!
-//! This is one of the SDK's two FFI-edge modules (with `ffi.rs`): it calls
-//! the host's `ctl` function pointer.
+//! An FFI-edge module: it calls the host's `ctl` function pointer.
 
 use core::ffi::c_void;
 use core::fmt;

@@ -107,7 +107,7 @@
 //!
 //! Without `export`, nothing global is exported and the plugin registers
 //! itself with `inventory`, so a binary that depends on the crate finds it
-//! in [`xplug_providers::static_plugins()`](https://docs.rs/xplug-providers).
+//! in `xplug_providers::static_plugins()`.
 //!
 //! **The linker trap:** the registration is a constructor in the plugin's
 //! object code, and rustc links a dependency only when the binary refers to
