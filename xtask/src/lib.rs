@@ -1,9 +1,10 @@
 //! Project automation for xplug, run as `cargo xtask <command>`.
 //!
 //! The library half holds what the tests reuse: header generation
-//! ([`header`]). The binary (`src/main.rs`) is the command-line front end.
+//! ([`header`]) and the example plugin build ([`plugins`]). The binary (`src/main.rs`) is the command-line front end.
 
 pub mod header;
+pub mod plugins;
 
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+
+
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "xplug project automation")]
 struct Cli {
@@ -19,11 +21,33 @@ enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Build the example plugins as shared libraries into target/plugins/.
+    BuildPlugins {
+        /// Build with optimisations.
+        #[arg(long)]
+        release: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::BuildPlugins { release } => {
+            let root = xtask::workspace_root();
+            match xtask::plugins::build(&root, release) {
+                Ok(built) => {
+                    print!("{}", xtask::plugins::table(&root, &built));
+                    for plugin in built.iter().filter(|plugin| plugin.path.is_none()) {
+                        eprintln!("warning: {}: {}", plugin.name, plugin.note);
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Header { verify: false } => match xtask::header::write() {
             Ok(path) => {
                 println!("wrote {}", path.display());

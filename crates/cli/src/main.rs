@@ -12,7 +12,7 @@
 
 // `sample_static` registers itself in `xplug_providers::static_plugins()`
 // from a constructor the linker keeps only if the crate is named.
-// use sample_static as _;
+use sample_static as _;
 
 mod bench;
 mod check;

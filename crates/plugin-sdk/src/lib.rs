@@ -1,8 +1,332 @@
 //! Write IREE executable import plugins in safe Rust.
 //!
-//! **Not built yet.** This crate will hold the plugin author's side of xplug:
-//! a `#[plugin]`-style macro (from `xplug-sdk-macros`) that generates the v0
-//! header, the `extern "C"` entry points and a sorted-table resolver from
-//! ordinary Rust functions. Until then it only re-exports [`xplug_abi`] so
-//! authors can already name the ABI types.
+//! A plugin is an ordinary Rust library crate. The [`plugin`] attribute on a
+//! module turns the functions marked `#[import("symbol")]` inside it into a
+//! plugin that speaks IREE's plugin ABI v0: it generates the header, the
+//! `load`/`unload`/`resolve` entry points, one `extern "C"` trampoline per
+//! import and a symbol table sorted at compile time. The author writes no
+//! `unsafe`, no `extern "C"` and no `#[no_mangle]`.
+//!
+//! ```
+//! use xplug_sdk::{Environment, Error, ImportError, ImportParams, LoadParams, PluginState};
+//!
+//! /// What the executable passes to `scale_f32` (the C struct it was
+//! /// compiled against).
+//! #[derive(ImportParams)]
+//! #[repr(C)]
+//! pub struct ScaleParams {
+//!     pub value: f32,
+//!     pub result: f32,
+//! }
+//!
+//! /// Created by `load`, shared by every import call, dropped by `unload`.
+//! pub struct Scale {
+//!     factor: f32,
+//! }
+//!
+//! impl PluginState for Scale {
+//!     fn load(_env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
+//!         Ok(Self { factor: params.parse("factor", "a number")?.unwrap_or(2.0) })
+//!     }
+//! }
+//!
+//! #[xplug_sdk::plugin(name = "doc_scale", description = "scales a float", state = Scale)]
+//! mod plugin {
+//!     use super::*;
+//!
+//!     #[import("scale_f32")]
+//!     fn scale(params: &mut ScaleParams, state: &Scale) -> Result<(), ImportError> {
+//!         params.result = params.value * state.factor;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! fn main() {
+//!     // The generated module describes the plugin to Rust code:
+//!     assert_eq!(plugin::PLUGIN.name(), "doc_scale");
+//!     assert_eq!(plugin::PLUGIN.symbols(), ["scale_f32"]);
+//! }
+//! ```
+//!
+//! # The `#[plugin]` attribute
+//!
+//! `#[xplug_sdk::plugin(name = "...", description = "...", features(standalone), state = Type, sanitizer = "none")]`
+//! on an inline `mod`:
+//!
+//! * `name` (required) and `description` (optional) go into the header;
+//! * `features(standalone)` declares the `STANDALONE` feature: the plugin
+//!   promises to use nothing but the host allocator (no system calls, no
+//!   TLS, no writable globals), as an embedded-ELF loader requires.
+//!   `full_status` is refused: SDK plugins return plain status codes;
+//! * `state = Type` (optional): a [`PluginState`] created by `load`, passed
+//!   by reference to the imports that take a second parameter, dropped by
+//!   `unload`. It lives in a host allocation, so the host accounts for it.
+//!   Without `state`, imports take only their params and `self` is NULL;
+//! * `sanitizer = "address" | "memory" | "thread" | "undefined" | "none"`
+//!   (optional, default `none`). Stable Rust cannot tell which sanitizer a
+//!   crate is built with (`cfg(sanitize)` is nightly-only), so the header
+//!   says NONE unless you set this when building with `-Zsanitizer`; a host
+//!   refuses a plugin whose sanitizer differs from its own.
+//!
+//! Paths in the attribute (the state type) and in the module resolve inside
+//! the module, so start it with `use super::*;`.
+//!
+//! Inside the module, each `#[import]` / `#[import("symbol")]` function
+//! (the symbol defaults to the function's name) has the shape
+//! `fn(params: &mut P) -> R` or `fn(params: &mut P, state: &State) -> R`,
+//! where `P` implements [`ImportParams`] (derive it on a `#[repr(C)]`
+//! struct) and `R` is `Result<(), ImportError>`, `i32` (0 = success) or `()`
+//! (see [`ImportReturn`]). Duplicate symbols, a params type without
+//! `#[repr(C)]` and any other signature are compile errors that say what to
+//! write instead.
+//!
+//! The macro adds to the module:
+//! * `pub const PLUGIN: xplug_sdk::PluginInfo` (name, symbols, the query
+//!   function) for Rust code and tests;
+//! * with the plugin crate's `export` feature on, the C symbols
+//!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
+//!   without it, a registration in `xplug_providers::static_plugins()`.
+//!
+//! # Shared library and static linking from one crate
+//!
+//! Declare the plugin crate as
+//!
+//! ```toml
+//! [lib]
+//! crate-type = ["cdylib", "rlib"]
+//!
+//! [features]
+//! # Export the C entry points (shared-library build). Off when linked into
+//! # a binary, so several plugins can share one binary without clashing.
+//! export = []
+//! ```
+//!
+//! `cargo xtask build-plugins` builds each plugin with `--features export`
+//! into `target/plugins/lib<name>.so`, which IREE's runtime
+//! (`--executable_plugin=...`) and xplug's manager load.
+//!
+//! Without `export`, nothing global is exported and the plugin registers
+//! itself with `inventory`, so a binary that depends on the crate finds it
+//! in `xplug_providers::static_plugins()`.
+//!
+//! **The linker trap:** the registration is a constructor in the plugin's
+//! object code, and rustc links a dependency only when the binary refers to
+//! it. A binary that lists the plugin in `Cargo.toml` but never names it in
+//! code silently loses the registration. Name the crate once:
+//!
+//! ```ignore
+//! use sample_static as _; // keep the plugin's static registration
+//! ```
+//!
+//! (`plugins/static_runtime` shows both the fix and the trap.)
+//!
+//! # `xplug_plugin_exports`
+//!
+//! Shared-library builds also export, for tools,
+//!
+//! ```c
+//! const char* const* xplug_plugin_exports(size_t* out_count);
+//! ```
+//!
+//! returning the plugin's import names (static, NUL-terminated, sorted by
+//! byte value, without `?`) and writing their number to `*out_count` when
+//! `out_count` is not NULL. The array lives as long as the library is loaded.
+//!
+//! # Panics and errors
+//!
+//! With the default `std` feature, a panic in `load`, `resolve`
+//! ([`PluginState::provides`]) or an import is caught before it reaches the
+//! host: `load`/`resolve` return `INTERNAL`, an import returns
+//! [`ImportError::INTERNAL`] (13), and the panic message is printed to
+//! stderr. A `load` error is returned as its [`Error::code`] and printed to
+//! stderr with the plugin's name.
+//!
+//! # `no_std`
+//!
+//! The crate is `#![no_std]` (+ `alloc` for error messages). Turn off the
+//! default features (`std`, `static-registration`) for a plugin that must
+//! not link the standard library; panics then abort instead of being
+//! reported, and static registration is unavailable.
+#![no_std]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+// Lets the macros' `::xplug_sdk` paths work inside this crate's own tests.
+extern crate self as xplug_sdk;
+
+mod allocator;
+mod buffer;
+mod error;
+mod ffi;
+mod params;
+mod resolve;
+
+use core::ffi::c_int;
+use core::fmt;
+
+pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
+pub use buffer::{Buffer, BufferMut};
+pub use error::{Error, ImportError};
+pub use params::{Environment, LoadParams, Param};
 pub use xplug_abi as abi;
+pub use xplug_sdk_macros::{ImportParams, plugin};
+
+/// A plugin's state: created by `load`, shared by reference with every
+/// import that asks for it, dropped by `unload`.
+///
+/// Imports run concurrently on any thread, hence `Send + Sync`; use atomics
+/// or locks for anything mutable. The state is `'static`, so it cannot keep
+/// borrows of the load environment or parameters: copy what you need.
+pub trait PluginState: Sized + Send + Sync + 'static {
+    /// Builds the state from the host environment and the load parameters.
+    ///
+    /// # Errors
+    /// Any [`Error`]; the host receives [`Error::code`] and the plugin is
+    /// not loaded (`unload` is not called by a conforming host).
+    fn load(env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error>;
+
+    /// Whether this instance offers `symbol` (one of the plugin's import
+    /// names). Called during resolve for each requested name the plugin
+    /// exports; the default offers everything. Use it to switch imports off
+    /// by load parameter or CPU feature: a declined name is resolved by the
+    /// next provider.
+    fn provides(&self, symbol: &str) -> bool {
+        let _ = symbol;
+        true
+    }
+}
+
+/// The state of a plugin without state.
+impl PluginState for () {
+    fn load(_env: &Environment<'_>, _params: &LoadParams<'_>) -> Result<Self, Error> {
+        Ok(())
+    }
+}
+
+/// A type an import receives from the executable through `void* params`.
+///
+/// # Safety
+/// The type's layout must be exactly the C struct the executable passes
+/// (hence `#[repr(C)]`), and every bit pattern the executable may write must
+/// be a valid value of it (raw pointers and plain numbers, not references,
+/// `bool` or enums). Implement it with `#[derive(ImportParams)]`, which
+/// checks the `#[repr(C)]` part.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the params type of an import",
+    label = "does not implement `xplug_sdk::ImportParams`",
+    note = "declare the struct with `#[derive(xplug_sdk::ImportParams)]` and `#[repr(C)]`, matching the C struct the executable passes"
+)]
+pub unsafe trait ImportParams: 'static {}
+
+/// What an import function may return.
+///
+/// `Ok(())`, `0` and `()` mean success; an [`ImportError`] or a non-zero
+/// `i32` is returned to the executable as the failure code.
+#[diagnostic::on_unimplemented(
+    message = "an import cannot return `{Self}`",
+    label = "return `Result<(), xplug_sdk::ImportError>`, `i32` or `()` here",
+    note = "the executable receives an `int`: 0 for success, anything else for failure"
+)]
+pub trait ImportReturn {
+    /// The `int` the executable receives.
+    fn into_code(self) -> c_int;
+}
+
+impl ImportReturn for Result<(), ImportError> {
+    fn into_code(self) -> c_int {
+        match self {
+            Ok(()) => 0,
+            Err(error) => error.code(),
+        }
+    }
+}
+
+impl ImportReturn for i32 {
+    fn into_code(self) -> c_int {
+        self
+    }
+}
+
+impl ImportReturn for () {
+    fn into_code(self) -> c_int {
+        0
+    }
+}
+
+/// A plugin as Rust code sees it: generated as `PLUGIN` in each `#[plugin]`
+/// module.
+#[derive(Clone, Copy)]
+pub struct PluginInfo {
+    name: &'static str,
+    description: &'static str,
+    query: abi::QueryFn,
+    symbols: &'static [&'static str],
+}
+
+impl PluginInfo {
+    /// The plugin's name, as in its header.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The plugin's description, as in its header.
+    #[must_use]
+    pub const fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// The plugin's v0 query function; hand it to a host that loads static
+    /// plugins (e.g. `xplug_providers::StaticPlugin`).
+    #[must_use]
+    pub const fn query(&self) -> abi::QueryFn {
+        self.query
+    }
+
+    /// The import names, sorted by byte value.
+    #[must_use]
+    pub const fn symbols(&self) -> &'static [&'static str] {
+        self.symbols
+    }
+}
+
+impl fmt::Debug for PluginInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginInfo")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("symbols", &self.symbols)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Implementation details the macros expand to. Not a public API: anything
+/// here may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::ffi::*;
+    #[cfg(feature = "static-registration")]
+    pub use xplug_providers::inventory;
+}
+
+/// Registers a generated plugin definition for `static_plugins()`.
+#[cfg(feature = "static-registration")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register_static {
+    ($def:ty) => {
+        $crate::__private::inventory::submit! {
+            $crate::__private::registration::<$def>()
+        }
+    };
+}
+
+/// Static registration is off (`static-registration` feature disabled).
+#[cfg(not(feature = "static-registration"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register_static {
+    ($def:ty) => {};
+}

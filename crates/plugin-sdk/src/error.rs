@@ -1,0 +1,187 @@
+//! The errors a plugin's `load` reports, and the code an import returns.
+
+use alloc::string::String;
+use core::fmt;
+use core::num::NonZeroI32;
+
+use xplug_abi::StatusCode;
+
+/// Why a plugin could not be loaded (or could not allocate).
+///
+/// Returned by [`crate::PluginState::load`] and by the
+/// [`crate::HostAllocator`] helpers. The host only sees the status code
+/// ([`Error::code`]); with the `std` feature the generated `load` also prints
+/// the message to stderr, naming the plugin, so it is not lost.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The host allocator returned an error or a NULL block.
+    #[error(
+        "the host allocator could not provide {bytes} bytes for `{what}` ({code}); \
+         give the runtime more memory or make the plugin state smaller"
+    )]
+    OutOfMemory {
+        /// What was being allocated (a type name).
+        what: &'static str,
+        /// The requested size.
+        bytes: usize,
+        /// The code the host allocator reported (`RESOURCE_EXHAUSTED` when it
+        /// returned OK with a NULL block).
+        code: StatusCode,
+    },
+    /// The environment's allocator has no control function.
+    #[error(
+        "the host passed an allocator without a control function while allocating `{what}`; \
+         the host must fill `environment.host_allocator` before calling load"
+    )]
+    NoAllocator {
+        /// What was being allocated (a type name).
+        what: &'static str,
+    },
+    /// A type needs more alignment than the host allocator guarantees.
+    #[error(
+        "`{what}` needs {align}-byte alignment but host allocations are only aligned to {guaranteed} bytes; \
+         remove the over-alignment (`#[repr(align)]`) or keep that part outside the host allocation"
+    )]
+    OverAligned {
+        /// The type.
+        what: &'static str,
+        /// Its alignment.
+        align: usize,
+        /// What the host guarantees ([`crate::HOST_ALIGNMENT`]).
+        guaranteed: usize,
+    },
+    /// A required load parameter is absent.
+    #[error("load parameter `{key}` is required; pass it as `{key}=VALUE` when loading the plugin")]
+    MissingParam {
+        /// The parameter's key.
+        key: String,
+    },
+    /// A load parameter is present but its value cannot be used.
+    #[error("load parameter `{key}` has the value `{value}` but {expected} is expected; fix the value")]
+    InvalidParam {
+        /// The parameter's key.
+        key: String,
+        /// The value received (lossily decoded when it is not UTF-8).
+        value: String,
+        /// What the plugin accepts, e.g. "a positive integer".
+        expected: &'static str,
+    },
+    /// Anything else the plugin's own `load` wants to report.
+    #[error("{message}")]
+    Custom {
+        /// The status code the host receives.
+        code: StatusCode,
+        /// What went wrong and what to do about it.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The status code the host receives for this error.
+    #[must_use]
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Self::OutOfMemory { code, .. } => {
+                if code.is_ok() {
+                    StatusCode::RESOURCE_EXHAUSTED
+                } else {
+                    *code
+                }
+            }
+            Self::NoAllocator { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::OverAligned { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::MissingParam { .. } | Self::InvalidParam { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::Custom { code, .. } => {
+                if code.is_ok() {
+                    StatusCode::UNKNOWN
+                } else {
+                    *code
+                }
+            }
+        }
+    }
+
+    /// A [`Error::Custom`] error with `code` (OK is reported as `UNKNOWN`).
+    #[must_use]
+    pub fn custom(code: StatusCode, message: impl Into<String>) -> Self {
+        Self::Custom { code, message: message.into() }
+    }
+}
+
+/// The failure an import function returns: a non-zero `int` for the
+/// executable that called it.
+///
+/// IREE only distinguishes zero (success) from non-zero (failure); the
+/// constants reuse status-code numbers so a failure is still readable in a
+/// debugger.
+///
+/// ```
+/// use xplug_sdk::ImportError;
+///
+/// assert_eq!(ImportError::INVALID_ARGUMENT.code(), 3);
+/// assert_eq!(ImportError::new(core::num::NonZeroI32::new(-7).unwrap()).code(), -7);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ImportError {
+    code: NonZeroI32,
+}
+
+impl ImportError {
+    /// The params were unusable (NULL pointer, bad size, out-of-range index).
+    pub const INVALID_ARGUMENT: Self = Self::from_status(StatusCode::INVALID_ARGUMENT);
+    /// An index or size in the params is out of range.
+    pub const OUT_OF_RANGE: Self = Self::from_status(StatusCode::OUT_OF_RANGE);
+    /// The import broke an internal invariant; also returned when it panics.
+    pub const INTERNAL: Self = Self::from_status(StatusCode::INTERNAL);
+
+    /// A failure with an explicit non-zero code.
+    #[must_use]
+    pub const fn new(code: NonZeroI32) -> Self {
+        Self { code }
+    }
+
+    /// A failure carrying a status code's number (OK becomes `UNKNOWN`).
+    #[must_use]
+    pub const fn from_status(code: StatusCode) -> Self {
+        let raw = (code.0 & StatusCode::MASK) as i32;
+        match NonZeroI32::new(raw) {
+            Some(code) => Self { code },
+            None => Self::UNKNOWN,
+        }
+    }
+
+    /// Fallback for a status of OK, which is not a failure.
+    const UNKNOWN: Self = match NonZeroI32::new(StatusCode::UNKNOWN.0 as i32) {
+        Some(code) => Self { code },
+        None => panic!("UNKNOWN is a non-zero code"),
+    };
+
+    /// The value returned to the executable.
+    #[must_use]
+    pub const fn code(self) -> i32 {
+        self.code.get()
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "import failed with code {}", self.code)
+    }
+}
+
+impl core::error::Error for ImportError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_status_never_becomes_success() {
+        assert_eq!(ImportError::from_status(StatusCode::OK).code(), 2);
+        assert_eq!(ImportError::from_status(StatusCode::NOT_FOUND).code(), 5);
+        assert_eq!(Error::custom(StatusCode::OK, "x").code(), StatusCode::UNKNOWN);
+        let oom = Error::OutOfMemory { what: "T", bytes: 8, code: StatusCode::OK };
+        assert_eq!(oom.code(), StatusCode::RESOURCE_EXHAUSTED);
+    }
+}

@@ -1,0 +1,418 @@
+//! The C side of a generated plugin: `load`, `unload`, `resolve`, the import
+//! trampoline and the query function, generic over the plugin definition the
+//! `#[plugin]` macro emits. Reached from generated code as
+//! `xplug_sdk::__private`; not a public API.
+//!
+//! Every entry point runs the plugin author's code under [`guard`], which
+//! (with the `std` feature) catches a panic and turns it into a status or a
+//! non-zero import code, so no unwind ever crosses `extern "C"`. Without
+//! `std`, a panic reaching an `extern "C"` frame aborts the process (Rust's
+//! rule since 1.81), which is still sound.
+
+use core::cell::Cell;
+use core::ffi::{CStr, c_char, c_int, c_void};
+use core::mem::{needs_drop, size_of};
+use core::ptr::{self, NonNull};
+
+use xplug_abi::{
+    EnvironmentV0, Features, Header, ImportFn, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
+    StatusCode, StringPair, Version,
+};
+
+use crate::resolve::resolve_with;
+use crate::{
+    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState,
+};
+
+/// What the `#[plugin]` macro generates for one plugin.
+///
+/// # Safety
+/// Implemented only by generated code: `v0()` must be the table built by
+/// [`v0_table::<Self>`], `exports()` must be sorted by name with no
+/// duplicates and built with [`Export::new`] from imports whose
+/// `Import::State` is `Self::State`, and `export_names()` must list the same
+/// names in the same order.
+pub unsafe trait PluginDef: 'static {
+    /// The state `load` creates and imports receive.
+    type State: PluginState;
+    /// The plugin's name (as in its header).
+    const NAME: &'static str;
+    /// The plugin's v0 table.
+    fn v0() -> &'static PluginV0;
+    /// The export table, sorted by name.
+    fn exports() -> &'static [Export];
+    /// The export names as C strings, in the same order.
+    fn export_names() -> &'static [CName];
+}
+
+/// One `#[import]` function, as the macro describes it.
+pub trait Import: 'static {
+    /// The params struct the executable passes.
+    type Params: ImportParams;
+    /// The plugin's state type.
+    type State: PluginState;
+    /// Whether the function takes the state (its context is the plugin
+    /// state) or not (its context is NULL).
+    const USES_STATE: bool;
+    /// Calls the author's function; `state` is `None` only when a stateful
+    /// import was called without its context.
+    fn call(params: &mut Self::Params, state: Option<&Self::State>) -> c_int;
+}
+
+/// A NUL-terminated export name, shareable in a `static` array handed to C.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct CName(*const c_char);
+
+// SAFETY: the pointer always comes from a `&'static CStr` (see `new`), which
+// is immutable and valid for the whole program.
+unsafe impl Sync for CName {}
+
+impl CName {
+    /// Wraps a static C string.
+    #[must_use]
+    pub const fn new(name: &'static CStr) -> Self {
+        Self(name.as_ptr())
+    }
+}
+
+/// One entry of a plugin's sorted export table.
+#[derive(Clone, Copy, Debug)]
+pub struct Export {
+    name: &'static CStr,
+    symbol: &'static str,
+    function: ImportFn,
+    uses_state: bool,
+}
+
+impl Export {
+    /// The entry for import `I`, exported as `name` (`symbol` is the same
+    /// text without the NUL).
+    #[must_use]
+    pub const fn new<I: Import>(name: &'static CStr, symbol: &'static str) -> Self {
+        Self { name, symbol, function: import_entry::<I>, uses_state: I::USES_STATE }
+    }
+
+    /// The symbol name.
+    #[must_use]
+    pub const fn symbol(&self) -> &'static str {
+        self.symbol
+    }
+
+    fn key(&self) -> &[u8] {
+        self.name.to_bytes()
+    }
+}
+
+/// The header of a plugin.
+#[must_use]
+pub const fn header(
+    name: &'static CStr,
+    description: &'static CStr,
+    features: u32,
+    sanitizer: i32,
+) -> Header {
+    Header {
+        version: Version::LATEST,
+        name: name.as_ptr(),
+        description: description.as_ptr(),
+        features: Features(features),
+        sanitizer: Sanitizer(sanitizer),
+        reserved: [0; 8],
+    }
+}
+
+/// The v0 table of plugin `D`.
+#[must_use]
+pub const fn v0_table<D: PluginDef>(header: &'static Header) -> PluginV0 {
+    PluginV0 { header, load: Some(load::<D>), unload: Some(unload::<D>), resolve: Some(resolve::<D>) }
+}
+
+/// The Rust-side description of plugin `D`.
+#[must_use]
+pub const fn info<D: PluginDef>(description: &'static str, symbols: &'static [&'static str]) -> PluginInfo {
+    PluginInfo { name: D::NAME, description, query: query::<D>, symbols }
+}
+
+/// The v0 query function of plugin `D`: its table when the host speaks v0.1
+/// or later, else NULL (the documented rule; see SPEC §1).
+pub extern "C" fn query<D: PluginDef>(max_version: Version, _reserved: *mut c_void) -> *mut *const Header {
+    if max_version >= Version::V0_1 {
+        ptr::from_ref(D::v0()).cast_mut().cast::<*const Header>()
+    } else {
+        ptr::null_mut()
+    }
+}
+
+/// `xplug_plugin_exports`: the sorted export names of `D` and their count.
+pub extern "C" fn export_list<D: PluginDef>(out_count: Option<&mut usize>) -> *const *const c_char {
+    let names = D::export_names();
+    if let Some(count) = out_count {
+        *count = names.len();
+    }
+    names.as_ptr().cast::<*const c_char>()
+}
+
+/// The registration of `D` for the static-plugin list.
+#[cfg(feature = "static-registration")]
+#[must_use]
+pub const fn registration<D: PluginDef>() -> xplug_providers::StaticPluginRegistration {
+    // SAFETY: `query::<D>` returns NULL or `D::v0()`, the table built by
+    // `v0_table::<D>` (guaranteed by `PluginDef`'s contract): an immutable
+    // static whose entry points are the functions of this module, which obey
+    // the v0 ABI from any thread for the life of the program.
+    unsafe { xplug_providers::StaticPluginRegistration::new(D::NAME, query::<D>) }
+}
+
+/// How the state of a loaded plugin is kept: in a host allocation together
+/// with the allocator that frees it.
+struct Loaded<S> {
+    allocator: HostAllocator,
+    state: S,
+}
+
+/// A state that is zero-sized and has no destructor is never allocated: the
+/// plugin's `self` is NULL, as for IREE's stateless samples.
+const fn inline_state<S>() -> bool {
+    size_of::<S>() == 0 && !needs_drop::<S>()
+}
+
+/// The state behind a plugin `self` / import context pointer.
+///
+/// # Safety
+/// `context` is NULL or a pointer produced by `load` for state type `S`
+/// that has not been unloaded.
+unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
+    if inline_state::<S>() {
+        // SAFETY: `S` is zero-sized, so any aligned non-NULL pointer is
+        // valid for a shared reference; it has no destructor, so the value
+        // `load` produced and forgot needs no other bookkeeping.
+        return Some(unsafe { NonNull::<S>::dangling().as_ref() });
+    }
+    let loaded = NonNull::new(context.cast::<Loaded<S>>())?;
+    // SAFETY: per the contract, `loaded` is the live `Loaded<S>` `load`
+    // created; only shared references to it exist after `load`.
+    Some(unsafe { &loaded.as_ref().state })
+}
+
+/// Runs `body`, catching a panic (with `std`) and reporting it as
+/// `on_panic`.
+fn guard<R>(plugin: &str, what: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "std")]
+    {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(value) => value,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
+                    .unwrap_or("(non-string panic payload)");
+                std::eprintln!(
+                    "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
+                     reporting failure to the host"
+                );
+                on_panic
+            }
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = (plugin, what, on_panic);
+        body()
+    }
+}
+
+fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
+    #[cfg(feature = "std")]
+    std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    #[cfg(not(feature = "std"))]
+    let _ = plugin;
+    Status::from_code(error.code())
+}
+
+const INVALID: Status = Status::from_code(StatusCode::INVALID_ARGUMENT);
+const INTERNAL: Status = Status::from_code(StatusCode::INTERNAL);
+
+/// v0 `load` of plugin `D`.
+///
+/// # Safety
+/// The v0 load contract: `environment` points at a valid environment whose
+/// allocator obeys the allocator contract for as long as the plugin stays
+/// loaded, `params` points at `param_count` valid pairs (or is NULL with a
+/// count of 0), both valid for the call, and `out_self` is writable.
+pub unsafe extern "C" fn load<D: PluginDef>(
+    environment: *const EnvironmentV0,
+    param_count: usize,
+    params: *const StringPair,
+    out_self: *mut *mut c_void,
+) -> Status {
+    guard(D::NAME, "load", INTERNAL, || {
+        if out_self.is_null() || environment.is_null() || (params.is_null() && param_count != 0) {
+            return INVALID;
+        }
+        // SAFETY: `out_self` is non-NULL and writable per the contract.
+        unsafe { out_self.write(ptr::null_mut()) };
+        // SAFETY: non-NULL and valid for the call per the contract.
+        let environment = unsafe { &*environment };
+        // SAFETY: the host promises its allocator obeys the allocator
+        // contract while the plugin is loaded.
+        let allocator = unsafe { HostAllocator::from_raw(environment.host_allocator) };
+        let pairs: &[StringPair] = if param_count == 0 {
+            &[]
+        } else {
+            // SAFETY: `params` is non-NULL and points at `param_count` pairs
+            // valid for the call.
+            unsafe { core::slice::from_raw_parts(params, param_count) }
+        };
+        // SAFETY: the pairs' views are valid for the call; the borrow given
+        // to the author's `load` cannot outlive it (the state is 'static).
+        let params = unsafe { LoadParams::from_pairs(pairs) };
+        let state = match D::State::load(&Environment::new(allocator), &params) {
+            Ok(state) => state,
+            Err(error) => return report_load_error(D::NAME, &error),
+        };
+        if inline_state::<D::State>() {
+            core::mem::forget(state);
+            return Status::OK;
+        }
+        match HostBox::new_in(Loaded { allocator, state }, allocator) {
+            Ok(boxed) => {
+                // SAFETY: checked non-NULL and writable above.
+                unsafe { out_self.write(HostBox::into_raw(boxed).as_ptr().cast()) };
+                Status::OK
+            }
+            Err(error) => report_load_error(D::NAME, &error),
+        }
+    })
+}
+
+/// v0 `unload` of plugin `D`.
+///
+/// # Safety
+/// `plugin_self` is NULL or the value `load::<D>` produced, not yet
+/// unloaded, and no import of this plugin is running or will run.
+pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
+    guard(D::NAME, "unload", (), || {
+        if inline_state::<D::State>() {
+            return;
+        }
+        let Some(loaded) = NonNull::new(plugin_self.cast::<Loaded<D::State>>()) else { return };
+        // SAFETY: `loaded` is the live `Loaded` that `load` boxed with its
+        // own allocator, reclaimed exactly once (the host's contract).
+        let allocator = unsafe { loaded.as_ref().allocator };
+        // SAFETY: as above; the box was created by `HostBox::new_in` with
+        // `allocator`.
+        drop(unsafe { HostBox::from_raw(loaded, allocator) });
+    });
+}
+
+/// v0 `resolve` of plugin `D` (SPEC §2).
+///
+/// # Safety
+/// `plugin_self` is what `load::<D>` produced; `params` points at a valid
+/// request whose three arrays hold `count` elements (names NUL-terminated or
+/// NULL) and are not accessed by anyone else during the call;
+/// `out_resolution` is NULL or writable.
+pub unsafe extern "C" fn resolve<D: PluginDef>(
+    plugin_self: *mut c_void,
+    params: *const ResolveParamsV0,
+    out_resolution: *mut Resolution,
+) -> Status {
+    guard(D::NAME, "resolve", INTERNAL, || {
+        if !out_resolution.is_null() {
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { out_resolution.write(Resolution::NONE) };
+        }
+        if params.is_null() {
+            return INVALID;
+        }
+        // SAFETY: non-NULL and valid per the contract.
+        let request = unsafe { params.read() };
+        if request.count == 0 {
+            return Status::OK;
+        }
+        if request.symbol_names.is_null()
+            || request.out_fn_ptrs.is_null()
+            || request.out_fn_contexts.is_null()
+        {
+            return INVALID;
+        }
+        // SAFETY: `plugin_self` comes from `load::<D>`.
+        let Some(state) = (unsafe { state_ref::<D::State>(plugin_self) }) else {
+            return Status::from_code(StatusCode::FAILED_PRECONDITION);
+        };
+        // SAFETY: each array holds `count` elements, exclusively ours for
+        // the call; the output arrays are viewed as cells so the "already
+        // filled" check and the writes can share them.
+        let (names, functions, contexts) = unsafe {
+            (
+                core::slice::from_raw_parts(request.symbol_names, request.count),
+                Cell::from_mut(core::slice::from_raw_parts_mut(request.out_fn_ptrs, request.count))
+                    .as_slice_of_cells(),
+                Cell::from_mut(core::slice::from_raw_parts_mut(request.out_fn_contexts, request.count))
+                    .as_slice_of_cells(),
+            )
+        };
+        let outcome = resolve_with(
+            D::exports(),
+            Export::key,
+            request.count,
+            |slot| {
+                let name = names[slot];
+                // SAFETY: a non-NULL name is NUL-terminated and valid for the
+                // call per the contract.
+                (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_bytes())
+            },
+            |slot| !functions[slot].get().is_null(),
+            |slot, export| {
+                if !state.provides(export.symbol) {
+                    return false;
+                }
+                functions[slot].set(export.function as *mut c_void);
+                contexts[slot].set(if export.uses_state { plugin_self } else { ptr::null_mut() });
+                true
+            },
+        );
+        if !out_resolution.is_null() {
+            // SAFETY: non-NULL and writable per the contract.
+            unsafe { out_resolution.write(outcome.resolution) };
+        }
+        if outcome.missing_required { Status::from_code(StatusCode::NOT_FOUND) } else { Status::OK }
+    })
+}
+
+/// The C entry point of import `I`: `int fn(void* params, void* context,
+/// void* reserved)`.
+///
+/// # Safety
+/// `params` is NULL or points at a valid, exclusively borrowed
+/// `I::Params` for the call; `context` is what `resolve` stored with this
+/// function (the plugin state, or NULL).
+pub unsafe extern "C" fn import_entry<I: Import>(
+    params: *mut c_void,
+    context: *mut c_void,
+    _reserved: *mut c_void,
+) -> c_int {
+    guard(core::any::type_name::<I>(), "an import", ImportError::INTERNAL.code(), || {
+        let Some(mut params) = NonNull::new(params.cast::<I::Params>()) else {
+            return ImportError::INVALID_ARGUMENT.code();
+        };
+        let state = if I::USES_STATE {
+            // SAFETY: `resolve` stored the plugin state as the context of
+            // stateful imports; the host keeps it loaded while imports run.
+            match unsafe { state_ref::<I::State>(context) } {
+                Some(state) => Some(state),
+                None => return ImportError::INVALID_ARGUMENT.code(),
+            }
+        } else {
+            None
+        };
+        // SAFETY: `params` points at a valid `I::Params` (the type's
+        // `ImportParams` promise plus the caller's) borrowed for the call.
+        I::call(unsafe { params.as_mut() }, state)
+    })
+}
+
+/// Converts an import's return value into the C code.
+pub use crate::ImportReturn;

@@ -1,0 +1,51 @@
+//! `sample_static`: a plugin meant to be linked into a runtime binary.
+//!
+//! Built without the `export` feature (the normal dependency build), it
+//! exports no C symbol and registers itself in
+//! `xplug_providers::static_plugins()` under the name `sample_static`.
+//! A binary must name the crate for the registration to survive linking:
+//!
+//! ```ignore
+//! use sample_static as _;
+//! ```
+//!
+//! (see `plugins/static_runtime`). It exports one import,
+//! `static_fma_i64`: `result = a * b + c` with overflow reported as a
+//! failure.
+
+use xplug_sdk::{ImportError, ImportParams};
+
+/// Params of `static_fma_i64`.
+#[derive(Debug, Default, ImportParams)]
+#[repr(C)]
+pub struct FmaParams {
+    /// Output.
+    pub result: i64,
+    /// Factor.
+    pub a: i64,
+    /// Factor.
+    pub b: i64,
+    /// Addend.
+    pub c: i64,
+}
+
+#[xplug_sdk::plugin(
+    name = "sample_static",
+    description = "statically linked sample (xplug)",
+    features(standalone)
+)]
+mod plugin {
+    use super::*;
+
+    #[import("static_fma_i64")]
+    fn fma(params: &mut FmaParams) -> Result<(), ImportError> {
+        params.result = params
+            .a
+            .checked_mul(params.b)
+            .and_then(|p| p.checked_add(params.c))
+            .ok_or(ImportError::OUT_OF_RANGE)?;
+        Ok(())
+    }
+}
+
+pub use plugin::PLUGIN;

@@ -1,0 +1,134 @@
+//! `sample_system`: a stateful plugin, the Rust take on IREE's
+//! `system_plugin.c`.
+//!
+//! `load` reads its parameters, allocates a call counter through the host
+//! allocator and keeps the result as plugin state (itself a host
+//! allocation); every import receives the state as its context.
+//!
+//! Load parameters (`key=value`):
+//! * `multiplier` (float, default 1): `simple_mul_workgroup` computes
+//!   `out = lhs * rhs * multiplier`;
+//! * `disable` (symbol name, optional): the plugin declines to resolve that
+//!   import, leaving it to the next provider.
+//!
+//! Imports:
+//! * `simple_mul_workgroup`, with the params of IREE's custom-dispatch
+//!   sample ([`sample_standalone::WorkgroupParams`]-compatible layout,
+//!   redeclared here as [`WorkgroupParams`]);
+//! * `sample_system_calls`: writes how many `simple_mul_workgroup` calls
+//!   this instance served into [`CallsParams::count`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use xplug_sdk::{
+    Buffer, BufferMut, Environment, Error, HostBox, ImportError, ImportParams, LoadParams, PluginState,
+};
+
+/// Params of `simple_mul_workgroup` (IREE's sample `params_t`).
+#[derive(Debug, ImportParams)]
+#[repr(C)]
+pub struct WorkgroupParams {
+    /// Left operand buffer.
+    pub binding0: Buffer<f32>,
+    /// Element offset into `binding0`.
+    pub binding0_offset: usize,
+    /// Right operand buffer.
+    pub binding1: Buffer<f32>,
+    /// Element offset into `binding1`.
+    pub binding1_offset: usize,
+    /// Result buffer.
+    pub binding2: BufferMut<f32>,
+    /// Element offset into `binding2`.
+    pub binding2_offset: usize,
+    /// Total number of elements.
+    pub size: usize,
+    /// First element of this workgroup.
+    pub tid: usize,
+    /// The processor running the workgroup.
+    pub processor_id: u32,
+    /// Processor feature bits (unused here).
+    pub processor_data: Buffer<u64>,
+}
+
+/// Params of `sample_system_calls`.
+#[derive(Debug, ImportParams)]
+#[repr(C)]
+pub struct CallsParams {
+    /// Output: calls served so far by this plugin instance.
+    pub count: u64,
+}
+
+/// Elements one workgroup processes.
+pub const WORKGROUP_SIZE: usize = 64;
+
+/// Per-instance state, created by `load` and shared by every import call.
+#[derive(Debug)]
+pub struct SystemState {
+    multiplier: f32,
+    disabled: Option<String>,
+    calls: HostBox<AtomicU64>,
+}
+
+impl PluginState for SystemState {
+    fn load(env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
+        let multiplier: f32 = params.parse("multiplier", "a finite number")?.unwrap_or(1.0);
+        if !multiplier.is_finite() {
+            return Err(Error::InvalidParam {
+                key: "multiplier".to_owned(),
+                value: multiplier.to_string(),
+                expected: "a finite number",
+            });
+        }
+        Ok(Self {
+            multiplier,
+            disabled: params.get("disable").map(str::to_owned),
+            calls: env.host_allocator().boxed(AtomicU64::new(0))?,
+        })
+    }
+
+    fn provides(&self, symbol: &str) -> bool {
+        self.disabled.as_deref() != Some(symbol)
+    }
+}
+
+#[xplug_sdk::plugin(
+    name = "sample_system",
+    description = "stateful system plugin (xplug sample, Rust)",
+    state = SystemState
+)]
+mod plugin {
+    use super::*;
+
+    #[import("simple_mul_workgroup")]
+    fn simple_mul(params: &mut WorkgroupParams, state: &SystemState) -> Result<(), ImportError> {
+        state.calls.fetch_add(1, Ordering::Relaxed);
+        if params.tid >= params.size {
+            return Ok(());
+        }
+        if params.binding0.is_null() || params.binding1.is_null() || params.binding2.is_null() {
+            return Err(ImportError::INVALID_ARGUMENT);
+        }
+        let end = params.size.min(params.tid.saturating_add(WORKGROUP_SIZE));
+        // SAFETY: IREE's dispatch ABI: each binding is valid for
+        // `offset + size` elements, inputs are read-only, and the output
+        // elements `[tid, tid + 64)` belong to this workgroup alone.
+        let (lhs, rhs, out) = unsafe {
+            (
+                &params.binding0.as_slice(params.binding0_offset + end)[params.binding0_offset..],
+                &params.binding1.as_slice(params.binding1_offset + end)[params.binding1_offset..],
+                &mut params.binding2.as_mut_slice(params.binding2_offset + end)[params.binding2_offset..],
+            )
+        };
+        for i in params.tid..end {
+            out[i] = lhs[i] * rhs[i] * state.multiplier;
+        }
+        Ok(())
+    }
+
+    #[import("sample_system_calls")]
+    fn calls(params: &mut CallsParams, state: &SystemState) {
+        params.count = state.calls.load(Ordering::Relaxed);
+    }
+}
+
+pub use plugin::PLUGIN;

@@ -1,0 +1,73 @@
+//! `static_runtime`: a tiny runtime that loads plugins linked into its own
+//! binary.
+//!
+//! The `static_runtime` binary names `sample_static` (`use sample_static as
+//! _;`), lists [`xplug_providers::static_plugins()`], loads `sample_static`
+//! with [`xplug_providers::StaticPlugin::from_registration`] and calls its
+//! `static_fma_i64` import. The `unreferenced` binary depends on the same
+//! crate but never names it: the linker drops the plugin's registration and
+//! the list is empty. That is the trap `xplug-sdk` documents.
+//!
+//! The tests (`tests/`) also load every example plugin through
+//! `xplug-providers` and `xplug-manager`, statically and as shared
+//! libraries.
+
+use std::ffi::c_void;
+
+use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, StaticPlugin, SymbolName};
+
+/// The params of `static_fma_i64`, as a host declares them (the layout of
+/// `sample_static::FmaParams`).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Fma {
+    /// Output: `a * b + c`.
+    pub result: i64,
+    /// Factor.
+    pub a: i64,
+    /// Factor.
+    pub b: i64,
+    /// Addend.
+    pub c: i64,
+}
+
+/// The names of the statically registered plugins, sorted.
+#[must_use]
+pub fn static_plugin_names() -> Vec<&'static str> {
+    xplug_providers::static_plugins().iter().map(|plugin| plugin.name()).collect()
+}
+
+/// Loads the registered plugin `name` and returns `a * b + c` computed by its
+/// `static_fma_i64` import.
+///
+/// # Errors
+/// A message when the plugin is not registered, fails to load or resolve, or
+/// the import reports a failure.
+pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i64, String> {
+    let registration = xplug_providers::static_plugins()
+        .into_iter()
+        .find(|plugin| plugin.name() == name)
+        .ok_or_else(|| format!("no static plugin named `{name}` is linked in; add `use {name} as _;`"))?;
+    let plugin =
+        StaticPlugin::from_registration(registration, &LoadParams::new()).map_err(|e| e.to_string())?;
+    let names = [SymbolName::new(c"static_fma_i64")];
+    let mut functions = [std::ptr::null_mut::<c_void>(); 1];
+    let mut contexts = [std::ptr::null_mut::<c_void>(); 1];
+    let mut request =
+        ResolveRequest::new(&names, &mut functions, &mut contexts).map_err(|e| e.to_string())?;
+    plugin.resolve(&mut request).map_err(|e| e.to_string())?;
+    let function = request.function(0);
+    let context = request.context(0);
+    let mut params = Fma { result: 0, a, b, c };
+    // SAFETY: the plugin just resolved this slot, so it holds the plugin's
+    // `static_fma_i64` entry point, an `ImportFn`.
+    let function = unsafe { std::mem::transmute::<*mut c_void, xplug_providers::abi::ImportFn>(function) };
+    // SAFETY: `static_fma_i64` takes exactly `Fma`, with its own context;
+    // `plugin` stays loaded across the call.
+    let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
+    drop(plugin);
+    if code != 0 {
+        return Err(format!("static_fma_i64 failed with code {code}"));
+    }
+    Ok(params.result)
+}
