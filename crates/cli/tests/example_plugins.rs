@@ -1,0 +1,90 @@
+//! Runs `xplug` on the example plugins, built by the function behind
+//! `cargo xtask build-plugins`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// Builds the example plugins once per test binary; returns their directory.
+fn plugins() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = xtask::workspace_root();
+        let built = xtask::plugins::build(&root, false).expect("the example plugins build");
+        assert!(built.iter().all(|p| p.path.is_some()), "every example plugin is built: {built:?}");
+        xtask::plugins::output_dir(&root)
+    })
+}
+
+fn json(args: &[&str], expected_code: i32) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug")).arg("--json").args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(expected_code),
+        "{args:?}\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn library(name: &str) -> String {
+    plugins().join(xtask::plugins::library_file_name(name)).display().to_string()
+}
+
+#[test]
+fn inspect_lists_the_exports_of_an_sdk_plugin() {
+    let value = json(&["inspect", &library("sample_standalone")], 0);
+    assert_eq!(value["name"], "sample_standalone");
+    assert_eq!(value["features"], serde_json::json!(["standalone"]));
+    assert_eq!(
+        value["exports"],
+        serde_json::json!(["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"])
+    );
+}
+
+#[test]
+fn inspect_a_static_plugin_linked_into_xplug() {
+    let value = json(&["inspect", "static:sample_static"], 0);
+    assert_eq!(value["name"], "sample_static");
+    assert_eq!(value["loader"], "static");
+}
+
+#[test]
+fn check_passes_for_every_example_plugin() {
+    for name in ["sample_standalone", "sample_system", "sample_static", "c_sample"] {
+        let value = json(&["check", &library(name)], 0);
+        assert_eq!(value["ok"], true, "{name}: {value}");
+    }
+}
+
+#[test]
+fn resolve_static_then_dynamic_shows_the_override() {
+    let value = json(&["resolve", "--static", "static_fma_i64"], 0);
+    assert_eq!(value["symbols"][0]["provider"], "sample_static");
+    assert_eq!(value["scan_order"][0]["source"], "static");
+
+    let dynamic = library("sample_static");
+    let value = json(&["resolve", "--static", "--plugin", &dynamic, "static_fma_i64"], 0);
+    assert_eq!(value["symbols"][0]["provider_index"], 1, "{value}");
+    assert_eq!(value["scan_order"][0]["source"], dynamic.as_str());
+}
+
+#[test]
+fn demo_runs_verifies_and_shows_the_override() {
+    let dir = plugins().display().to_string();
+    let value = json(&["demo", "--plugin-dir", &dir, "--elements", "100003", "--passes", "1"], 0);
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["verified"], true);
+    assert_eq!(value["elements"], 100_003);
+    assert_eq!(value["missing_optional"], true);
+    let imports = value["imports"].as_array().unwrap();
+    let fma = imports.iter().find(|i| i["name"] == "static_fma_i64").unwrap();
+    assert_eq!(fma["overrides_static"], "sample_static");
+    let mul = imports.iter().find(|i| i["name"] == "simple_mul_workgroup").unwrap();
+    assert_eq!(mul["provider"], "sample_standalone");
+    let missing = imports.iter().find(|i| i["name"] == "?simple_mul_workgroup_avx1024").unwrap();
+    assert_eq!(missing["resolved"], false);
+}
