@@ -4,8 +4,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-
-
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "xplug project automation")]
 struct Cli {

@@ -1,0 +1,263 @@
+//! xplug's benchmarks; `cargo xtask bench` runs them and prints the ratios.
+//!
+//! Group and function names are read back by `xtask/src/bench.rs`; keep
+//! them in sync.
+
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use xplug_abi::{
+    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EnvironmentV0, PluginV0, QueryFn,
+    Resolution, ResolveParamsV0, Status, StatusCode, Version,
+};
+use xplug_benches::{
+    SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, reference_table, request_names,
+};
+use xplug_manager::Manager;
+use xplug_providers::{
+    FnTableEntry, FnTableProvider, ImportProvider, LoadParams, Plugin, ResolveRequest, StaticPlugin,
+    SymbolName, SystemLibraryPlugin,
+};
+
+/// Resolves `names` through `provider` into fresh slots.
+fn resolve_once(
+    provider: &dyn ImportProvider,
+    names: &[SymbolName<'_>],
+    fns: &mut [*mut c_void],
+    contexts: &mut [*mut c_void],
+) {
+    fns.fill(std::ptr::null_mut());
+    let mut request = ResolveRequest::new(names, fns, contexts).expect("equal lengths");
+    let _ = black_box(provider.resolve(&mut request));
+}
+
+/// (1) Resolve cost per name: SDK resolver vs strcmp C plugin vs references.
+fn resolve_per_name(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let c_path = build_strcmp_c_plugin(dir.path());
+    // SAFETY: the C plugin was generated and compiled above; it is a v0 plugin.
+    let c_plugin =
+        unsafe { SystemLibraryPlugin::load_from_file(&c_path, &LoadParams::new()) }.expect("C plugin loads");
+    // SAFETY: the SDK generated this query function; it obeys the v0 contract.
+    let sdk_plugin = unsafe { StaticPlugin::from_query(SDK_PLUGIN.query(), &LoadParams::new()) }
+        .expect("SDK plugin loads");
+    let table = reference_table();
+    let mut group = c.benchmark_group("resolve_per_name");
+    for count in [16usize, 256, 4096] {
+        let names: Vec<CString> = request_names(count);
+        let symbols: Vec<SymbolName<'_>> = names.iter().map(|n| SymbolName::new(n)).collect();
+        let bare: Vec<&[u8]> = names.iter().map(|n| n.to_bytes()).collect();
+        let mut fns = vec![std::ptr::null_mut(); count];
+        let mut contexts = vec![std::ptr::null_mut(); count];
+        group.bench_with_input(BenchmarkId::new("sdk", count), &count, |b, _| {
+            b.iter(|| resolve_once(&sdk_plugin, &symbols, &mut fns, &mut contexts));
+        });
+        assert!(fns.iter().all(|f| !f.is_null()), "the SDK plugin resolves every name");
+        group.bench_with_input(BenchmarkId::new("c_strcmp", count), &count, |b, _| {
+            b.iter(|| resolve_once(&c_plugin, &symbols, &mut fns, &mut contexts));
+        });
+        assert!(fns.iter().all(|f| !f.is_null()), "the C plugin resolves every name");
+        group.bench_with_input(BenchmarkId::new("merge_walk", count), &count, |b, _| {
+            b.iter(|| {
+                fns.fill(std::ptr::null_mut());
+                merge_walk(&table, black_box(&bare), &mut fns);
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("binary_search", count), &count, |b, _| {
+            b.iter(|| {
+                fns.fill(std::ptr::null_mut());
+                binary_search(&table, black_box(&bare), &mut fns);
+            });
+        });
+    }
+    group.finish();
+}
+
+unsafe extern "C" fn noop(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    0
+}
+
+/// `providers` function tables, provider `k` exporting `p{k}_0..p{k}_31`.
+fn tables(providers: usize) -> Vec<Arc<FnTableProvider>> {
+    (0..providers)
+        .map(|k| {
+            let entries: Vec<FnTableEntry> =
+                (0..32).map(|i| FnTableEntry::new(format!("p{k}_{i:02}"), noop)).collect();
+            Arc::new(
+                FnTableProvider::new(
+                    ["table0", "table1", "table2", "table3", "table4", "table5", "table6", "table7"][k],
+                    entries,
+                )
+                .expect("valid table"),
+            )
+        })
+        .collect()
+}
+
+/// (2) The manager over 1 and 8 providers vs calling the providers directly.
+fn manager_overhead(c: &mut Criterion) {
+    let mut group = c.benchmark_group("manager");
+    for providers in [1usize, 8] {
+        let tables = tables(providers);
+        let manager = Manager::new();
+        for table in &tables {
+            manager.register_provider(table.clone()).expect("unbounded manager");
+        }
+        // 8 names from every provider, so each provider is asked and fills its own.
+        let mut names: Vec<CString> = (0..providers)
+            .flat_map(|k| (0..8).map(move |i| CString::new(format!("p{k}_{:02}", i * 4)).expect("no NUL")))
+            .collect();
+        names.sort();
+        let symbols: Vec<SymbolName<'_>> = names.iter().map(|n| SymbolName::new(n)).collect();
+        let mut fns = vec![std::ptr::null_mut(); names.len()];
+        let mut contexts = vec![std::ptr::null_mut(); names.len()];
+        group.bench_with_input(BenchmarkId::new("manager", providers), &providers, |b, _| {
+            b.iter(|| resolve_once(&manager, &symbols, &mut fns, &mut contexts));
+        });
+        assert!(fns.iter().all(|f| !f.is_null()));
+        group.bench_with_input(BenchmarkId::new("direct_sum", providers), &providers, |b, _| {
+            b.iter(|| {
+                fns.fill(std::ptr::null_mut());
+                let mut request =
+                    ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("equal lengths");
+                // Newest first, as the manager asks them.
+                for table in tables.iter().rev() {
+                    let _ = black_box(table.resolve(&mut request));
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+#[repr(C)]
+struct AddParams {
+    a: i32,
+    b: i32,
+    out: i32,
+}
+
+unsafe extern "C" fn add(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    // SAFETY: callers pass `AddParams`.
+    let params = unsafe { &mut *params.cast::<AddParams>() };
+    params.out = params.a.wrapping_add(params.b);
+    0
+}
+
+/// (3) One import call through `ResolvedImports` vs a plain function pointer.
+fn import_call(c: &mut Criterion) {
+    let manager = Arc::new(Manager::new());
+    let table = FnTableProvider::new("math", [FnTableEntry::new("add", add)]).expect("valid table");
+    manager.register_provider(Arc::new(table)).expect("unbounded manager");
+    let imports = manager.resolve_imports(["add"]).expect("resolves");
+    let direct: xplug_abi::ImportFn = add;
+    let mut group = c.benchmark_group("call");
+    let mut params = AddParams { a: 1, b: 2, out: 0 };
+    group.bench_function("resolved_imports", |b| {
+        b.iter(|| {
+            // SAFETY: `add` takes `AddParams`.
+            black_box(unsafe { imports.call(black_box(0), &mut params) }.expect("resolved"));
+        });
+    });
+    group.bench_function("direct_fn_ptr", |b| {
+        b.iter(|| {
+            let function = black_box(direct);
+            // SAFETY: `add` takes `AddParams`.
+            black_box(unsafe {
+                function(std::ptr::from_mut(&mut params).cast(), std::ptr::null_mut(), std::ptr::null_mut())
+            });
+        });
+    });
+    group.finish();
+    assert_eq!(params.out, 3);
+}
+
+/// The allocator of the hand-made load: C `malloc`/`free`.
+unsafe extern "C" fn malloc_ctl(
+    _: *mut c_void,
+    command: AllocatorCommand,
+    params: *const c_void,
+    inout: *mut *mut c_void,
+) -> Status {
+    match command {
+        AllocatorCommand::MALLOC | AllocatorCommand::CALLOC => {
+            // SAFETY: MALLOC/CALLOC pass alloc params and a writable pointer.
+            unsafe {
+                let size = (*params.cast::<AllocatorAllocParams>()).byte_length;
+                let block = libc::calloc(1, size.max(1));
+                inout.write(block);
+            }
+            Status::OK
+        }
+        AllocatorCommand::FREE => {
+            // SAFETY: FREE passes a block from MALLOC.
+            unsafe { libc::free(inout.read()) };
+            Status::OK
+        }
+        _ => Status::from_code(StatusCode::UNIMPLEMENTED),
+    }
+}
+
+/// (4) `SystemLibraryPlugin::load_from_file` + first resolve vs by hand.
+fn load(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let c_path = CString::new(path.to_str().expect("UTF-8 path")).expect("no NUL");
+    let name = CString::new("c_add_i32").expect("no NUL");
+    let mut group = c.benchmark_group("load");
+    group.bench_function("system_library_plugin", |b| {
+        b.iter(|| {
+            // SAFETY: the minimal C plugin of this repository.
+            let plugin: Plugin =
+                unsafe { SystemLibraryPlugin::load_from_file(&path, &LoadParams::new()) }.expect("loads");
+            let names = [SymbolName::new(&name)];
+            let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+            let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+            plugin.resolve(&mut request).expect("resolves");
+            black_box(fns[0]);
+        });
+    });
+    group.bench_function("raw_dlopen", |b| {
+        b.iter(|| {
+            // SAFETY: plain dlopen/dlsym/dlclose on the minimal C plugin, a
+            // v0 plugin; every pointer used is checked or valid for the call.
+            unsafe {
+                let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+                assert!(!handle.is_null());
+                let symbol = libc::dlsym(handle, EXPORT_NAME.as_ptr());
+                assert!(!symbol.is_null());
+                let query = std::mem::transmute::<*mut c_void, QueryFn>(symbol);
+                let table = query(Version::LATEST, std::ptr::null_mut()).cast::<PluginV0>().read();
+                let environment = EnvironmentV0 {
+                    host_allocator: Allocator { self_: std::ptr::null_mut(), ctl: Some(malloc_ctl) },
+                };
+                let mut state = std::ptr::null_mut();
+                let status = (table.load.expect("load"))(&environment, 0, std::ptr::null(), &mut state);
+                assert!(status.is_ok());
+                let names: [*const c_char; 1] = [name.as_ptr()];
+                let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+                let params = ResolveParamsV0 {
+                    count: 1,
+                    symbol_names: names.as_ptr(),
+                    out_fn_ptrs: fns.as_mut_ptr(),
+                    out_fn_contexts: contexts.as_mut_ptr(),
+                };
+                let mut resolution = Resolution::NONE;
+                let status = (table.resolve.expect("resolve"))(state, &params, &mut resolution);
+                assert!(status.is_ok());
+                black_box(fns[0]);
+                (table.unload.expect("unload"))(state);
+                libc::dlclose(handle);
+            }
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load);
+criterion_main!(benches);

@@ -1,0 +1,27 @@
+//! `cargo xtask demo`: build the example plugins, then run `xplug demo`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::plugins::{self, BuildError};
+
+/// Builds the example plugins and `xplug` (both optimised unless `debug`),
+/// then runs `xplug demo` with `extra` arguments; returns its exit status.
+///
+/// # Errors
+/// When a build fails or cargo cannot be started.
+pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::ExitStatus, BuildError> {
+    eprintln!("building the example plugins into {} ...", plugins::output_dir(root).display());
+    plugins::build(root, !debug)?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(&cargo);
+    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli", "--bin", "xplug"]);
+    if !debug {
+        command.arg("--release");
+    }
+    command.arg("--").arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root)).args(extra);
+    command.status().map_err(|error| BuildError::Cargo {
+        command: format!("{cargo} run -p xplug-cli -- demo"),
+        detail: error.to_string(),
+    })
+}
