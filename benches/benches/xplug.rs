@@ -46,6 +46,20 @@ fn resolve_per_name(c: &mut Criterion) {
     // SAFETY: the SDK generated this query function; it obeys the v0 contract.
     let sdk_plugin = unsafe { StaticPlugin::from_query(SDK_PLUGIN.query(), &LoadParams::new()) }
         .expect("SDK plugin loads");
+    // The generated resolver itself, called through its raw v0 table (no
+    // provider wrapper), loaded by hand.
+    // SAFETY: the SDK generated this query function (v0 contract); the
+    // environment is valid for the call and the plugin keeps no pointer to it.
+    let (sdk_table, sdk_state) = unsafe {
+        let table = SDK_PLUGIN.query()(Version::LATEST, std::ptr::null_mut()).cast::<PluginV0>().read();
+        let environment = EnvironmentV0 {
+            host_allocator: Allocator { self_: std::ptr::null_mut(), ctl: Some(malloc_ctl) },
+        };
+        let mut state = std::ptr::null_mut();
+        assert!((table.load.expect("load"))(&environment, 0, std::ptr::null(), &mut state).is_ok());
+        (table, state)
+    };
+    let sdk_resolve = sdk_table.resolve.expect("resolve");
     let table = reference_table();
     let mut group = c.benchmark_group("resolve_per_name");
     for count in [16usize, 256, 4096] {
@@ -58,6 +72,23 @@ fn resolve_per_name(c: &mut Criterion) {
             b.iter(|| resolve_once(&sdk_plugin, &symbols, &mut fns, &mut contexts));
         });
         assert!(fns.iter().all(|f| !f.is_null()), "the SDK plugin resolves every name");
+        let pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        group.bench_with_input(BenchmarkId::new("sdk_raw", count), &count, |b, _| {
+            b.iter(|| {
+                fns.fill(std::ptr::null_mut());
+                let params = ResolveParamsV0 {
+                    count,
+                    symbol_names: pointers.as_ptr(),
+                    out_fn_ptrs: fns.as_mut_ptr(),
+                    out_fn_contexts: contexts.as_mut_ptr(),
+                };
+                let mut resolution = Resolution::NONE;
+                // SAFETY: the loaded SDK plugin's resolve with `count` names
+                // and two `count`-long slot arrays, valid across the call.
+                black_box(unsafe { sdk_resolve(sdk_state, &params, &mut resolution) });
+            });
+        });
+        assert!(fns.iter().all(|f| !f.is_null()), "the raw SDK resolver resolves every name");
         group.bench_with_input(BenchmarkId::new("c_strcmp", count), &count, |b, _| {
             b.iter(|| resolve_once(&c_plugin, &symbols, &mut fns, &mut contexts));
         });
@@ -76,6 +107,10 @@ fn resolve_per_name(c: &mut Criterion) {
         });
     }
     group.finish();
+    if let Some(unload) = sdk_table.unload {
+        // SAFETY: the state from the successful load above, unloaded once.
+        unsafe { unload(sdk_state) };
+    }
 }
 
 unsafe extern "C" fn noop(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {

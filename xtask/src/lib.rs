@@ -1,8 +1,11 @@
 //! Project automation for xplug, run as `cargo xtask <command>`.
 //!
 //! The library half holds what the tests reuse: header generation
-//! ([`header`]) and the example plugin build ([`plugins`]). The binary (`src/main.rs`) is the command-line front end.
+//! ([`header`]), the example plugin build ([`plugins`]), the demo
+//! ([`demo`]) and the benchmark summary ([`bench`]). The binary (`src/main.rs`) is the command-line front end.
 
+pub mod bench;
+pub mod demo;
 pub mod header;
 pub mod plugins;
 

@@ -19,6 +19,25 @@ enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Build the example plugins and run the dispatch demo (`xplug demo`).
+    Demo {
+        /// Build plugins and xplug without optimisations (faster to build,
+        /// slower to run).
+        #[arg(long)]
+        debug: bool,
+        /// Extra arguments for `xplug demo` (after `--`).
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
+    /// Run the criterion benchmarks and print the summary table of ratios.
+    Bench {
+        /// Shorter warm-up and measurement (noisier numbers).
+        #[arg(long)]
+        quick: bool,
+        /// Only print the table from the last run's results.
+        #[arg(long)]
+        no_run: bool,
+    },
     /// Build the example plugins as shared libraries into target/plugins/.
     BuildPlugins {
         /// Build with optimisations.
@@ -30,6 +49,50 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo { debug, extra } => {
+            let root = xtask::workspace_root();
+            match xtask::demo::run(&root, debug, &extra) {
+                Ok(status) if status.success() => ExitCode::SUCCESS,
+                Ok(status) => ExitCode::from(u8::try_from(status.code().unwrap_or(1)).unwrap_or(1)),
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Bench { quick, no_run } => {
+            let root = xtask::workspace_root();
+            let extra: Vec<String> = if quick {
+                ["--warm-up-time", "1", "--measurement-time", "2"].map(str::to_owned).to_vec()
+            } else {
+                Vec::new()
+            };
+            if !no_run {
+                if let Err(error) = xtask::bench::run_benches(&root, &extra) {
+                    eprintln!("error: {error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            match xtask::bench::ratios(&xtask::bench::criterion_dir(&root)) {
+                Ok(ratios) => {
+                    println!("\nmachine: {}", xtask::bench::machine());
+                    if no_run {
+                        println!(
+                            "results of the last run in {}\n",
+                            xtask::bench::criterion_dir(&root).display()
+                        );
+                    } else {
+                        println!("command: cargo xtask bench{}\n", if quick { " --quick" } else { "" });
+                    }
+                    print!("{}", xtask::bench::table(&ratios));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::BuildPlugins { release } => {
             let root = xtask::workspace_root();
             match xtask::plugins::build(&root, release) {

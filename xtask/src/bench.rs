@@ -1,0 +1,212 @@
+//! `cargo xtask bench`: run the criterion benchmarks of `xplug-benches` and
+//! print one table of the ratios the project tracks.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What can go wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// `cargo bench` could not run or failed.
+    Cargo {
+        /// What happened.
+        detail: String,
+    },
+    /// A criterion result file is missing or unreadable.
+    Estimate {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cargo { detail } => write!(f, "`cargo bench -p xplug-benches` failed: {detail}"),
+            Self::Estimate { path, detail } => write!(
+                f,
+                "cannot read benchmark result {}: {detail}; run `cargo xtask bench` without filters",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// Runs `cargo bench -p xplug-benches`, passing `extra` to criterion.
+///
+/// # Errors
+/// When cargo cannot start or the benchmarks fail.
+pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["bench", "-p", "xplug-benches", "--bench", "xplug", "--"])
+        .args(extra)
+        .status()
+        .map_err(|error| BenchError::Cargo { detail: error.to_string() })?;
+    if status.success() { Ok(()) } else { Err(BenchError::Cargo { detail: format!("exited with {status}") }) }
+}
+
+/// Criterion's output directory.
+#[must_use]
+pub fn criterion_dir(root: &Path) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    target.join("criterion")
+}
+
+/// The median (ns) of benchmark `id` (`group/function[/parameter]`).
+///
+/// # Errors
+/// When the result file is missing or malformed.
+pub fn median_ns(criterion: &Path, id: &str) -> Result<f64, BenchError> {
+    let path = criterion.join(id).join("new").join("estimates.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|error| BenchError::Estimate { path: path.clone(), detail: error.to_string() })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| BenchError::Estimate { path: path.clone(), detail: error.to_string() })?;
+    value["median"]["point_estimate"]
+        .as_f64()
+        .ok_or_else(|| BenchError::Estimate { path, detail: "no median.point_estimate".to_owned() })
+}
+
+/// One line of the summary.
+#[derive(Debug, Clone)]
+pub struct Ratio {
+    /// What is compared.
+    pub comparison: String,
+    /// xplug's median (ns).
+    pub xplug_ns: f64,
+    /// The baseline's median (ns).
+    pub baseline_ns: f64,
+    /// The ratio as the target states it.
+    pub ratio: f64,
+    /// The target, in words.
+    pub target: &'static str,
+    /// Whether the ratio meets it.
+    pub met: bool,
+}
+
+/// Reads every benchmark result and computes the tracked ratios.
+///
+/// # Errors
+/// When a result file is missing.
+pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
+    let get = |id: &str| median_ns(criterion, id);
+    let mut out = Vec::new();
+    for names in [16, 256, 4096] {
+        let sdk = get(&format!("resolve_per_name/sdk/{names}"))?;
+        let sdk_raw = get(&format!("resolve_per_name/sdk_raw/{names}"))?;
+        let strcmp = get(&format!("resolve_per_name/c_strcmp/{names}"))?;
+        let merge = get(&format!("resolve_per_name/merge_walk/{names}"))?;
+        let search = get(&format!("resolve_per_name/binary_search/{names}"))?;
+        let per = |ns: f64| ns / f64::from(names);
+        out.push(Ratio {
+            comparison: format!(
+                "(1) resolve {names} of 4096: C strcmp plugin / SDK plugin (both via provider)"
+            ),
+            xplug_ns: per(sdk),
+            baseline_ns: per(strcmp),
+            ratio: strcmp / sdk,
+            target: ">= 100x",
+            met: strcmp / sdk >= 100.0,
+        });
+        let best = merge.min(search);
+        let reference = if merge <= search { "merge walk" } else { "binary search" };
+        for (what, ns) in [("SDK resolver (raw v0 call)", sdk_raw), ("SDK plugin via provider", sdk)] {
+            out.push(Ratio {
+                comparison: format!("(1) resolve {names} of 4096: {what} / best reference ({reference})"),
+                xplug_ns: per(ns),
+                baseline_ns: per(best),
+                ratio: ns / best,
+                target: "<= 1.5x",
+                met: ns / best <= 1.5,
+            });
+        }
+    }
+    for providers in [1, 8] {
+        let manager = get(&format!("manager/manager/{providers}"))?;
+        let direct = get(&format!("manager/direct_sum/{providers}"))?;
+        out.push(Ratio {
+            comparison: format!("(2) manager over {providers} provider(s) / sum of direct resolves"),
+            xplug_ns: manager,
+            baseline_ns: direct,
+            ratio: manager / direct,
+            target: "< 1.5x",
+            met: manager / direct < 1.5,
+        });
+    }
+    let resolved = get("call/resolved_imports")?;
+    let direct = get("call/direct_fn_ptr")?;
+    out.push(Ratio {
+        comparison: "(3) import call: ResolvedImports::call / plain function pointer".to_owned(),
+        xplug_ns: resolved,
+        baseline_ns: direct,
+        ratio: resolved / direct,
+        target: "<= 1.1x",
+        met: resolved / direct <= 1.1,
+    });
+    let loader = get("load/system_library_plugin")?;
+    let raw = get("load/raw_dlopen")?;
+    out.push(Ratio {
+        comparison: "(4) load + first resolve: SystemLibraryPlugin / raw dlopen by hand".to_owned(),
+        xplug_ns: loader,
+        baseline_ns: raw,
+        ratio: loader / raw,
+        target: "<= 1.2x",
+        met: loader / raw <= 1.2,
+    });
+    Ok(out)
+}
+
+fn format_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.1} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.2} µs", ns / 1_000.0)
+    } else {
+        format!("{:.2} ms", ns / 1_000_000.0)
+    }
+}
+
+/// The summary as a Markdown table (what the README records).
+#[must_use]
+pub fn table(ratios: &[Ratio]) -> String {
+    let mut out =
+        String::from("| comparison | xplug | baseline | ratio | target | met |\n|---|---|---|---|---|---|\n");
+    for r in ratios {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.2}x | {} | {} |",
+            r.comparison,
+            format_ns(r.xplug_ns),
+            format_ns(r.baseline_ns),
+            r.ratio,
+            r.target,
+            if r.met { "yes" } else { "**no**" }
+        );
+    }
+    out.push_str("\nMedians; rows (1) are per requested name, the others per operation.\n");
+    out
+}
+
+/// The machine the numbers come from: `nproc` and the CPU model.
+#[must_use]
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("{cpus} CPU(s) (nproc), {model}, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
