@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use serde_json::json;
-use xplug_abi::{Features, Sanitizer};
+use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
 use xplug_providers::{LoadParams, PluginInfo, StaticPlugin, static_plugins};
 
@@ -33,6 +33,9 @@ struct Report {
     info: PluginInfo,
     loader: &'static str,
     exports: Option<Vec<String>>,
+    /// Why the loader refused the plugin, when it did (the header was then
+    /// read directly from the library).
+    load_error: Option<CliError>,
 }
 
 fn inspect(plugin: &str) -> Result<Report, CliError> {
@@ -47,7 +50,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             })?;
         let loaded = StaticPlugin::from_registration(registration, &LoadParams::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-        return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None });
+        return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None, load_error: None });
     }
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
@@ -59,21 +62,47 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     }
     let params: LoadParams = spec.params().iter().cloned().collect();
     let path = Path::new(spec.path());
-    let loaded = trust::load_system_plugin(path, &params)
-        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-    let info = loaded.info().clone();
-    // The loader keeps the library open, so this second open shares it.
-    let exports = trust::open_raw_library(path)?.exports();
+    let loaded = trust::load_system_plugin(path, &params);
+    let load_error = match &loaded {
+        Ok(_) => None,
+        Err(source) => Some(CliError::Load { what: plugin.to_owned(), source: source.clone() }),
+    };
+    // While the loader keeps the library open, this second open shares it.
+    let raw = match trust::open_raw_library(path) {
+        Ok(raw) => raw,
+        // The loader's error says more (it checks the file before opening).
+        Err(raw_error) => return Err(load_error.unwrap_or(raw_error)),
+    };
+    let exports = raw.exports();
+    let info = match (&loaded, load_error) {
+        (Ok(loaded), _) => loaded.info().clone(),
+        // Refused by the loader (version, features, sanitizer, load): show
+        // what the header says anyway, and why it cannot be loaded.
+        (Err(_), Some(error)) => match raw.query(Version::LATEST).and_then(|table| raw.header(&table)) {
+            Some(header) => {
+                let info = PluginInfo {
+                    name: header.name.unwrap_or_default(),
+                    description: header.description.unwrap_or_default(),
+                    version: header.version,
+                    features: header.features,
+                    sanitizer: header.sanitizer,
+                };
+                return Ok(Report { info, loader: "system library", exports, load_error: Some(error) });
+            }
+            None => return Err(error),
+        },
+        (Err(_), None) => unreachable!("a failed load always records its error"),
+    };
     drop(loaded);
-    Ok(Report { info, loader: "system library", exports })
+    Ok(Report { info, loader: "system library", exports, load_error: None })
 }
 
 /// Runs the command; returns the exit code.
 pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     let report = inspect(plugin)?;
-    let features = feature_names(report.info.features);
-    let sanitizer = sanitizer_name(report.info.sanitizer);
     if json {
+        let features = feature_names(report.info.features);
+        let sanitizer = sanitizer_name(report.info.sanitizer);
         print_json(&json!({
             "name": report.info.name,
             "description": report.info.description,
@@ -82,9 +111,23 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "sanitizer": sanitizer,
             "loader": report.loader,
             "exports": report.exports,
+            "load_error": report.load_error.as_ref().map(crate::resolve::chain),
         }));
-        return Ok(0);
+    } else {
+        print_human(&report);
     }
+    match report.load_error {
+        Some(error) => {
+            crate::report_error(&error);
+            Ok(1)
+        }
+        None => Ok(0),
+    }
+}
+
+fn print_human(report: &Report) {
+    let features = feature_names(report.info.features);
+    let sanitizer = sanitizer_name(report.info.sanitizer);
     let style = Style::stdout();
     let mut table = Table::new(Vec::<String>::new());
     table.row([style.bold("name"), report.info.name.clone()]);
@@ -95,7 +138,11 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
         if features.is_empty() { "none".to_owned() } else { features.join(", ") },
     ]);
     table.row([style.bold("sanitizer"), sanitizer]);
-    table.row([style.bold("loader"), report.loader.to_owned()]);
+    let loader = match &report.load_error {
+        None => report.loader.to_owned(),
+        Some(_) => format!("{} ({})", report.loader, style.bad("refuses it, see below")),
+    };
+    table.row([style.bold("loader"), loader]);
     let exports = match &report.exports {
         Some(names) => format!("{} symbol(s)", names.len()),
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
@@ -105,5 +152,4 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     for name in report.exports.iter().flatten() {
         println!("  {name}");
     }
-    Ok(0)
 }

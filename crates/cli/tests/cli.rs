@@ -207,3 +207,52 @@ fn demo_without_built_plugins_says_how_to_build_them() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cargo xtask build-plugins"), "{stderr}");
 }
+
+#[test]
+fn inspect_shows_the_header_of_a_plugin_the_loader_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+        .unwrap()
+        .replace(".sanitizer = IREE_HAL_EXECUTABLE_PLUGIN_SANITIZER_KIND", ".sanitizer = 1 /* address */");
+    let plugin = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_asan", &[]);
+    let value = json(&["inspect", path_str(&plugin)], 1);
+    assert_eq!(value["name"], "c_minimal");
+    assert_eq!(value["sanitizer"], "address");
+    let reason = value["load_error"].as_str().unwrap();
+    assert!(reason.contains("-fsanitize=address"), "{reason}");
+
+    let check = json(&["check", path_str(&plugin)], 1);
+    let header = check["checks"].as_array().unwrap().iter().find(|c| c["name"] == "header").unwrap();
+    assert_eq!(header["ok"], false);
+    assert!(header["detail"].as_str().unwrap().contains("address sanitizer"), "{header}");
+}
+
+#[test]
+fn human_output_is_an_aligned_table_without_colour_when_piped() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    // No NO_COLOR here: stdout is a pipe, which alone turns colour off.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["resolve", "--plugin", path_str(&plugin), "c_add_i32", "?c_div_i32"])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(!stdout.contains('\x1b'), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("symbol")).expect("a symbol table");
+    // Columns line up: "kind" starts at the same offset on every row.
+    let column = lines[header].find("kind").unwrap();
+    assert_eq!(&lines[header + 1][column..column + 8], "required");
+    assert_eq!(&lines[header + 2][column..column + 8], "optional");
+    assert!(lines[header + 1].contains("#0 c_minimal"), "{stdout}");
+}
+
+#[test]
+fn check_of_a_missing_file_prints_an_error_object() {
+    let value = json(&["check", "/nonexistent/libnothing.so"], 1);
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found");
+    assert!(value["error"]["message"].as_str().unwrap().contains("/nonexistent/libnothing.so"));
+}
