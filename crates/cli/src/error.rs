@@ -44,7 +44,7 @@ pub(crate) enum CliError {
         symbol: String,
     },
     /// A plugin failed to load.
-    #[error("cannot load plugin {what}")]
+    #[error("cannot load plugin `{what}`")]
     Load {
         /// The plugin as named on the command line.
         what: String,
