@@ -2,7 +2,8 @@
 //!
 //! The library half holds what the tests reuse: header generation
 //! ([`header`]), the example plugin build ([`plugins`]), the demo
-//! ([`demo`]) and the benchmark summary ([`bench`]). The binary (`src/main.rs`) is the command-line front end.
+//! ([`demo`]) and the benchmark summary ([`bench`](mod@bench)). The binary
+//! (`src/main.rs`) is the command-line front end.
 
 pub mod bench;
 pub mod demo;
