@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use xplug_abi::{Resolution, StatusCode, bare_name};
 use xplug_manager::{Manager, SlotSource};
-use xplug_providers::{ResolveRequest, SymbolName, static_plugins};
+use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::error::CliError;
 use crate::output::{Style, Table, print_json};
@@ -40,14 +40,10 @@ impl Runtime {
                 context: "cannot register the static plugins linked into xplug".to_owned(),
                 source,
             })?;
-            // `with_static_plugins` registers them in name order.
-            let mut names: Vec<&str> = static_plugins().iter().map(|r| r.name()).collect();
-            names.sort_unstable();
-            labels.extend(
-                names
-                    .into_iter()
-                    .map(|name| ProviderLabel { name: name.to_owned(), source: "static".into() }),
-            );
+            // `providers()` lists them newest first.
+            let names = manager.providers();
+            labels
+                .extend(names.into_iter().rev().map(|name| ProviderLabel { name, source: "static".into() }));
             manager
         } else {
             Manager::new()
