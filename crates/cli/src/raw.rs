@@ -409,3 +409,51 @@ pub(crate) unsafe fn call_import(function: *mut c_void, params: *mut c_void, con
     // SAFETY: caller's contract.
     unsafe { function(params, context, std::ptr::null_mut()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctl(
+        allocator: &CountingAllocator,
+        command: AllocatorCommand,
+        size: Option<usize>,
+        ptr: &mut *mut c_void,
+    ) -> StatusCode {
+        let params = size.map(|byte_length| AllocatorAllocParams { byte_length });
+        let params_ptr = params.as_ref().map_or(std::ptr::null(), |p| std::ptr::from_ref(p).cast::<c_void>());
+        let abi = allocator.as_abi();
+        // SAFETY: `abi.self_` is `allocator`, alive for the call; params and
+        // pointer follow the allocator contract for each command used here.
+        unsafe { (abi.ctl.expect("set"))(abi.self_, command, params_ptr, ptr) }.code()
+    }
+
+    #[test]
+    fn counting_allocator_tracks_malloc_calloc_realloc_free() {
+        let allocator = CountingAllocator::default();
+        let mut a = std::ptr::null_mut();
+        assert_eq!(ctl(&allocator, AllocatorCommand::MALLOC, Some(10), &mut a), StatusCode::OK);
+        assert_eq!(a as usize % BLOCK_ALIGN, 0);
+        // SAFETY: `a` is a fresh 10-byte block.
+        unsafe { std::ptr::copy_nonoverlapping(b"0123456789".as_ptr(), a.cast::<u8>(), 10) };
+        let mut b = std::ptr::null_mut();
+        assert_eq!(ctl(&allocator, AllocatorCommand::CALLOC, Some(32), &mut b), StatusCode::OK);
+        // SAFETY: `b` is a fresh 32-byte block.
+        assert!(unsafe { std::slice::from_raw_parts(b.cast::<u8>(), 32) }.iter().all(|&byte| byte == 0));
+        assert_eq!(allocator.live(), (2, 42));
+
+        assert_eq!(ctl(&allocator, AllocatorCommand::REALLOC, Some(100), &mut a), StatusCode::OK);
+        // SAFETY: the grown block keeps the first 10 bytes.
+        assert_eq!(unsafe { std::slice::from_raw_parts(a.cast::<u8>(), 10) }, b"0123456789");
+        assert_eq!(allocator.live(), (2, 132));
+
+        assert_eq!(ctl(&allocator, AllocatorCommand::FREE, None, &mut a), StatusCode::OK);
+        assert_eq!(ctl(&allocator, AllocatorCommand::FREE, None, &mut b), StatusCode::OK);
+        assert_eq!(allocator.live(), (0, 0));
+
+        let mut c = std::ptr::null_mut();
+        assert_eq!(ctl(&allocator, AllocatorCommand::MALLOC, None, &mut c), StatusCode::INVALID_ARGUMENT);
+        assert_eq!(ctl(&allocator, AllocatorCommand(99), Some(1), &mut c), StatusCode::UNIMPLEMENTED);
+        assert_eq!(allocator.live(), (0, 0));
+    }
+}

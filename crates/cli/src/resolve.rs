@@ -266,3 +266,16 @@ pub(crate) fn chain(error: &CliError) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_sort_by_bare_name_like_iree_compiler_output() {
+        let mut names: Vec<String> = ["b", "?a", "c", "?ab", "a"].map(str::to_owned).to_vec();
+        sort_imports(&mut names);
+        // Stable: `?a` stays before `a`, as given.
+        assert_eq!(names, ["?a", "a", "?ab", "b", "c"]);
+    }
+}
