@@ -233,11 +233,11 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     let mul = imports.index_of("simple_mul_workgroup").unwrap_or(usize::MAX);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let n = options.elements.max(1);
+    let progress = Progress::start(&format!("dispatching simple_mul_workgroup over {n} floats"));
     let lhs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
     let rhs: Vec<f32> = (0..n).map(|i| ((i * 7) % 113) as f32 + 0.25).collect();
     let mut by_plugin = vec![0.0f32; n];
     let mut by_loop = vec![0.0f32; n];
-    let progress = Progress::start("running simple_mul_workgroup");
     let plugin_seconds = timed(options.passes, || {
         dispatch(threads, &lhs, &rhs, &mut by_plugin, &|l, r, o| plugin_share(&imports, mul, l, r, o))
     })?;
