@@ -13,9 +13,11 @@ use crate::plugins::{self, BuildError};
 pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::ExitStatus, BuildError> {
     eprintln!("building the example plugins into {} ...", plugins::output_dir(root).display());
     plugins::build(root, !debug)?;
+    // cargo shows its own progress while it builds xplug.
+    eprintln!("building and running xplug demo ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(&cargo);
-    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli", "--bin", "xplug"]);
+    command.current_dir(root).args(["run", "-p", "xplug-cli", "--bin", "xplug"]);
     if !debug {
         command.arg("--release");
     }
