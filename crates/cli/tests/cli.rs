@@ -134,6 +134,12 @@ fn usage_errors_exit_2() {
     assert_eq!(xplug(&["resolve"]).status.code(), Some(2));
     assert_eq!(xplug(&["no-such-command"]).status.code(), Some(2));
     assert_eq!(xplug(&["bench", "x.so", "f", "--runs", "0"]).status.code(), Some(2));
+    let value = json(&["inspect", "static:no_such_plugin"], 2);
+    assert_eq!(value["error"]["kind"], "usage");
+    assert!(
+        value["error"]["message"].as_str().unwrap().contains("sample_static"),
+        "lists the linked ones: {value}"
+    );
     let output = xplug(&["check", "--single-check", "no-such-check", "whatever.so"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown check `no-such-check`"));
