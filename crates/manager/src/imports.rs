@@ -144,20 +144,32 @@ impl ResolvedImports {
         &self.manager
     }
 
+    /// The function and context of import `index`: the hot path of every
+    /// call, kept inline; the error is built out of line.
+    #[inline]
     fn import(&self, index: usize) -> Result<(ImportFn, *mut c_void), Error> {
-        let function = *self.fns.get(index).ok_or(Error::ImportIndexOutOfRange { index, len: self.len() })?;
-        if function.is_null() {
-            return Err(Error::UnresolvedImport {
-                index,
-                name: self.name(index).unwrap_or_default().to_owned(),
-            });
+        match (self.fns.get(index), self.contexts.get(index)) {
+            (Some(&function), Some(&context)) if !function.is_null() => {
+                // SAFETY: a non-NULL slot holds what a provider filled in as an
+                // import function, and the v0 ABI gives every import the
+                // `ImportFn` signature; data and function pointers have the
+                // same size on every supported target.
+                let function = unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) };
+                Ok((function, context))
+            }
+            _ => Err(self.import_error(index)),
         }
-        // SAFETY: a non-NULL slot holds what a provider filled in as an import
-        // function, and the v0 ABI gives every import the `ImportFn` signature;
-        // data and function pointers have the same size on every supported
-        // target.
-        let function = unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) };
-        Ok((function, self.contexts[index]))
+    }
+
+    /// Why import `index` cannot be called (out of range, or unresolved).
+    #[cold]
+    #[inline(never)]
+    fn import_error(&self, index: usize) -> Error {
+        if index >= self.len() {
+            Error::ImportIndexOutOfRange { index, len: self.len() }
+        } else {
+            Error::UnresolvedImport { index, name: self.name(index).unwrap_or_default().to_owned() }
+        }
     }
 
     /// Calls import `index` as an executable would: `fn(params, context,
@@ -172,6 +184,7 @@ impl ResolvedImports {
     /// `P` must be the parameter struct import `index` expects (its C layout,
     /// typically `#[repr(C)]`), and the import must be sound to call with it
     /// and its context: the manager cannot check what foreign code does.
+    #[inline]
     pub unsafe fn call<P>(&self, index: usize, params: &mut P) -> Result<c_int, Error> {
         let (function, context) = self.import(index)?;
         // SAFETY: the caller guarantees `P` matches the import's parameter
@@ -189,6 +202,7 @@ impl ResolvedImports {
     /// # Safety
     /// As [`ResolvedImports::call`], and `thunk` must call its function
     /// argument with the other arguments (or otherwise be sound to call).
+    #[inline]
     pub unsafe fn call_with_thunk<P>(
         &self,
         thunk: ImportThunkFn,

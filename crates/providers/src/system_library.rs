@@ -72,18 +72,25 @@ impl SystemLibraryPlugin {
     /// # Platform-specific behaviour
     /// Uses `dlopen(RTLD_LOCAL | RTLD_LAZY)` on Unix and `LoadLibraryW` on
     /// Windows. A relative path is opened relative to the current directory
-    /// (never searched in the loader's library path). The ELF header check
-    /// runs on ELF platforms only (Linux, the BSDs...); elsewhere such files
-    /// are reported by the OS loader as [`Error::LibraryOpen`].
+    /// (never searched in the loader's library path). When the OS loader
+    /// refuses the file, its ELF header is read to report the precise cause;
+    /// that check runs on ELF platforms only (Linux, the BSDs...); elsewhere
+    /// such files are reported as [`Error::LibraryOpen`].
     pub unsafe fn load_from_file(path: impl AsRef<Path>, params: &LoadParams) -> Result<Plugin, Error> {
         let path = path.as_ref();
-        let head = read_head(path)?;
-        check_image(path, &head)?;
         // `dlopen` searches the library path for names without a slash; a
         // file name given by the caller means the file here.
         let open_path = if path.is_relative() { Path::new(".").join(path) } else { path.to_path_buf() };
-        let library = Library::open(&open_path)
-            .map_err(|error| Error::LibraryOpen { path: path.to_path_buf(), cause: loader_cause(&error) })?;
+        let library = Library::open(&open_path).map_err(|error| {
+            // The success path costs exactly one `dlopen`; only a failure pays
+            // for reading the file, to name the precise cause (missing file,
+            // not a shared object, another architecture) as a typed error.
+            let diagnosis = read_head(path).and_then(|head| check_image(path, &head));
+            match diagnosis {
+                Err(precise) => precise,
+                Ok(()) => Error::LibraryOpen { path: path.to_path_buf(), cause: loader_cause(&error) },
+            }
+        })?;
         let holder = OpenLibrary {
             _library: library,
             #[cfg(not(target_os = "linux"))]
