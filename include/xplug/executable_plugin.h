@@ -74,6 +74,10 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
 /* The symbol a shared-library plugin exports (look it up with dlsym). */
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT_NAME "iree_hal_executable_plugin_query"
 
+/* xplug's optional extra export listing a plugin's import names for tools
+ * (see xplug_plugin_exports_fn_t); other hosts ignore it. */
+#define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)
@@ -277,6 +281,9 @@ typedef int (*xplug_import_thunk_fn_t)(xplug_import_fn_t function,
                                        void *params,
                                        void *context,
                                        void *reserved);
+
+// xplug's optional extra export: the plugin's import names for tools.
+typedef const char *const *(*xplug_plugin_exports_fn_t)(size_t *out_count);
 
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */

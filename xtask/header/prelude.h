@@ -58,6 +58,10 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
 /* The symbol a shared-library plugin exports (look it up with dlsym). */
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT_NAME "iree_hal_executable_plugin_query"
 
+/* xplug's optional extra export listing a plugin's import names for tools
+ * (see xplug_plugin_exports_fn_t); other hosts ignore it. */
+#define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)

@@ -66,8 +66,8 @@ pub use header::{Features, Header, Sanitizer, Version};
 pub use import::{ImportFn, ImportThunkFn, bare_name, is_optional, is_optional_bytes, strip_optional};
 pub use lookup::gallop_search;
 pub use plugin::{
-    EXPORT_NAME, EnvironmentV0, LoadFnV0, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
-    UnloadFnV0,
+    EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, LoadFnV0, PluginV0, QueryFn, Resolution,
+    ResolveFnV0, ResolveParamsV0, UnloadFnV0,
 };
 pub use status::{Status, StatusCode};
 pub use strings::{StringPair, StringView};

@@ -7,6 +7,18 @@ use crate::{Allocator, Header, Status, StringPair, Version};
 /// Name of the function a shared-library plugin exports (C linkage).
 pub const EXPORT_NAME: &CStr = c"iree_hal_executable_plugin_query";
 
+/// Name of xplug's optional extra export listing a plugin's import names
+/// (see [`ExportsListFn`]); hosts that do not know it ignore it.
+pub const EXPORTS_LIST_NAME: &CStr = c"xplug_plugin_exports";
+
+/// xplug's optional extra export: the plugin's import names for tools.
+///
+/// Returns an array of the names (NUL-terminated, without `?`, sorted by
+/// byte value) that lives as long as the library is loaded, and writes its
+/// length to `*out_count` when `out_count` is not NULL. C name:
+/// `xplug_plugin_exports_fn_t`.
+pub type ExportsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const *const c_char;
+
 /// The function a plugin exports to be discovered.
 ///
 /// C name: `iree_hal_executable_plugin_query_fn_t`.

@@ -92,6 +92,8 @@ pub struct Plugin {
     unload_fn: UnloadFnV0,
     state: *mut c_void,
     unloaded: bool,
+    /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
+    exports: Option<Vec<String>>,
     /// The allocator's `self`; must outlive `unload`, so it is dropped after
     /// `Drop::drop` has run.
     counters: Arc<AllocationCounters>,
@@ -136,6 +138,19 @@ impl Plugin {
     #[must_use]
     pub fn source(&self) -> &PluginSource {
         &self.source
+    }
+
+    /// The import names the plugin lists through xplug's optional
+    /// `xplug_plugin_exports` export (every `xplug-sdk` shared library has
+    /// it), or `None` when it has no such export.
+    #[must_use]
+    pub fn exports(&self) -> Option<&[String]> {
+        self.exports.as_deref()
+    }
+
+    /// Records the names a loader read from `xplug_plugin_exports`.
+    pub(crate) fn set_exports(&mut self, exports: Option<Vec<String>>) {
+        self.exports = exports;
     }
 
     /// The current counters of the host allocator this plugin was given.
@@ -195,6 +210,10 @@ impl Drop for Plugin {
 impl ImportProvider for Plugin {
     fn name(&self) -> &str {
         &self.info.name
+    }
+
+    fn exported_names(&self) -> Option<Vec<String>> {
+        self.exports.clone()
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
@@ -478,6 +497,7 @@ pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams
         state,
         unloaded: false,
         counters,
+        exports: None,
         _keep_alive: site.keep_alive,
     })
 }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dlopen2::raw::Library;
-use xplug_abi::{EXPORT_NAME, Features, QueryFn};
+use std::ffi::CStr;
+
+use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, Features, QueryFn};
 
 use crate::plugin::{LoadSite, load_v0};
 use crate::{Error, LoadParams, Plugin, PluginSource};
@@ -175,9 +177,50 @@ unsafe fn load_library(
         loader: "system library",
         keep_alive: Some(Arc::new(holder)),
     };
+    let library = site.keep_alive.clone();
     // SAFETY: `query` is the library's v0 export (caller's promise); the
     // library stays open while `site.keep_alive` is held by the plugin.
-    unsafe { load_v0(query, site, params) }
+    let mut plugin = unsafe { load_v0(query, site, params) }?;
+    // Only a plugin that passed every load check is asked for its names.
+    if let Some(holder) = library.as_deref().and_then(|any| any.downcast_ref::<OpenLibrary>()) {
+        // SAFETY: the caller vouched for the library; `xplug_plugin_exports`,
+        // when present, has the contract xplug documents for it, and the
+        // library is open (held by `plugin` and `library`).
+        plugin.set_exports(unsafe { listed_exports(&holder._library) });
+    }
+    Ok(plugin)
+}
+
+/// The names a library lists through `xplug_plugin_exports`, copied, or
+/// `None` when it has no such export (C plugins usually do not).
+///
+/// # Safety
+/// When the export exists it must have the [`ExportsListFn`] contract: an
+/// array of `*out_count` NUL-terminated strings valid while the library is
+/// open.
+unsafe fn listed_exports(library: &Library) -> Option<Vec<String>> {
+    /// More names than any real plugin has: a larger count is garbage.
+    const MAX_EXPORTS: usize = 1 << 20;
+    // SAFETY: `ExportsListFn` is a pointer-sized function pointer type; the
+    // export has that type by the caller's promise.
+    let list = unsafe { library.symbol_cstr::<ExportsListFn>(EXPORTS_LIST_NAME) }.ok()?;
+    let mut count = 0usize;
+    // SAFETY: the export's contract; `count` is a valid out-pointer.
+    let names = unsafe { list(&mut count) };
+    if names.is_null() || count > MAX_EXPORTS {
+        return None;
+    }
+    // SAFETY: the export returned `count` name pointers valid while the
+    // library (held by `holder`) is open.
+    let names = unsafe { std::slice::from_raw_parts(names, count) };
+    names
+        .iter()
+        .map(|&name| {
+            // SAFETY: each entry is NULL or a NUL-terminated string of the
+            // library's (checked for NULL first).
+            (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+        })
+        .collect()
 }
 
 fn loader_cause(error: &dlopen2::Error) -> String {

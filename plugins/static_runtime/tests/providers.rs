@@ -296,3 +296,28 @@ fn standalone_library_declares_standalone_and_saxpy_works() {
     assert_eq!(params.result, 12.0 + 48.0 + 108.0 + 192.0);
     assert_eq!(plugin.unload().live_allocations, 0);
 }
+
+#[test]
+fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
+    // SAFETY: the libraries are this workspace's v0 plugins.
+    let (system, c_sample) = unsafe {
+        (
+            SystemLibraryPlugin::load_from_file(library("sample_system"), &LoadParams::new()).unwrap(),
+            SystemLibraryPlugin::load_from_file(library("c_sample_for_tests"), &LoadParams::new()).unwrap(),
+        )
+    };
+    // The SDK's `xplug_plugin_exports`, read after the load checks passed.
+    assert_eq!(
+        system.exports(),
+        Some(&["sample_system_calls".to_owned(), "simple_mul_workgroup".to_owned()][..])
+    );
+    assert_eq!(system.exported_names().as_deref(), system.exports());
+    // C plugins have no such export.
+    assert_eq!(c_sample.exports(), None);
+
+    let manager = Arc::new(Manager::new());
+    manager.register_plugin(c_sample).unwrap();
+    manager.register_plugin(system).unwrap();
+    let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
+    assert!(error.to_string().contains("did you mean `simple_mul_workgroup`?"), "{error}");
+}
