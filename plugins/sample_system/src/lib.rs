@@ -13,7 +13,7 @@
 //!
 //! Imports:
 //! * `simple_mul_workgroup`, with the params of IREE's custom-dispatch
-//!   sample ([`sample_standalone::WorkgroupParams`]-compatible layout,
+//!   sample (the layout of `sample_standalone::WorkgroupParams`,
 //!   redeclared here as [`WorkgroupParams`]);
 //! * `sample_system_calls`: writes how many `simple_mul_workgroup` calls
 //!   this instance served into [`CallsParams::count`].
