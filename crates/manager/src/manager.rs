@@ -153,9 +153,22 @@ impl Manager {
     /// Registers a provider the manager shares (it keeps a reference for its
     /// own life). It is asked before every provider registered earlier.
     ///
+    /// A [`Manager`] is itself a provider, so managers can be stacked; a
+    /// cycle of managers would make resolution recurse forever, and
+    /// registering a manager into itself is refused.
+    ///
     /// # Errors
-    /// [`Error::CapacityReached`] when the manager is full; nothing changes.
+    /// [`Error::CapacityReached`] when the manager is full, and
+    /// [`Error::InvalidRequest`] when `provider` is this manager; nothing
+    /// changes then.
     pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<(), Error> {
+        if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
+            return Err(Error::InvalidRequest {
+                reason: "a manager cannot be registered as a provider of itself: resolving would \
+                         recurse forever; register the other manager's providers instead"
+                    .to_owned(),
+            });
+        }
         self.register_entry(provider, false)
     }
 

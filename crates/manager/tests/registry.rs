@@ -244,3 +244,16 @@ fn resolves_racing_registrations_see_a_prefix_of_the_providers() {
         order.len()
     );
 }
+
+#[test]
+fn a_manager_cannot_be_its_own_provider_but_can_stack_on_another() {
+    let inner = Arc::new(Manager::new());
+    let outer = Arc::new(Manager::new());
+    let error = outer.register_provider(outer.clone()).unwrap_err();
+    assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT);
+    assert!(error.to_string().contains("provider of itself"), "{error}");
+    assert!(outer.is_empty(), "nothing was registered");
+    // Another manager is a fine provider.
+    outer.register_provider(inner).unwrap();
+    assert_eq!(outer.len(), 1);
+}
