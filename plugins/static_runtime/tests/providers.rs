@@ -321,3 +321,27 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
     let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
     assert!(error.to_string().contains("did you mean `simple_mul_workgroup`?"), "{error}");
 }
+
+#[test]
+fn a_plugin_built_without_its_export_feature_is_diagnosed_with_the_fix() {
+    // A plugin crate built as a cdylib *without* `--features export` (a plain
+    // `cargo build`) exports nothing; the loader must say how to fix that.
+    let build_dir = root().join("target").join("plugin-build-no-export");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .current_dir(root())
+        .args(["build", "--lib", "--target-dir"])
+        .arg(&build_dir)
+        .args(["-p", "sample_static"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "building sample_static failed");
+    let path = build_dir.join("debug").join("libsample_static.so");
+    // SAFETY: the library is this workspace's plugin crate (whose cdylib has
+    // no v0 export in this configuration, which is what is being tested).
+    let error = unsafe { SystemLibraryPlugin::load_from_file(&path, &LoadParams::new()) }.unwrap_err();
+    assert!(matches!(error, xplug_providers::Error::MissingExport { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("iree_hal_executable_plugin_query"), "{message}");
+    assert!(message.contains("cargo xtask build-plugins"), "{message}");
+}
