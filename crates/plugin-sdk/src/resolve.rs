@@ -261,8 +261,7 @@ mod tests {
         let wide = wide_index(table);
         let narrow = narrow_index(table);
         // Exercise both slot widths: narrow for odd-sized tables.
-        let index =
-            if table.len() % 2 == 1 { HashIndex::Narrow(&narrow) } else { HashIndex::Wide(&wide) };
+        let index = if table.len() % 2 == 1 { HashIndex::Narrow(&narrow) } else { HashIndex::Wide(&wide) };
         let exports = Exports { table, key, index };
         let mut slots: Vec<Option<usize>> =
             prefilled.iter().map(|&filled| filled.then_some(usize::MAX)).collect();
@@ -339,7 +338,8 @@ mod tests {
             assert_eq!(outcome.resolution, Resolution::MISSING_OPTIONAL);
             assert_eq!(outcome.strategy, strategy);
 
-            let (_, outcome) = run(Some(strategy), &table, &strings(&["?add", "saxpy"]), &[false, false], &[]);
+            let (_, outcome) =
+                run(Some(strategy), &table, &strings(&["?add", "saxpy"]), &[false, false], &[]);
             assert_eq!((outcome.missing_required, outcome.resolution), (false, Resolution::NONE));
 
             // A pre-filled unknown required name is not missing.
@@ -400,8 +400,14 @@ mod tests {
         let slots = wide_index(&table);
         for strategy in BOTH {
             let exports = Exports { table: &table, key, index: HashIndex::Wide(&slots) };
-            let outcome =
-                resolve_using(strategy, exports, 2, |i| (i == 1).then_some(&b"a"[..]), |_| false, |_, _| true);
+            let outcome = resolve_using(
+                strategy,
+                exports,
+                2,
+                |i| (i == 1).then_some(&b"a"[..]),
+                |_| false,
+                |_, _| true,
+            );
             assert!(outcome.missing_required);
         }
     }
