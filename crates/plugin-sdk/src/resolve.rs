@@ -66,7 +66,7 @@ impl HashIndex<'_> {
                 return None;
             }
             let entry = table.get(value - 1)?;
-            if key(entry) == name {
+            if same_bytes(key(entry), name) {
                 return Some(value - 1);
             }
             position = (position + 1) & mask;
@@ -167,21 +167,59 @@ where
         let search = |bare: &[u8]| index.find(table, &key, bare);
         fill_slots(Search::Hashed, table, count, search, name_at, is_filled, fill)
     } else {
-        // Just past the previous hit: the next name of a sorted request
-        // lands there or later, so the common case costs two comparisons.
+        // `from` is just past the previous hit: the next name of a sorted
+        // request lands there or later. When it is the very next entry (a
+        // request naming most exports), one equality test finds it;
+        // otherwise the galloping search takes over, and it is correct for
+        // any `from`.
         let mut from = 0;
-        let search = |bare: &[u8]| match gallop_search(table, &key, bare, from) {
-            Ok(index) => {
-                from = index + 1;
-                Some(index)
+        let search = |bare: &[u8]| {
+            if let Some(entry) = table.get(from) {
+                if same_bytes(key(entry), bare) {
+                    from += 1;
+                    return Some(from - 1);
+                }
             }
-            Err(insert) => {
-                from = insert;
-                None
+            match gallop_search(table, &key, bare, from) {
+                Ok(index) => {
+                    from = index + 1;
+                    Some(index)
+                }
+                Err(insert) => {
+                    from = insert;
+                    None
+                }
             }
         };
         fill_slots(Search::Walk, table, count, search, name_at, is_filled, fill)
     }
+}
+
+/// Byte equality tuned for import names (a few to a few dozen bytes): 8
+/// bytes per step, the last step overlapping the previous one, so short
+/// names cost a couple of word compares instead of a `memcmp` call.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (Some(a_last), Some(b_last)) = (a.last_chunk::<8>(), b.last_chunk::<8>()) else {
+        // Fewer than 8 bytes.
+        return a == b;
+    };
+    let (mut a_rest, mut b_rest) = (a, b);
+    while a_rest.len() > 8 {
+        let (Some((a_word, a_tail)), Some((b_word, b_tail))) =
+            (a_rest.split_first_chunk::<8>(), b_rest.split_first_chunk::<8>())
+        else {
+            break;
+        };
+        if a_word != b_word {
+            return false;
+        }
+        (a_rest, b_rest) = (a_tail, b_tail);
+    }
+    a_last == b_last
 }
 
 /// The per-slot loop both strategies share: SPEC §2's skipping, `?`
@@ -325,6 +363,25 @@ mod tests {
     }
 
     const BOTH: [Search; 2] = [Search::Hashed, Search::Walk];
+
+    #[test]
+    fn same_bytes_agrees_with_slice_equality() {
+        let base: Vec<u8> = (0u8..40).map(|i| b'a' + i % 26).collect();
+        for len in 0..=base.len() {
+            let a = &base[..len];
+            assert!(same_bytes(a, a));
+            assert!(same_bytes(a, &a.to_vec()));
+            // One byte changed anywhere, or a different length, differs.
+            for at in 0..len {
+                let mut b = a.to_vec();
+                b[at] ^= 0x20;
+                assert!(!same_bytes(a, &b), "len {len} changed at {at}");
+            }
+            if len > 0 {
+                assert!(!same_bytes(a, &a[..len - 1]));
+            }
+        }
+    }
 
     #[test]
     fn sorted_unsorted_optional_and_prefilled() {
