@@ -370,7 +370,9 @@ mod tests {
         for len in 0..=base.len() {
             let a = &base[..len];
             assert!(same_bytes(a, a));
-            assert!(same_bytes(a, &a.to_vec()));
+            // Equal bytes at another address.
+            let copy = a.to_vec();
+            assert!(same_bytes(a, &copy));
             // One byte changed anywhere, or a different length, differs.
             for at in 0..len {
                 let mut b = a.to_vec();
