@@ -99,9 +99,9 @@
 //! time). One generic resolver, shared by every plugin, measures each
 //! requested name once and then:
 //!
-//! * for a request that is sparse relative to the table (fewer names than a
-//!   quarter of the exports) looks every name up in the hash index: one
-//!   hash and usually one comparison, in any order;
+//! * for a request that is sparse relative to the table (fewer names than
+//!   half the exports) looks every name up in the hash index: one hash and
+//!   usually one comparison, in any order;
 //! * otherwise walks the sorted table with [`abi::gallop_search`], starting
 //!   just past where the previous name landed, so a request sorted by bare
 //!   name (as IREE's compiler emits it) is a single merge pass.
