@@ -41,8 +41,8 @@ impl HashIndex<'_> {
     fn slot(&self, position: usize) -> usize {
         match self {
             Self::Narrow(slots) => usize::from(slots[position]),
-            // u32 to usize is lossless on every target with more than 65 535
-            // exports' worth of memory; a truncated value only misses.
+            // Lossless on 32- and 64-bit targets, the only ones that can
+            // hold the more than 65 535 exports a wide index is built for.
             Self::Wide(slots) => slots[position] as usize,
         }
     }
