@@ -5,7 +5,8 @@
 //! fill these structures in, hosts (`xplug-providers`, `xplug-manager`, or
 //! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies and
 //! contains no logic beyond small, total helpers on the value types and
-//! [`gallop_search`], the sorted-table search every resolver shares.
+//! [`gallop_search`], the sorted-table search every resolver shares, and
+//! [`name_hash`] with the hash-index helpers built on it.
 //!
 //! # Shape of the ABI
 //!
@@ -64,7 +65,7 @@ mod strings;
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
 pub use header::{Features, Header, Sanitizer, Version};
 pub use import::{ImportFn, ImportThunkFn, bare_name, is_optional, is_optional_bytes, strip_optional};
-pub use lookup::gallop_search;
+pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_hash};
 pub use plugin::{
     EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, LoadFnV0, PluginV0, QueryFn, Resolution,
     ResolveFnV0, ResolveParamsV0, UnloadFnV0,

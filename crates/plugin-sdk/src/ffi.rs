@@ -19,7 +19,8 @@ use xplug_abi::{
     StatusCode, StringPair, Version,
 };
 
-use crate::resolve::resolve_with;
+pub use crate::resolve::HashIndex;
+use crate::resolve::{Exports, resolve_with};
 use crate::{
     Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState,
 };
@@ -30,8 +31,11 @@ use crate::{
 /// Implemented only by generated code: `v0()` must be the table built by
 /// [`v0_table::<Self>`], `exports()` must be sorted by name with no
 /// duplicates and built with [`Export::new`] from imports whose
-/// `Import::State` is `Self::State`, and `export_names()` must list the same
-/// names in the same order.
+/// `Import::State` is `Self::State`, `export_names()` must list the same
+/// names in the same order, and `hash_index()` must be the index of
+/// `exports()` built with `xplug_abi::hash_index_insert` and
+/// `xplug_abi::name_hash` over the names (a wrong index makes lookups miss,
+/// it is never unsound).
 pub unsafe trait PluginDef: 'static {
     /// The state `load` creates and imports receive.
     type State: PluginState;
@@ -43,6 +47,8 @@ pub unsafe trait PluginDef: 'static {
     fn exports() -> &'static [Export];
     /// The export names as C strings, in the same order.
     fn export_names() -> &'static [CName];
+    /// The hash index of `exports()`, for sparse requests.
+    fn hash_index() -> HashIndex<'static>;
 }
 
 /// One `#[import]` function, as the macro describes it.
@@ -77,20 +83,23 @@ impl CName {
 }
 
 /// One entry of a plugin's sorted export table.
+///
+/// The name is kept as a `&str` (pointer and length, no NUL), so comparing
+/// it with a requested name never scans for a terminator; the NUL-terminated
+/// copies live in the separate [`CName`] list that `xplug_plugin_exports`
+/// hands out.
 #[derive(Clone, Copy, Debug)]
 pub struct Export {
-    name: &'static CStr,
     symbol: &'static str,
     function: ImportFn,
     uses_state: bool,
 }
 
 impl Export {
-    /// The entry for import `I`, exported as `name` (`symbol` is the same
-    /// text without the NUL).
+    /// The entry for import `I`, exported as `symbol`.
     #[must_use]
-    pub const fn new<I: Import>(name: &'static CStr, symbol: &'static str) -> Self {
-        Self { name, symbol, function: import_entry::<I>, uses_state: I::USES_STATE }
+    pub const fn new<I: Import>(symbol: &'static str) -> Self {
+        Self { symbol, function: import_entry::<I>, uses_state: I::USES_STATE }
     }
 
     /// The symbol name.
@@ -100,7 +109,7 @@ impl Export {
     }
 
     fn key(&self) -> &[u8] {
-        self.name.to_bytes()
+        self.symbol.as_bytes()
     }
 }
 
@@ -354,14 +363,14 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
                     .as_slice_of_cells(),
             )
         };
+        let exports = Exports { table: D::exports(), key: Export::key, index: D::hash_index() };
         let outcome = resolve_with(
-            D::exports(),
-            Export::key,
+            exports,
             request.count,
             |slot| {
                 let name = names[slot];
                 // SAFETY: a non-NULL name is NUL-terminated and valid for the
-                // call per the contract.
+                // call per the contract. Its length is measured once, here.
                 (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_bytes())
             },
             |slot| !functions[slot].get().is_null(),

@@ -87,6 +87,32 @@
 //!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
 //!   without it, a registration in `xplug_providers::static_plugins()`.
 //!
+//! # How the generated plugin resolves
+//!
+//! The macro emits two static structures over the exports and no search
+//! code of its own: the symbol table sorted by byte value (each name stored
+//! with its length, so comparing never scans for a NUL), and an
+//! open-addressing hash index over it (power-of-two length at least twice
+//! the number of exports, 16-bit slots holding table index + 1 for up to
+//! 65 535 exports, 32-bit beyond; linear probing from
+//! [`abi::name_hash`]`(name)`, the same function at compile and at run
+//! time). One generic resolver, shared by every plugin, measures each
+//! requested name once and then:
+//!
+//! * for a request that is sparse relative to the table (fewer names than
+//!   half the exports) looks every name up in the hash index: one hash and
+//!   usually one comparison, in any order;
+//! * otherwise walks the sorted table with [`abi::gallop_search`], starting
+//!   just past where the previous name landed, so a request sorted by bare
+//!   name (as IREE's compiler emits it) is a single merge pass.
+//!
+//! Either way the SPEC §2 rules hold for any request: the `?` prefix is
+//! stripped before matching, already-filled slots are skipped and never
+//! overwritten, duplicates and unsorted names are found, an unresolved
+//! optional name sets `MISSING_OPTIONAL`, an unresolved required one makes
+//! the call return `NOT_FOUND`, and [`PluginState::provides`] can decline
+//! any export.
+//!
 //! # Shared library and static linking from one crate
 //!
 //! Declare the plugin crate as

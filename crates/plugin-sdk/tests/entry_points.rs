@@ -98,6 +98,137 @@ mod stateless {
     }
 }
 
+/// Twenty imports whose names share prefixes and straddle the hash's 8-byte
+/// chunks, so a one-name request takes the hash index and a full one the
+/// sorted walk. Each import writes its position in `MANY`.
+#[xplug_sdk::plugin(name = "many")]
+mod many {
+    use super::*;
+
+    #[import("a")]
+    fn f0(params: &mut BinOp) {
+        params.out = 0;
+    }
+
+    #[import("ab")]
+    fn f1(params: &mut BinOp) {
+        params.out = 1;
+    }
+
+    #[import("abc")]
+    fn f2(params: &mut BinOp) {
+        params.out = 2;
+    }
+
+    #[import("abcdefg")]
+    fn f3(params: &mut BinOp) {
+        params.out = 3;
+    }
+
+    #[import("abcdefgh")]
+    fn f4(params: &mut BinOp) {
+        params.out = 4;
+    }
+
+    #[import("abcdefghi")]
+    fn f5(params: &mut BinOp) {
+        params.out = 5;
+    }
+
+    #[import("abcdefghijklmnop")]
+    fn f6(params: &mut BinOp) {
+        params.out = 6;
+    }
+
+    #[import("abcdefghijklmnopq")]
+    fn f7(params: &mut BinOp) {
+        params.out = 7;
+    }
+
+    #[import("simple_mul_workgroup")]
+    fn f8(params: &mut BinOp) {
+        params.out = 8;
+    }
+
+    #[import("simple_mul_workgroup_f16")]
+    fn f9(params: &mut BinOp) {
+        params.out = 9;
+    }
+
+    #[import("simple_add")]
+    fn f10(params: &mut BinOp) {
+        params.out = 10;
+    }
+
+    #[import("b")]
+    fn f11(params: &mut BinOp) {
+        params.out = 11;
+    }
+
+    #[import("ba")]
+    fn f12(params: &mut BinOp) {
+        params.out = 12;
+    }
+
+    #[import("z")]
+    fn f13(params: &mut BinOp) {
+        params.out = 13;
+    }
+
+    #[import("zz_last")]
+    fn f14(params: &mut BinOp) {
+        params.out = 14;
+    }
+
+    #[import("x86_avx2_dot")]
+    fn f15(params: &mut BinOp) {
+        params.out = 15;
+    }
+
+    #[import("x86_avx512_dot")]
+    fn f16(params: &mut BinOp) {
+        params.out = 16;
+    }
+
+    #[import("arm_sve_dot")]
+    fn f17(params: &mut BinOp) {
+        params.out = 17;
+    }
+
+    #[import("arm_neon_dot")]
+    fn f18(params: &mut BinOp) {
+        params.out = 18;
+    }
+
+    #[import("riscv_v_dot")]
+    fn f19(params: &mut BinOp) {
+        params.out = 19;
+    }
+}
+/// The symbols of `many`, in declaration order.
+const MANY: [&CStr; 20] = [
+    c"a",
+    c"ab",
+    c"abc",
+    c"abcdefg",
+    c"abcdefgh",
+    c"abcdefghi",
+    c"abcdefghijklmnop",
+    c"abcdefghijklmnopq",
+    c"simple_mul_workgroup",
+    c"simple_mul_workgroup_f16",
+    c"simple_add",
+    c"b",
+    c"ba",
+    c"z",
+    c"zz_last",
+    c"x86_avx2_dot",
+    c"x86_avx512_dot",
+    c"arm_sve_dot",
+    c"arm_neon_dot",
+    c"riscv_v_dot",
+];
+
 // ---- a counting host allocator, as a C host would provide ----------------
 
 struct Counts {
@@ -374,5 +505,44 @@ fn panic_in_import_is_a_nonzero_code() {
     let mut fine = BinOp { a: 1, b: 2, out: 0 };
     assert_eq!(call(resolved.functions[0], resolved.contexts[0], &mut fine), 0);
     assert_eq!(fine.out, 3);
+    unload(loaded);
+}
+
+#[test]
+fn hash_index_and_walk_find_every_export() {
+    let plugin = table(many::PLUGIN.query());
+    let counts = leak_counts();
+    let loaded = load(plugin, counts, &[]).unwrap();
+    let mut op = BinOp { a: 0, b: 0, out: -1 };
+    // One name at a time: sparse, so the hash index answers.
+    for (position, name) in MANY.iter().enumerate() {
+        let resolved = resolve(&loaded, &[name], &[]);
+        assert_eq!(resolved.status, StatusCode::OK, "{name:?}");
+        assert_eq!(resolved.resolution, Resolution::NONE);
+        assert_eq!(call(resolved.functions[0], resolved.contexts[0], &mut op), 0);
+        assert_eq!(op.out, i32::try_from(position).unwrap(), "{name:?} resolved to the wrong import");
+        // The optional spelling finds the same import.
+        let optional = std::ffi::CString::new(format!("?{}", name.to_str().unwrap())).unwrap();
+        let resolved = resolve(&loaded, &[&optional], &[]);
+        assert_eq!((resolved.status, resolved.resolution), (StatusCode::OK, Resolution::NONE));
+        assert_eq!(call(resolved.functions[0], resolved.contexts[0], &mut op), 0);
+        assert_eq!(op.out, i32::try_from(position).unwrap());
+    }
+    // Near misses through the hash index: prefixes, extensions, case.
+    for missing in [c"abcd", c"abcdefghij", c"simple_mul", c"Z", c"", c"zz_last_"] {
+        let resolved = resolve(&loaded, &[missing], &[]);
+        assert_eq!(resolved.status, StatusCode::NOT_FOUND, "{missing:?}");
+        assert!(resolved.functions[0].is_null());
+    }
+    let resolved = resolve(&loaded, &[c"?abcd", c"b"], &[]);
+    assert_eq!((resolved.status, resolved.resolution), (StatusCode::OK, Resolution::MISSING_OPTIONAL));
+    // Every name at once, in declaration (unsorted) order: dense, so the
+    // sorted walk answers.
+    let resolved = resolve(&loaded, &MANY, &[]);
+    assert_eq!((resolved.status, resolved.resolution), (StatusCode::OK, Resolution::NONE));
+    for (position, (&function, &context)) in resolved.functions.iter().zip(&resolved.contexts).enumerate() {
+        assert_eq!(call(function, context, &mut op), 0);
+        assert_eq!(op.out, i32::try_from(position).unwrap());
+    }
     unload(loaded);
 }
