@@ -206,12 +206,25 @@ fn import_call(c: &mut Criterion) {
             black_box(unsafe { imports.call(black_box(0), &mut params) }.expect("resolved"));
         });
     });
+    let handle = imports.get(0).expect("resolved");
+    group.bench_function("resolved_import_handle", |b| {
+        b.iter(|| {
+            let handle = black_box(&handle);
+            // SAFETY: `add` takes `AddParams`.
+            black_box(unsafe { handle.call(&mut params) });
+        });
+    });
+    // The baseline makes the same call an executable makes through its own
+    // import table: function and context both read through a pointer to a
+    // table entry (here a `black_box`ed reference to a pair, as the handle
+    // above is), then `fn(params, context, NULL)`.
+    let entry = (direct, imports.context(0));
     group.bench_function("direct_fn_ptr", |b| {
         b.iter(|| {
-            let function = black_box(direct);
+            let &(function, context) = black_box(&entry);
             // SAFETY: `add` takes `AddParams`.
             black_box(unsafe {
-                function(std::ptr::from_mut(&mut params).cast(), std::ptr::null_mut(), std::ptr::null_mut())
+                function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut())
             });
         });
     });

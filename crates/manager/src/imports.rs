@@ -22,9 +22,17 @@ use crate::{Error, Manager};
 pub struct ResolvedImports {
     manager: Arc<Manager>,
     names: Vec<CString>,
-    fns: Vec<*mut c_void>,
-    contexts: Vec<*mut c_void>,
+    /// Function and context side by side, so a call reads one slot.
+    slots: Box<[Slot]>,
     resolution: Resolution,
+}
+
+/// One resolved import: its function (if any provider supplied one) and the
+/// context the provider paired with it.
+#[derive(Clone, Copy)]
+struct Slot {
+    function: Option<ImportFn>,
+    context: *mut c_void,
 }
 
 // SAFETY: the raw pointers are import functions and their contexts handed out
@@ -78,7 +86,20 @@ impl Manager {
             .map_err(|error| Error::InvalidRequest { reason: error.to_string() })?;
         let resolution = self.resolve(&mut request)?;
         drop(symbols);
-        Ok(ResolvedImports { manager: Arc::clone(self), names, fns, contexts, resolution })
+        let slots = fns
+            .iter()
+            .zip(&contexts)
+            .map(|(&function, &context)| Slot {
+                // SAFETY: a non-NULL slot holds what a provider filled in as
+                // an import function, and the v0 ABI gives every import the
+                // `ImportFn` signature; data and function pointers have the
+                // same size on every supported target.
+                function: (!function.is_null())
+                    .then(|| unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) }),
+                context,
+            })
+            .collect();
+        Ok(ResolvedImports { manager: Arc::clone(self), names, slots, resolution })
     }
 }
 
@@ -105,7 +126,7 @@ impl ResolvedImports {
     /// True when import `index` exists and has a function.
     #[must_use]
     pub fn is_resolved(&self, index: usize) -> bool {
-        self.fns.get(index).is_some_and(|function| !function.is_null())
+        self.slots.get(index).is_some_and(|slot| slot.function.is_some())
     }
 
     /// The index of the first import whose bare name (without `?`) equals
@@ -128,14 +149,17 @@ impl ResolvedImports {
     /// out of range).
     #[must_use]
     pub fn function(&self, index: usize) -> *mut c_void {
-        self.fns.get(index).copied().unwrap_or(std::ptr::null_mut())
+        self.slots
+            .get(index)
+            .and_then(|slot| slot.function)
+            .map_or(std::ptr::null_mut(), |f| f as *mut c_void)
     }
 
     /// The context pointer of import `index` (NULL when unresolved or out of
     /// range, or when the provider gave none).
     #[must_use]
     pub fn context(&self, index: usize) -> *mut c_void {
-        self.contexts.get(index).copied().unwrap_or(std::ptr::null_mut())
+        self.slots.get(index).map_or(std::ptr::null_mut(), |slot| slot.context)
     }
 
     /// The manager that resolved the table (and keeps it valid).
@@ -144,19 +168,53 @@ impl ResolvedImports {
         &self.manager
     }
 
+    /// A handle on resolved import `index`, checked once, for a hot loop:
+    /// calling it is a plain indirect call with the import's context, as a
+    /// runtime's dispatch loop makes. The handle borrows the table, so it
+    /// cannot outlive the code it points into.
+    ///
+    /// Returns `None` for an out-of-range index or an unresolved optional
+    /// import.
+    ///
+    /// ```
+    /// # use std::ffi::{c_int, c_void};
+    /// # use std::sync::Arc;
+    /// # use xplug_manager::Manager;
+    /// # use xplug_manager::providers::{FnTableEntry, FnTableProvider};
+    /// # unsafe extern "C" fn double(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    /// #     // SAFETY: callers pass an `i32`.
+    /// #     unsafe { *params.cast::<i32>() *= 2 };
+    /// #     0
+    /// # }
+    /// let manager = Arc::new(Manager::new());
+    /// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("double", double)])?))?;
+    /// let imports = manager.resolve_imports(["double"])?;
+    /// let double = imports.get(0).expect("resolved");
+    /// let mut value = 1i32;
+    /// for _ in 0..10 {
+    ///     // SAFETY: `double` takes an `i32`.
+    ///     assert_eq!(unsafe { double.call(&mut value) }, 0);
+    /// }
+    /// assert_eq!(value, 1024);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    #[must_use]
+    pub fn get(&self, index: usize) -> Option<ResolvedImport<'_>> {
+        match self.slots.get(index) {
+            Some(&Slot { function: Some(function), context }) => {
+                Some(ResolvedImport { function, context, _table: std::marker::PhantomData })
+            }
+            _ => None,
+        }
+    }
+
     /// The function and context of import `index`: the hot path of every
     /// call, kept inline; the error is built out of line.
     #[inline]
     fn import(&self, index: usize) -> Result<(ImportFn, *mut c_void), Error> {
-        match (self.fns.get(index), self.contexts.get(index)) {
-            (Some(&function), Some(&context)) if !function.is_null() => {
-                // SAFETY: a non-NULL slot holds what a provider filled in as an
-                // import function, and the v0 ABI gives every import the
-                // `ImportFn` signature; data and function pointers have the
-                // same size on every supported target.
-                let function = unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) };
-                Ok((function, context))
-            }
+        match self.slots.get(index) {
+            Some(&Slot { function: Some(function), context }) => Ok((function, context)),
             _ => Err(self.import_error(index)),
         }
     }
@@ -212,5 +270,68 @@ impl ResolvedImports {
         let (function, context) = self.import(index)?;
         // SAFETY: as in `call`, plus the caller's guarantee about `thunk`.
         Ok(unsafe { thunk(function, std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) })
+    }
+}
+
+/// One resolved import, borrowed from a [`ResolvedImports`] table
+/// ([`ResolvedImports::get`]): its function and context, checked once.
+#[derive(Clone, Copy)]
+pub struct ResolvedImport<'table> {
+    function: ImportFn,
+    context: *mut c_void,
+    _table: std::marker::PhantomData<&'table ResolvedImports>,
+}
+
+// SAFETY: as for `ResolvedImports`: imports are callable from any thread by
+// the provider contract, and the borrow keeps the table (and so the code)
+// alive.
+unsafe impl Send for ResolvedImport<'_> {}
+// SAFETY: as above; the handle is immutable.
+unsafe impl Sync for ResolvedImport<'_> {}
+
+impl fmt::Debug for ResolvedImport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResolvedImport")
+            .field("function", &(self.function as *const c_void))
+            .field("context", &self.context)
+            .finish()
+    }
+}
+
+impl ResolvedImport<'_> {
+    /// The import's function.
+    #[must_use]
+    pub fn function(&self) -> ImportFn {
+        self.function
+    }
+
+    /// The context its provider paired with it.
+    #[must_use]
+    pub fn context(&self) -> *mut c_void {
+        self.context
+    }
+
+    /// Calls the import as an executable would: `fn(params, context, NULL)`,
+    /// returning its result (0 is success).
+    ///
+    /// # Safety
+    /// As [`ResolvedImports::call`]: `P` must be the parameter struct the
+    /// import expects, and the import must be sound to call with it.
+    #[inline]
+    pub unsafe fn call<P>(&self, params: &mut P) -> c_int {
+        // SAFETY: the caller guarantees `P`; the context is the provider's;
+        // the borrowed table keeps the manager, and so the code, alive.
+        unsafe { (self.function)(std::ptr::from_mut(params).cast(), self.context, std::ptr::null_mut()) }
+    }
+
+    /// Calls the import through `thunk`: `thunk(fn, params, context, NULL)`.
+    ///
+    /// # Safety
+    /// As [`ResolvedImport::call`], and `thunk` must call its function
+    /// argument with the other arguments (or otherwise be sound to call).
+    #[inline]
+    pub unsafe fn call_with_thunk<P>(&self, thunk: ImportThunkFn, params: &mut P) -> c_int {
+        // SAFETY: as in `call`, plus the caller's guarantee about `thunk`.
+        unsafe { thunk(self.function, std::ptr::from_mut(params).cast(), self.context, std::ptr::null_mut()) }
     }
 }

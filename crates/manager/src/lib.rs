@@ -115,7 +115,7 @@ pub mod suggest;
 
 pub use c_provider::{CImportProvider, CResolveFn};
 pub use error::{Error, MissingImport};
-pub use imports::ResolvedImports;
+pub use imports::{ResolvedImport, ResolvedImports};
 pub use manager::{Manager, ResolveTrace, SlotSource};
 
 pub use xplug_providers as providers;
