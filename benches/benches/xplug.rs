@@ -206,7 +206,7 @@ fn import_call(c: &mut Criterion) {
             black_box(unsafe { imports.call(black_box(0), &mut params) }.expect("resolved"));
         });
     });
-    let handle = imports.get(0).expect("resolved");
+    let handle = imports.import(0).expect("resolved");
     group.bench_function("resolved_import_handle", |b| {
         b.iter(|| {
             let handle = black_box(&handle);

@@ -143,7 +143,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     }
     let direct = get("call/direct_fn_ptr")?;
     for (what, name) in [
-        ("ResolvedImports::get handle, checked once", "call/resolved_import_handle"),
+        ("ResolvedImports::import handle, checked once", "call/resolved_import_handle"),
         ("ResolvedImports::call(index), checked per call", "call/resolved_imports"),
     ] {
         let resolved = get(name)?;

@@ -149,16 +149,18 @@ fn plugin_share(
         processor_id: 0,
         processor_data: std::ptr::null(),
     };
+    // Checked once, then a plain indirect call per workgroup, as a runtime's
+    // dispatch loop does.
+    let import = imports
+        .import(index)
+        .map_err(|source| CliError::Manager { context: "calling simple_mul_workgroup".to_owned(), source })?;
     for tid in (0..out.len()).step_by(WORKGROUP) {
         params.tid = tid;
         // SAFETY: `simple_mul_workgroup` takes IREE's sample `params_t`,
         // which `WorkgroupParams` mirrors; the three bindings are valid for
         // `size` elements (this thread's share), the inputs are only read,
         // and `out` is borrowed mutably by this thread alone.
-        let result = unsafe { imports.call(index, &mut params) }.map_err(|source| CliError::Manager {
-            context: "calling simple_mul_workgroup".to_owned(),
-            source,
-        })?;
+        let result = unsafe { import.call(&mut params) };
         if result != 0 {
             return Err(CliError::ImportFailed { name: "simple_mul_workgroup".to_owned(), result });
         }

@@ -173,8 +173,9 @@ impl ResolvedImports {
     /// runtime's dispatch loop makes. The handle borrows the table, so it
     /// cannot outlive the code it points into.
     ///
-    /// Returns `None` for an out-of-range index or an unresolved optional
-    /// import.
+    /// # Errors
+    /// [`Error::ImportIndexOutOfRange`] for a bad index and
+    /// [`Error::UnresolvedImport`] for an optional import nobody exports.
     ///
     /// ```
     /// # use std::ffi::{c_int, c_void};
@@ -189,7 +190,7 @@ impl ResolvedImports {
     /// let manager = Arc::new(Manager::new());
     /// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("double", double)])?))?;
     /// let imports = manager.resolve_imports(["double"])?;
-    /// let double = imports.get(0).expect("resolved");
+    /// let double = imports.import(0)?;
     /// let mut value = 1i32;
     /// for _ in 0..10 {
     ///     // SAFETY: `double` takes an `i32`.
@@ -199,22 +200,11 @@ impl ResolvedImports {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    #[must_use]
-    pub fn get(&self, index: usize) -> Option<ResolvedImport<'_>> {
+    pub fn import(&self, index: usize) -> Result<ResolvedImport<'_>, Error> {
         match self.slots.get(index) {
             Some(&Slot { function: Some(function), context }) => {
-                Some(ResolvedImport { function, context, _table: std::marker::PhantomData })
+                Ok(ResolvedImport { function, context, _table: std::marker::PhantomData })
             }
-            _ => None,
-        }
-    }
-
-    /// The function and context of import `index`: the hot path of every
-    /// call, kept inline; the error is built out of line.
-    #[inline]
-    fn import(&self, index: usize) -> Result<(ImportFn, *mut c_void), Error> {
-        match self.slots.get(index) {
-            Some(&Slot { function: Some(function), context }) => Ok((function, context)),
             _ => Err(self.import_error(index)),
         }
     }
@@ -244,11 +234,8 @@ impl ResolvedImports {
     /// and its context: the manager cannot check what foreign code does.
     #[inline]
     pub unsafe fn call<P>(&self, index: usize, params: &mut P) -> Result<c_int, Error> {
-        let (function, context) = self.import(index)?;
-        // SAFETY: the caller guarantees `P` matches the import's parameter
-        // struct; the context is the one the provider paired with it; the
-        // code stays loaded because `self` holds the manager that owns it.
-        Ok(unsafe { function(std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) })
+        // SAFETY: forwarded to the caller.
+        Ok(unsafe { self.import(index)?.call(params) })
     }
 
     /// Calls import `index` through `thunk`, as a runtime that switches stacks
@@ -267,14 +254,13 @@ impl ResolvedImports {
         index: usize,
         params: &mut P,
     ) -> Result<c_int, Error> {
-        let (function, context) = self.import(index)?;
-        // SAFETY: as in `call`, plus the caller's guarantee about `thunk`.
-        Ok(unsafe { thunk(function, std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) })
+        // SAFETY: forwarded to the caller.
+        Ok(unsafe { self.import(index)?.call_with_thunk(thunk, params) })
     }
 }
 
 /// One resolved import, borrowed from a [`ResolvedImports`] table
-/// ([`ResolvedImports::get`]): its function and context, checked once.
+/// ([`ResolvedImports::import`]): its function and context, checked once.
 #[derive(Clone, Copy)]
 pub struct ResolvedImport<'table> {
     function: ImportFn,

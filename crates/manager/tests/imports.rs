@@ -389,3 +389,41 @@ fn a_c_host_resolves_and_calls_through_the_provider_struct() {
     // SAFETY: nothing from the host library is used after this point.
     assert_eq!(unsafe { libc::dlclose(handle) }, 0);
 }
+
+#[test]
+fn import_handles_are_checked_once_and_call_like_the_table() {
+    unsafe extern "C" fn triple(
+        params: *mut std::ffi::c_void,
+        _: *mut std::ffi::c_void,
+        _: *mut std::ffi::c_void,
+    ) -> i32 {
+        // SAFETY: this test passes an `i32`.
+        unsafe { *params.cast::<i32>() *= 3 };
+        0
+    }
+    let manager = std::sync::Arc::new(xplug_manager::Manager::new());
+    let table = xplug_manager::providers::FnTableProvider::new(
+        "handles",
+        [xplug_manager::providers::FnTableEntry::new("triple", triple)],
+    )
+    .unwrap();
+    manager.register_provider(std::sync::Arc::new(table)).unwrap();
+    let imports = manager.resolve_imports(["triple", "?absent"]).unwrap();
+    drop(manager); // the table keeps the manager alive
+
+    let handle = imports.import(0).unwrap();
+    assert_eq!(handle.function() as *mut std::ffi::c_void, imports.function(0));
+    assert_eq!(handle.context(), imports.context(0));
+    let mut value = 2i32;
+    // SAFETY: `triple` takes an `i32`.
+    assert_eq!(unsafe { handle.call(&mut value) }, 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { imports.call(0, &mut value) }.unwrap(), 0);
+    assert_eq!(value, 18);
+
+    let unresolved = imports.import(1).unwrap_err();
+    assert_eq!(unresolved.code(), xplug_manager::providers::abi::StatusCode::NOT_FOUND);
+    assert!(unresolved.to_string().contains("absent"), "{unresolved}");
+    let out_of_range = imports.import(7).unwrap_err();
+    assert_eq!(out_of_range.code(), xplug_manager::providers::abi::StatusCode::OUT_OF_RANGE);
+}
