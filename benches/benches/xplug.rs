@@ -3,8 +3,7 @@
 //! Group and function names are read back by `xtask/src/bench.rs`; keep
 //! them in sync.
 
-// `criterion_group!` generates an undocumented public function.
-#![allow(missing_docs)]
+#![expect(missing_docs, reason = "`criterion_group!` generates an undocumented public function")]
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::hint::black_box;

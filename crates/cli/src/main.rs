@@ -6,9 +6,10 @@
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
 //! load or check failure, 2 a usage error.
 
-// A `CliError` is built at most a few times per process, on the way out;
-// its size does not matter, and boxing every source would only add noise.
-#![allow(clippy::result_large_err)]
+#![expect(
+    clippy::result_large_err,
+    reason = "a `CliError` is built at most a few times per process, on the way out; boxing every source would only add noise"
+)]
 
 // `sample_static` registers itself in `xplug_providers::static_plugins()`
 // from a constructor the linker keeps only if the crate is named.

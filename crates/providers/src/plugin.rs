@@ -506,7 +506,9 @@ pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams
 mod tests {
     use super::*;
 
-    struct Table(#[allow(dead_code)] PluginV0);
+    struct Table(
+        #[expect(dead_code, reason = "read by the host through the pointer the query returns")] PluginV0,
+    );
     // SAFETY: immutable table of thread-safe functions.
     unsafe impl Sync for Table {}
 

@@ -16,7 +16,7 @@ use xplug_providers::{
 /// How many times `unload` ran, to prove exactly-once.
 static UNLOADS: AtomicUsize = AtomicUsize::new(0);
 
-#[allow(dead_code)] // read by the host through the raw pointer `query` returns
+#[expect(dead_code, reason = "read by the host through the raw pointer `query` returns")]
 struct Table(PluginV0);
 // SAFETY: the table is immutable; its functions are thread-safe.
 unsafe impl Sync for Table {}

@@ -1,6 +1,6 @@
 //! Test providers with recognisable fake pointers, and the SPEC §2 reference
 //! model written independently of the manager.
-#![allow(dead_code, missing_docs)]
+#![allow(dead_code, missing_docs, reason = "test helpers; each test binary uses a different subset")]
 
 use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: building the configurable C
 //! plugin with fault flags, and calling import functions.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test binary uses a different subset of the helpers")]
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
