@@ -40,45 +40,15 @@ fn root() -> PathBuf {
 fn libraries() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let build_dir = root().join("target").join("plugin-build");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        // The same command `cargo xtask build-plugins` runs, so the two share
-        // artifacts.
-        let status = Command::new(cargo)
-            .current_dir(root())
-            .args(["build", "--lib", "--target-dir"])
-            .arg(&build_dir)
-            .args(["-p", "sample_standalone", "-p", "sample_system", "-p", "sample_static"])
-            .args(["--features", "sample_standalone/export,sample_system/export,sample_static/export"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the plugins failed");
-        let dir = build_dir.join("debug");
-        let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-        let output = Command::new(compiler)
-            .args([
-                "-std=c99",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-shared",
-                "-fPIC",
-                "-fvisibility=hidden",
-                "-I",
-            ])
-            .arg(root().join("include"))
-            .arg(root().join("plugins/c_sample/c_sample.c"))
-            .arg("-o")
-            .arg(dir.join("libc_sample_for_tests.so"))
-            .output()
-            .expect("a C compiler (cc, or set CC)");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        dir
+        // Exactly what `cargo xtask build-plugins` does.
+        let built = xtask::plugins::build(&root(), false).expect("the example plugins build");
+        assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
+        xtask::plugins::output_dir(&root())
     })
 }
 
 fn library(name: &str) -> PathBuf {
-    libraries().join(format!("lib{name}.so"))
+    libraries().join(xtask::plugins::library_file_name(name))
 }
 
 /// Inputs and the expected product for two workgroups of 100 elements.
@@ -222,7 +192,7 @@ fn sample_system_rejects_a_bad_parameter() {
 #[test]
 fn manager_scans_dynamic_plugins_newest_first() {
     let specs = [
-        library("c_sample_for_tests").display().to_string(),
+        library("c_sample").display().to_string(),
         library("sample_standalone").display().to_string(),
         format!("{}?multiplier=2", library("sample_system").display()),
     ];
@@ -303,7 +273,7 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
     let (system, c_sample) = unsafe {
         (
             SystemLibraryPlugin::load_from_file(library("sample_system"), &LoadParams::new()).unwrap(),
-            SystemLibraryPlugin::load_from_file(library("c_sample_for_tests"), &LoadParams::new()).unwrap(),
+            SystemLibraryPlugin::load_from_file(library("c_sample"), &LoadParams::new()).unwrap(),
         )
     };
     // The SDK's `xplug_plugin_exports`, read after the load checks passed.
