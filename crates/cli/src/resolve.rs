@@ -104,30 +104,21 @@ fn traced(
             );
         }
     };
-    match manager.resolve_traced(&mut request) {
-        Ok(trace) => {
-            let providers = trace
-                .slots
-                .iter()
-                .map(|slot| match slot {
-                    SlotSource::Provider { index, .. } => Some(*index),
-                    _ => None,
-                })
-                .collect();
-            (providers, Ok(trace.resolution))
-        }
-        Err(error) => (vec![None; names.len()], Err(error)),
-    }
+    let (trace, result) = manager.resolve_traced(&mut request);
+    let providers = trace
+        .slots
+        .iter()
+        .map(|slot| match slot {
+            SlotSource::Provider { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    (providers, result)
 }
 
 /// Resolves `names` (in the given order) through `manager`, attributing each
-/// filled slot to its provider.
-///
-/// A failed resolve does not return its trace, so when required names are
-/// missing the table is resolved a second time with every name made
-/// optional: the manager's scan fills the same slots from the same providers
-/// (optionality only changes the verdict), and that trace gives the
-/// attribution while the first result stays the verdict.
+/// filled slot to its provider (the manager's trace is complete even when
+/// required names are missing).
 pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outcome, CliError> {
     let c_names = names
         .iter()
@@ -139,20 +130,7 @@ pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outco
                 .map_err(|_| CliError::Usage { message: format!("import name {name:?} contains a NUL byte") })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (mut providers, result) = traced(manager, &c_names);
-    if matches!(result, Err(xplug_manager::Error::MissingImports { .. })) {
-        let optional: Vec<CString> = c_names
-            .iter()
-            .map(|name| {
-                let bare = bare_name(name.as_bytes());
-                let mut bytes = Vec::with_capacity(bare.len() + 1);
-                bytes.push(b'?');
-                bytes.extend_from_slice(bare);
-                CString::new(bytes).expect("a name without NUL stays without NUL")
-            })
-            .collect();
-        providers = traced(manager, &optional).0;
-    }
+    let (providers, result) = traced(manager, &c_names);
     Ok(Outcome { names: names.to_vec(), providers, result })
 }
 

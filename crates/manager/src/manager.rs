@@ -90,12 +90,11 @@ pub enum SlotSource {
     },
 }
 
-/// The result of [`Manager::resolve_traced`]: the resolution plus, for
-/// tooling, which provider filled each slot and which providers were asked.
+/// What [`Manager::resolve_traced`] saw, for tooling: which provider filled
+/// each slot and which providers were asked. It is complete whether the
+/// resolve succeeded or not (a failed resolve still shows who filled what).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolveTrace {
-    /// The resolution bits, as [`Manager::resolve`] returns them.
-    pub resolution: Resolution,
     /// Per slot, in request order, where its function came from.
     pub slots: Vec<SlotSource>,
     /// Registration indices of the providers called, in call order.
@@ -209,17 +208,19 @@ impl Manager {
     }
 
     /// [`Manager::resolve`], also reporting which provider filled each slot
-    /// and which providers were called.
-    ///
-    /// # Errors
-    /// As [`Manager::resolve`].
-    pub fn resolve_traced(&self, request: &mut ResolveRequest<'_>) -> Result<ResolveTrace, Error> {
+    /// and which providers were called. The trace comes back with the
+    /// result, success or failure, so a tool can show who supplied what even
+    /// when required names are missing.
+    pub fn resolve_traced(
+        &self,
+        request: &mut ResolveRequest<'_>,
+    ) -> (ResolveTrace, Result<Resolution, Error>) {
         let slots = (0..request.len())
             .map(|i| if request.is_filled(i) { SlotSource::Prefilled } else { SlotSource::Empty })
             .collect();
-        let mut trace = ResolveTrace { resolution: Resolution::NONE, slots, called: Vec::new() };
-        trace.resolution = self.resolve_with(request, Some(&mut trace))?;
-        Ok(trace)
+        let mut trace = ResolveTrace { slots, called: Vec::new() };
+        let result = self.resolve_with(request, Some(&mut trace));
+        (trace, result)
     }
 
     fn resolve_with(

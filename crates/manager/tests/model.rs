@@ -111,26 +111,21 @@ proptest! {
         let mut buffers = RequestBuffers::new(&imports);
         let names: Vec<SymbolName<'_>> = buffers.names.iter().map(|n| SymbolName::new(n)).collect();
         let mut request = ResolveRequest::new(&names, &mut buffers.fns, &mut buffers.contexts).unwrap();
-        let traced = manager.resolve_traced(&mut request);
+        let (trace, traced) = manager.resolve_traced(&mut request);
         prop_assert_eq!(&buffers.fns, &expected.fns);
         prop_assert_eq!(&*calls.lock().unwrap(), &expected.calls);
-        match (&traced, &expected.outcome) {
-            (Ok(trace), Outcome::Ok(resolution)) => {
-                prop_assert_eq!(trace.resolution, *resolution);
-                prop_assert_eq!(&trace.called, &expected.calls);
-                for (slot, source) in trace.slots.iter().enumerate() {
-                    let want = if imports[slot].prefilled {
-                        SlotSource::Prefilled
-                    } else if let Some(index) = filler(expected.fns[slot]) {
-                        SlotSource::Provider { index, name: format!("fake{index}").into() }
-                    } else {
-                        SlotSource::Empty
-                    };
-                    prop_assert_eq!(source, &want);
-                }
-            }
-            (Err(error), _) => prop_assert_eq!(outcome_of(&Err(error.clone())), expected.outcome.clone()),
-            (Ok(_), other) => prop_assert!(false, "traced resolve succeeded, model says {:?}", other),
+        prop_assert_eq!(outcome_of(&traced), expected.outcome.clone());
+        // The trace is complete on success and on failure alike.
+        prop_assert_eq!(&trace.called, &expected.calls);
+        for (slot, source) in trace.slots.iter().enumerate() {
+            let want = if imports[slot].prefilled {
+                SlotSource::Prefilled
+            } else if let Some(index) = filler(expected.fns[slot]) {
+                SlotSource::Provider { index, name: format!("fake{index}").into() }
+            } else {
+                SlotSource::Empty
+            };
+            prop_assert_eq!(source, &want);
         }
 
         // The manager as an `ImportProvider`.

@@ -75,7 +75,8 @@ fn later_registrations_override_earlier_ones() {
     let mut buffers = RequestBuffers::new(&imports);
     let names: Vec<SymbolName<'_>> = buffers.names.iter().map(|n| SymbolName::new(n)).collect();
     let mut request = ResolveRequest::new(&names, &mut buffers.fns, &mut buffers.contexts).unwrap();
-    let trace = manager.resolve_traced(&mut request).unwrap();
+    let (trace, result) = manager.resolve_traced(&mut request);
+    assert_eq!(result.unwrap(), Resolution::NONE);
     assert_eq!(trace.slots, [SlotSource::Provider { index: 19, name: "fake19".into() }]);
     assert_eq!(trace.called, [19], "the scan stops once every slot is filled");
     assert_eq!(manager.providers().len(), 20);
