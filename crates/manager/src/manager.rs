@@ -312,7 +312,7 @@ impl ImportProvider for Manager {
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
         Manager::resolve(self, request).map_err(|error| match error {
             Error::MissingImports { missing, .. } => {
-                xplug_providers::Error::NotFound { provider: "xplug-manager", missing: missing.len() }
+                xplug_providers::Error::NotFound { provider: "xplug-manager".into(), missing: missing.len() }
             }
             Error::ProviderFailed { source, .. } => source,
             other => xplug_providers::Error::ResolveFailed {

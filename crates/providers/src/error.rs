@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use xplug_abi::StatusCode;
 
+use crate::ProviderName;
+
 /// Everything that can go wrong while loading a plugin or resolving imports
 /// through a provider.
 ///
@@ -19,7 +21,7 @@ pub enum Error {
     #[error("{missing} required import(s) not provided by `{provider}`")]
     NotFound {
         /// The provider that answered.
-        provider: &'static str,
+        provider: ProviderName,
         /// How many required slots are still empty.
         missing: usize,
     },

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use xplug_abi::{ImportFn, Resolution, gallop_search};
 
-use crate::{Error, ImportProvider, ResolveRequest};
+use crate::{Error, ImportProvider, ProviderName, ResolveRequest};
 
 /// One export of a [`FnTableProvider`]: a bare import name, the function and
 /// the context handed to it.
@@ -106,7 +106,7 @@ impl FnTableEntry {
 /// ```
 #[derive(Debug)]
 pub struct FnTableProvider {
-    name: &'static str,
+    name: ProviderName,
     entries: Vec<FnTableEntry>,
 }
 
@@ -121,7 +121,11 @@ impl FnTableProvider {
     /// - [`Error::DuplicateExport`] when two entries share a name;
     /// - [`Error::InvalidExport`] for an empty name, a name starting with `?`
     ///   or a name containing a NUL byte (no request could ever match them).
-    pub fn new(name: &'static str, entries: impl IntoIterator<Item = FnTableEntry>) -> Result<Self, Error> {
+    pub fn new(
+        name: impl Into<ProviderName>,
+        entries: impl IntoIterator<Item = FnTableEntry>,
+    ) -> Result<Self, Error> {
+        let name = name.into();
         let mut entries: Vec<FnTableEntry> = entries.into_iter().collect();
         for entry in &entries {
             let reason = if entry.name.is_empty() {
@@ -135,7 +139,7 @@ impl FnTableProvider {
             };
             if let Some(reason) = reason {
                 return Err(Error::InvalidExport {
-                    provider: name.to_owned(),
+                    provider: name.to_string(),
                     name: String::from_utf8_lossy(&entry.name).into_owned(),
                     reason: reason.to_owned(),
                 });
@@ -144,7 +148,7 @@ impl FnTableProvider {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         if let Some(pair) = entries.windows(2).find(|pair| pair[0].name == pair[1].name) {
             return Err(Error::DuplicateExport {
-                provider: name.to_owned(),
+                provider: name.to_string(),
                 name: String::from_utf8_lossy(&pair[0].name).into_owned(),
             });
         }
@@ -166,7 +170,7 @@ impl FnTableProvider {
 
 impl ImportProvider for FnTableProvider {
     fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
@@ -184,7 +188,7 @@ impl ImportProvider for FnTableProvider {
                 Err(insert) => hint = insert,
             }
         }
-        request.outcome(self.name)
+        request.outcome(&self.name)
     }
 
     fn exported_names(&self) -> Option<Vec<String>> {

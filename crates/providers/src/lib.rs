@@ -86,6 +86,7 @@
 mod error;
 mod fn_table;
 mod host_alloc;
+mod name;
 mod params;
 mod plugin;
 mod provider;
@@ -97,6 +98,7 @@ mod system_library;
 pub use error::Error;
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use host_alloc::AllocationStats;
+pub use name::ProviderName;
 pub use params::LoadParams;
 pub use plugin::{HOST_SANITIZER, Plugin, PluginInfo, PluginSource};
 pub use provider::ImportProvider;

@@ -5,11 +5,10 @@
 //! where the plugin's table is read and its functions are called.
 
 use std::any::Any;
-use std::collections::HashSet;
 use std::ffi::{CStr, c_char, c_void};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use xplug_abi::{
     EnvironmentV0, Features, Header, PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status,
@@ -17,7 +16,7 @@ use xplug_abi::{
 };
 
 use crate::host_alloc::{AllocationCounters, AllocationStats};
-use crate::{Error, ImportProvider, LoadParams, ResolveRequest};
+use crate::{Error, ImportProvider, LoadParams, ProviderName, ResolveRequest};
 
 /// The sanitizer this host is built with.
 ///
@@ -84,8 +83,9 @@ type ResolveFn = unsafe extern "C" fn(*mut c_void, *const ResolveParamsV0, *mut 
 pub struct Plugin {
     info: PluginInfo,
     source: PluginSource,
-    /// The header name, interned for [`Error::NotFound`].
-    provider_name: &'static str,
+    /// The header name (or the loader's fallback), shared with every
+    /// [`Error::NotFound`] this plugin returns.
+    provider_name: ProviderName,
     /// How errors and logs name the plugin: its name, plus where it came from.
     label: String,
     resolve_fn: ResolveFn,
@@ -219,7 +219,7 @@ impl ImportProvider for Plugin {
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         let span = tracing::debug_span!(
             "xplug.plugin.resolve",
-            plugin = self.provider_name,
+            plugin = &*self.provider_name,
             names = request.len(),
             outcome = tracing::field::Empty
         );
@@ -238,9 +238,9 @@ impl ImportProvider for Plugin {
         let result = match status.code() {
             // Judge from the slots, not from the plugin's word: a plugin
             // claiming success with a required slot empty gets NotFound.
-            StatusCode::OK => request.outcome(self.provider_name),
+            StatusCode::OK => request.outcome(&self.provider_name),
             StatusCode::NOT_FOUND => Err(Error::NotFound {
-                provider: self.provider_name,
+                provider: self.provider_name.clone(),
                 missing: request.missing_required().count(),
             }),
             code => Err(Error::ResolveFailed {
@@ -258,21 +258,6 @@ impl ImportProvider for Plugin {
         };
         result
     }
-}
-
-/// Returns a `'static` copy of `name`, sharing one allocation per distinct
-/// name for the life of the process ([`Error::NotFound`] carries a
-/// `&'static str`; plugin names form a small, bounded set).
-fn intern(name: &str) -> &'static str {
-    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-    let mut guard = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let names = guard.get_or_insert_with(HashSet::new);
-    if let Some(&existing) = names.get(name) {
-        return existing;
-    }
-    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(leaked);
-    leaked
 }
 
 /// How a loader describes the plugin it is loading.
@@ -479,7 +464,7 @@ pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams
         });
     }
 
-    let provider_name = intern(shown_name);
+    let provider_name = ProviderName::from(String::from(shown_name));
     let info = PluginInfo {
         name,
         description,
@@ -572,12 +557,5 @@ mod tests {
         assert_eq!(plugin.provider_name, "nameless");
         // No `unload` in the table: dropping is still fine.
         assert_eq!(plugin.unload(), AllocationStats::default());
-    }
-
-    #[test]
-    fn interned_names_are_shared() {
-        let first = intern("same-name");
-        let second = intern(&String::from("same-name"));
-        assert!(std::ptr::eq(first, second));
     }
 }

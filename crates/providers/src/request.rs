@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use xplug_abi::{ImportFn, Resolution, ResolveParamsV0};
 
-use crate::Error;
+use crate::{Error, ProviderName};
 
 /// One import name as an executable declares it: a NUL-terminated string,
 /// optionally prefixed with `?` (optional import).
@@ -254,12 +254,15 @@ impl<'a> ResolveRequest<'a> {
     /// provider's answer: `NotFound` if a required slot is empty, otherwise OK
     /// with [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
     ///
+    /// `provider` is only converted into a [`ProviderName`] when the answer is
+    /// `NotFound`, so passing `&name` costs nothing on success.
+    ///
     /// # Errors
     /// [`Error::NotFound`] naming `provider` and the number of empty required slots.
-    pub fn outcome(&self, provider: &'static str) -> Result<Resolution, Error> {
+    pub fn outcome(&self, provider: impl Into<ProviderName>) -> Result<Resolution, Error> {
         let missing = self.missing_required().count();
         if missing > 0 {
-            return Err(Error::NotFound { provider, missing });
+            return Err(Error::NotFound { provider: provider.into(), missing });
         }
         Ok(if self.any_optional_missing() { Resolution::MISSING_OPTIONAL } else { Resolution::NONE })
     }

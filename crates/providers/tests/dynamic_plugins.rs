@@ -52,7 +52,10 @@ fn check_minimal(plugin: &Plugin) {
     let (mut fns, mut contexts) = (null_slots::<2>(), null_slots::<2>());
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     let error = plugin.resolve(&mut request).unwrap_err();
-    assert!(matches!(error, Error::NotFound { provider: "c_minimal", missing: 1 }), "{error:?}");
+    assert!(
+        matches!(&error, Error::NotFound { provider, missing: 1 } if *provider == "c_minimal"),
+        "{error:?}"
+    );
     assert!(request.is_filled(0), "a provider fills what it can");
 }
 
@@ -158,7 +161,7 @@ fn lying_plugin_cannot_report_success_with_required_slots_empty() {
     let (mut fns, mut contexts) = (null_slots::<2>(), null_slots::<2>());
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     let error = plugin.resolve(&mut request).unwrap_err();
-    assert!(matches!(error, Error::NotFound { provider: "liar", missing: 1 }), "{error:?}");
+    assert!(matches!(&error, Error::NotFound { provider, missing: 1 } if *provider == "liar"), "{error:?}");
 
     // Only optional names: OK, but with MISSING_OPTIONAL judged from the slots.
     let names = [SymbolName::new(c"?f_state")];

@@ -109,7 +109,7 @@ fn optional_and_missing_names() {
     let mut contexts = [std::ptr::null_mut(); 3];
     let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).unwrap();
     let error = provider.resolve(&mut request).unwrap_err();
-    assert!(matches!(error, Error::NotFound { provider: "table", missing: 2 }), "{error:?}");
+    assert!(matches!(&error, Error::NotFound { provider, missing: 2 } if *provider == "table"), "{error:?}");
     assert_eq!(error.code(), StatusCode::NOT_FOUND);
     assert!(request.is_filled(0), "a provider fills what it can");
 
@@ -207,7 +207,7 @@ proptest! {
         prop_assert_eq!(&fns, &expected_fns);
         prop_assert_eq!(&contexts, &expected_contexts);
         match result {
-            Err(Error::NotFound { provider: "model", missing }) => prop_assert_eq!(missing, missing_required),
+            Err(Error::NotFound { provider, missing }) if provider == "model" => prop_assert_eq!(missing, missing_required),
             Ok(resolution) => {
                 prop_assert_eq!(missing_required, 0);
                 prop_assert_eq!(resolution.contains(Resolution::MISSING_OPTIONAL), missing_optional);

@@ -107,7 +107,7 @@ impl ImportProvider for FakeProvider {
                 message: "injected failure".into(),
             }),
             Behaviour::LiarOk => Ok(Resolution::NONE),
-            Behaviour::LiarNotFound => Err(Error::NotFound { provider: "liar", missing: 0 }),
+            Behaviour::LiarNotFound => Err(Error::NotFound { provider: "liar".into(), missing: 0 }),
         }
     }
 
