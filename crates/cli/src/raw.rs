@@ -19,18 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlopen2::raw::Library;
 use xplug_abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EnvironmentV0, Features, Header,
-    PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView,
-    Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0,
+    ExportsListFn, Features, Header, PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status,
+    StatusCode, StringPair, StringView, Version,
 };
 
 use crate::error::CliError;
-
-/// The name of the SDK's export listing a plugin's import names.
-pub(crate) const EXPORTS_SYMBOL: &CStr = c"xplug_plugin_exports";
-
-/// `const char* const* xplug_plugin_exports(size_t* out_count)`.
-type ExportsFn = unsafe extern "C" fn(out_count: *mut usize) -> *const *const c_char;
 
 /// What a plugin's header says, copied out of the plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,9 +127,9 @@ impl RawLibrary {
     /// The names from `xplug_plugin_exports`, or `None` when the library does
     /// not export it (C plugins, IREE's samples).
     pub(crate) fn exports(&self) -> Option<Vec<String>> {
-        // SAFETY: the SDK documents the export's signature as `ExportsFn`
+        // SAFETY: the SDK documents the export's signature as `xplug_abi::ExportsListFn`
         // (promise made at `open`).
-        let exports = unsafe { self.library.symbol_cstr::<ExportsFn>(EXPORTS_SYMBOL) }.ok()?;
+        let exports = unsafe { self.library.symbol_cstr::<ExportsListFn>(EXPORTS_LIST_NAME) }.ok()?;
         let mut count = 0usize;
         // SAFETY: `count` is a valid out-pointer; the function returns a
         // static array of `count` C strings (SDK contract).
