@@ -10,19 +10,18 @@
 //! file is a v0 plugin, and every later call into it (query, load, resolve,
 //! unload, the exports list) relies on that promise.
 
-use std::alloc::Layout;
 use std::ffi::{CStr, c_char, c_void};
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use dlopen2::raw::Library;
 use xplug_abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0,
-    ExportsListFn, Features, Header, PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status,
-    StatusCode, StringPair, StringView, Version,
+    EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, Features, Header, PluginV0, QueryFn,
+    Resolution, ResolveParamsV0, Sanitizer, StatusCode, StringPair, StringView, Version,
 };
+
+use xplug_providers::HostAllocator;
 
 use crate::error::CliError;
 
@@ -156,151 +155,12 @@ unsafe fn c_string(ptr: *const c_char) -> Option<String> {
     Some(unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
 }
 
-/// Counts what a plugin holds from the host allocator.
-///
-/// Each block carries a 16-byte prefix storing its requested size, so FREE
-/// and REALLOC can rebuild the layout.
-#[derive(Debug, Default)]
-pub(crate) struct CountingAllocator {
-    live_blocks: AtomicUsize,
-    live_bytes: AtomicUsize,
-}
-
-/// Alignment of every block and size of its prefix.
-const BLOCK_ALIGN: usize = 16;
-
-impl CountingAllocator {
-    /// Blocks and bytes currently held.
-    pub(crate) fn live(&self) -> (usize, usize) {
-        (self.live_blocks.load(Ordering::Relaxed), self.live_bytes.load(Ordering::Relaxed))
-    }
-
-    fn layout(size: usize) -> Option<Layout> {
-        Layout::from_size_align(size.checked_add(BLOCK_ALIGN)?, BLOCK_ALIGN).ok()
-    }
-
-    /// Allocates a block of `size` bytes (zeroed when `zeroed`).
-    fn allocate(&self, size: usize, zeroed: bool) -> *mut c_void {
-        let Some(layout) = Self::layout(size) else { return std::ptr::null_mut() };
-        // SAFETY: the layout has a non-zero size (prefix included).
-        let base =
-            unsafe { if zeroed { std::alloc::alloc_zeroed(layout) } else { std::alloc::alloc(layout) } };
-        if base.is_null() {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: the block is at least BLOCK_ALIGN bytes and 16-aligned.
-        unsafe { base.cast::<usize>().write(size) };
-        self.live_blocks.fetch_add(1, Ordering::Relaxed);
-        self.live_bytes.fetch_add(size, Ordering::Relaxed);
-        // SAFETY: still inside the block (the user part starts after the prefix).
-        unsafe { base.add(BLOCK_ALIGN) }.cast()
-    }
-
-    /// Frees a block from `allocate`.
-    ///
-    /// # Safety
-    /// `ptr` came from this allocator and is not freed yet.
-    unsafe fn free(&self, ptr: *mut c_void) {
-        // SAFETY: the prefix sits BLOCK_ALIGN bytes before the user pointer.
-        let base = unsafe { ptr.cast::<u8>().sub(BLOCK_ALIGN) };
-        // SAFETY: written by `allocate`.
-        let size = unsafe { base.cast::<usize>().read() };
-        self.live_blocks.fetch_sub(1, Ordering::Relaxed);
-        self.live_bytes.fetch_sub(size, Ordering::Relaxed);
-        if let Some(layout) = Self::layout(size) {
-            // SAFETY: same base and layout as the allocation.
-            unsafe { std::alloc::dealloc(base, layout) };
-        }
-    }
-
-    /// The ABI value plugins receive; `self` must outlive every use.
-    fn as_abi(&self) -> Allocator {
-        Allocator { self_: std::ptr::from_ref(self).cast_mut().cast(), ctl: Some(counting_ctl) }
-    }
-}
-
-/// The allocator's `ctl`, called by plugins.
-///
-/// # Safety
-/// `allocator_self` is a live [`CountingAllocator`]; the other arguments
-/// follow the v0 allocator contract for `command`.
-unsafe extern "C" fn counting_ctl(
-    allocator_self: *mut c_void,
-    command: AllocatorCommand,
-    params: *const c_void,
-    inout_ptr: *mut *mut c_void,
-) -> Status {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        if allocator_self.is_null() || inout_ptr.is_null() {
-            return StatusCode::INVALID_ARGUMENT;
-        }
-        // SAFETY: `self_` is the CountingAllocator the host gave (contract).
-        let allocator = unsafe { &*allocator_self.cast::<CountingAllocator>() };
-        let size = || {
-            if params.is_null() {
-                None
-            } else {
-                // SAFETY: MALLOC/CALLOC/REALLOC pass alloc params (contract).
-                Some(unsafe { (*params.cast::<AllocatorAllocParams>()).byte_length })
-            }
-        };
-        match command {
-            AllocatorCommand::MALLOC | AllocatorCommand::CALLOC => {
-                let Some(size) = size() else { return StatusCode::INVALID_ARGUMENT };
-                let block = allocator.allocate(size, command == AllocatorCommand::CALLOC);
-                if block.is_null() {
-                    return StatusCode::RESOURCE_EXHAUSTED;
-                }
-                // SAFETY: `inout_ptr` is writable (contract).
-                unsafe { inout_ptr.write(block) };
-                StatusCode::OK
-            }
-            AllocatorCommand::REALLOC => {
-                let Some(size) = size() else { return StatusCode::INVALID_ARGUMENT };
-                // SAFETY: readable (contract).
-                let old = unsafe { inout_ptr.read() };
-                let block = allocator.allocate(size, false);
-                if block.is_null() {
-                    return StatusCode::RESOURCE_EXHAUSTED;
-                }
-                if !old.is_null() {
-                    // SAFETY: `old` is a live block of this allocator; copy
-                    // the smaller of the two sizes, then free it.
-                    unsafe {
-                        let old_size = old.cast::<u8>().sub(BLOCK_ALIGN).cast::<usize>().read();
-                        std::ptr::copy_nonoverlapping(
-                            old.cast::<u8>(),
-                            block.cast::<u8>(),
-                            old_size.min(size),
-                        );
-                        allocator.free(old);
-                    }
-                }
-                // SAFETY: writable (contract).
-                unsafe { inout_ptr.write(block) };
-                StatusCode::OK
-            }
-            AllocatorCommand::FREE => {
-                // SAFETY: readable (contract).
-                let block = unsafe { inout_ptr.read() };
-                if !block.is_null() {
-                    // SAFETY: a live block of this allocator (contract).
-                    unsafe { allocator.free(block) };
-                }
-                StatusCode::OK
-            }
-            _ => StatusCode::UNIMPLEMENTED,
-        }
-    }));
-    Status::from_code(result.unwrap_or(StatusCode::INTERNAL))
-}
-
 /// A plugin instance loaded by hand: its `load` succeeded and `unload` runs
 /// exactly once (in [`RawInstance::unload`] or on drop).
 pub(crate) struct RawInstance<'lib> {
     table: PluginV0,
     state: *mut c_void,
-    allocator: Box<CountingAllocator>,
+    allocator: Arc<HostAllocator>,
     unloaded: bool,
     _library: PhantomData<&'lib RawLibrary>,
 }
@@ -317,8 +177,8 @@ impl<'lib> RawInstance<'lib> {
         params: &[(&str, &str)],
     ) -> Result<Self, StatusCode> {
         let load = table.load.ok_or(StatusCode::INVALID_ARGUMENT)?;
-        let allocator = Box::<CountingAllocator>::default();
-        let environment = EnvironmentV0 { host_allocator: allocator.as_abi() };
+        let allocator = HostAllocator::new();
+        let environment = EnvironmentV0 { host_allocator: allocator.abi() };
         let pairs: Vec<StringPair> = params
             .iter()
             .map(|(key, value)| StringPair {
@@ -329,7 +189,7 @@ impl<'lib> RawInstance<'lib> {
         let mut state = std::ptr::null_mut();
         // SAFETY: `table` came from the library's query (trusted at `open`);
         // the environment, params and out-pointer are valid for the call, and
-        // the allocator lives in a box this instance keeps until after unload.
+        // the allocator lives in an `Arc` this instance keeps until after unload.
         let status = unsafe { load(&environment, pairs.len(), pairs.as_ptr(), &mut state) };
         if !status.is_ok() {
             return Err(status.code());
@@ -365,13 +225,14 @@ impl<'lib> RawInstance<'lib> {
 
     /// Blocks and bytes the plugin holds right now.
     pub(crate) fn live(&self) -> (usize, usize) {
-        self.allocator.live()
+        let stats = self.allocator.stats();
+        (stats.live_allocations, stats.live_bytes)
     }
 
     /// Calls `unload` and returns the blocks and bytes still held after it.
     pub(crate) fn unload(mut self) -> (usize, usize) {
         self.shutdown();
-        self.allocator.live()
+        self.live()
     }
 
     fn shutdown(&mut self) {
@@ -402,52 +263,4 @@ pub(crate) unsafe fn call_import(function: *mut c_void, params: *mut c_void, con
     let function = unsafe { std::mem::transmute::<*mut c_void, xplug_abi::ImportFn>(function) };
     // SAFETY: caller's contract.
     unsafe { function(params, context, std::ptr::null_mut()) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ctl(
-        allocator: &CountingAllocator,
-        command: AllocatorCommand,
-        size: Option<usize>,
-        ptr: &mut *mut c_void,
-    ) -> StatusCode {
-        let params = size.map(|byte_length| AllocatorAllocParams { byte_length });
-        let params_ptr = params.as_ref().map_or(std::ptr::null(), |p| std::ptr::from_ref(p).cast::<c_void>());
-        let abi = allocator.as_abi();
-        // SAFETY: `abi.self_` is `allocator`, alive for the call; params and
-        // pointer follow the allocator contract for each command used here.
-        unsafe { (abi.ctl.expect("set"))(abi.self_, command, params_ptr, ptr) }.code()
-    }
-
-    #[test]
-    fn counting_allocator_tracks_malloc_calloc_realloc_free() {
-        let allocator = CountingAllocator::default();
-        let mut a = std::ptr::null_mut();
-        assert_eq!(ctl(&allocator, AllocatorCommand::MALLOC, Some(10), &mut a), StatusCode::OK);
-        assert_eq!(a as usize % BLOCK_ALIGN, 0);
-        // SAFETY: `a` is a fresh 10-byte block.
-        unsafe { std::ptr::copy_nonoverlapping(b"0123456789".as_ptr(), a.cast::<u8>(), 10) };
-        let mut b = std::ptr::null_mut();
-        assert_eq!(ctl(&allocator, AllocatorCommand::CALLOC, Some(32), &mut b), StatusCode::OK);
-        // SAFETY: `b` is a fresh 32-byte block.
-        assert!(unsafe { std::slice::from_raw_parts(b.cast::<u8>(), 32) }.iter().all(|&byte| byte == 0));
-        assert_eq!(allocator.live(), (2, 42));
-
-        assert_eq!(ctl(&allocator, AllocatorCommand::REALLOC, Some(100), &mut a), StatusCode::OK);
-        // SAFETY: the grown block keeps the first 10 bytes.
-        assert_eq!(unsafe { std::slice::from_raw_parts(a.cast::<u8>(), 10) }, b"0123456789");
-        assert_eq!(allocator.live(), (2, 132));
-
-        assert_eq!(ctl(&allocator, AllocatorCommand::FREE, None, &mut a), StatusCode::OK);
-        assert_eq!(ctl(&allocator, AllocatorCommand::FREE, None, &mut b), StatusCode::OK);
-        assert_eq!(allocator.live(), (0, 0));
-
-        let mut c = std::ptr::null_mut();
-        assert_eq!(ctl(&allocator, AllocatorCommand::MALLOC, None, &mut c), StatusCode::INVALID_ARGUMENT);
-        assert_eq!(ctl(&allocator, AllocatorCommand(99), Some(1), &mut c), StatusCode::UNIMPLEMENTED);
-        assert_eq!(allocator.live(), (0, 0));
-    }
 }

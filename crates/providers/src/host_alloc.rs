@@ -34,20 +34,41 @@ pub struct AllocationStats {
 const ALIGN: usize = 16;
 const PREFIX: usize = 16;
 
-/// One plugin's counters. Its address is the allocator's `self`, so it must
-/// outlive every call the plugin makes, `unload` included: the plugin keeps
-/// an `Arc` of it.
+/// The host allocator handed to plugins: 16-byte aligned blocks from the
+/// global allocator, counted per instance.
+///
+/// Every [`crate::Plugin`] gets its own; a host that drives a v0 plugin by
+/// hand (a conformance checker, a custom loader) can use one too, through
+/// [`HostAllocator::abi`]. Its address is the ABI allocator's `self`, so it
+/// must outlive every call the plugin makes, `unload` included: keep the
+/// `Arc`.
+///
+/// ```
+/// use xplug_providers::HostAllocator;
+///
+/// let allocator = HostAllocator::new();
+/// let abi = allocator.abi(); // put this in the plugin's environment
+/// assert!(abi.ctl.is_some());
+/// assert_eq!(allocator.stats().live_allocations, 0);
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct AllocationCounters {
+pub struct HostAllocator {
     live_allocations: AtomicUsize,
     live_bytes: AtomicUsize,
     total_allocations: AtomicU64,
     peak_bytes: AtomicUsize,
 }
 
-impl AllocationCounters {
+impl HostAllocator {
+    /// A new allocator with zeroed counters.
+    #[must_use]
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
     /// A snapshot of the counters.
-    pub(crate) fn stats(&self) -> AllocationStats {
+    #[must_use]
+    pub fn stats(&self) -> AllocationStats {
         AllocationStats {
             live_allocations: self.live_allocations.load(Ordering::Relaxed),
             live_bytes: self.live_bytes.load(Ordering::Relaxed),
@@ -56,12 +77,12 @@ impl AllocationCounters {
         }
     }
 
-    /// The ABI allocator value whose `self` is `counters`.
-    ///
-    /// The value is only valid while `counters` (an `Arc` the caller keeps)
-    /// is alive.
-    pub(crate) fn allocator(counters: &Arc<Self>) -> Allocator {
-        Allocator { self_: Arc::as_ptr(counters).cast_mut().cast(), ctl: Some(host_allocator_ctl) }
+    /// The ABI allocator value to hand to a plugin, whose `self` is this
+    /// allocator. Plugins may call it only while this `Arc` (or a clone) is
+    /// alive.
+    #[must_use]
+    pub fn abi(self: &Arc<Self>) -> Allocator {
+        Allocator { self_: Arc::as_ptr(self).cast_mut().cast(), ctl: Some(host_allocator_ctl) }
     }
 
     fn allocated(&self, bytes: usize) {
@@ -164,7 +185,7 @@ fn code(code: StatusCode) -> Status {
 ///
 /// # Safety
 /// Called by plugin code under the v0 allocator contract: `allocator_self` is
-/// the pointer from [`AllocationCounters::allocator`] (still alive);
+/// the pointer from [`HostAllocator::allocator`] (still alive);
 /// `inout_ptr` points to a writable pointer; for MALLOC, CALLOC and REALLOC
 /// `params` points to an [`AllocatorAllocParams`]; pointers passed to
 /// REALLOC and FREE came from this allocator and were not freed.
@@ -194,7 +215,7 @@ unsafe fn dispatch(
         return code(StatusCode::INVALID_ARGUMENT);
     }
     // SAFETY: a non-null `self` is the live counters block (contract).
-    let counters = unsafe { &*allocator_self.cast::<AllocationCounters>() };
+    let counters = unsafe { &*allocator_self.cast::<HostAllocator>() };
     let requested = || {
         if params.is_null() {
             None
@@ -263,7 +284,7 @@ mod tests {
         let params = size.map(|byte_length| AllocatorAllocParams { byte_length });
         let params_ptr = params.as_ref().map_or(std::ptr::null(), |p| std::ptr::from_ref(p).cast());
         let function = allocator.ctl.expect("host allocator has a ctl");
-        // SAFETY: `allocator` comes from `AllocationCounters::allocator` over
+        // SAFETY: `allocator` comes from `HostAllocator::allocator` over
         // counters the test keeps alive; `ptr` is a valid pointer slot holding
         // NULL or a block from this allocator.
         unsafe { function(allocator.self_, AllocatorCommand(command), params_ptr, ptr) }.code()
@@ -271,8 +292,8 @@ mod tests {
 
     #[test]
     fn malloc_calloc_realloc_free_keep_counts() {
-        let counters = Arc::new(AllocationCounters::default());
-        let allocator = AllocationCounters::allocator(&counters);
+        let counters = HostAllocator::new();
+        let allocator = counters.abi();
 
         let mut a = std::ptr::null_mut();
         assert_eq!(ctl(&allocator, 0, Some(24), &mut a), StatusCode::OK);
@@ -321,8 +342,8 @@ mod tests {
 
     #[test]
     fn bad_requests_are_typed_statuses() {
-        let counters = Arc::new(AllocationCounters::default());
-        let allocator = AllocationCounters::allocator(&counters);
+        let counters = HostAllocator::new();
+        let allocator = counters.abi();
         let mut ptr = std::ptr::null_mut();
         // FREE of NULL is fine.
         assert_eq!(ctl(&allocator, 3, None, &mut ptr), StatusCode::OK);

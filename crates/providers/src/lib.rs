@@ -97,7 +97,7 @@ mod system_library;
 
 pub use error::Error;
 pub use fn_table::{FnTableEntry, FnTableProvider};
-pub use host_alloc::AllocationStats;
+pub use host_alloc::{AllocationStats, HostAllocator};
 pub use name::ProviderName;
 pub use params::LoadParams;
 pub use plugin::{HOST_SANITIZER, Plugin, PluginInfo, PluginSource};

@@ -15,7 +15,7 @@ use xplug_abi::{
     StatusCode, UnloadFnV0, Version,
 };
 
-use crate::host_alloc::{AllocationCounters, AllocationStats};
+use crate::host_alloc::{AllocationStats, HostAllocator};
 use crate::{Error, ImportProvider, LoadParams, ProviderName, ResolveRequest};
 
 /// The sanitizer this host is built with.
@@ -96,7 +96,7 @@ pub struct Plugin {
     exports: Option<Vec<String>>,
     /// The allocator's `self`; must outlive `unload`, so it is dropped after
     /// `Drop::drop` has run.
-    counters: Arc<AllocationCounters>,
+    counters: Arc<HostAllocator>,
     /// Whatever keeps the plugin's code mapped (an open library); dropped
     /// last, after `unload`.
     _keep_alive: Option<Arc<dyn Any + Send + Sync>>,
@@ -429,8 +429,8 @@ pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams
     };
 
     // Step 4: load with an environment and params valid only for the call.
-    let counters = Arc::new(AllocationCounters::default());
-    let environment = EnvironmentV0 { host_allocator: AllocationCounters::allocator(&counters) };
+    let counters = HostAllocator::new();
+    let environment = EnvironmentV0 { host_allocator: counters.abi() };
     let pairs = params.as_string_pairs();
     let pairs_ptr = if pairs.is_empty() { std::ptr::null() } else { pairs.as_ptr() };
     let mut state: *mut c_void = std::ptr::null_mut();
