@@ -14,7 +14,9 @@
 //!   - [`StaticPlugin`]: a query function linked into the binary, directly or
 //!     through a link-time [`StaticPluginRegistration`] ([`static_plugins`]);
 //!   - [`SystemLibraryPlugin`]: a shared library opened by the OS loader,
-//!     from a file or from bytes in memory.
+//!     from a file or from bytes in memory;
+//!   - [`EmbeddedElfPlugin`]: a standalone ELF (`.sos`, possibly a FatELF
+//!     container) validated and mapped by xplug itself ([`embedded_elf`]).
 //!
 //! Loading a plugin runs the checks of SPEC §3 in order (query result,
 //! header version, `FULL_STATUS`, sanitizer, unknown feature bits, features
@@ -83,6 +85,7 @@
 //! # Ok::<(), xplug_providers::Error>(())
 //! ```
 
+pub mod embedded_elf;
 mod error;
 mod fn_table;
 mod host_alloc;
@@ -95,6 +98,7 @@ mod request;
 mod static_plugin;
 mod system_library;
 
+pub use embedded_elf::EmbeddedElfPlugin;
 pub use error::Error;
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use host_alloc::{AllocationStats, HostAllocator};

@@ -1,0 +1,193 @@
+//! The mapping half of the embedded loader: the only code here that
+//! touches memory. It reserves one private anonymous mapping for a
+//! validated [`ElfPlan`], copies the segments in, applies the planned
+//! relocations, then sets each segment's final protections (RELRO
+//! read-only) and, where the architecture needs it, makes the instruction
+//! cache see the new code. The mapping is released when the image drops.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use super::EmbeddedElfError;
+use super::validate::ElfPlan;
+
+/// A loaded image: one private mapping holding the plugin's segments.
+pub(crate) struct MappedImage {
+    base: *mut c_void,
+    size: usize,
+}
+
+// SAFETY: after `map` returns, the mapping is never written by this side
+// again (only the plugin's own code writes its writable segment, which the
+// v0 ABI requires to be thread-safe); unmapping happens once, in `Drop`,
+// when no one holds the image.
+unsafe impl Send for MappedImage {}
+// SAFETY: as above; `&MappedImage` only exposes addresses.
+unsafe impl Sync for MappedImage {}
+
+impl MappedImage {
+    /// The address of `offset` bytes past the image base.
+    pub(crate) fn address(&self, offset: u64) -> usize {
+        self.base as usize + offset as usize
+    }
+}
+
+impl Drop for MappedImage {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: `base`/`size` are exactly the mapping `map` created, and
+        // nothing refers into it any more: the plugin that ran from it was
+        // unloaded before its keep-alive (this image) was released.
+        unsafe {
+            libc::munmap(self.base, self.size);
+        }
+    }
+}
+
+/// The host's page size.
+pub(crate) fn page_size() -> Result<u64, EmbeddedElfError> {
+    #[cfg(unix)]
+    {
+        // SAFETY: `sysconf` has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(size)
+            .ok()
+            .filter(|size| size.is_power_of_two())
+            .ok_or(EmbeddedElfError::UnsupportedHost { reason: "the page size is unknown" })
+    }
+    #[cfg(not(unix))]
+    {
+        Err(EmbeddedElfError::UnsupportedHost {
+            reason: "the mapping step is implemented for Unix hosts only (mmap/mprotect)",
+        })
+    }
+}
+
+#[cfg(unix)]
+fn os_error(action: &'static str, size: u64) -> EmbeddedElfError {
+    EmbeddedElfError::Memory { action, size, source: Arc::new(std::io::Error::last_os_error()) }
+}
+
+/// Maps `plan` (validated for this host) from `elf`, the bytes of the ELF
+/// it was validated from (`&input[plan.elf()]`).
+#[cfg(unix)]
+pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElfError> {
+    let size = usize::try_from(plan.image_size()).map_err(|_| EmbeddedElfError::TooLarge {
+        what: "image",
+        size: plan.image_size(),
+        limit: usize::MAX as u64,
+    })?;
+    // SAFETY: a fresh private anonymous mapping at an address the kernel
+    // chooses; no existing memory is affected.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(os_error("reserve memory", plan.image_size()));
+    }
+    // From here on the mapping is released on every error path.
+    let image = MappedImage { base, size };
+    let bytes = base.cast::<u8>();
+    for segment in plan.segments() {
+        let file = &elf[segment.file_range.start as usize..segment.file_range.end as usize];
+        // SAFETY: `validate` checked that the segment (`mem_size >=
+        // file.len()` bytes at `image_offset`) lies inside the image, whose
+        // `size` bytes are mapped read-write; the source is the caller's
+        // slice, which cannot overlap a fresh mapping. Anonymous memory is
+        // already zero past the copied bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(file.as_ptr(), bytes.add(segment.image_offset as usize), file.len())
+        };
+    }
+    let load_base = base as u64;
+    for relocation in &plan.relocations {
+        let (value, width) = relocation.bytes(load_base)?;
+        // SAFETY: `validate` checked that `width` bytes at `image_offset`
+        // lie inside one segment, hence inside the read-write mapping;
+        // the write is unaligned-safe (byte copy).
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(relocation.image_offset as usize), width)
+        };
+    }
+    protect(&image, plan)?;
+    Ok(image)
+}
+
+/// Sets final protections: pages outside every segment inaccessible, each
+/// segment's pages its own flags (validated not to share pages with other
+/// flags), the RELRO pages read-only.
+#[cfg(unix)]
+fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> {
+    let page = page_size()? as usize;
+    let set = |start: usize, end: usize, protection: libc::c_int| {
+        if end <= start {
+            return Ok(());
+        }
+        // SAFETY: `start..end` is a page-aligned range inside the mapping
+        // (callers clamp to `image.size`); changing its protection affects
+        // only this image, which no one executes yet.
+        let result =
+            unsafe { libc::mprotect(image.base.cast::<u8>().add(start).cast(), end - start, protection) };
+        if result == 0 { Ok(()) } else { Err(os_error("set page protections", (end - start) as u64)) }
+    };
+    for segment in plan.segments().iter().filter(|segment| segment.flags.execute) {
+        let start = segment.image_offset as usize;
+        flush_instruction_cache(image.base.cast::<u8>().wrapping_add(start), segment.mem_size as usize);
+    }
+    set(0, image.size, libc::PROT_NONE)?;
+    for segment in plan.segments() {
+        let start = segment.image_offset as usize / page * page;
+        let end = (segment.image_offset + segment.mem_size)
+            .next_multiple_of(page as u64)
+            .min(image.size as u64) as usize;
+        let mut protection = libc::PROT_NONE;
+        if segment.flags.read {
+            protection |= libc::PROT_READ;
+        }
+        if segment.flags.write {
+            protection |= libc::PROT_WRITE;
+        }
+        if segment.flags.execute {
+            protection |= libc::PROT_EXEC;
+        }
+        set(start, end, protection)?;
+    }
+    if let Some(relro) = plan.relro() {
+        set(relro.start as usize, (relro.end as usize).min(image.size), libc::PROT_READ)?;
+    }
+    Ok(())
+}
+
+/// Makes freshly written code visible to instruction fetch (aarch64 needs
+/// explicit cache maintenance; x86_64 keeps caches coherent).
+#[cfg(unix)]
+fn flush_instruction_cache(start: *mut u8, size: usize) {
+    #[cfg(target_arch = "aarch64")]
+    {
+        unsafe extern "C" {
+            /// Clears the instruction cache for a range (compiler-rt/libgcc).
+            fn __clear_cache(start: *mut core::ffi::c_char, end: *mut core::ffi::c_char);
+        }
+        // SAFETY: `start..start + size` is one segment inside the mapping,
+        // still read-write (called before protections change); `__clear_cache` only
+        // performs cache maintenance on that range.
+        unsafe { __clear_cache(start.cast(), start.add(size).cast()) };
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    let _ = (start, size);
+}
+
+/// Maps `plan`: unavailable on this platform.
+#[cfg(not(unix))]
+pub(crate) fn map(_plan: &ElfPlan, _elf: &[u8]) -> Result<MappedImage, EmbeddedElfError> {
+    Err(EmbeddedElfError::UnsupportedHost {
+        reason: "the mapping step is implemented for Unix hosts only (mmap/mprotect)",
+    })
+}
