@@ -2,13 +2,14 @@
 //!
 //! The library half holds what the tests reuse: header generation
 //! ([`header`]), the example plugin build ([`plugins`]), the demo
-//! ([`demo`]) and the benchmark summary ([`bench`](mod@bench)). The binary
+//! ([`demo`]), the standalone `.sos` build ([`sos`]) and the benchmark summary ([`bench`](mod@bench)). The binary
 //! (`src/main.rs`) is the command-line front end.
 
 pub mod bench;
 pub mod demo;
 pub mod header;
 pub mod plugins;
+pub mod sos;
 
 use std::path::{Path, PathBuf};
 

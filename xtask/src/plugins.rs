@@ -139,6 +139,7 @@ pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError>
             }
         }
     }
+    built.extend(crate::sos::build(root, &out_dir)?);
     Ok(built)
 }
 

@@ -25,6 +25,10 @@
 //! no-`std` path); panics then abort instead of being reported.
 #![no_std]
 
+// The .sos build links the support a no_std static library needs.
+#[cfg(feature = "sos")]
+extern crate standalone_builtins as _;
+
 use xplug_sdk::{Buffer, BufferMut, ImportError, ImportParams};
 
 /// Elements one workgroup processes (the sample's workgroup size).

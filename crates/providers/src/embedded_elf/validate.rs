@@ -416,6 +416,9 @@ struct Dynamic {
     pltrelsz: Option<u64>,
     pltrel: Option<u64>,
     needed: Vec<u64>,
+    /// The first initialiser tag seen, refused after imports (which say
+    /// more about a non-standalone file).
+    initializer: Option<&'static str>,
 }
 
 struct Reader<'a> {
@@ -546,6 +549,10 @@ impl Reader<'_> {
             if symbol.st_shndx.get(e) == SHN_UNDEF {
                 return Err(EmbeddedElfError::UndefinedSymbol { name: symbols.name(e, index as u64)? });
             }
+        }
+
+        if let Some(tag) = dynamic.initializer {
+            return Err(EmbeddedElfError::Initializer { tag });
         }
 
         let query_index = lookup
@@ -829,7 +836,10 @@ impl Reader<'_> {
                 DT_JMPREL => &mut dynamic.jmprel,
                 DT_PLTRELSZ => &mut dynamic.pltrelsz,
                 DT_PLTREL => &mut dynamic.pltrel,
-                DT_INIT => return Err(EmbeddedElfError::Initializer { tag: "DT_INIT" }),
+                DT_INIT => {
+                    dynamic.initializer.get_or_insert("DT_INIT");
+                    continue;
+                }
                 DT_INIT_ARRAY => {
                     init_array = true;
                     continue;
@@ -864,10 +874,10 @@ impl Reader<'_> {
         // An initialiser array is refused when it has entries (an empty one
         // is harmless); an array without its size counts as having entries.
         if init_array && init_array_size != Some(0) {
-            return Err(EmbeddedElfError::Initializer { tag: "DT_INIT_ARRAY" });
+            dynamic.initializer.get_or_insert("DT_INIT_ARRAY");
         }
         if preinit_array && preinit_array_size != Some(0) {
-            return Err(EmbeddedElfError::Initializer { tag: "DT_PREINIT_ARRAY" });
+            dynamic.initializer.get_or_insert("DT_PREINIT_ARRAY");
         }
         Ok(dynamic)
     }
