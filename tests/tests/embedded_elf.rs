@@ -568,3 +568,21 @@ fn single_byte_corruptions_never_panic() {
         }
     }
 }
+
+#[test]
+fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
+    let bytes = std::fs::read(sos("sample_standalone")).unwrap();
+    let records = fatelf::records(&bytes).unwrap();
+    for record in &records {
+        let target = match record.machine {
+            62 => embedded_elf::ElfTarget::x86_64(4096),
+            183 => embedded_elf::ElfTarget::aarch64(65536),
+            243 => embedded_elf::ElfTarget::riscv64(4096),
+            other => panic!("unexpected record machine {other}"),
+        };
+        let plan =
+            embedded_elf::validate_for(&bytes, target).unwrap_or_else(|error| panic!("{record}: {error}"));
+        assert_eq!(plan.record(), Some(record), "the first record of each architecture is chosen");
+        assert!(plan.relocation_count() > 0, "{record}");
+    }
+}

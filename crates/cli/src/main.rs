@@ -19,6 +19,7 @@ mod bench;
 mod check;
 mod demo;
 mod error;
+mod fatelf;
 mod inspect;
 mod output;
 mod raw;
@@ -101,6 +102,11 @@ enum Command {
         #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
         call: Option<usize>,
     },
+    /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
+    Fatelf {
+        #[command(subcommand)]
+        action: fatelf::Action,
+    },
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
@@ -155,6 +161,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
         Command::Bench { plugin, symbols, runs, call } => {
             bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call }, cli.json)
         }
+        Command::Fatelf { action } => fatelf::run(action, cli.json),
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),
