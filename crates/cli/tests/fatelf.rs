@@ -71,3 +71,16 @@ fn join_writes_a_container_the_loader_accepts() {
     assert_eq!(value["error"]["kind"], "fatelf");
     assert!(value["error"]["causes"][0].as_str().unwrap().contains("not an ELF file"), "{value}");
 }
+
+#[test]
+fn inspect_shows_the_embedded_loader_record_and_segments() {
+    let sos = plugins().join("sample_standalone.sos");
+    let (code, value) = xplug_json(&["inspect", sos.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{value}");
+    assert_eq!(value["name"], "sample_standalone");
+    assert_eq!(value["loader"], "embedded ELF");
+    assert!(value["record"].as_str().unwrap().starts_with("0 of "), "{value}");
+    let segments = value["segments"].as_array().unwrap();
+    assert!(segments.iter().any(|segment| segment.as_str().unwrap().ends_with("r-x")), "{value}");
+    assert!(segments.iter().all(|segment| !segment.as_str().unwrap().ends_with("rwx")), "{value}");
+}

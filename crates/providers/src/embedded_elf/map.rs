@@ -171,14 +171,35 @@ fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> 
 fn flush_instruction_cache(start: *mut u8, size: usize) {
     #[cfg(target_arch = "aarch64")]
     {
-        unsafe extern "C" {
-            /// Clears the instruction cache for a range (compiler-rt/libgcc).
-            fn __clear_cache(start: *mut core::ffi::c_char, end: *mut core::ffi::c_char);
+        // Clean the data cache to the point of unification, then invalidate
+        // the instruction cache, line by line (the sequence the
+        // architecture manual gives for self-modifying code); line sizes
+        // come from CTR_EL0.
+        let ctr: u64;
+        // SAFETY: reading CTR_EL0 is allowed at EL0 on Linux and has no
+        // side effects.
+        unsafe { core::arch::asm!("mrs {}, ctr_el0", out(reg) ctr, options(nomem, nostack)) };
+        let data_line = 4usize << ((ctr >> 16) & 0xf);
+        let code_line = 4usize << (ctr & 0xf);
+        let (first, end) = (start as usize, start as usize + size);
+        let mut line = first & !(data_line - 1);
+        while line < end {
+            // SAFETY: `line` is inside (or at the line start of) the
+            // mapping's segment, which is mapped and readable; `dc cvau`
+            // only writes back cache contents.
+            unsafe { core::arch::asm!("dc cvau, {}", in(reg) line, options(nostack)) };
+            line += data_line;
         }
-        // SAFETY: `start..start + size` is one segment inside the mapping,
-        // still read-write (called before protections change); `__clear_cache` only
-        // performs cache maintenance on that range.
-        unsafe { __clear_cache(start.cast(), start.add(size).cast()) };
+        // SAFETY: a barrier; no memory operands.
+        unsafe { core::arch::asm!("dsb ish", options(nostack)) };
+        let mut line = first & !(code_line - 1);
+        while line < end {
+            // SAFETY: as above; `ic ivau` only invalidates cache lines.
+            unsafe { core::arch::asm!("ic ivau, {}", in(reg) line, options(nostack)) };
+            line += code_line;
+        }
+        // SAFETY: barriers; no memory operands.
+        unsafe { core::arch::asm!("dsb ish", "isb", options(nostack)) };
     }
     #[cfg(not(target_arch = "aarch64"))]
     let _ = (start, size);
