@@ -313,7 +313,7 @@ fn refused(elf: &[u8]) -> EmbeddedElfError {
     // The loader refuses it too, with the same cause, before mapping.
     // SAFETY: refused by validation before any code runs.
     match unsafe { EmbeddedElfPlugin::load_from_memory("hostile", elf, &LoadParams::new()) } {
-        Err(ProviderError::EmbeddedElf { source, plugin }) => {
+        Err(ProviderError::EmbeddedElf { source, plugin, .. }) => {
             assert_eq!(source.to_string(), error.to_string());
             assert!(plugin.contains("hostile"));
         }

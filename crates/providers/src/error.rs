@@ -150,9 +150,10 @@ pub enum Error {
     EmbeddedElf {
         /// The file, or `memory image `name``.
         plugin: String,
-        /// What the loader refused, with the values it found.
+        /// What the loader refused, with the values it found (boxed: it is
+        /// large and rare).
         #[source]
-        source: crate::embedded_elf::EmbeddedElfError,
+        source: Box<crate::embedded_elf::EmbeddedElfError>,
     },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}: {cause}")]

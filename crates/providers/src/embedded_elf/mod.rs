@@ -175,7 +175,7 @@ unsafe fn load(
     let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %label, size = bytes.len());
     let image = span
         .in_scope(|| ElfImage::load(bytes))
-        .map_err(|source| Error::EmbeddedElf { plugin: label.clone(), source })?;
+        .map_err(|source| Error::EmbeddedElf { plugin: label.clone(), source: Box::new(source) })?;
     let record = image.plan().record().copied();
     // SAFETY: the caller vouches for the plugin; the image stays mapped while
     // the plugin holds it as its keep-alive.
