@@ -184,9 +184,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < SIZE + OUT_OFF; ++i) out[i] = -1234.0f;
   uint64_t processor_data[8] = {0};
   xplug_import_fn_t mul = (xplug_import_fn_t)functions[0];
-  for (size_t tid = 0; tid < SIZE; tid += 64) {
-    workgroup_params_t p = {lhs, LHS_OFF, rhs, RHS_OFF, out, OUT_OFF,
-                            SIZE, tid, 0, processor_data};
+  /* IREE's convention: each call gets its own slice (pointer + offset is
+   * its first element, `size` its length); `tid` is the workgroup id. */
+  for (size_t tid = 0; tid * 64 < SIZE; ++tid) {
+    size_t first = tid * 64;
+    size_t count = SIZE - first < 64 ? SIZE - first : 64;
+    workgroup_params_t p = {lhs, LHS_OFF + first, rhs, RHS_OFF + first, out,
+                            OUT_OFF + first, count, tid, 0, processor_data};
     int code = mul(&p, contexts[0], NULL);
     CHECK(code == 0, "simple_mul_workgroup returned %d", code);
   }

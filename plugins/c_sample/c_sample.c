@@ -1,17 +1,17 @@
 /*
  * c_sample: an xplug example plugin written in C against
  * include/xplug/executable_plugin.h, built by `cargo xtask build-plugins`
- * into target/plugins/libc_sample.so.
+ * into target/plugins/{debug,release}/libc_sample.so.
  *
  * Stateless and standalone (no libc calls, no allocation, no globals that
  * change). Exports:
- *   simple_mul_workgroup  out[i] = lhs[i] * rhs[i] for the 64 elements from
- *                         tid (the params of IREE's custom-dispatch sample);
+ *   simple_mul_workgroup  out[i] = lhs[i] * rhs[i] for the `size` elements of
+ *                         this call's slice (IREE's custom-dispatch params;
+ *                         pointer + offset starts the slice, `tid` is only
+ *                         the workgroup id: docs/dispatch.md);
  *   c_sample_negate_f32   value = -value.
  */
 #include "xplug/executable_plugin.h"
-
-enum { C_SAMPLE_WORKGROUP_SIZE = 64 };
 
 /* The params struct of IREE's custom-dispatch CPU sample. */
 typedef struct {
@@ -21,8 +21,8 @@ typedef struct {
   size_t rhs_offset;
   float* out;
   size_t out_offset;
-  size_t size;
-  size_t tid;
+  size_t size; /* elements in this call's slice */
+  size_t tid;  /* workgroup id, informational */
   uint32_t processor_id;
   const uint64_t* processor_data;
 } c_sample_workgroup_params_t;
@@ -37,12 +37,10 @@ static int c_sample_mul(void* params_ptr, void* context, void* reserved) {
   const c_sample_workgroup_params_t* p =
       (const c_sample_workgroup_params_t*)params_ptr;
   if (p == NULL) return 3;
-  size_t end = p->tid + C_SAMPLE_WORKGROUP_SIZE;
-  if (end > p->size) end = p->size;
-  for (size_t i = p->tid; i < end; ++i) {
-    p->out[p->out_offset + i] =
-        p->lhs[p->lhs_offset + i] * p->rhs[p->rhs_offset + i];
-  }
+  const float* lhs = p->lhs + p->lhs_offset;
+  const float* rhs = p->rhs + p->rhs_offset;
+  float* out = p->out + p->out_offset;
+  for (size_t i = 0; i < p->size; ++i) out[i] = lhs[i] * rhs[i];
   return 0;
 }
 

@@ -11,8 +11,9 @@ use crate::plugins::{self, BuildError};
 /// # Errors
 /// When a build fails or cargo cannot be started.
 pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::ExitStatus, BuildError> {
-    eprintln!("building the example plugins into {} ...", plugins::output_dir(root).display());
-    plugins::build(root, !debug)?;
+    let profile = plugins::PluginProfile::from_release_flag(!debug);
+    eprintln!("building the example plugins into {} ...", plugins::output_dir(root, profile).display());
+    plugins::build(root, profile)?;
     // cargo shows its own progress while it builds xplug.
     eprintln!("building and running xplug demo ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
@@ -21,7 +22,7 @@ pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::E
     if !debug {
         command.arg("--release");
     }
-    command.arg("--").arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root)).args(extra);
+    command.arg("--").arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root, profile)).args(extra);
     command.status().map_err(|error| BuildError::Cargo {
         command: format!("{cargo} run -p xplug-cli -- demo"),
         detail: error.to_string(),

@@ -38,7 +38,18 @@ enum Command {
         #[arg(long)]
         no_run: bool,
     },
-    /// Build the example plugins as shared libraries into target/plugins/.
+    /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
+    /// with every example plugin and check every output element.
+    ///
+    /// The first run creates target/iree-venv with IREE's pinned pip
+    /// packages (network access to PyPI needed once).
+    IreeE2e {
+        /// Use debug plugins (target/plugins/debug) instead of release ones.
+        #[arg(long)]
+        debug: bool,
+    },
+    /// Build the example plugins as shared libraries into
+    /// target/plugins/debug/ (or target/plugins/release/ with --release).
     BuildPlugins {
         /// Build with optimisations.
         #[arg(long)]
@@ -67,11 +78,9 @@ fn main() -> ExitCode {
             } else {
                 Vec::new()
             };
-            if !no_run {
-                if let Err(error) = xtask::bench::run_benches(&root, &extra) {
-                    eprintln!("error: {error}");
-                    return ExitCode::FAILURE;
-                }
+            if !no_run && let Err(error) = xtask::bench::run_benches(&root, &extra) {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
             }
             match xtask::bench::ratios(&xtask::bench::criterion_dir(&root)) {
                 Ok(ratios) => {
@@ -95,7 +104,7 @@ fn main() -> ExitCode {
         }
         Command::BuildPlugins { release } => {
             let root = xtask::workspace_root();
-            match xtask::plugins::build(&root, release) {
+            match xtask::plugins::build(&root, xtask::plugins::PluginProfile::from_release_flag(release)) {
                 Ok(built) => {
                     print!("{}", xtask::plugins::table(&root, &built));
                     for plugin in built.iter().filter(|plugin| plugin.path.is_none()) {
@@ -105,6 +114,46 @@ fn main() -> ExitCode {
                 }
                 Err(error) => {
                     eprintln!("error: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::IreeE2e { debug } => {
+            let root = xtask::workspace_root();
+            let profile = xtask::plugins::PluginProfile::from_release_flag(!debug);
+            let cases = xtask::iree_e2e::cases().len();
+            let mut done = 0;
+            let result = xtask::iree_e2e::run(&root, profile, |case, outcome| {
+                done += 1;
+                let verdict = match outcome {
+                    xtask::iree_e2e::Outcome::Pass => "ok",
+                    _ => "FAILED",
+                };
+                eprintln!(
+                    "[{done}/{cases}] {} {} n={} {verdict}",
+                    case.program.file,
+                    case.plugins.join("+"),
+                    case.size
+                );
+            });
+            match result {
+                Ok(report) => {
+                    println!(
+                        "\nIREE {} (iree-compile, iree-run-module --device=local-sync), {} plugins from {}\n",
+                        xtask::iree_e2e::IREE_VERSION,
+                        profile.dir_name(),
+                        xtask::plugins::output_dir(&root, profile).display()
+                    );
+                    print!("{}", report.table());
+                    if report.all_passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    let mut source = std::error::Error::source(&error);
+                    while let Some(cause) = source {
+                        eprintln!("  caused by: {cause}");
+                        source = cause.source();
+                    }
                     ExitCode::FAILURE
                 }
             }

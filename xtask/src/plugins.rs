@@ -1,11 +1,17 @@
 //! `cargo xtask build-plugins`: builds the example plugins as shared
-//! libraries into `target/plugins/`.
+//! libraries into `target/plugins/<profile>/`.
+//!
+//! Each [`PluginProfile`] has its own output directory, so the debug plugins
+//! the test suite builds never replace the optimised ones `cargo xtask
+//! build-plugins --release` (or `cargo xtask demo`) made, and a user handing
+//! `target/plugins/release/` to IREE gets release plugins.
 //!
 //! Rust plugins are built with their `export` feature (which emits the C
 //! entry points) into a separate target directory, `target/plugin-build`,
-//! so the feature change does not invalidate the main build; the C plugin
-//! is compiled against `include/` with `$CC` (default `cc`). Re-running is
-//! cheap and leaves the same files.
+//! so the feature change does not invalidate the main build; release builds
+//! use the workspace's `plugin` cargo profile (stripped, LTO, one codegen
+//! unit). The C plugin is compiled against `include/` with `$CC` (default
+//! `cc`). Re-running is cheap and leaves the same files.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -50,6 +56,13 @@ pub enum BuildError {
         /// The compiler's stderr.
         stderr: String,
     },
+    /// A plugin a run needs could not be built (no C compiler).
+    Skipped {
+        /// The plugin.
+        name: String,
+        /// Why it was skipped.
+        note: String,
+    },
     /// A file operation failed.
     Io {
         /// What was being done, naming the file.
@@ -70,6 +83,7 @@ impl fmt::Display for BuildError {
                     source_file.display()
                 )
             }
+            Self::Skipped { name, note } => write!(f, "plugin {name} was not built: {note}"),
             Self::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }
@@ -81,10 +95,53 @@ fn io(context: String) -> impl FnOnce(std::io::Error) -> BuildError {
     move |source| BuildError::Io { context, source }
 }
 
-/// `target/plugins` under `root`.
+/// How the example plugins are compiled; each has its own output directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PluginProfile {
+    /// Unoptimised, with debug info (what the test suite uses: quick to build).
+    Debug,
+    /// Optimised for size and speed: the workspace's `plugin` cargo profile
+    /// for Rust, `-O2` for C. What `cargo xtask demo` and IREE runs use.
+    Release,
+}
+
+impl PluginProfile {
+    /// `release` when `release` is true, else `debug`.
+    #[must_use]
+    pub fn from_release_flag(release: bool) -> Self {
+        if release { Self::Release } else { Self::Debug }
+    }
+
+    /// The directory name: `debug` or `release`.
+    #[must_use]
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Release => "release",
+        }
+    }
+
+    /// The cargo profile the Rust plugins are built with.
+    fn cargo_profile(self) -> &'static str {
+        match self {
+            Self::Debug => "dev",
+            Self::Release => "plugin",
+        }
+    }
+
+    /// Cargo's output directory name for [`Self::cargo_profile`].
+    fn cargo_output_dir(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Release => "plugin",
+        }
+    }
+}
+
+/// `target/plugins/<profile>` under `root`: where [`build`] puts the plugins.
 #[must_use]
-pub fn output_dir(root: &Path) -> PathBuf {
-    root.join("target").join("plugins")
+pub fn output_dir(root: &Path, profile: PluginProfile) -> PathBuf {
+    root.join("target").join("plugins").join(profile.dir_name())
 }
 
 /// The file name of shared library `name` on this platform (`libname.so`).
@@ -93,13 +150,13 @@ pub fn library_file_name(name: &str) -> String {
     format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
 }
 
-/// Builds every example plugin into `root/target/plugins/`.
+/// Builds every example plugin into [`output_dir`]`(root, profile)`.
 ///
 /// # Errors
 /// When cargo or the C compiler fails, or a file cannot be copied. A
 /// missing C compiler is not an error: the C plugin is reported as skipped.
-pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError> {
-    let out_dir = output_dir(root);
+pub fn build(root: &Path, profile: PluginProfile) -> Result<Vec<BuiltPlugin>, BuildError> {
+    let out_dir = output_dir(root, profile);
     std::fs::create_dir_all(&out_dir).map_err(io(format!("cannot create {}", out_dir.display())))?;
     let build_dir = root.join("target").join("plugin-build");
 
@@ -111,9 +168,7 @@ pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError>
     }
     let features: Vec<String> = RUST_PLUGINS.iter().map(|package| format!("{package}/export")).collect();
     command.arg("--features").arg(features.join(","));
-    if release {
-        command.arg("--release");
-    }
+    command.arg("--profile").arg(profile.cargo_profile());
     let command_line = format!("{command:?}");
     let status = command
         .status()
@@ -122,7 +177,7 @@ pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError>
         return Err(BuildError::Cargo { command: command_line, detail: format!("exited with {status}") });
     }
 
-    let profile_dir = build_dir.join(if release { "release" } else { "debug" });
+    let profile_dir = build_dir.join(profile.cargo_output_dir());
     let mut built = Vec::new();
     for package in RUST_PLUGINS {
         let file = library_file_name(package);
@@ -132,7 +187,7 @@ pub fn build(root: &Path, release: bool) -> Result<Vec<BuiltPlugin>, BuildError>
     }
     for (name, source) in C_PLUGINS {
         let target = out_dir.join(library_file_name(name));
-        match compile_c(root, &root.join(source), &target, release)? {
+        match compile_c(root, &root.join(source), &[], &target, profile)? {
             None => built.push(described(name, "c", target)?),
             Some(note) => {
                 built.push(BuiltPlugin { name: name.to_owned(), kind: "c", path: None, size: 0, note })
@@ -160,13 +215,25 @@ fn copy_atomically(from: &Path, to: &Path) -> Result<(), BuildError> {
     std::fs::rename(&temporary, to).map_err(io(format!("cannot move {} into place", to.display())))
 }
 
-/// Compiles one C plugin; `Ok(Some(note))` when no C compiler exists.
-fn compile_c(root: &Path, source: &Path, target: &Path, release: bool) -> Result<Option<String>, BuildError> {
+/// Compiles one C plugin source (with `defines`, each `NAME` or
+/// `NAME=VALUE`) against `include/` into the shared library `target`;
+/// `Ok(Some(note))` when no C compiler exists.
+///
+/// # Errors
+/// When the compiler fails or the result cannot be moved into place.
+pub fn compile_c(
+    root: &Path,
+    source: &Path,
+    defines: &[&str],
+    target: &Path,
+    profile: PluginProfile,
+) -> Result<Option<String>, BuildError> {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let temporary = target.with_extension("tmp");
     let output = Command::new(&compiler)
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
-        .arg(if release { "-O2" } else { "-O0" })
+        .args(defines.iter().map(|define| format!("-D{define}")))
+        .arg(if profile == PluginProfile::Release { "-O2" } else { "-O0" })
         .arg("-I")
         .arg(root.join("include"))
         .arg(source)
@@ -207,28 +274,6 @@ pub fn table(root: &Path, plugins: &[BuiltPlugin]) -> String {
             [plugin.name.clone(), plugin.kind.to_owned(), path, size]
         })
         .collect();
-    let header = ["name".to_owned(), "kind".to_owned(), "path".to_owned(), "size".to_owned()];
-    let mut widths = [0usize; 4];
-    for row in rows.iter().chain(std::iter::once(&header)) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
-    }
-    let mut text = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
-        text.push_str(line.trim_end());
-        text.push('\n');
-    }
-    text
+    let header = ["name", "kind", "path", "size"].map(str::to_owned);
+    crate::text_table(&header, &rows)
 }

@@ -12,6 +12,11 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// Where `build-plugins` (without `--release`) puts the plugins.
+fn plugin_dir() -> PathBuf {
+    xtask::plugins::output_dir(&root(), xtask::plugins::PluginProfile::Debug)
+}
+
 fn run_build_plugins() -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .arg("build-plugins")
@@ -34,7 +39,7 @@ fn built() -> &'static (String, PathBuf) {
         let first = run_build_plugins();
         let second = run_build_plugins();
         assert_eq!(first, second, "a second build-plugins run must report the same files and sizes");
-        let host = root().join("target").join("plugins").join("c_host_test");
+        let host = plugin_dir().join("c_host_test");
         let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".to_owned()))
             .args([
                 "-std=c99",
@@ -63,7 +68,7 @@ fn built() -> &'static (String, PathBuf) {
 
 fn host(plugin: &str, multiplier: &str, params: &[&str]) -> String {
     let (_, host) = built();
-    let library = root().join("target").join("plugins").join(format!("lib{plugin}.so"));
+    let library = plugin_dir().join(format!("lib{plugin}.so"));
     let output = Command::new(host).arg(&library).arg(multiplier).args(params).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
@@ -94,7 +99,7 @@ fn table_lists_every_plugin_with_a_size() {
             .unwrap_or_else(|| panic!("{name} missing:\n{table}"));
         let fields: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(fields[1], kind, "{line}");
-        assert_eq!(fields[2], format!("target/plugins/lib{name}.so"), "{line}");
+        assert_eq!(fields[2], format!("target/plugins/debug/lib{name}.so"), "{line}");
         let size: u64 = fields[3].parse().unwrap();
         let on_disk = std::fs::metadata(root().join(fields[2])).unwrap().len();
         assert_eq!(size, on_disk, "{line}");
@@ -134,7 +139,7 @@ fn c_host_runs_the_c_sample() {
 #[test]
 fn exported_symbols_are_exactly_the_two_entry_points() {
     built();
-    let library = root().join("target/plugins/libsample_system.so");
+    let library = plugin_dir().join("libsample_system.so");
     let Ok(output) = Command::new("nm").args(["-D", "--defined-only"]).arg(&library).output() else {
         eprintln!("nm not available; skipping the symbol check");
         return;

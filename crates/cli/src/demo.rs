@@ -74,9 +74,10 @@ pub(crate) fn library_file(name: &str) -> String {
     format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
 }
 
-/// `--plugin-dir`, else `$XPLUG_PLUGIN_DIR`, else `plugins/` beside the
-/// binary's profile directory (`target/debug/xplug` → `target/plugins`),
-/// else `target/plugins` under the current directory.
+/// `--plugin-dir`, else `$XPLUG_PLUGIN_DIR`, else the plugins built for the
+/// binary's own profile (`target/release/xplug` → `target/plugins/release`,
+/// `target/debug/xplug` → `target/plugins/debug`), else
+/// `target/plugins/release` under the current directory.
 fn plugin_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(dir) = explicit {
         return dir.to_path_buf();
@@ -86,9 +87,13 @@ fn plugin_dir(explicit: Option<&Path>) -> PathBuf {
     }
     let beside_binary = std::env::current_exe()
         .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("plugins")))
+        .and_then(|exe| {
+            let profile_dir = exe.parent()?;
+            let profile = if profile_dir.file_name()? == "debug" { "debug" } else { "release" };
+            Some(profile_dir.parent()?.join("plugins").join(profile))
+        })
         .filter(|dir| dir.is_dir());
-    beside_binary.unwrap_or_else(|| PathBuf::from("target").join("plugins"))
+    beside_binary.unwrap_or_else(|| PathBuf::from("target").join("plugins").join("release"))
 }
 
 /// Computes one thread's share of a dispatch: `(lhs, rhs, out)`.
@@ -129,7 +134,11 @@ fn dispatch(
     })
 }
 
-/// One thread's share through the plugin: one import call per workgroup.
+/// One thread's share through the plugin: one import call per workgroup,
+/// each given its own slice as IREE's compiler does
+/// (`docs/dispatch.md#the-slice-convention`): the binding pointers plus
+/// offsets start the workgroup's elements, `size` is their count and `tid`
+/// the workgroup's id.
 fn plugin_share(
     imports: &ResolvedImports,
     index: usize,
@@ -144,7 +153,7 @@ fn plugin_share(
         binding1_offset: 0,
         binding2: out.as_mut_ptr(),
         binding2_offset: 0,
-        size: out.len(),
+        size: 0,
         tid: 0,
         processor_id: 0,
         processor_data: std::ptr::null(),
@@ -154,12 +163,17 @@ fn plugin_share(
     let import = imports
         .import(index)
         .map_err(|source| CliError::Manager { context: "calling simple_mul_workgroup".to_owned(), source })?;
-    for tid in (0..out.len()).step_by(WORKGROUP) {
+    let len = out.len();
+    for (tid, first) in (0..len).step_by(WORKGROUP).enumerate() {
+        params.binding0_offset = first;
+        params.binding1_offset = first;
+        params.binding2_offset = first;
+        params.size = (len - first).min(WORKGROUP);
         params.tid = tid;
         // SAFETY: `simple_mul_workgroup` takes IREE's sample `params_t`,
-        // which `WorkgroupParams` mirrors; the three bindings are valid for
-        // `size` elements (this thread's share), the inputs are only read,
-        // and `out` is borrowed mutably by this thread alone.
+        // which `WorkgroupParams` mirrors; each binding is valid for
+        // `offset + size <= len` elements (this thread's share), the inputs
+        // are only read, and `out` is borrowed mutably by this thread alone.
         let result = unsafe { import.call(&mut params) };
         if result != 0 {
             return Err(CliError::ImportFailed { name: "simple_mul_workgroup".to_owned(), result });

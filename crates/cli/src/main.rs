@@ -110,8 +110,9 @@ enum Command {
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
-        /// Directory of the built example plugins (default: target/plugins
-        /// beside the xplug binary, or under the current directory).
+        /// Directory of the built example plugins (default: the
+        /// target/plugins/<profile> matching the xplug binary's profile, or
+        /// target/plugins/release under the current directory).
         #[arg(long, value_name = "DIR")]
         plugin_dir: Option<PathBuf>,
         /// Number of floats.

@@ -79,8 +79,8 @@
 //! // SAFETY: the operator named these plugins; loading one runs its code,
 //! // which we trust to follow the v0 ABI.
 //! unsafe {
-//!     manager.load_spec("target/plugins/libsample_system.so?multiplier=2")?;
-//!     manager.load_spec("target/plugins/libc_sample.so")?;
+//!     manager.load_spec("target/plugins/release/libsample_system.so?multiplier=2")?;
+//!     manager.load_spec("target/plugins/release/libc_sample.so")?;
 //! }
 //! let manager = Arc::new(manager);
 //! let imports = manager.resolve_imports(["simple_mul_workgroup", "?optional_fast_path"])?;

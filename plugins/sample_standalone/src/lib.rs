@@ -11,13 +11,15 @@
 //! | `dot` | `result = sum(x[i] * y[i])` for `i < n` |
 //!
 //! The workgroup functions take [`WorkgroupParams`], the params struct of
-//! IREE's `samples/custom_dispatch/cpu/plugin` (three bindings with element
-//! offsets, the total `size`, the workgroup's first element `tid` and the
-//! processor information), and process the 64 elements starting at `tid`
-//! (fewer at the end), as the sample's 64x1x1 workgroups do.
+//! IREE's custom-dispatch CPU sample: three bindings, each a base pointer
+//! plus an element offset, the element count `size`, the workgroup id `tid`
+//! and the processor information. Following IREE's dispatch convention
+//! (`docs/dispatch.md#the-slice-convention`), `binding + offset` is the first
+//! element of *this call's* slice and `size` its length; `tid` says which
+//! workgroup is calling and is never used as an element position.
 //!
 //! Build the shared library with `cargo xtask build-plugins` (it turns on
-//! the `export` feature) and load `target/plugins/libsample_standalone.so`
+//! the `export` feature) and load `target/plugins/release/libsample_standalone.so` (with `--release`)
 //! with IREE's `--executable_plugin=` or xplug's manager. Without `export`
 //! the crate is an ordinary library that registers the plugin statically.
 //!
@@ -30,9 +32,6 @@
 extern crate standalone_builtins as _;
 
 use xplug_sdk::{Buffer, BufferMut, ImportError, ImportParams};
-
-/// Elements one workgroup processes (the sample's workgroup size).
-pub const WORKGROUP_SIZE: usize = 64;
 
 /// Params of the workgroup kernels: IREE's sample `params_t`.
 ///
@@ -55,9 +54,9 @@ pub struct WorkgroupParams {
     pub binding2: BufferMut<f32>,
     /// Element offset into `binding2`.
     pub binding2_offset: usize,
-    /// Total number of elements.
+    /// Number of elements in this call's slice.
     pub size: usize,
-    /// First element of this workgroup.
+    /// The calling workgroup's id (informational; not an element index).
     pub tid: usize,
     /// The processor running the workgroup.
     pub processor_id: u32,
@@ -93,28 +92,36 @@ pub struct DotParams {
     pub n: usize,
 }
 
-/// Applies `op` to the workgroup's elements.
+/// Applies `op` to the `size` elements of this call's slice:
+/// `out[o2 + i] = op(lhs[o0 + i], rhs[o1 + i])` for `i < size`.
 fn workgroup(params: &mut WorkgroupParams, op: impl Fn(f32, f32) -> f32) -> Result<(), ImportError> {
-    if params.tid >= params.size {
+    let size = params.size;
+    if size == 0 {
         return Ok(());
     }
-    let end = params.size.min(params.tid.saturating_add(WORKGROUP_SIZE));
-    let range = params.tid..end;
     if params.binding0.is_null() || params.binding1.is_null() || params.binding2.is_null() {
         return Err(ImportError::INVALID_ARGUMENT);
     }
-    // SAFETY: IREE's dispatch ABI: each binding is valid for `offset + size`
-    // elements, inputs are read-only during the dispatch, and the elements
-    // `[tid, tid + 64)` of the output belong to this workgroup alone.
+    let (Some(end0), Some(end1), Some(end2)) = (
+        params.binding0_offset.checked_add(size),
+        params.binding1_offset.checked_add(size),
+        params.binding2_offset.checked_add(size),
+    ) else {
+        return Err(ImportError::INVALID_ARGUMENT);
+    };
+    // SAFETY: IREE's dispatch convention: each binding is valid for
+    // `offset + size` elements, the inputs are only read during the
+    // dispatch, and the output slice `[o2, o2 + size)` belongs to this call
+    // alone.
     let (lhs, rhs, out) = unsafe {
         (
-            &params.binding0.as_slice(params.binding0_offset + end)[params.binding0_offset..],
-            &params.binding1.as_slice(params.binding1_offset + end)[params.binding1_offset..],
-            &mut params.binding2.as_mut_slice(params.binding2_offset + end)[params.binding2_offset..],
+            &params.binding0.as_slice(end0)[params.binding0_offset..],
+            &params.binding1.as_slice(end1)[params.binding1_offset..],
+            &mut params.binding2.as_mut_slice(end2)[params.binding2_offset..],
         )
     };
-    for i in range {
-        out[i] = op(lhs[i], rhs[i]);
+    for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
+        *out = op(*lhs, *rhs);
     }
     Ok(())
 }

@@ -40,9 +40,9 @@ pub struct WorkgroupParams {
     pub binding2: BufferMut<f32>,
     /// Element offset into `binding2`.
     pub binding2_offset: usize,
-    /// Total number of elements.
+    /// Number of elements in this call's slice.
     pub size: usize,
-    /// First element of this workgroup.
+    /// The calling workgroup's id (informational; not an element index).
     pub tid: usize,
     /// The processor running the workgroup.
     pub processor_id: u32,
@@ -57,9 +57,6 @@ pub struct CallsParams {
     /// Output: calls served so far by this plugin instance.
     pub count: u64,
 }
-
-/// Elements one workgroup processes.
-pub const WORKGROUP_SIZE: usize = 64;
 
 /// Per-instance state, created by `load` and shared by every import call.
 #[derive(Debug)]
@@ -102,25 +99,32 @@ mod plugin {
     #[import("simple_mul_workgroup")]
     fn simple_mul(params: &mut WorkgroupParams, state: &SystemState) -> Result<(), ImportError> {
         state.calls.fetch_add(1, Ordering::Relaxed);
-        if params.tid >= params.size {
+        let size = params.size;
+        if size == 0 {
             return Ok(());
         }
         if params.binding0.is_null() || params.binding1.is_null() || params.binding2.is_null() {
             return Err(ImportError::INVALID_ARGUMENT);
         }
-        let end = params.size.min(params.tid.saturating_add(WORKGROUP_SIZE));
-        // SAFETY: IREE's dispatch ABI: each binding is valid for
-        // `offset + size` elements, inputs are read-only, and the output
-        // elements `[tid, tid + 64)` belong to this workgroup alone.
+        let (Some(end0), Some(end1), Some(end2)) = (
+            params.binding0_offset.checked_add(size),
+            params.binding1_offset.checked_add(size),
+            params.binding2_offset.checked_add(size),
+        ) else {
+            return Err(ImportError::INVALID_ARGUMENT);
+        };
+        // SAFETY: IREE's dispatch convention: `binding + offset` starts this
+        // call's slice of `size` elements, the inputs are only read, and the
+        // output slice belongs to this call alone.
         let (lhs, rhs, out) = unsafe {
             (
-                &params.binding0.as_slice(params.binding0_offset + end)[params.binding0_offset..],
-                &params.binding1.as_slice(params.binding1_offset + end)[params.binding1_offset..],
-                &mut params.binding2.as_mut_slice(params.binding2_offset + end)[params.binding2_offset..],
+                &params.binding0.as_slice(end0)[params.binding0_offset..],
+                &params.binding1.as_slice(end1)[params.binding1_offset..],
+                &mut params.binding2.as_mut_slice(end2)[params.binding2_offset..],
             )
         };
-        for i in params.tid..end {
-            out[i] = lhs[i] * rhs[i] * state.multiplier;
+        for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
+            *out = lhs * rhs * state.multiplier;
         }
         Ok(())
     }

@@ -41,9 +41,10 @@ fn libraries() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         // Exactly what `cargo xtask build-plugins` does.
-        let built = xtask::plugins::build(&root(), false).expect("the example plugins build");
+        let built = xtask::plugins::build(&root(), xtask::plugins::PluginProfile::Debug)
+            .expect("the example plugins build");
         assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
-        xtask::plugins::output_dir(&root())
+        xtask::plugins::output_dir(&root(), xtask::plugins::PluginProfile::Debug)
     })
 }
 
@@ -71,15 +72,17 @@ impl Data {
 
     /// Runs an import over every workgroup: `call(params) -> code`.
     fn run(&mut self, mut call: impl FnMut(&mut Workgroup) -> c_int) {
-        for tid in (0..SIZE).step_by(64) {
+        // IREE's convention: pointer + offset starts each call's slice,
+        // `size` is its length and `tid` only the workgroup id.
+        for (tid, first) in (0..SIZE).step_by(64).enumerate() {
             let mut params = Workgroup {
                 lhs: self.lhs.as_ptr(),
-                lhs_offset: 2,
+                lhs_offset: 2 + first,
                 rhs: self.rhs.as_ptr(),
-                rhs_offset: 1,
+                rhs_offset: 1 + first,
                 out: self.out.as_mut_ptr(),
-                out_offset: 3,
-                size: SIZE,
+                out_offset: 3 + first,
+                size: (SIZE - first).min(64),
                 tid,
                 processor_id: 0,
                 processor_data: std::ptr::null(),

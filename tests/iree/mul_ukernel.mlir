@@ -1,0 +1,38 @@
+// xplug end-to-end program: `iree_codegen.ukernel.generic` calling the
+// imported `simple_mul_workgroup` from 5 workgroups.
+//
+// The `n` elements are cut into 5 slices of `ceil(n / 5)` elements, the
+// last ones shorter or empty (n = 1 gives slices of 1, 0, 0, 0, 0 elements;
+// n = 63 gives 13, 13, 13, 13, 11). Each workgroup hands the kernel its
+// slice: IREE passes each operand as base pointer + element offset, then
+// the slice length and the workgroup id, then the fields of
+// `hal.import.fields`.
+func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %zero = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %groups = arith.constant 5 : index
+  %n = tensor.dim %a, %zero : tensor<?xf32>
+  %init = tensor.empty(%n) : tensor<?xf32>
+  %result = flow.dispatch.region[%groups] -> (tensor<?xf32>{%n}) {
+    %group = flow.dispatch.workgroup.id[0] : index
+    %count = flow.dispatch.workgroup.count[0] : index
+    %tile = affine.apply affine_map<()[s0, s1] -> (s0 ceildiv s1)>()[%n, %count]
+    %first = affine.min affine_map<()[s0, s1, s2] -> (s0 * s1, s2)>()[%group, %tile, %n]
+    %size = affine.min affine_map<()[s0, s1, s2] -> (s1, s2 - s0)>()[%first, %tile, %n]
+    %lhs = tensor.extract_slice %a[%first] [%size] [1] : tensor<?xf32> to tensor<?xf32>
+    %rhs = tensor.extract_slice %b[%first] [%size] [1] : tensor<?xf32> to tensor<?xf32>
+    %out = tensor.extract_slice %init[%first] [%size] [1] : tensor<?xf32> to tensor<?xf32>
+    %product = iree_codegen.ukernel.generic "simple_mul_workgroup"
+      ins(%lhs, %rhs : tensor<?xf32>, tensor<?xf32>)
+      outs(%out : tensor<?xf32>)
+      (%size, %group : index, index)
+      fn_def_attrs {hal.import.fields = ["processor_id", "processor_data"]}
+      strided_dims([[], [], []]) -> tensor<?xf32>
+    %whole = tensor.insert_slice %product into %init[%first] [%size] [1]
+        : tensor<?xf32> into tensor<?xf32>
+    flow.return %whole : tensor<?xf32>
+  } count(%workload: index) -> (index, index, index) {
+    flow.return %workload, %one, %one : index, index, index
+  }
+  return %result : tensor<?xf32>
+}
