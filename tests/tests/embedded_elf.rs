@@ -17,7 +17,8 @@ fn plugins() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = xtask::workspace_root();
-        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug).expect("the example plugins build");
+        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
+            .expect("the example plugins build");
         assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
         xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
     })

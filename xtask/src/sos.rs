@@ -152,7 +152,7 @@ pub fn build(root: &Path, out_dir: &Path) -> Result<Vec<BuiltPlugin>, BuildError
         link(&linker, &[archive], &version_script, &elf)?;
         elves.push((target, std::fs::read(&elf).map_err(io(format!("cannot read {}", elf.display())))?));
     }
-    let mut built = vec![write_sos(RUST_SOS_PLUGIN, "rust .sos", out_dir, &elves, &skipped_records)?];
+    let mut built = vec![write_sos(RUST_SOS_PLUGIN, "rust", out_dir, &elves, &skipped_records)?];
 
     let (c_name, c_source) = C_SOS_PLUGIN;
     let object = work.join(format!("{c_name}.{host_target}.o"));
@@ -170,7 +170,7 @@ pub fn build(root: &Path, out_dir: &Path) -> Result<Vec<BuiltPlugin>, BuildError
                 .filter(|target| *target != host_target)
                 .map(|target| format!("{target} (C records for other architectures need a cross compiler)"))
                 .collect();
-            built.push(write_sos(c_name, "c .sos", out_dir, &[(host_target, bytes)], &others)?);
+            built.push(write_sos(c_name, "c", out_dir, &[(host_target, bytes)], &others)?);
         }
     }
     Ok(built)

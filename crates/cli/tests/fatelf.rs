@@ -10,7 +10,8 @@ fn plugins() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = xtask::workspace_root();
-        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug).expect("the example plugins build");
+        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
+            .expect("the example plugins build");
         assert!(built.iter().all(|p| p.path.is_some()), "every example plugin is built: {built:?}");
         xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
     })
