@@ -111,7 +111,7 @@ enum Command {
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
         /// Directory of the built example plugins (default: the
-        /// target/plugins/<profile> matching the xplug binary's profile, or
+        /// `target/plugins/<profile>` matching the xplug binary's profile, or
         /// target/plugins/release under the current directory).
         #[arg(long, value_name = "DIR")]
         plugin_dir: Option<PathBuf>,
