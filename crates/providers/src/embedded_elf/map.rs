@@ -6,12 +6,12 @@
 //! cache see the new code. The mapping is released when the image drops.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use super::EmbeddedElfError;
 use super::validate::ElfPlan;
 
 /// A loaded image: one private mapping holding the plugin's segments.
+#[cfg_attr(not(unix), expect(dead_code, reason = "only the Unix mapping step creates images"))]
 pub(crate) struct MappedImage {
     base: *mut c_void,
     size: usize,
@@ -25,6 +25,7 @@ unsafe impl Send for MappedImage {}
 // SAFETY: as above; `&MappedImage` only exposes addresses.
 unsafe impl Sync for MappedImage {}
 
+#[cfg_attr(not(unix), expect(dead_code, reason = "only the Unix mapping step creates images"))]
 impl MappedImage {
     /// The address of `offset` bytes past the image base.
     pub(crate) fn address(&self, offset: u64) -> usize {
@@ -65,7 +66,7 @@ pub(crate) fn page_size() -> Result<u64, EmbeddedElfError> {
 
 #[cfg(unix)]
 fn os_error(action: &'static str, size: u64) -> EmbeddedElfError {
-    EmbeddedElfError::Memory { action, size, source: Arc::new(std::io::Error::last_os_error()) }
+    EmbeddedElfError::Memory { action, size, source: std::sync::Arc::new(std::io::Error::last_os_error()) }
 }
 
 /// Maps `plan` (validated for this host) from `elf`, the bytes of the ELF
