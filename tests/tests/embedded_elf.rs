@@ -174,29 +174,8 @@ fn segments_get_their_own_protections_and_relro_is_read_only() {
 #[test]
 fn a_sos_built_by_a_plain_c_toolchain_loads() {
     let dir = tempfile::tempdir().unwrap();
-    let root = xtask::workspace_root();
-    let output = dir.path().join("c_sample_plain.so");
     // IREE's compile flags with the system compiler and linker (GNU ld).
-    let status = std::process::Command::new(xplug_tests::c_compiler())
-        .args(["-std=c99", "-O2", "-fPIC", "-ffreestanding", "-fvisibility=hidden", "-fno-plt"])
-        .args(["-fno-exceptions", "-fdata-sections", "-ffunction-sections", "-fno-stack-protector"])
-        .args(["-fno-asynchronous-unwind-tables", "-nostdlib", "-shared"])
-        .args([
-            "-Wl,--no-undefined",
-            "-Wl,--gc-sections",
-            "-Wl,-z,now",
-            "-Wl,-z,relro",
-            "-Wl,--hash-style=sysv",
-        ])
-        .args(["-Wl,--build-id=none", "-Wl,--strip-debug"])
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join("plugins/c_sample/c_sample.c"))
-        .arg("-o")
-        .arg(&output)
-        .status()
-        .expect("cannot run the C compiler (set CC)");
-    assert!(status.success());
+    let output = xplug_tests::build_standalone_c_sample(dir.path());
     let bytes = std::fs::read(&output).unwrap();
     let plan = validate(&bytes).unwrap();
     assert!(plan.record().is_none(), "a plain ELF, no container");

@@ -85,7 +85,7 @@ pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElf
             std::ptr::null_mut(),
             size,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
             -1,
             0,
         )
@@ -123,31 +123,21 @@ pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElf
 
 /// Sets final protections: pages outside every segment inaccessible, each
 /// segment's pages its own flags (validated not to share pages with other
-/// flags), the RELRO pages read-only.
+/// flags), the RELRO pages read-only. Pages are grouped into runs of equal
+/// protection, one `mprotect` per run; runs that stay read-write (the
+/// reservation's protection) need no call.
 #[cfg(unix)]
 fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> {
     let page = page_size()? as usize;
-    let set = |start: usize, end: usize, protection: libc::c_int| {
-        if end <= start {
-            return Ok(());
-        }
-        // SAFETY: `start..end` is a page-aligned range inside the mapping
-        // (callers clamp to `image.size`); changing its protection affects
-        // only this image, which no one executes yet.
-        let result =
-            unsafe { libc::mprotect(image.base.cast::<u8>().add(start).cast(), end - start, protection) };
-        if result == 0 { Ok(()) } else { Err(os_error("set page protections", (end - start) as u64)) }
-    };
     for segment in plan.segments().iter().filter(|segment| segment.flags.execute) {
         let start = segment.image_offset as usize;
         flush_instruction_cache(image.base.cast::<u8>().wrapping_add(start), segment.mem_size as usize);
     }
-    set(0, image.size, libc::PROT_NONE)?;
+    let pages = image.size / page;
+    let mut protections = vec![libc::PROT_NONE; pages];
     for segment in plan.segments() {
-        let start = segment.image_offset as usize / page * page;
-        let end = (segment.image_offset + segment.mem_size)
-            .next_multiple_of(page as u64)
-            .min(image.size as u64) as usize;
+        let first = segment.image_offset as usize / page;
+        let end = ((segment.image_offset + segment.mem_size) as usize).div_ceil(page).min(pages);
         let mut protection = libc::PROT_NONE;
         if segment.flags.read {
             protection |= libc::PROT_READ;
@@ -158,10 +148,32 @@ fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> 
         if segment.flags.execute {
             protection |= libc::PROT_EXEC;
         }
-        set(start, end, protection)?;
+        protections[first..end].fill(protection);
     }
     if let Some(relro) = plan.relro() {
-        set(relro.start as usize, (relro.end as usize).min(image.size), libc::PROT_READ)?;
+        let (first, end) = (relro.start as usize / page, (relro.end as usize / page).min(pages));
+        protections[first..end].fill(libc::PROT_READ);
+    }
+    let mut start = 0;
+    while start < pages {
+        let protection = protections[start];
+        let end = protections[start..].iter().position(|&p| p != protection).map_or(pages, |run| start + run);
+        if protection != libc::PROT_READ | libc::PROT_WRITE {
+            // SAFETY: pages `start..end` are inside the mapping; changing
+            // their protection affects only this image, which no one
+            // executes yet.
+            let result = unsafe {
+                libc::mprotect(
+                    image.base.cast::<u8>().add(start * page).cast(),
+                    (end - start) * page,
+                    protection,
+                )
+            };
+            if result != 0 {
+                return Err(os_error("set page protections", ((end - start) * page) as u64));
+            }
+        }
+        start = end;
     }
     Ok(())
 }
