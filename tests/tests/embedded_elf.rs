@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use xplug_abi::StatusCode;
 use xplug_manager::Manager;
-use xplug_manager::providers::embedded_elf::{self, ElfImage, EmbeddedElfError, fatelf, validate};
+use xplug_manager::providers::embedded_elf::{self, EmbeddedElfError, fatelf, validate};
 use xplug_manager::providers::{EmbeddedElfPlugin, Error as ProviderError, LoadParams, PluginSource};
 
 /// Builds the example plugins once per test process; returns their directory.
@@ -121,54 +121,6 @@ fn the_plugin_source_names_the_file_and_record() {
     assert_eq!(record.index, 0, "the host record comes first");
     assert!(plugin.source().to_string().contains("FatELF record 0"), "{}", plugin.source());
     assert_eq!(plugin.unload().live_allocations, 0);
-}
-
-/// The page protections of the mapping, from `/proc/self/maps`.
-#[cfg(target_os = "linux")]
-fn protections(base: usize, size: u64) -> Vec<(usize, usize, String)> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let end = base + size as usize;
-    maps.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (range, perms) = (fields.next()?, fields.next()?);
-            let (start, stop) = range.split_once('-')?;
-            let (start, stop) =
-                (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(stop, 16).ok()?);
-            (start < end && stop > base)
-                .then(|| (start.max(base) - base, stop.min(end) - base, perms[..3].to_owned()))
-        })
-        .collect()
-}
-
-#[test]
-#[cfg(target_os = "linux")]
-fn segments_get_their_own_protections_and_relro_is_read_only() {
-    let bytes = std::fs::read(sos("sample_standalone")).unwrap();
-    let image = ElfImage::load(&bytes).unwrap();
-    let plan = image.plan().clone();
-    let maps = protections(image.base(), plan.image_size());
-    let protection_at = |offset: u64| {
-        maps.iter()
-            .find(|(start, stop, _)| *start as u64 <= offset && offset < *stop as u64)
-            .map(|(_, _, perms)| perms.clone())
-            .unwrap_or_else(|| panic!("offset {offset:#x} unmapped: {maps:?}"))
-    };
-    let relro = plan.relro().expect("linked with -z relro");
-    for segment in plan.segments() {
-        let expected = segment.flags.to_string();
-        let offset = segment.image_offset;
-        let found = protection_at(offset);
-        if relro.contains(&offset) {
-            assert_eq!(found, "r--", "RELRO page of segment {segment:?}");
-        } else {
-            assert_eq!(found, expected, "segment {segment:?}");
-        }
-    }
-    assert!(maps.iter().all(|(_, _, perms)| perms != "rwx"), "{maps:?}");
-    let base = image.base();
-    drop(image);
-    assert!(protections(base, plan.image_size()).is_empty(), "the image is unmapped on drop");
 }
 
 #[test]
