@@ -263,6 +263,29 @@ fn the_unmodified_image_is_valid() {
 }
 
 #[test]
+fn any_page_size_validates_without_panicking() {
+    let elf = rust_elf();
+    for page_size in [0, 1, 4096] {
+        let target = embedded_elf::ElfTarget::x86_64(page_size);
+        let plan = embedded_elf::validate_for(&elf, target).unwrap();
+        assert_eq!(plan.image_size() % target.page_size(), 0, "page size {page_size}");
+    }
+    // lld lays x86_64 segments out on 4 KiB pages: with larger pages they
+    // share pages with different protections, which is refused.
+    for page_size in [16384, 65536, u64::MAX] {
+        let target = embedded_elf::ElfTarget::x86_64(page_size);
+        let error = embedded_elf::validate_for(&elf, target).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                EmbeddedElfError::SegmentsOverlap { how: "share a page with different protections", .. }
+            ),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn truncated_images_are_refused_at_every_length() {
     let elf = rust_elf();
     assert!(matches!(refused(&elf[..40]), EmbeddedElfError::Truncated { needed: 64, available: 40, .. }));

@@ -70,23 +70,31 @@ pub struct ElfTarget {
     page_size: u64,
 }
 
+/// `page_size` rounded up to a power of two, at least 1 and at most 2^32.
+fn normalized_page_size(page_size: u64) -> u64 {
+    page_size.clamp(1, 1 << 32).next_power_of_two()
+}
+
 impl ElfTarget {
-    /// x86_64 (little-endian) with `page_size`-byte pages.
+    /// x86_64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
     #[must_use]
     pub fn x86_64(page_size: u64) -> Self {
-        Self { machine: EM_X86_64, little_endian: true, page_size }
+        Self { machine: EM_X86_64, little_endian: true, page_size: normalized_page_size(page_size) }
     }
 
-    /// aarch64 (little-endian) with `page_size`-byte pages.
+    /// aarch64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
     #[must_use]
     pub fn aarch64(page_size: u64) -> Self {
-        Self { machine: EM_AARCH64, little_endian: true, page_size }
+        Self { machine: EM_AARCH64, little_endian: true, page_size: normalized_page_size(page_size) }
     }
 
-    /// riscv64 (little-endian) with `page_size`-byte pages.
+    /// riscv64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
     #[must_use]
     pub fn riscv64(page_size: u64) -> Self {
-        Self { machine: EM_RISCV, little_endian: true, page_size }
+        Self { machine: EM_RISCV, little_endian: true, page_size: normalized_page_size(page_size) }
     }
 
     /// The process's own architecture and page size.
@@ -1284,6 +1292,13 @@ mod tests {
         assert_eq!(gnu_hash(b""), 5381);
         assert_eq!(sysv_hash(b"printf"), 0x077905a6);
         assert_eq!(gnu_hash(b"printf"), 0x156b2bb8);
+    }
+
+    #[test]
+    fn page_sizes_are_powers_of_two() {
+        assert_eq!(ElfTarget::x86_64(0).page_size(), 1);
+        assert_eq!(ElfTarget::aarch64(4097).page_size(), 8192);
+        assert_eq!(ElfTarget::riscv64(u64::MAX).page_size(), 1 << 32);
     }
 
     #[test]
