@@ -21,7 +21,6 @@ mod demo;
 mod error;
 mod inspect;
 mod output;
-mod raw;
 mod resolve;
 mod trust;
 
@@ -72,9 +71,10 @@ enum Command {
     },
     /// Run the v0 conformance checks against a plugin library.
     Check {
-        /// The plugin library.
-        #[arg(required_unless_present = "list_checks")]
-        plugin: Option<PathBuf>,
+        /// The plugin library, as a spec (`path[?key=value&...]`: the load
+        /// parameters every check loads it with).
+        #[arg(required_unless_present = "list_checks", value_name = "PLUGIN")]
+        plugin: Option<String>,
         /// Also resolve these names in the export checks (for plugins
         /// without `xplug_plugin_exports`).
         #[arg(long = "symbol", value_name = "NAME")]
@@ -105,7 +105,7 @@ enum Command {
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
         /// Directory of the built example plugins (default: the
-        /// target/plugins/<profile> matching the xplug binary's profile, or
+        /// target/plugins/PROFILE directory matching the xplug binary's profile, or
         /// target/plugins/release under the current directory).
         #[arg(long, value_name = "DIR")]
         plugin_dir: Option<PathBuf>,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use xplug_providers::{LoadParams, Plugin, StaticPlugin, SystemLibraryPlugin, static_plugins};
+use xplug_providers::{LoadParamList, Plugin, static_plugins};
 
 use crate::spec::{self, LoaderKind, PluginSpec};
 use crate::{Error, Manager};
@@ -41,7 +41,7 @@ impl Manager {
     ///
     /// # Platform-specific behaviour
     /// Uses the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
-    /// through `SystemLibraryPlugin::load_from_file`; library search rules
+    /// through `Plugin::load_system_library`; library search rules
     /// for relative paths are the platform's.
     pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
         let spec = PluginSpec::parse(spec)?;
@@ -57,11 +57,11 @@ impl Manager {
         if spec.loader() == LoaderKind::Embedded {
             return Err(Error::EmbeddedUnsupported { spec: spec.as_str().to_owned() });
         }
-        let params: LoadParams = spec.params().iter().cloned().collect();
+        let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
         // SAFETY: the caller vouches for the library (see `load_spec`).
-        let plugin = unsafe { SystemLibraryPlugin::load_from_file(spec.path(), &params) }
+        let plugin = unsafe { Plugin::load_system_library(spec.path(), &params) }
             .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
         self.register_plugin(plugin)
     }
@@ -178,7 +178,7 @@ impl Manager {
         }
         // The registry is empty now; static plugins go in first.
         for registration in registrations {
-            let plugin = StaticPlugin::from_registration(registration, &LoadParams::new())
+            let plugin = Plugin::from_registration(registration, &LoadParamList::new())
                 .map_err(|source| Error::StaticPluginLoad { name: registration.name().to_owned(), source })?;
             self.register_plugin(plugin)?;
         }
