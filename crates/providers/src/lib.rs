@@ -2,7 +2,8 @@
 //!
 //! An executable declares imports by name; an [`ImportProvider`] fills a
 //! [`ResolveRequest`] (names plus function and context slots) with what it
-//! exports, following IREE's resolution rules (SPEC §2: filled slots are
+//! exports, following IREE's resolution rules
+//! (`docs/resolution.md#provider-rules`: filled slots are
 //! never overwritten, `?name` is optional, a provider fills what it can and
 //! answers [`Error::NotFound`] while a required slot is empty).
 //! `xplug-manager` composes many providers; this crate holds the providers
@@ -16,7 +17,8 @@
 //!   - [`SystemLibraryPlugin`]: a shared library opened by the OS loader,
 //!     from a file or from bytes in memory.
 //!
-//! Loading a plugin runs the checks of SPEC §3 in order (query result,
+//! Loading a plugin runs the checks of `docs/loading.md#load-checks` in
+//! order (query result,
 //! header version, `FULL_STATUS`, sanitizer, unknown feature bits, features
 //! the loader requires, table entries), each failure a typed [`Error`] that
 //! names the plugin and says what to do; then calls the plugin's `load` with

@@ -296,7 +296,8 @@ fn incompatible(plugin: &str, code: StatusCode, reason: String) -> Error {
     Error::Incompatible { plugin: plugin.to_owned(), code, reason }
 }
 
-/// Runs SPEC §3 steps 2 to 4 on `query` and wraps the result.
+/// Runs steps 2 to 4 of `docs/loading.md#load-checks` on `query` and wraps
+/// the result.
 ///
 /// # Safety
 /// `query` implements the v0 query contract: it returns NULL or a pointer to

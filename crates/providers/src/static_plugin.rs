@@ -55,8 +55,8 @@ pub struct StaticPlugin;
 
 impl StaticPlugin {
     /// Loads the plugin behind a query function: runs the load checks of
-    /// SPEC §3 (version, header, features, sanitizer, table), then the
-    /// plugin's `load` with `params`.
+    /// `docs/loading.md#load-checks` (version, header, features, sanitizer,
+    /// table), then the plugin's `load` with `params`.
     ///
     /// # Errors
     /// [`Error::UnsupportedVersion`] when `query` returns NULL,
@@ -65,7 +65,8 @@ impl StaticPlugin {
     /// then not called).
     ///
     /// # Safety
-    /// `query` must implement the v0 query contract (SPEC §1): return NULL
+    /// `query` must implement the v0 query contract (`docs/abi.md#query`):
+    /// return NULL
     /// or a pointer to a v0 table that stays valid and unchanged for the
     /// rest of the program, with NUL-terminated header strings and functions
     /// that obey the v0 ABI (callable from any thread).

@@ -45,8 +45,9 @@ pub struct SystemLibraryPlugin;
 
 impl SystemLibraryPlugin {
     /// Opens the shared library at `path`, finds its
-    /// `iree_hal_executable_plugin_query` export and loads the plugin (SPEC
-    /// §3 checks, then its `load` with `params`).
+    /// `iree_hal_executable_plugin_query` export and loads the plugin (the
+    /// checks of `docs/loading.md#load-checks`, then its `load` with
+    /// `params`).
     ///
     /// # Errors
     /// - [`Error::FileNotFound`] when nothing is at `path`; [`Error::Io`]
