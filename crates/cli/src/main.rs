@@ -60,7 +60,7 @@ enum Command {
     Resolve {
         /// A plugin spec as IREE's `--executable_plugin` takes it
         /// (`path[?key=value&...]`); repeatable, later ones are asked first.
-        #[arg(long = "plugin", value_name = "SPEC")]
+        #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
         /// Register the plugins linked into xplug first (`sample_static`).
         #[arg(long = "static")]

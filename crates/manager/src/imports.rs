@@ -37,7 +37,8 @@ struct Slot {
 
 // SAFETY: the raw pointers are import functions and their contexts handed out
 // by providers. The provider contract (`ImportProvider` is `Send + Sync`, and
-// the v0 ABI in SPEC §2) makes imports callable from any thread, concurrently,
+// the v0 ABI, `docs/resolution.md#thread-safety`) makes imports callable
+// from any thread, concurrently,
 // as IREE's worker threads call them; the table itself is immutable after
 // construction and the `Arc<Manager>` keeping the code alive is `Send + Sync`.
 unsafe impl Send for ResolvedImports {}

@@ -33,7 +33,8 @@ impl Manager {
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
     /// functions, which Rust cannot check: the library must be a well-formed
-    /// v0 plugin (SPEC §1) that is sound to load into this process.
+    /// v0 plugin (`docs/abi.md#overview`) that is sound to load into this
+    /// process.
     ///
     /// # Thread-safety
     /// Safe to call while other threads resolve through this manager; the
@@ -68,7 +69,8 @@ impl Manager {
 
     /// A manager holding the plugins `specs` name, registered in order, so a
     /// later spec overrides an earlier one (like IREE's repeatable
-    /// `--executable_plugin=SPEC` flag). Every spec is parsed, and checked
+    /// `--executable_plugin` flag; `docs/specs.md#order`). Every spec is
+    /// parsed, and checked
     /// for the embedded loader, before any library is opened.
     ///
     /// ```no_run

@@ -14,7 +14,7 @@ use crate::suggest;
 ///
 /// Providers are kept in registration order and asked **newest first**, so a
 /// later registration overrides an earlier one. [`Manager::resolve`]
-/// implements SPEC §2 exactly:
+/// implements `docs/resolution.md#reference-model` exactly:
 ///
 /// 1. a request with no names succeeds at once; no provider is called;
 /// 2. providers are walked newest first, and the walk stops before calling a

@@ -144,7 +144,7 @@ pub const fn info<D: PluginDef>(description: &'static str, symbols: &'static [&'
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1
-/// or later, else NULL (the documented rule; see SPEC §1).
+/// or later, else NULL (the documented rule; see `docs/abi.md#query`).
 pub extern "C" fn query<D: PluginDef>(max_version: Version, _reserved: *mut c_void) -> *mut *const Header {
     if max_version >= Version::V0_1 {
         ptr::from_ref(D::v0()).cast_mut().cast::<*const Header>()
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
     });
 }
 
-/// v0 `resolve` of plugin `D` (SPEC §2).
+/// v0 `resolve` of plugin `D` (`docs/resolution.md#provider-rules`).
 ///
 /// # Safety
 /// `plugin_self` is what `load::<D>` produced; `params` points at a valid

@@ -106,7 +106,8 @@
 //!   just past where the previous name landed, so a request sorted by bare
 //!   name (as IREE's compiler emits it) is a single merge pass.
 //!
-//! Either way the SPEC §2 rules hold for any request: the `?` prefix is
+//! Either way the rules of `docs/resolution.md#provider-rules` hold for
+//! any request: the `?` prefix is
 //! stripped before matching, already-filled slots are skipped and never
 //! overwritten, duplicates and unsorted names are found, an unresolved
 //! optional name sets `MISSING_OPTIONAL`, an unresolved required one makes

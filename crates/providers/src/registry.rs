@@ -41,7 +41,8 @@ impl StaticPluginRegistration {
     /// Registers `query` under `name`.
     ///
     /// # Safety
-    /// `query` must implement the v0 query contract (SPEC §1): return NULL
+    /// `query` must implement the v0 query contract (`docs/abi.md#query`):
+    /// return NULL
     /// or a pointer to a valid, immutable v0 table whose header and function
     /// pointers obey the v0 ABI, callable from any thread, for the life of
     /// the program.

@@ -1,5 +1,6 @@
-//! One purpose-built bad plugin per load check (SPEC §3): each must be
-//! refused with the right typed error, status code and message.
+//! One purpose-built bad plugin per load check
+//! (`docs/loading.md#load-checks`): each must be refused with the right typed
+//! error, status code and message.
 
 mod common;
 
