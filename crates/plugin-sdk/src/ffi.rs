@@ -165,12 +165,12 @@ pub extern "C" fn export_list<D: PluginDef>(out_count: Option<&mut usize>) -> *c
 /// The registration of `D` for the static-plugin list.
 #[cfg(feature = "static-registration")]
 #[must_use]
-pub const fn registration<D: PluginDef>() -> xplug_providers::StaticPluginRegistration {
+pub const fn registration<D: PluginDef>() -> xplug_abi::StaticPluginRegistration {
     // SAFETY: `query::<D>` returns NULL or `D::v0()`, the table built by
     // `v0_table::<D>` (guaranteed by `PluginDef`'s contract): an immutable
     // static whose entry points are the functions of this module, which obey
     // the v0 ABI from any thread for the life of the program.
-    unsafe { xplug_providers::StaticPluginRegistration::new(D::NAME, query::<D>) }
+    unsafe { xplug_abi::StaticPluginRegistration::new(D::NAME, query::<D>) }
 }
 
 /// How the state of a loaded plugin is kept: in a host allocation together

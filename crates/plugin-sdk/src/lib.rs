@@ -334,7 +334,7 @@ impl fmt::Debug for PluginInfo {
 pub mod __private {
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
-    pub use xplug_providers::inventory;
+    pub use xplug_abi::inventory;
 }
 
 /// Registers a generated plugin definition for `static_plugins()`.
