@@ -22,7 +22,7 @@ use xplug_abi::{
 pub use crate::resolve::HashIndex;
 use crate::resolve::{Exports, resolve_with};
 use crate::{
-    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState,
+    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginDescriptor, PluginState,
 };
 
 /// What the `#[plugin]` macro generates for one plugin.
@@ -118,15 +118,15 @@ impl Export {
 pub const fn header(
     name: &'static CStr,
     description: &'static CStr,
-    features: u32,
-    sanitizer: i32,
+    features: Features,
+    sanitizer: Sanitizer,
 ) -> Header {
     Header {
         version: Version::LATEST,
         name: name.as_ptr(),
         description: description.as_ptr(),
-        features: Features(features),
-        sanitizer: Sanitizer(sanitizer),
+        features,
+        sanitizer,
         reserved: [0; 8],
     }
 }
@@ -139,8 +139,11 @@ pub const fn v0_table<D: PluginDef>(header: &'static Header) -> PluginV0 {
 
 /// The Rust-side description of plugin `D`.
 #[must_use]
-pub const fn info<D: PluginDef>(description: &'static str, symbols: &'static [&'static str]) -> PluginInfo {
-    PluginInfo { name: D::NAME, description, query: query::<D>, symbols }
+pub const fn descriptor<D: PluginDef>(
+    description: &'static str,
+    symbols: &'static [&'static str],
+) -> PluginDescriptor {
+    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols }
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1

@@ -81,7 +81,7 @@
 //! write instead.
 //!
 //! The macro adds to the module:
-//! * `pub const PLUGIN: xplug_sdk::PluginInfo` (name, symbols, the query
+//! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
 //!   function) for Rust code and tests;
 //! * with the plugin crate's `export` feature on, the C symbols
 //!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
@@ -183,6 +183,7 @@ extern crate std;
 extern crate self as xplug_sdk;
 
 mod allocator;
+mod bits;
 mod buffer;
 mod error;
 mod ffi;
@@ -193,6 +194,7 @@ use core::ffi::c_int;
 use core::fmt;
 
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
+pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError};
 pub use params::{Environment, LoadParams, Param};
@@ -233,18 +235,21 @@ impl PluginState for () {
 
 /// A type an import receives from the executable through `void* params`.
 ///
+/// Implement it with `#[derive(ImportParams)]`, which checks `#[repr(C)]`
+/// and that every field is [`AnyBitPattern`] (see the crate documentation,
+/// "Params").
+///
 /// # Safety
 /// The type's layout must be exactly the C struct the executable passes
-/// (hence `#[repr(C)]`), and every bit pattern the executable may write must
-/// be a valid value of it (raw pointers and plain numbers, not references,
-/// `bool` or enums). Implement it with `#[derive(ImportParams)]`, which
-/// checks the `#[repr(C)]` part.
+/// (hence `#[repr(C)]`), and every bit pattern the executable may write in
+/// its fields must be a valid value of it ([`AnyBitPattern`]: raw pointers
+/// and plain numbers, not references, `bool` or enums).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the params type of an import",
     label = "does not implement `xplug_sdk::ImportParams`",
     note = "declare the struct with `#[derive(xplug_sdk::ImportParams)]` and `#[repr(C)]`, matching the C struct the executable passes"
 )]
-pub unsafe trait ImportParams: 'static {}
+pub unsafe trait ImportParams: AnyBitPattern + 'static {}
 
 /// What an import function may return.
 ///
@@ -281,17 +286,20 @@ impl ImportReturn for () {
     }
 }
 
-/// A plugin as Rust code sees it: generated as `PLUGIN` in each `#[plugin]`
-/// module.
+/// What Rust code can know of a plugin compiled into it: generated as
+/// `PLUGIN` in each `#[plugin]` module.
+///
+/// Its name and description (as in the v0 header), its import symbols and
+/// its v0 query function, which a host turns into a loaded plugin.
 #[derive(Clone, Copy)]
-pub struct PluginInfo {
+pub struct PluginDescriptor {
     name: &'static str,
     description: &'static str,
     query: abi::QueryFn,
     symbols: &'static [&'static str],
 }
 
-impl PluginInfo {
+impl PluginDescriptor {
     /// The plugin's name, as in its header.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -304,8 +312,8 @@ impl PluginInfo {
         self.description
     }
 
-    /// The plugin's v0 query function; hand it to a host that loads static
-    /// plugins (e.g. `xplug_providers::StaticPlugin`).
+    /// The plugin's v0 query function; hand it to a host that loads plugins
+    /// linked into the binary (such as `xplug-providers`).
     #[must_use]
     pub const fn query(&self) -> abi::QueryFn {
         self.query
@@ -318,9 +326,9 @@ impl PluginInfo {
     }
 }
 
-impl fmt::Debug for PluginInfo {
+impl fmt::Debug for PluginDescriptor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PluginInfo")
+        f.debug_struct("PluginDescriptor")
             .field("name", &self.name)
             .field("description", &self.description)
             .field("symbols", &self.symbols)
@@ -332,6 +340,7 @@ impl fmt::Debug for PluginInfo {
 /// here may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::bits::assert_any_bit_pattern;
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;
