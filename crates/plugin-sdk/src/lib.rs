@@ -75,10 +75,44 @@
 //! (the symbol defaults to the function's name) has the shape
 //! `fn(params: &mut P) -> R` or `fn(params: &mut P, state: &State) -> R`,
 //! where `P` implements [`ImportParams`] (derive it on a `#[repr(C)]`
-//! struct) and `R` is `Result<(), ImportError>`, `i32` (0 = success) or `()`
-//! (see [`ImportReturn`]). Duplicate symbols, a params type without
-//! `#[repr(C)]` and any other signature are compile errors that say what to
-//! write instead.
+//! struct, see [Params](#params)) and `R` is `Result<(), ImportError>`,
+//! `i32` (0 = success) or `()` (see [`ImportReturn`]). Duplicate symbols, a
+//! params type without `#[repr(C)]` and any other signature are compile
+//! errors that say what to write instead.
+//!
+//! # Params
+//!
+//! An import's params struct is memory the executable wrote, from C: any
+//! bytes its C declaration allows. `#[derive(ImportParams)]` therefore
+//! accepts only a `#[repr(C)]`, non-generic struct whose every field is
+//! [`AnyBitPattern`], valid whatever bytes it holds:
+//!
+//! | C field | Rust field |
+//! |---|---|
+//! | integers, `size_t`, `float`, `double` | `u8` … `u64`, `i8` … `i64`, `usize`, `f32`, `f64` |
+//! | `bool`, an `int` flag | `u8`, `u32` / `i32` (test with `!= 0`) |
+//! | an `enum` | its integer type (`u32`), compared with constants |
+//! | `T*`, `const T*` | `*mut T`, `*const T`, [`BufferMut<T>`], [`Buffer<T>`], `Option<NonNull<T>>` |
+//! | a function pointer | `Option<unsafe extern "C" fn(...) -> R>` |
+//! | `T x[N]` | `[T; N]` |
+//! | a nested struct | another `#[derive(ImportParams)]` struct |
+//! | a string | [`Buffer<u8>`] plus a length field, or `*const c_char` |
+//!
+//! `bool`, `char`, enums, references, `NonNull<T>`, `String`, `Vec`, `Box`
+//! and the like are refused at compile time with an error at the field that
+//! says what to write instead; a field of any other type compiles only if it
+//! implements [`AnyBitPattern`] (an `unsafe` trait: implementing it by hand
+//! is a promise the derive cannot check).
+//!
+//! **Padding** between or after fields is allowed, as C compilers insert it
+//! (IREE's sample `params_t` has four bytes of it on 64-bit targets). Padding
+//! is never read as a value: the derive offers no byte view of the struct,
+//! and a field read only reads that field's bytes. The one consequence to
+//! know: assigning a whole struct (`*params = Params { .. }`) may leave the
+//! padding bytes of the caller's block undefined, which C callers never
+//! observe; a Rust caller that reads its params block back as raw bytes
+//! should have the import assign field by field, or declare the padding as
+//! explicit fields (`_pad: [u8; 4]`).
 //!
 //! The macro adds to the module:
 //! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
@@ -106,7 +140,8 @@
 //!   just past where the previous name landed, so a request sorted by bare
 //!   name (as IREE's compiler emits it) is a single merge pass.
 //!
-//! Either way the SPEC §2 rules hold for any request: the `?` prefix is
+//! Either way the resolution rules (`docs/resolution.md#provider-rules`)
+//! hold for any request: the `?` prefix is
 //! stripped before matching, already-filled slots are skipped and never
 //! overwritten, duplicates and unsorted names are found, an unresolved
 //! optional name sets `MISSING_OPTIONAL`, an unresolved required one makes
@@ -132,8 +167,9 @@
 //! (`--executable_plugin=...`) and xplug's manager load.
 //!
 //! Without `export`, nothing global is exported and the plugin registers
-//! itself with `inventory`, so a binary that depends on the crate finds it
-//! in `xplug_providers::static_plugins()`.
+//! itself with `inventory` (through `xplug_abi::StaticPluginRegistration`;
+//! the plugin does not depend on the host crates), so a binary that depends
+//! on the crate finds it in `xplug_providers::static_plugins()`.
 //!
 //! **The linker trap:** the registration is a constructor in the plugin's
 //! object code, and rustc links a dependency only when the binary refers to
@@ -192,6 +228,8 @@ mod resolve;
 
 use core::ffi::c_int;
 use core::fmt;
+#[cfg(doc)]
+use core::ptr::NonNull;
 
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;

@@ -2,14 +2,13 @@
 //! `#[derive(ImportParams)]`. Use them through `xplug_sdk`; the generated
 //! code refers to `::xplug_sdk` paths.
 //!
-//! The work is split in three steps, one module each:
+//! The work is split in three steps, one private module each:
 //!
-//! * [`parse`]: the attribute arguments and the `#[import]` markers, read
-//!   into plain values ([`parse::PluginArgs`], symbol names);
-//! * [`signature`]: what each `#[import]` function looks like
-//!   ([`signature::ImportFnInfo`]), refusing any shape the generated entry
-//!   point cannot call;
-//! * [`expand`] and [`params`]: the generated items, for `#[plugin]` and
+//! * `parse`: the attribute arguments and the `#[import]` markers, read into
+//!   plain values (`PluginArgs`, symbol names);
+//! * `signature`: what each `#[import]` function looks like (`ImportFnInfo`),
+//!   refusing any shape the generated entry point cannot call;
+//! * `expand` and `params`: the generated items, for `#[plugin]` and
 //!   `#[derive(ImportParams)]` respectively.
 //!
 //! ABI values (feature bits, sanitizer kinds, the hash function of the
