@@ -11,6 +11,7 @@
 
 use core::cell::Cell;
 use core::ffi::{CStr, c_char, c_int, c_void};
+use core::fmt;
 use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
@@ -53,6 +54,10 @@ pub unsafe trait PluginDef: 'static {
 
 /// One `#[import]` function, as the macro describes it.
 pub trait Import: 'static {
+    /// The name of the plugin exporting it (for messages).
+    const PLUGIN: &'static str;
+    /// The symbol it is exported as (for messages).
+    const SYMBOL: &'static str;
     /// The params struct the executable passes.
     type Params: ImportParams;
     /// The plugin's state type.
@@ -208,22 +213,14 @@ unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
 }
 
 /// Runs `body`, catching a panic (with `std`) and reporting it as
-/// `on_panic`.
-fn guard<R>(plugin: &str, what: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+/// `on_panic`; `what` names the entry point for the message.
+fn guard<R>(plugin: &str, what: &dyn fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
     #[cfg(feature = "std")]
     {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
             Ok(value) => value,
             Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
-                    .unwrap_or("(non-string panic payload)");
-                std::eprintln!(
-                    "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
-                     reporting failure to the host"
-                );
+                std::eprintln!("{}", panic_report(plugin, what, payload.as_ref()));
                 on_panic
             }
         }
@@ -233,6 +230,24 @@ fn guard<R>(plugin: &str, what: &str, on_panic: R, body: impl FnOnce() -> R) -> 
         let _ = (plugin, what, on_panic);
         body()
     }
+}
+
+/// The line printed for a panic caught in `what` of `plugin`.
+#[cfg(feature = "std")]
+fn panic_report(
+    plugin: &str,
+    what: &dyn fmt::Display,
+    payload: &(dyn core::any::Any + Send),
+) -> std::string::String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
+        .unwrap_or("(non-string panic payload)");
+    std::format!(
+        "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
+         reporting failure to the host"
+    )
 }
 
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
@@ -259,7 +274,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
     params: *const StringPair,
     out_self: *mut *mut c_void,
 ) -> Status {
-    guard(D::NAME, "load", INTERNAL, || {
+    guard(D::NAME, &"load", INTERNAL, || {
         if out_self.is_null() || environment.is_null() || (params.is_null() && param_count != 0) {
             return INVALID;
         }
@@ -305,7 +320,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
 /// `plugin_self` is NULL or the value `load::<D>` produced, not yet
 /// unloaded, and no import of this plugin is running or will run.
 pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
-    guard(D::NAME, "unload", (), || {
+    guard(D::NAME, &"unload", (), || {
         if inline_state::<D::State>() {
             return;
         }
@@ -331,7 +346,7 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
     params: *const ResolveParamsV0,
     out_resolution: *mut Resolution,
 ) -> Status {
-    guard(D::NAME, "resolve", INTERNAL, || {
+    guard(D::NAME, &"resolve", INTERNAL, || {
         if !out_resolution.is_null() {
             // SAFETY: non-NULL and writable per the contract.
             unsafe { out_resolution.write(Resolution::NONE) };
@@ -406,7 +421,7 @@ pub unsafe extern "C" fn import_entry<I: Import>(
     context: *mut c_void,
     _reserved: *mut c_void,
 ) -> c_int {
-    guard(core::any::type_name::<I>(), "an import", ImportError::INTERNAL.code(), || {
+    guard(I::PLUGIN, &format_args!("import `{}`", I::SYMBOL), ImportError::INTERNAL.code(), || {
         let Some(mut params) = NonNull::new(params.cast::<I::Params>()) else {
             return ImportError::INVALID_ARGUMENT.code();
         };
@@ -428,3 +443,24 @@ pub unsafe extern "C" fn import_entry<I: Import>(
 
 /// Converts an import's return value into the C code.
 pub use crate::ImportReturn;
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use std::boxed::Box;
+    use std::string::ToString;
+
+    use super::*;
+
+    #[test]
+    fn a_panic_report_names_the_plugin_the_import_and_the_message() {
+        let payload: Box<dyn core::any::Any + Send> = Box::new("index out of bounds".to_string());
+        let report = panic_report("sample", &format_args!("import `{}`", "boom"), payload.as_ref());
+        assert_eq!(
+            report,
+            "xplug plugin `sample`: panic in import `boom` caught at the C boundary: index out of bounds; \
+             reporting failure to the host"
+        );
+        let payload: Box<dyn core::any::Any + Send> = Box::new(7_u32);
+        assert!(panic_report("sample", &"load", payload.as_ref()).contains("in load caught"));
+    }
+}

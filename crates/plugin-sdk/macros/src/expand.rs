@@ -205,11 +205,14 @@ fn import_marker(import: &ImportFnInfo, state_ty: &syn::Type) -> TokenStream2 {
         }
     };
     let params_assoc = quote_spanned! {params_ty.span()=> type Params = #params_ty; };
+    let symbol = LitStr::new(&import.symbol, import.symbol_span);
     quote! {
         #[doc(hidden)]
         #[allow(non_camel_case_types)]
         pub struct #marker;
         impl ::xplug_sdk::__private::Import for #marker {
+            const PLUGIN: &'static str = <__XplugPlugin as ::xplug_sdk::__private::PluginDef>::NAME;
+            const SYMBOL: &'static str = #symbol;
             #params_assoc
             type State = #state_ty;
             const USES_STATE: bool = #uses_state;
