@@ -12,6 +12,7 @@
 use core::cell::Cell;
 use core::ffi::{CStr, c_char, c_int, c_void};
 use core::fmt;
+use core::marker::PhantomData;
 use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
@@ -214,13 +215,16 @@ unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
 
 /// Runs `body`, catching a panic (with `std`) and reporting it as
 /// `on_panic`; `what` names the entry point for the message.
-fn guard<R>(plugin: &str, what: &dyn fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
+///
+/// `what` is only formatted when a panic is reported, so passing it costs
+/// nothing on the import call path.
+fn guard<R>(plugin: &str, what: impl fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
     #[cfg(feature = "std")]
     {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
             Ok(value) => value,
             Err(payload) => {
-                std::eprintln!("{}", panic_report(plugin, what, payload.as_ref()));
+                std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref()));
                 on_panic
             }
         }
@@ -229,6 +233,15 @@ fn guard<R>(plugin: &str, what: &dyn fmt::Display, on_panic: R, body: impl FnOnc
     {
         let _ = (plugin, what, on_panic);
         body()
+    }
+}
+
+/// Displays as "import `symbol`" for import `I`.
+struct ImportName<I>(PhantomData<I>);
+
+impl<I: Import> fmt::Display for ImportName<I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "import `{}`", I::SYMBOL)
     }
 }
 
@@ -274,7 +287,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
     params: *const StringPair,
     out_self: *mut *mut c_void,
 ) -> Status {
-    guard(D::NAME, &"load", INTERNAL, || {
+    guard(D::NAME, "load", INTERNAL, || {
         if out_self.is_null() || environment.is_null() || (params.is_null() && param_count != 0) {
             return INVALID;
         }
@@ -320,7 +333,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
 /// `plugin_self` is NULL or the value `load::<D>` produced, not yet
 /// unloaded, and no import of this plugin is running or will run.
 pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
-    guard(D::NAME, &"unload", (), || {
+    guard(D::NAME, "unload", (), || {
         if inline_state::<D::State>() {
             return;
         }
@@ -346,7 +359,7 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
     params: *const ResolveParamsV0,
     out_resolution: *mut Resolution,
 ) -> Status {
-    guard(D::NAME, &"resolve", INTERNAL, || {
+    guard(D::NAME, "resolve", INTERNAL, || {
         if !out_resolution.is_null() {
             // SAFETY: non-NULL and writable per the contract.
             unsafe { out_resolution.write(Resolution::NONE) };
@@ -421,7 +434,7 @@ pub unsafe extern "C" fn import_entry<I: Import>(
     context: *mut c_void,
     _reserved: *mut c_void,
 ) -> c_int {
-    guard(I::PLUGIN, &format_args!("import `{}`", I::SYMBOL), ImportError::INTERNAL.code(), || {
+    guard(I::PLUGIN, ImportName::<I>(PhantomData), ImportError::INTERNAL.code(), || {
         let Some(mut params) = NonNull::new(params.cast::<I::Params>()) else {
             return ImportError::INVALID_ARGUMENT.code();
         };
