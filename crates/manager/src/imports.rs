@@ -91,12 +91,10 @@ impl Manager {
             .iter()
             .zip(&contexts)
             .map(|(&function, &context)| Slot {
-                // SAFETY: a non-NULL slot holds what a provider filled in as
-                // an import function, and the v0 ABI gives every import the
-                // `ImportFn` signature; data and function pointers have the
-                // same size on every supported target.
-                function: (!function.is_null())
-                    .then(|| unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) }),
+                // SAFETY: a slot holds NULL or what a provider filled in as an
+                // import function, and the v0 ABI gives every import the
+                // `ImportFn` signature.
+                function: unsafe { xplug_providers::abi::import_fn_from_ptr(function) },
                 context,
             })
             .collect();

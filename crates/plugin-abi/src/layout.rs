@@ -1,10 +1,10 @@
 //! Compile-time checks of the v0 layout.
 //!
 //! Every size, alignment and field offset below is what IREE's C header
-//! produces on the same target. The figures are the ones
-//! `docs/abi.md#layout-summary` lists; the 32-bit ones follow from 4-byte
-//! pointers, with `u64` aligned as the target's C ABI aligns it (4 on i386, 8
-//! on 32-bit Arm).
+//! produces on the same target. The 64-bit figures are the ones `docs/abi.md#layout-summary`
+//! lists;
+//! the 32-bit ones follow from 4-byte pointers, with `u64` aligned as the
+//! target's C ABI aligns it (4 on i386, 8 on 32-bit Arm).
 
 use core::mem::{align_of, offset_of, size_of};
 

@@ -1,7 +1,6 @@
 //! The search every sorted resolver shares.
 //!
-//! Import names arrive sorted by bare name (usually; see
-//! `docs/resolution.md#name-order`), so a resolver
+//! Import names arrive sorted by bare name (usually), so a resolver
 //! holding its exports in a sorted table can find each name starting from
 //! where the previous one landed. [`gallop_search`] does that with an
 //! exponential ("galloping") probe followed by a binary search, which costs

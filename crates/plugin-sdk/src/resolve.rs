@@ -1,5 +1,4 @@
-//! The resolver every generated plugin shares
-//! (`docs/resolution.md#provider-rules`), free of FFI.
+//! The resolver every generated plugin shares (`docs/resolution.md#provider-rules`), free of FFI.
 //!
 //! `ffi.rs` adapts it to the raw v0 resolve call; keeping the search itself
 //! safe and generic lets it be tested against a naive model.
@@ -226,9 +225,8 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a_last == b_last
 }
 
-/// The per-slot loop both strategies share: the skipping, `?` handling and
-/// missing-name bookkeeping of `docs/resolution.md#provider-rules` around
-/// `search`.
+/// The per-slot loop both strategies share: the resolution rules' skipping, `?`
+/// handling and missing-name bookkeeping around `search`.
 fn fill_slots<'n, T>(
     strategy: Search,
     table: &[T],
@@ -330,9 +328,9 @@ mod tests {
         (slots, outcome)
     }
 
-    /// The obvious quadratic model of `docs/resolution.md#provider-rules`
-    /// for one provider (its `strategy` is copied from the run it is
-    /// compared with).
+    /// The obvious quadratic model of the resolution rules
+    /// (`docs/resolution.md#reference-model`) for one provider (its
+    /// `strategy` is copied from the run it is compared with).
     fn model(
         strategy: Search,
         table: &[String],

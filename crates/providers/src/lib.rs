@@ -115,4 +115,4 @@ pub use xplug_abi as abi;
 
 /// The `inventory` crate, re-exported so plugin crates can submit a
 /// [`StaticPluginRegistration`] without depending on it themselves.
-pub use inventory;
+pub use xplug_abi::inventory;

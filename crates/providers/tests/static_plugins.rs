@@ -157,7 +157,8 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     assert_eq!(plugin.resolve(&mut request).unwrap(), Resolution::MISSING_OPTIONAL);
     // SAFETY: the slot holds `answer`, an `ImportFn`.
-    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
+    let function =
+        unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }.expect("resolved");
     let mut out = 0i32;
     // SAFETY: `answer` takes an i32 out-parameter and the plugin state.
     let code =

@@ -60,7 +60,8 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
     let mut params = Fma { result: 0, a, b, c };
     // SAFETY: the plugin just resolved this slot, so it holds the plugin's
     // `static_fma_i64` entry point, an `ImportFn`.
-    let function = unsafe { std::mem::transmute::<*mut c_void, xplug_providers::abi::ImportFn>(function) };
+    let function =
+        unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.ok_or("the slot is empty")?;
     // SAFETY: `static_fma_i64` takes exactly `Fma`, with its own context;
     // `plugin` stays loaded across the call.
     let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };

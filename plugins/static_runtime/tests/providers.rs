@@ -105,7 +105,7 @@ fn resolve_one(provider: &dyn ImportProvider, name: &std::ffi::CStr) -> (ImportF
     assert_eq!(provider.resolve(&mut request).unwrap(), Resolution::NONE);
     let (function, context) = (request.function(0), request.context(0));
     // SAFETY: a resolved slot holds the plugin's import entry point.
-    (unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) }, context)
+    (unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.expect("a resolved slot"), context)
 }
 
 #[test]
