@@ -110,7 +110,7 @@ enum Command {
         /// The import to call.
         import: String,
         /// A field of the params struct, in order: TYPE:VALUE (i8..u64,
-        /// f32, f64, usize, isize), ptr:TYPE[N][=v,v,...] (a buffer xplug
+        /// f32, f64, usize, isize), `ptr:TYPE[N][=v,v,...]` (a buffer xplug
         /// allocates and shows after the call) or ptr:null.
         #[arg(long = "field", value_name = "FIELD", conflicts_with_all = ["hex", "file"])]
         fields: Vec<String>,
