@@ -19,8 +19,7 @@ use xplug_benches::{
 };
 use xplug_manager::Manager;
 use xplug_providers::{
-    EmbeddedElfPlugin, FnTableEntry, FnTableProvider, ImportProvider, LoadParams, Plugin, ResolveRequest,
-    StaticPlugin, SymbolName, SystemLibraryPlugin,
+    FnTableEntry, FnTableProvider, ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName,
 };
 
 /// Resolves `names` through `provider` into fresh slots.
@@ -41,9 +40,9 @@ fn resolve_per_name(c: &mut Criterion) {
     let c_path = build_strcmp_c_plugin(dir.path());
     // SAFETY: the C plugin was generated and compiled above; it is a v0 plugin.
     let c_plugin =
-        unsafe { SystemLibraryPlugin::load_from_file(&c_path, &LoadParams::new()) }.expect("C plugin loads");
+        unsafe { Plugin::load_system_library(&c_path, &LoadParamList::new()) }.expect("C plugin loads");
     // SAFETY: the SDK generated this query function; it obeys the v0 contract.
-    let sdk_plugin = unsafe { StaticPlugin::from_query(SDK_PLUGIN.query(), &LoadParams::new()) }
+    let sdk_plugin = unsafe { Plugin::from_static_query(SDK_PLUGIN.query(), &LoadParamList::new()) }
         .expect("SDK plugin loads");
     // The generated resolver itself, called through its raw v0 table (no
     // provider wrapper), loaded by hand.
@@ -257,7 +256,7 @@ unsafe extern "C" fn malloc_ctl(
     }
 }
 
-/// (4) `SystemLibraryPlugin::load_from_file` + first resolve vs by hand.
+/// (4) `Plugin::load_system_library` + first resolve vs by hand.
 fn load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = xplug_tests::build_minimal_c_plugin(dir.path());
@@ -268,7 +267,7 @@ fn load(c: &mut Criterion) {
         b.iter(|| {
             // SAFETY: the minimal C plugin of this repository.
             let plugin: Plugin =
-                unsafe { SystemLibraryPlugin::load_from_file(&path, &LoadParams::new()) }.expect("loads");
+                unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
             let names = [SymbolName::new(&name)];
             let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
             let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
@@ -330,16 +329,14 @@ fn embedded_load(c: &mut Criterion) {
     group.bench_function("embedded_elf_plugin", |b| {
         b.iter(|| {
             // SAFETY: the repository's standalone C sample.
-            let plugin =
-                unsafe { EmbeddedElfPlugin::load_from_file(&path, &LoadParams::new()) }.expect("loads");
+            let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.expect("loads");
             resolve(&plugin);
         });
     });
     group.bench_function("system_library_plugin", |b| {
         b.iter(|| {
             // SAFETY: as above; the same file is also a valid shared library.
-            let plugin =
-                unsafe { SystemLibraryPlugin::load_from_file(&path, &LoadParams::new()) }.expect("loads");
+            let plugin = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
             resolve(&plugin);
         });
     });

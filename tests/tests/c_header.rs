@@ -253,7 +253,7 @@ fn minimal_c_plugin_builds_and_speaks_v0() {
 
     let mut binop = BinopParams { a: 6, b: 7, out: 0 };
     // SAFETY: slot 2 holds `c_mul_i32`, an import taking `BinopParams`.
-    let mul = unsafe { std::mem::transmute::<*mut c_void, xplug_abi::ImportFn>(fns[2]) };
+    let mul = unsafe { xplug_abi::import_fn_from_ptr(fns[2]) }.expect("slot 2 is filled");
     // SAFETY: params match the import's C struct; the context is its state.
     assert_eq!(unsafe { mul(std::ptr::from_mut(&mut binop).cast(), contexts[2], std::ptr::null_mut()) }, 0);
     assert_eq!(binop.out, 6 * 7 * 3, "the `scale` load parameter was not applied");

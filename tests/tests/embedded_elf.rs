@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use xplug_abi::StatusCode;
 use xplug_manager::Manager;
 use xplug_manager::providers::embedded_elf::{self, EmbeddedElfError, fatelf, validate};
-use xplug_manager::providers::{EmbeddedElfPlugin, Error as ProviderError, LoadParams, PluginSource};
+use xplug_manager::providers::{Error as ProviderError, LoadParamList, Plugin, PluginSource, checks};
 
 /// Builds the example plugins once per test process; returns their directory.
 fn plugins() -> &'static Path {
@@ -112,7 +112,7 @@ fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
 fn the_plugin_source_names_the_file_and_record() {
     let path = sos("sample_standalone");
     // SAFETY: the project's own standalone plugin.
-    let plugin = unsafe { EmbeddedElfPlugin::load_from_file(&path, &LoadParams::new()) }.unwrap();
+    let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.unwrap();
     let PluginSource::EmbeddedElf { path: Some(source_path), record: Some(record), .. } = plugin.source()
     else {
         panic!("unexpected source {:?}", plugin.source());
@@ -133,7 +133,7 @@ fn a_sos_built_by_a_plain_c_toolchain_loads() {
     assert!(plan.record().is_none(), "a plain ELF, no container");
     // SAFETY: the project's own standalone C plugin.
     let plugin =
-        unsafe { EmbeddedElfPlugin::load_from_memory("c_sample_plain.so", &bytes, &LoadParams::new()) }
+        unsafe { Plugin::load_embedded_elf_image("c_sample_plain.so", &bytes, &LoadParamList::new()) }
             .unwrap();
     let manager = Arc::new(Manager::new());
     manager.register_plugin(plugin).unwrap();
@@ -159,10 +159,19 @@ fn a_plugin_without_the_standalone_feature_is_refused() {
         elf.windows(pattern.len()).position(|window| window == pattern).expect("the C header in the image");
     elf[at + 24] = 0;
     // SAFETY: the project's C plugin with one header field changed.
-    let error = unsafe { EmbeddedElfPlugin::load_from_memory("no_standalone", &elf, &LoadParams::new()) }
-        .unwrap_err();
+    let error =
+        unsafe { Plugin::load_embedded_elf_image("no_standalone", &elf, &LoadParamList::new()) }.unwrap_err();
     assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION, "{error}");
-    assert!(error.to_string().contains("embedded ELF loader requires the feature(s) standalone"), "{error}");
+    let ProviderError::Incompatible { reason, .. } = &error else { panic!("{error:?}") };
+    assert!(
+        matches!(reason, checks::Incompatibility::MissingFeatures { loader: "embedded ELF", missing, .. }
+            if *missing == xplug_abi::Features::STANDALONE),
+        "{reason}"
+    );
+    assert!(
+        reason.to_string().contains("embedded ELF loader requires the feature(s) standalone"),
+        "{reason}"
+    );
 }
 
 // --- Hostile images: each mutation of the real Rust image, its refusal ---
@@ -244,7 +253,7 @@ fn refused(elf: &[u8]) -> EmbeddedElfError {
     let error = validate(elf).expect_err("a hostile image must be refused");
     // The loader refuses it too, with the same cause, before mapping.
     // SAFETY: refused by validation before any code runs.
-    match unsafe { EmbeddedElfPlugin::load_from_memory("hostile", elf, &LoadParams::new()) } {
+    match unsafe { Plugin::load_embedded_elf_image("hostile", elf, &LoadParamList::new()) } {
         Err(ProviderError::EmbeddedElf { source, plugin, .. }) => {
             assert_eq!(source.to_string(), error.to_string());
             assert!(plugin.contains("hostile"));

@@ -159,7 +159,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let loader = get("load/system_library_plugin")?;
     let raw = get("load/raw_dlopen")?;
     out.push(Ratio {
-        comparison: "(4) load + first resolve: SystemLibraryPlugin / raw dlopen by hand".to_owned(),
+        comparison: "(4) load + first resolve: Plugin::load_system_library / raw dlopen by hand".to_owned(),
         xplug_ns: loader,
         baseline_ns: raw,
         ratio: loader / raw,

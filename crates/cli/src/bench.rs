@@ -1,17 +1,26 @@
-//! `xplug bench PLUGIN SYMBOL...`: resolve and call timings for one plugin.
+//! `xplug bench PLUGIN SYMBOL...`: load, resolve and call timings for one
+//! plugin, measured the way a runtime pays them: through a `Manager`.
+//!
+//! - load: a fresh `Manager`, `load_spec`, then dropping it (unload and
+//!   library close included);
+//! - resolve: `Manager::resolve` on one reused request whose slots are
+//!   cleared before each call: no allocation inside the timed loop;
+//! - call: each resolved import through a `ResolvedImport` handle (checked
+//!   once), with a zeroed parameter block.
 
 use std::ffi::{CString, c_void};
 use std::hint::black_box;
-use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use xplug_manager::Manager;
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, SymbolName};
+use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::error::CliError;
 use crate::output::{Progress, Style, Table, print_json};
-use crate::{raw, resolve, trust};
+use crate::{resolve, trust};
 
 /// How long one timed batch should take at least.
 const BATCH: Duration = Duration::from_millis(2);
@@ -67,14 +76,19 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             source: xplug_manager::Error::EmbeddedUnsupported { spec: options.plugin.to_owned() },
         });
     }
-    let params: LoadParams = spec.params().iter().cloned().collect();
     let progress = Progress::start("benchmarking");
     let load_ns = median_ns(options.runs.min(5), || {
-        let plugin = trust::load_system_plugin(Path::new(spec.path()), &params);
-        drop(black_box(plugin));
+        let manager = Manager::new();
+        let loaded = trust::load_spec(&manager, options.plugin);
+        drop(black_box((manager, loaded)));
     });
-    let plugin = trust::load_system_plugin(Path::new(spec.path()), &params)
-        .map_err(|source| CliError::Load { what: options.plugin.to_owned(), source })?;
+    let manager = Manager::new();
+    trust::load_spec(&manager, options.plugin).map_err(|source| CliError::Manager {
+        context: format!("cannot load plugin `{}`", options.plugin),
+        source,
+    })?;
+    let manager = Arc::new(manager);
+    let plugin_name = manager.providers().pop().unwrap_or_default();
 
     let mut names = options.symbols.to_vec();
     resolve::sort_imports(&mut names);
@@ -88,34 +102,34 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     let symbols: Vec<SymbolName<'_>> = c_names.iter().map(|name| SymbolName::new(name)).collect();
     let mut fns = vec![std::ptr::null_mut::<c_void>(); names.len()];
     let mut contexts = vec![std::ptr::null_mut::<c_void>(); names.len()];
-    // One untimed resolve for the verdict and the pointers to call.
+    // One untimed resolve for the verdict and the count.
     let verdict = {
         let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts)
             .map_err(|source| CliError::Load { what: options.plugin.to_owned(), source })?;
-        plugin.resolve(&mut request)
+        manager.resolve(&mut request)
     };
+    let resolved = fns.iter().filter(|f| !f.is_null()).count();
     let resolve_ns = median_ns(options.runs, || {
-        let mut fns = vec![std::ptr::null_mut::<c_void>(); symbols.len()];
-        let mut contexts = vec![std::ptr::null_mut::<c_void>(); symbols.len()];
+        fns.fill(std::ptr::null_mut());
+        contexts.fill(std::ptr::null_mut());
         if let Ok(mut request) = ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
-            let _ = black_box(plugin.resolve(&mut request));
+            let _ = black_box(manager.resolve(&mut request));
         }
     });
     let mut calls = Vec::new();
-    if let Some(bytes) = options.call_bytes {
+    if let Some(bytes) = options.call_bytes
+        && let Ok(imports) = manager.resolve_imports(names.iter().map(String::as_str))
+    {
         for (index, name) in names.iter().enumerate() {
-            if fns[index].is_null() {
-                continue;
-            }
+            let Ok(import) = imports.import(index) else { continue };
             // 16-byte aligned, zeroed parameter block.
             let mut block = vec![0u128; bytes.div_ceil(16).max(1)];
-            let params = block.as_mut_ptr().cast::<c_void>();
             let mut result = 0;
             let ns = median_ns(options.runs, || {
-                // SAFETY: `fns[index]` was resolved by `plugin`, which is
-                // alive; with `--call` the user asserts the import accepts a
-                // zeroed parameter block of this size.
-                result = unsafe { raw::call_import(fns[index], params, contexts[index]) };
+                // SAFETY: the import was resolved by the manager, which
+                // `imports` keeps alive; with `--call` the user asserts it
+                // accepts a zeroed parameter block of this size.
+                result = unsafe { import.call(&mut block[0]) };
                 black_box(result);
             });
             calls.push((name.clone(), ns, result));
@@ -123,11 +137,10 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     }
     progress.finish();
 
-    let resolved = fns.iter().filter(|f| !f.is_null()).count();
     let per_name = if names.is_empty() { 0.0 } else { resolve_ns / names.len() as f64 };
     if json {
         print_json(&json!({
-            "plugin": plugin.name(),
+            "plugin": plugin_name,
             "runs": options.runs,
             "load_and_unload_ns": load_ns,
             "resolve": {
@@ -141,9 +154,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         }));
     } else {
         let style = Style::stdout();
-        println!("{} ({} run(s), median)", style.bold(plugin.name()), options.runs);
+        println!("{} ({} run(s), median)", style.bold(&plugin_name), options.runs);
         let mut table = Table::new(["operation", "median", "note"]);
-        table.row(["load + unload".to_owned(), format_ns(load_ns), String::new()]);
+        table.row([
+            "load + unload".to_owned(),
+            format_ns(load_ns),
+            "a Manager with this plugin, dropped".to_owned(),
+        ]);
         table.row([
             format!("resolve {} name(s)", names.len()),
             format_ns(resolve_ns),
@@ -155,7 +172,10 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         print!("{}", table.render(style));
     }
     if let Err(source) = verdict {
-        crate::report_error(&CliError::Load { what: options.plugin.to_owned(), source });
+        crate::report_error(&CliError::Manager {
+            context: format!("resolving through `{}`", options.plugin),
+            source,
+        });
         return Ok(1);
     }
     Ok(0)

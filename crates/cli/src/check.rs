@@ -6,15 +6,17 @@
 //! isolation: a supervisor can run every check in a child process and treat
 //! a crash as a failed check; today all run in this process.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CString, c_void};
 use std::path::Path;
 
 use serde_json::json;
-use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
+use xplug_abi::{Features, Resolution, StatusCode, Version};
+use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_providers::raw::{RawInstance, RawLibrary, RawLoadError, RawTable};
+use xplug_providers::{CountingAllocator, LoadParamList, ResolveRequest, SymbolName, checks};
 
 use crate::error::CliError;
 use crate::output::{Style, Table, print_json};
-use crate::raw::{RawInstance, RawLibrary};
 use crate::trust;
 
 /// A name no plugin exports.
@@ -26,10 +28,12 @@ const SENTINEL_FN: usize = 0x5e17_1e00;
 /// Marks a context the check filled before calling `resolve`.
 const SENTINEL_CONTEXT: usize = 0xc0_47e0;
 
-/// What a check runs against: the open library and the import names known
-/// to be exported (from `xplug_plugin_exports` and `--symbol`).
+/// What a check runs against: the open library, the load parameters the
+/// spec gave, and the import names known to be exported (from
+/// `xplug_plugin_exports` and `--symbol`).
 pub(crate) struct Subject<'a> {
     library: &'a RawLibrary,
+    params: LoadParamList,
     exports: Vec<String>,
 }
 
@@ -64,12 +68,12 @@ pub(crate) const CHECKS: &[Check] = &[
     },
     Check {
         name: "load-unload",
-        description: "load without params succeeds; unload frees everything",
+        description: "load with the spec's params succeeds; unload frees everything",
         run: load_plain,
     },
     Check {
         name: "load-unload-params",
-        description: "load with an unknown param succeeds; unload frees everything",
+        description: "load with an extra unknown param succeeds; unload frees everything",
         run: load_with_params,
     },
     Check { name: "resolve-nothing", description: "resolving zero names is OK", run: resolve_nothing },
@@ -105,17 +109,30 @@ pub(crate) const CHECKS: &[Check] = &[
     },
 ];
 
-fn table_for(subject: &Subject<'_>) -> Result<xplug_abi::PluginV0, String> {
-    subject.library.query(Version::LATEST).ok_or_else(|| "query(LATEST) returned NULL".to_owned())
+fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
+    let query = subject.library.query().map_err(|error| error.to_string())?;
+    query.query(Version::LATEST).ok_or_else(|| "query(LATEST) returned NULL".to_owned())
 }
 
-fn instance<'a>(subject: &Subject<'a>, params: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
+/// Loads an instance with the spec's params plus `extra`, after the load
+/// checks a host applies: a plugin a host would refuse is not run.
+fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
     let table = table_for(subject)?;
-    RawInstance::load(subject.library, table, params).map_err(|code| format!("load returned {code}"))
+    checks::check_plugin(table.header().as_ref(), table.entry_points(), "system library", Features::NONE)
+        .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
+    let mut params = subject.params.clone();
+    for (key, value) in extra {
+        params.push(*key, *value);
+    }
+    table.load(&CountingAllocator::new(), &params).map_err(|error| match error {
+        RawLoadError::Refused { code } => format!("load returned {code} with {} parameter(s)", params.len()),
+        other => other.to_string(),
+    })
 }
 
 fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
-    match subject.library.query(Version(0)) {
+    let query = subject.library.query().map_err(|error| error.to_string())?;
+    match query.query(Version(0)) {
         None => Ok("NULL".to_owned()),
         Some(_) => {
             Err("query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
@@ -127,18 +144,16 @@ fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
 
 fn query_latest(subject: &Subject<'_>) -> Verdict {
     let table = table_for(subject)?;
-    if table.header.is_null() {
+    if table.header().is_none() {
         return Err("the table's header pointer is NULL".to_owned());
     }
-    let missing: Vec<&str> = [
-        ("load", table.load.is_none()),
-        ("unload", table.unload.is_none()),
-        ("resolve", table.resolve.is_none()),
-    ]
-    .into_iter()
-    .filter(|(_, missing)| *missing)
-    .map(|(name, _)| name)
-    .collect();
+    let entry_points = table.entry_points();
+    let missing: Vec<&str> =
+        [("load", !entry_points.load), ("unload", !entry_points.unload), ("resolve", !entry_points.resolve)]
+            .into_iter()
+            .filter(|(_, missing)| *missing)
+            .map(|(name, _)| name)
+            .collect();
     if missing.is_empty() {
         Ok(format!("table with header, load, unload and resolve (version {})", Version::LATEST))
     } else {
@@ -148,32 +163,25 @@ fn query_latest(subject: &Subject<'_>) -> Verdict {
 
 fn header(subject: &Subject<'_>) -> Verdict {
     let table = table_for(subject)?;
-    let header = subject.library.header(&table).ok_or("NULL header")?;
-    let mut problems = Vec::new();
-    if header.version.0 == 0 || header.version > Version::LATEST {
-        problems.push(format!("version {} is not in 1..={}", header.version.0, Version::LATEST.0));
-    }
-    match header.name.as_deref() {
-        None => problems.push("name is NULL".to_owned()),
-        Some("") => problems.push("name is empty".to_owned()),
-        Some(_) => {}
+    let header = table.header().ok_or("NULL header")?;
+    // What a host refuses (the same checks `Plugin` applies)...
+    let mut problems: Vec<String> = [
+        checks::check_version(&header),
+        checks::check_name(&header),
+        checks::check_status_mode(&header),
+        checks::check_sanitizer(&header),
+        checks::check_known_features(&header),
+    ]
+    .into_iter()
+    .filter_map(Result::err)
+    .map(|refusal| refusal.to_string())
+    .collect();
+    // ...and what is legal but unhelpful.
+    if header.name.as_deref() == Some("") {
+        problems.push("name is empty".to_owned());
     }
     if header.description.is_none() {
         problems.push("description is NULL".to_owned());
-    }
-    if !header.features.unknown().is_empty() {
-        problems.push(format!("unknown feature bits {:#x}", header.features.unknown().0));
-    }
-    if header.features.contains(Features::FULL_STATUS) {
-        problems.push("FULL_STATUS: only full-status hosts can load it".to_owned());
-    }
-    if !header.sanitizer.is_known() {
-        problems.push(format!("unknown sanitizer value {}", header.sanitizer.0));
-    } else if header.sanitizer != Sanitizer::NONE {
-        problems.push(format!(
-            "built with the {} sanitizer: hosts without it refuse the plugin",
-            header.sanitizer.name().unwrap_or("?")
-        ));
     }
     if problems.is_empty() {
         Ok(format!(
@@ -187,14 +195,20 @@ fn header(subject: &Subject<'_>) -> Verdict {
     }
 }
 
-fn load_cycle(subject: &Subject<'_>, params: &[(&str, &str)]) -> Verdict {
-    let instance = instance(subject, params)?;
-    let (held_blocks, held_bytes) = instance.live();
-    let (blocks, bytes) = instance.unload();
-    if blocks != 0 || bytes != 0 {
-        return Err(format!("after unload the plugin still holds {blocks} block(s), {bytes} byte(s)"));
+fn load_cycle(subject: &Subject<'_>, extra: &[(&str, &str)]) -> Verdict {
+    let instance = instance(subject, extra)?;
+    let held = instance.allocation_stats();
+    let after = instance.unload();
+    if after.live_allocations != 0 || after.live_bytes != 0 {
+        return Err(format!(
+            "after unload the plugin still holds {} block(s), {} byte(s)",
+            after.live_allocations, after.live_bytes
+        ));
     }
-    Ok(format!("loaded holding {held_blocks} block(s), {held_bytes} byte(s); all freed by unload"))
+    Ok(format!(
+        "loaded holding {} block(s), {} byte(s); all freed by unload",
+        held.live_allocations, held.live_bytes
+    ))
 }
 
 fn load_plain(subject: &Subject<'_>) -> Verdict {
@@ -213,8 +227,12 @@ fn resolve(
     mut fns: Vec<*mut c_void>,
     mut contexts: Vec<*mut c_void>,
 ) -> (StatusCode, Resolution, Vec<*mut c_void>, Vec<*mut c_void>) {
-    let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
-    let (code, resolution) = instance.resolve(&pointers, &mut fns, &mut contexts);
+    let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
+    let (code, resolution) = match ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
+        Ok(mut request) => instance.resolve(&mut request),
+        // The three arrays always have the same length here.
+        Err(_) => (StatusCode::INTERNAL, Resolution::NONE),
+    };
     (code, resolution, fns, contexts)
 }
 
@@ -331,11 +349,14 @@ fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
     for _ in 0..3 {
         resolve(&instance, &names, empty(names.len()), empty(names.len()));
     }
-    let (blocks, bytes) = instance.unload();
-    if blocks == 0 && bytes == 0 {
+    let after = instance.unload();
+    if after.live_allocations == 0 && after.live_bytes == 0 {
         Ok("balanced".to_owned())
     } else {
-        Err(format!("{blocks} block(s), {bytes} byte(s) still held after unload"))
+        Err(format!(
+            "{} block(s), {} byte(s) still held after unload",
+            after.live_allocations, after.live_bytes
+        ))
     }
 }
 
@@ -350,9 +371,11 @@ pub(crate) struct CheckResult {
     pub(crate) detail: String,
 }
 
-/// Runs the named checks (all when `only` is None) against `path`.
+/// Runs the named checks (all when `only` is None) against the library at
+/// `path`, loaded with `params`.
 pub(crate) fn run_checks(
     path: &Path,
+    params: &LoadParamList,
     symbols: &[String],
     only: Option<&str>,
 ) -> Result<Vec<CheckResult>, CliError> {
@@ -367,12 +390,13 @@ pub(crate) fn run_checks(
             })?]
         }
     };
-    let library = trust::open_raw_library(path)?;
+    let library = trust::open_raw_library(path)
+        .map_err(|source| CliError::Load { what: path.display().to_string(), source })?;
     let mut exports = library.exports().unwrap_or_default();
     exports.extend(symbols.iter().cloned());
     exports.sort();
     exports.dedup();
-    let subject = Subject { library: &library, exports };
+    let subject = Subject { library: &library, params: params.clone(), exports };
     Ok(selected
         .into_iter()
         .map(|check| {
@@ -384,8 +408,19 @@ pub(crate) fn run_checks(
 }
 
 /// Runs the command; returns the exit code.
-pub(crate) fn run(plugin: &Path, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
-    let results = run_checks(plugin, symbols, only)?;
+/// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
+/// the exit code.
+pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
+    let parsed = PluginSpec::parse(spec)
+        .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    if parsed.loader() == LoaderKind::Embedded {
+        return Err(CliError::Manager {
+            context: format!("cannot check plugin `{spec}`"),
+            source: xplug_manager::Error::EmbeddedUnsupported { spec: spec.to_owned() },
+        });
+    }
+    let plugin = Path::new(parsed.path());
+    let results = run_checks(plugin, &parsed.load_params(), symbols, only)?;
     let failed = results.iter().filter(|result| !result.ok).count();
     if json {
         print_json(&json!({
@@ -403,7 +438,7 @@ pub(crate) fn run(plugin: &Path, symbols: &[String], only: Option<&str>, json: b
     }
     if failed > 0 {
         crate::report_error(&CliError::ChecksFailed {
-            plugin: plugin.display().to_string(),
+            plugin: spec.to_owned(),
             failed,
             total: results.len(),
         });

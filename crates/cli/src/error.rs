@@ -17,32 +17,6 @@ pub(crate) enum CliError {
         /// What is wrong and what to write instead.
         message: String,
     },
-    /// A plugin file named on the command line does not exist.
-    #[error("plugin library {} does not exist; check the path", path.display())]
-    PluginFileNotFound {
-        /// The path given.
-        path: PathBuf,
-    },
-    /// The OS loader refused a plugin file.
-    #[error("cannot open plugin library {}: {cause}", path.display())]
-    LibraryOpen {
-        /// The file.
-        path: PathBuf,
-        /// The loader's explanation.
-        cause: String,
-    },
-    /// A plugin library lacks the v0 query export.
-    #[error(
-        "plugin library {} does not export `{symbol}`; is it an executable plugin? \
-         (xplug-sdk plugins need `cargo xtask build-plugins`)",
-        path.display()
-    )]
-    MissingExport {
-        /// The file.
-        path: PathBuf,
-        /// The missing symbol.
-        symbol: String,
-    },
     /// A plugin failed to load.
     #[error("cannot load plugin `{what}`")]
     Load {
@@ -144,10 +118,7 @@ impl CliError {
     pub(crate) fn code(&self) -> StatusCode {
         match self {
             Self::Usage { .. } | Self::Mismatch { .. } => StatusCode::INVALID_ARGUMENT,
-            Self::PluginFileNotFound { .. } | Self::MissingExport { .. } | Self::PluginsNotBuilt { .. } => {
-                StatusCode::NOT_FOUND
-            }
-            Self::LibraryOpen { .. } => StatusCode::UNAVAILABLE,
+            Self::PluginsNotBuilt { .. } => StatusCode::NOT_FOUND,
             Self::Load { source, .. } => source.code(),
             Self::Manager { source, .. } => source.code(),
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
@@ -162,11 +133,12 @@ impl CliError {
     pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Usage { .. } => "usage",
-            Self::PluginFileNotFound { .. } => "plugin_file_not_found",
-            Self::LibraryOpen { .. } => "library_open",
-            Self::MissingExport { .. } => "missing_export",
-            Self::Load { .. } => "load",
-            Self::Manager { .. } => "manager",
+            // A plugin that cannot be loaded gets the same kind from every
+            // command, whichever layer reported it.
+            Self::Load { .. } | Self::Manager { .. } => self.load_failure_kind().unwrap_or(match self {
+                Self::Load { .. } => "load",
+                _ => "manager",
+            }),
             Self::ChecksFailed { .. } => "checks_failed",
             Self::PluginsNotBuilt { .. } => "plugins_not_built",
             Self::ImportFailed { .. } => "import_failed",
@@ -178,18 +150,36 @@ impl CliError {
     }
 
     /// The messages of this error's causes, outermost first (itself excluded).
+    /// The kind of the plugin load failure in the cause chain, if any.
+    fn load_failure_kind(&self) -> Option<&'static str> {
+        use xplug_providers::Error as LoadError;
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(error) = next {
+            if let Some(error) = error.downcast_ref::<LoadError>() {
+                return Some(match error {
+                    LoadError::FileNotFound { .. } => "plugin_file_not_found",
+                    LoadError::NotSharedObject { .. } => "not_shared_object",
+                    LoadError::WrongArchitecture { .. } => "wrong_architecture",
+                    LoadError::LibraryOpen { .. } => "library_open",
+                    LoadError::MissingExport { .. } => "missing_export",
+                    LoadError::UnsupportedVersion { .. } => "unsupported_version",
+                    LoadError::Incompatible { .. } => "incompatible",
+                    LoadError::LoadFailed { .. } => "load_failed",
+                    _ => "load",
+                });
+            }
+            next = error.source();
+        }
+        None
+    }
+
+    /// The messages of the causes, outermost first (each error prints only
+    /// its own message; causes are never repeated inside it).
     pub(crate) fn causes(&self) -> Vec<String> {
-        let mut causes: Vec<String> = Vec::new();
-        let mut shown = self.to_string();
+        let mut causes = Vec::new();
         let mut next = std::error::Error::source(self);
         while let Some(cause) = next {
-            let text = cause.to_string();
-            // Some errors repeat their source in their own message; show
-            // each piece of text once.
-            if !shown.contains(&text) {
-                shown.push_str(&text);
-                causes.push(text);
-            }
+            causes.push(cause.to_string());
             next = cause.source();
         }
         causes

@@ -5,7 +5,8 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::{LoadParams, PluginInfo, StaticPlugin, static_plugins};
+use xplug_providers::raw::RawHeader;
+use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
 use crate::output::{Style, Table, print_json};
@@ -48,23 +49,17 @@ struct Embedded {
 
 fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
     let path = Path::new(spec.path());
-    let bytes = std::fs::read(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            CliError::PluginFileNotFound { path: path.to_path_buf() }
-        } else {
-            CliError::File { context: format!("cannot read {}", path.display()), source }
-        }
-    })?;
+    // SAFETY: `xplug inspect` runs the plugin it is pointed at, like the
+    // system-library path does; the embedded loader validates the file first.
+    let loaded = unsafe { xplug_providers::Plugin::load_embedded_elf(path, &spec.load_params()) }
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
+    // The bytes the loader accepted, validated again for the report.
+    let bytes = std::fs::read(path)
+        .map_err(|source| CliError::File { context: format!("cannot read {}", path.display()), source })?;
     let plan = xplug_providers::embedded_elf::validate(&bytes).map_err(|source| CliError::FatElf {
         context: format!("cannot load embedded plugin `{plugin}`"),
         source,
     })?;
-    let params: LoadParams = spec.params().iter().cloned().collect();
-    // SAFETY: `xplug inspect` runs the plugin it is pointed at, like the
-    // system-library path does; the file passed validation.
-    let loaded =
-        unsafe { xplug_providers::EmbeddedElfPlugin::load_from_memory(spec.path(), &bytes, &params) }
-            .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let record = plan.record().map_or_else(
         || "plain ELF (no FatELF container)".to_owned(),
         |record| {
@@ -106,7 +101,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
                     registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
                 ),
             })?;
-        let loaded = StaticPlugin::from_registration(registration, &LoadParams::new())
+        let loaded = Plugin::from_registration(registration, &LoadParamList::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
         return Ok(Report {
             info: loaded.info().clone(),
@@ -121,8 +116,10 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     if spec.loader() == LoaderKind::Embedded {
         return inspect_embedded(plugin, &spec);
     }
-    let params: LoadParams = spec.params().iter().cloned().collect();
+    let params = spec.load_params();
     let path = Path::new(spec.path());
+    // The loader's verdict first: it checks the file before opening it, so
+    // its error is the most precise one.
     let loaded = trust::load_system_plugin(path, &params);
     let load_error = match &loaded {
         Ok(_) => None,
@@ -131,37 +128,42 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     // While the loader keeps the library open, this second open shares it.
     let raw = match trust::open_raw_library(path) {
         Ok(raw) => raw,
-        // The loader's error says more (it checks the file before opening).
-        Err(raw_error) => return Err(load_error.unwrap_or(raw_error)),
+        Err(source) => {
+            return Err(load_error.unwrap_or(CliError::Load { what: plugin.to_owned(), source }));
+        }
     };
     let exports = raw.exports();
-    let info = match (&loaded, load_error) {
-        (Ok(loaded), _) => loaded.info().clone(),
+    let info = match loaded {
+        Ok(loaded) => loaded.info().clone(),
         // Refused by the loader (version, features, sanitizer, load): show
         // what the header says anyway, and why it cannot be loaded.
-        (Err(_), Some(error)) => match raw.query(Version::LATEST).and_then(|table| raw.header(&table)) {
-            Some(header) => {
-                let info = PluginInfo {
-                    name: header.name.unwrap_or_default(),
-                    description: header.description.unwrap_or_default(),
-                    version: header.version,
-                    features: header.features,
-                    sanitizer: header.sanitizer,
-                };
-                return Ok(Report {
-                    info,
-                    loader: "system library",
-                    exports,
-                    load_error: Some(error),
-                    embedded: None,
-                });
-            }
-            None => return Err(error),
-        },
-        (Err(_), None) => unreachable!("a failed load always records its error"),
+        Err(source) => {
+            let header =
+                raw.query().ok().and_then(|query| query.query(Version::LATEST)).and_then(|t| t.header());
+            let Some(header) = header else {
+                return Err(CliError::Load { what: plugin.to_owned(), source });
+            };
+            return Ok(Report {
+                info: info_from(header),
+                loader: "system library",
+                exports,
+                load_error,
+                embedded: None,
+            });
+        }
     };
-    drop(loaded);
     Ok(Report { info, loader: "system library", exports, load_error: None, embedded: None })
+}
+
+/// The header as `inspect` shows it (a NULL name or description as empty).
+fn info_from(header: RawHeader) -> PluginInfo {
+    PluginInfo {
+        name: header.name.unwrap_or_default(),
+        description: header.description.unwrap_or_default(),
+        version: header.version,
+        features: header.features,
+        sanitizer: header.sanitizer,
+    }
 }
 
 /// Runs the command; returns the exit code.

@@ -1,5 +1,5 @@
-//! `xplug`: inspect, resolve, check and benchmark IREE executable import
-//! plugins, and run the dispatch demo.
+//! `xplug`: inspect, resolve, check, benchmark and call IREE executable
+//! import plugins, and run the dispatch demo.
 //!
 //! Every command prints a human report (aligned tables, colour only on a
 //! terminal) or, with `--json`, exactly one JSON object on stdout. Errors go
@@ -16,13 +16,13 @@
 use sample_static as _;
 
 mod bench;
+mod call;
 mod check;
 mod demo;
 mod error;
 mod fatelf;
 mod inspect;
 mod output;
-mod raw;
 mod resolve;
 mod trust;
 
@@ -62,7 +62,7 @@ enum Command {
     Resolve {
         /// A plugin spec as IREE's `--executable_plugin` takes it
         /// (`path[?key=value&...]`); repeatable, later ones are asked first.
-        #[arg(long = "plugin", value_name = "SPEC")]
+        #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
         /// Register the plugins linked into xplug first (`sample_static`).
         #[arg(long = "static")]
@@ -73,9 +73,10 @@ enum Command {
     },
     /// Run the v0 conformance checks against a plugin library.
     Check {
-        /// The plugin library.
-        #[arg(required_unless_present = "list_checks")]
-        plugin: Option<PathBuf>,
+        /// The plugin library, as a spec (`path[?key=value&...]`: the load
+        /// parameters every check loads it with).
+        #[arg(required_unless_present = "list_checks", value_name = "PLUGIN")]
+        plugin: Option<String>,
         /// Also resolve these names in the export checks (for plugins
         /// without `xplug_plugin_exports`).
         #[arg(long = "symbol", value_name = "NAME")]
@@ -102,6 +103,25 @@ enum Command {
         #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
         call: Option<usize>,
     },
+    /// Call one import with a params block built from typed fields (or
+    /// given as hex or a file) and show the result and the block after it.
+    Call {
+        /// The plugin, as a spec (`path[?key=value&...]`).
+        plugin: String,
+        /// The import to call.
+        import: String,
+        /// A field of the params struct, in order: TYPE:VALUE (i8..u64,
+        /// f32, f64, usize, isize), `ptr:TYPE[N][=v,v,...]` (a buffer xplug
+        /// allocates and shows after the call) or ptr:null.
+        #[arg(long = "field", value_name = "FIELD", conflicts_with_all = ["hex", "file"])]
+        fields: Vec<String>,
+        /// The whole params block as hex bytes.
+        #[arg(long, value_name = "HEX", conflicts_with = "file")]
+        hex: Option<String>,
+        /// The whole params block from a file.
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+    },
     /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
     Fatelf {
         #[command(subcommand)]
@@ -111,7 +131,7 @@ enum Command {
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
         /// Directory of the built example plugins (default: the
-        /// `target/plugins/<profile>` matching the xplug binary's profile, or
+        /// target/plugins/PROFILE directory matching the xplug binary's profile, or
         /// target/plugins/release under the current directory).
         #[arg(long, value_name = "DIR")]
         plugin_dir: Option<PathBuf>,
@@ -161,6 +181,24 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
         }
         Command::Bench { plugin, symbols, runs, call } => {
             bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call }, cli.json)
+        }
+        Command::Call { plugin, import, fields, hex, file } => {
+            let params = if let Some(hex) = hex {
+                call::Params::Bytes(call::parse_hex(hex).map_err(|message| CliError::Usage { message })?)
+            } else if let Some(file) = file {
+                call::Params::Bytes(std::fs::read(file).map_err(|error| CliError::Usage {
+                    message: format!("cannot read the params file {}: {error}", file.display()),
+                })?)
+            } else {
+                call::Params::Fields(
+                    fields
+                        .iter()
+                        .map(|field| call::parse_field(field))
+                        .collect::<Result<_, _>>()
+                        .map_err(|message| CliError::Usage { message })?,
+                )
+            };
+            call::run(&call::Options { plugin, import, params }, cli.json)
         }
         Command::Fatelf { action } => fatelf::run(action, cli.json),
         Command::Demo { plugin_dir, elements, passes } => demo::run(

@@ -1,4 +1,4 @@
-//! `xplug resolve [--plugin SPEC]... [--static] SYMBOL...`: which provider
+//! `xplug resolve [--plugin PLUGIN]... [--static] SYMBOL...`: which provider
 //! supplies each import.
 
 use std::ffi::CString;
@@ -200,7 +200,7 @@ pub(crate) fn run(
             ]);
         }
         if runtime.labels.is_empty() {
-            println!("  (no providers; pass --plugin SPEC or --static)");
+            println!("  (no providers; pass --plugin PLUGIN or --static)");
         } else {
             print!("{}", order.render(style));
         }

@@ -9,21 +9,22 @@
 use std::path::Path;
 
 use xplug_manager::Manager;
-use xplug_providers::{LoadParams, Plugin, SystemLibraryPlugin};
-
-use crate::error::CliError;
-use crate::raw::RawLibrary;
+use xplug_providers::raw::RawLibrary;
+use xplug_providers::{LoadParamList, Plugin};
 
 /// Loads the shared-library plugin at `path` through `xplug-providers`.
-pub(crate) fn load_system_plugin(path: &Path, params: &LoadParams) -> Result<Plugin, xplug_providers::Error> {
+pub(crate) fn load_system_plugin(
+    path: &Path,
+    params: &LoadParamList,
+) -> Result<Plugin, xplug_providers::Error> {
     // SAFETY: the user named this file on the command line as a v0 plugin
     // to load into this process; the CLI holds no state a misbehaving plugin
     // could corrupt beyond what the user chose to run.
-    unsafe { SystemLibraryPlugin::load_from_file(path, params) }
+    unsafe { Plugin::load_system_library(path, params) }
 }
 
 /// Opens the shared-library plugin at `path` for raw inspection and checks.
-pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, CliError> {
+pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_providers::Error> {
     // SAFETY: as in `load_system_plugin`: the user named this file as a v0
     // plugin to examine in this process.
     unsafe { RawLibrary::open(path) }

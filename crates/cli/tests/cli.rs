@@ -59,10 +59,20 @@ fn inspect_reports_the_header_and_loader() {
 fn inspect_of_a_missing_file_is_a_typed_error() {
     let value = json(&["inspect", "/nonexistent/libnothing.so"], 1);
     assert_eq!(value["ok"], false);
-    assert_eq!(value["error"]["kind"], "load");
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found");
     assert_eq!(value["error"]["code"], "NOT_FOUND");
     let causes = value["error"]["causes"].to_string();
     assert!(causes.contains("/nonexistent/libnothing.so does not exist"), "{value}");
+    // The cause is printed once, by itself, not repeated in the message.
+    assert!(!value["error"]["message"].as_str().unwrap().contains("does not exist"), "{value}");
+    // Every command names the same failure the same way.
+    for command in
+        [&["check", "/nonexistent/libnothing.so"][..], &["bench", "/nonexistent/libnothing.so", "f"]]
+    {
+        let value = json(command, 1);
+        assert_eq!(value["error"]["kind"], "plugin_file_not_found", "{command:?}: {value}");
+        assert_eq!(value["error"]["code"], "NOT_FOUND", "{command:?}: {value}");
+    }
 }
 
 #[test]

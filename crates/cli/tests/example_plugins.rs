@@ -89,3 +89,60 @@ fn demo_runs_verifies_and_shows_the_override() {
     let missing = imports.iter().find(|i| i["name"] == "?simple_mul_workgroup_avx1024").unwrap();
     assert_eq!(missing["resolved"], false);
 }
+
+#[test]
+fn call_runs_an_import_on_real_values() {
+    // IREE's slice convention: the slice starts at offset 1 of each binding
+    // and holds 3 elements; element 0 of the output must stay untouched.
+    let spec = format!("{}?multiplier=3", library("sample_system"));
+    let fields = [
+        "ptr:f32=1,2,3,4",
+        "usize:1",
+        "ptr:f32=10,20,30,40",
+        "usize:1",
+        "ptr:f32[4]=-1",
+        "usize:1",
+        "usize:3",
+        "usize:0",
+        "u32:0",
+        "ptr:null",
+    ];
+    let mut args = vec!["call", spec.as_str(), "simple_mul_workgroup"];
+    for field in &fields {
+        args.extend(["--field", field]);
+    }
+    let value = json(&args, 0);
+    assert_eq!(value["result"], 0, "{value}");
+    let out =
+        value["buffers"].as_array().unwrap().iter().find(|b| b["field"] == 4).expect("the output buffer");
+    assert_eq!(out["values"], serde_json::json!([-1.0, 120.0, 270.0, 480.0]), "{value}");
+    // The size field is read back as given.
+    assert_eq!(value["fields"][6]["value"], 3);
+
+    // An import that refuses its params (NULL bindings with a non-empty
+    // slice) reports its code and the command exits 1.
+    let value = json(
+        &[
+            "call",
+            &library("sample_standalone"),
+            "simple_mul_workgroup",
+            "--field",
+            "ptr:null",
+            "--field",
+            "usize:0",
+            "--field",
+            "ptr:null",
+            "--field",
+            "usize:0",
+            "--field",
+            "ptr:null",
+            "--field",
+            "usize:0",
+            "--field",
+            "usize:4",
+        ],
+        1,
+    );
+    assert_eq!(value["ok"], false, "{value}");
+    assert_ne!(value["result"], 0, "NULL bindings with a non-empty slice are refused: {value}");
+}

@@ -40,7 +40,7 @@ pub enum Error {
     },
     /// A provider failed for a reason other than a missing import; the
     /// resolve stopped there.
-    #[error("provider #{index} `{provider}` failed while resolving imports: {source}")]
+    #[error("provider #{index} `{provider}` failed while resolving imports")]
     ProviderFailed {
         /// The provider's position in registration order.
         index: usize,
@@ -80,7 +80,7 @@ pub enum Error {
         spec: String,
     },
     /// Loading the plugin a spec names failed.
-    #[error("cannot load plugin from spec `{spec}`: {source}")]
+    #[error("cannot load plugin from spec `{spec}`")]
     PluginLoad {
         /// The spec as given (it names the library path).
         spec: String,
@@ -88,7 +88,7 @@ pub enum Error {
         source: xplug_providers::Error,
     },
     /// Loading a plugin linked into the binary failed.
-    #[error("cannot load static plugin `{name}`: {source}")]
+    #[error("cannot load static plugin `{name}`")]
     StaticPluginLoad {
         /// The registration's name.
         name: String,
@@ -119,6 +119,27 @@ pub enum Error {
     InvalidRequest {
         /// What is wrong.
         reason: String,
+    },
+    /// A manager was asked to register itself as one of its providers.
+    #[error(
+        "manager `{provider}` cannot be registered as a provider of itself: resolving would recurse \
+         forever; register the other manager's providers instead"
+    )]
+    SelfRegistration {
+        /// The manager's provider name.
+        provider: String,
+    },
+    /// A provider the registry counted could not be read: a bug in xplug's
+    /// registry, reported instead of skipping the provider silently.
+    #[error(
+        "provider #{index} of {count} was counted but is not readable; this is a bug in xplug's registry, \
+         please report it"
+    )]
+    RegistryInconsistent {
+        /// The unreadable slot.
+        index: usize,
+        /// The count the registry published.
+        count: usize,
     },
     /// A resolved-imports table was asked to call an import no provider
     /// supplied (an optional import left empty).
@@ -180,7 +201,9 @@ impl Error {
             Self::InvalidSpec { .. }
             | Self::InvalidEnvironment { .. }
             | Self::InvalidImportName { .. }
-            | Self::InvalidRequest { .. } => StatusCode::INVALID_ARGUMENT,
+            | Self::InvalidRequest { .. }
+            | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
             Self::EmbeddedUnsupported { .. } => StatusCode::UNIMPLEMENTED,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
         }

@@ -37,7 +37,8 @@ struct Slot {
 
 // SAFETY: the raw pointers are import functions and their contexts handed out
 // by providers. The provider contract (`ImportProvider` is `Send + Sync`, and
-// the v0 ABI in SPEC §2) makes imports callable from any thread, concurrently,
+// the v0 ABI, `docs/resolution.md#thread-safety`) makes imports callable
+// from any thread, concurrently,
 // as IREE's worker threads call them; the table itself is immutable after
 // construction and the `Arc<Manager>` keeping the code alive is `Send + Sync`.
 unsafe impl Send for ResolvedImports {}
@@ -90,12 +91,10 @@ impl Manager {
             .iter()
             .zip(&contexts)
             .map(|(&function, &context)| Slot {
-                // SAFETY: a non-NULL slot holds what a provider filled in as
-                // an import function, and the v0 ABI gives every import the
-                // `ImportFn` signature; data and function pointers have the
-                // same size on every supported target.
-                function: (!function.is_null())
-                    .then(|| unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) }),
+                // SAFETY: a slot holds NULL or what a provider filled in as an
+                // import function, and the v0 ABI gives every import the
+                // `ImportFn` signature.
+                function: unsafe { xplug_providers::abi::import_fn_from_ptr(function) },
                 context,
             })
             .collect();

@@ -4,7 +4,8 @@
 //! A runtime loading an executable asks the [`Manager`] to resolve the
 //! executable's imports. The manager asks its providers, newest registration
 //! first, until every import has a function, and reports what is missing with
-//! IREE's status codes (SPEC §2). Plugins loaded from specs like IREE's
+//! IREE's status codes (`docs/resolution.md#outcome`). Plugins loaded from
+//! specs like IREE's
 //! `--executable_plugin` flag ([`spec`], [`Manager::from_specs`],
 //! [`Manager::from_env`]) or linked into the binary
 //! ([`Manager::with_static_plugins`]) are owned by the manager;

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use xplug_providers::{
-    EmbeddedElfPlugin, LoadParams, Plugin, StaticPlugin, SystemLibraryPlugin, static_plugins,
-};
+use xplug_providers::{LoadParamList, Plugin, static_plugins};
 
 use crate::spec::{self, LoaderKind, PluginSpec};
 use crate::{Error, Manager};
@@ -34,20 +32,21 @@ impl Manager {
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
     /// functions, which Rust cannot check: the library must be a well-formed
-    /// v0 plugin (SPEC §1) that is sound to load into this process. The
-    /// same holds for an embedded ELF's code, although its file is
-    /// validated before anything runs.
+    /// v0 plugin (`docs/abi.md#overview`) that is sound to load into this
+    /// process. The same holds for an embedded ELF's code, although its file
+    /// is validated before anything runs.
     ///
     /// # Thread-safety
     /// Safe to call while other threads resolve through this manager; the
     /// plugin becomes visible to resolves that start after it returns.
     ///
     /// # Platform-specific behaviour
-    /// An `embedded:` spec or a `.sos` path (IREE's rule) goes to xplug's
-    /// own embedded ELF loader ([`EmbeddedElfPlugin::load_from_file`], Unix
-    /// hosts); anything else to the system loader (`dlopen` on Unix,
-    /// `LoadLibrary` on Windows) through `SystemLibraryPlugin::load_from_file`,
-    /// whose search rules for relative paths are the platform's.
+    /// An `embedded:` spec or a `.sos` path (IREE's rule,
+    /// `docs/specs.md`) goes to xplug's own embedded ELF loader
+    /// (`Plugin::load_embedded_elf`, Unix hosts); anything else to the
+    /// system loader (`dlopen` on Unix, `LoadLibrary` on Windows) through
+    /// `Plugin::load_system_library`, whose search rules for relative paths
+    /// are the platform's.
     pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
         let spec = PluginSpec::parse(spec)?;
         // SAFETY: forwarded to the caller.
@@ -59,14 +58,14 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<(), Error> {
-        let params: LoadParams = spec.params().iter().cloned().collect();
+        let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
         // SAFETY: the caller vouches for the plugin (see `load_spec`).
         let loaded = unsafe {
             match spec.loader() {
-                LoaderKind::Embedded => EmbeddedElfPlugin::load_from_file(spec.path(), &params),
-                _ => SystemLibraryPlugin::load_from_file(spec.path(), &params),
+                LoaderKind::Embedded => Plugin::load_embedded_elf(spec.path(), &params),
+                _ => Plugin::load_system_library(spec.path(), &params),
             }
         };
         let plugin = loaded.map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
@@ -75,8 +74,8 @@ impl Manager {
 
     /// A manager holding the plugins `specs` name, registered in order, so a
     /// later spec overrides an earlier one (like IREE's repeatable
-    /// `--executable_plugin=SPEC` flag). Every spec is parsed before any
-    /// library is opened.
+    /// `--executable_plugin` flag; `docs/specs.md#order`). Every spec is
+    /// parsed before any library is opened.
     ///
     /// ```no_run
     /// use xplug_manager::Manager;
@@ -182,7 +181,7 @@ impl Manager {
         }
         // The registry is empty now; static plugins go in first.
         for registration in registrations {
-            let plugin = StaticPlugin::from_registration(registration, &LoadParams::new())
+            let plugin = Plugin::from_registration(registration, &LoadParamList::new())
                 .map_err(|source| Error::StaticPluginLoad { name: registration.name().to_owned(), source })?;
             self.register_plugin(plugin)?;
         }

@@ -14,7 +14,7 @@ use crate::suggest;
 ///
 /// Providers are kept in registration order and asked **newest first**, so a
 /// later registration overrides an earlier one. [`Manager::resolve`]
-/// implements SPEC §2 exactly:
+/// implements `docs/resolution.md#reference-model` exactly:
 ///
 /// 1. a request with no names succeeds at once; no provider is called;
 /// 2. providers are walked newest first, and the walk stops before calling a
@@ -158,15 +158,11 @@ impl Manager {
     ///
     /// # Errors
     /// [`Error::CapacityReached`] when the manager is full, and
-    /// [`Error::InvalidRequest`] when `provider` is this manager; nothing
+    /// [`Error::SelfRegistration`] when `provider` is this manager; nothing
     /// changes then.
     pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<(), Error> {
         if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
-            return Err(Error::InvalidRequest {
-                reason: "a manager cannot be registered as a provider of itself: resolving would \
-                         recurse forever; register the other manager's providers instead"
-                    .to_owned(),
-            });
+            return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
         }
         self.register_entry(provider, false)
     }
@@ -243,9 +239,7 @@ impl Manager {
             let Some(entry) = self.registry.get(index) else {
                 // Unreachable by the registry's publication argument; report
                 // it rather than skip a provider silently.
-                return Err(Error::InvalidRequest {
-                    reason: format!("provider #{index} was counted but is not readable (registry bug)"),
-                });
+                return Err(Error::RegistryInconsistent { index, count });
             };
             let empty_before: Option<Vec<bool>> =
                 trace.as_ref().map(|_| (0..request.len()).map(|i| !request.is_filled(i)).collect());

@@ -38,6 +38,8 @@
 //! assert!(PluginSpec::parse("lib.so?=1").unwrap_err().to_string().contains("`lib.so?=1`"));
 //! ```
 
+use xplug_providers::LoadParamList;
+
 use crate::Error;
 
 /// The prefix that selects the embedded ELF loader.
@@ -140,6 +142,21 @@ impl PluginSpec {
     #[must_use]
     pub fn params(&self) -> &[(Vec<u8>, Vec<u8>)] {
         &self.params
+    }
+
+    /// The decoded load parameters as the list a plugin's `load` receives.
+    ///
+    /// ```
+    /// use xplug_manager::spec::PluginSpec;
+    ///
+    /// let spec = PluginSpec::parse("libscale.so?factor=2&name=a%20b")?;
+    /// let params = spec.load_params();
+    /// assert_eq!(params.iter().collect::<Vec<_>>(), [(&b"factor"[..], &b"2"[..]), (b"name", b"a b")]);
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    #[must_use]
+    pub fn load_params(&self) -> LoadParamList {
+        self.params.iter().cloned().collect()
     }
 }
 

@@ -1,4 +1,5 @@
-//! The manager against SPEC §2's reference model, on random providers
+//! The manager against the reference model of
+//! `docs/resolution.md#reference-model`, on random providers
 //! (honest, failing, lying) and random requests (sorted or not, optional
 //! names, pre-filled slots, duplicates), through every entry point: the Rust
 //! API, the traced variant, the manager as an `ImportProvider`, and the C

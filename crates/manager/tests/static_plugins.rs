@@ -219,18 +219,18 @@ unsafe extern "C" fn tagged_query(max_version: Version, _reserved: *mut c_void) 
 fn owned_plugins_unload_newest_first_when_the_manager_drops() {
     let manager = Manager::new();
     for tag in ["1", "2", "3"] {
-        let params = xplug_manager::providers::LoadParams::new().with("tag", tag);
+        let params = xplug_manager::providers::LoadParamList::new().with("tag", tag);
         // SAFETY: `tagged_query` follows the v0 query contract.
         let plugin =
-            unsafe { xplug_manager::providers::StaticPlugin::from_query(tagged_query, &params) }.unwrap();
+            unsafe { xplug_manager::providers::Plugin::from_static_query(tagged_query, &params) }.unwrap();
         manager.register_plugin(plugin).unwrap();
     }
     // A failed load is not registered and not unloaded.
     // SAFETY: as above.
     let refused = unsafe {
-        xplug_manager::providers::StaticPlugin::from_query(
+        xplug_manager::providers::Plugin::from_static_query(
             tagged_query,
-            &xplug_manager::providers::LoadParams::new(),
+            &xplug_manager::providers::LoadParamList::new(),
         )
     };
     assert_eq!(refused.unwrap_err().code(), StatusCode::INVALID_ARGUMENT);

@@ -158,6 +158,24 @@ impl Sanitizer {
         })
     }
 
+    /// The sanitizer named `name` (as [`Sanitizer::name`] spells it), or
+    /// `None` for a name this crate does not know.
+    ///
+    /// ```
+    /// use xplug_abi::Sanitizer;
+    /// assert_eq!(Sanitizer::from_name("thread"), Some(Sanitizer::THREAD));
+    /// assert_eq!(Sanitizer::from_name("Thread"), None);
+    /// ```
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::known().find(|sanitizer| sanitizer.name() == Some(name))
+    }
+
+    /// Every sanitizer this crate names, in value order.
+    pub fn known() -> impl Iterator<Item = Self> {
+        [Self::NONE, Self::ADDRESS, Self::MEMORY, Self::THREAD, Self::UNDEFINED].into_iter()
+    }
+
     /// The compiler flag that enables this sanitizer, or `None` for
     /// [`Sanitizer::NONE`] and unknown values.
     #[must_use]
@@ -235,5 +253,17 @@ mod tests {
         assert_eq!(format!("{:?}", Features::STANDALONE | Features(8)), "Features(standalone | 0x8)");
         assert_eq!(format!("{:?}", Features::NONE), "Features(none)");
         assert_eq!(Version::LATEST.to_string(), "0x00000001");
+    }
+
+    #[test]
+    fn every_known_sanitizer_round_trips_through_its_name() {
+        for value in -2..16 {
+            let sanitizer = Sanitizer(value);
+            match sanitizer.name() {
+                Some(name) => assert_eq!(Sanitizer::from_name(name), Some(sanitizer)),
+                None => assert!(!Sanitizer::known().any(|known| known == sanitizer)),
+            }
+        }
+        assert_eq!(Sanitizer::from_name("leak"), None);
     }
 }

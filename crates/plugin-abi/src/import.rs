@@ -8,6 +8,50 @@ use core::ffi::{CStr, c_int, c_void};
 pub type ImportFn =
     unsafe extern "C" fn(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
 
+/// The import function behind a resolved function slot, or `None` for NULL.
+///
+/// `resolve` fills `void*` slots (see [`crate::ResolveParamsV0`]); this turns
+/// one back into something callable, the one conversion every host and test
+/// makes after resolving.
+///
+/// ```
+/// use core::ffi::{c_int, c_void};
+/// use xplug_abi::{ImportFn, import_fn_from_ptr};
+///
+/// unsafe extern "C" fn answer(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+///     // SAFETY: the caller below passes an `i32`.
+///     unsafe { *params.cast::<i32>() = 42 };
+///     0
+/// }
+///
+/// let slot = answer as ImportFn as *mut c_void; // what `resolve` writes
+/// // SAFETY: `slot` is NULL or an `ImportFn`, as `resolve` promises.
+/// let function = unsafe { import_fn_from_ptr(slot) }.expect("resolved");
+/// let mut value = 0i32;
+/// // SAFETY: `answer` takes an `i32` params block and no context.
+/// let code = unsafe { function((&raw mut value).cast(), core::ptr::null_mut(), core::ptr::null_mut()) };
+/// assert_eq!((code, value), (0, 42));
+///
+/// // SAFETY: NULL is always accepted.
+/// assert!(unsafe { import_fn_from_ptr(core::ptr::null_mut()) }.is_none());
+/// ```
+///
+/// # Safety
+/// `function` must be NULL or the address of a function with the
+/// [`ImportFn`] signature and C calling convention (as a conforming
+/// `resolve` writes), that stays callable while the result is used.
+#[must_use]
+pub unsafe fn import_fn_from_ptr(function: *mut c_void) -> Option<ImportFn> {
+    if function.is_null() {
+        return None;
+    }
+    // SAFETY: `function` is non-NULL and, per the caller's contract, the
+    // address of an `ImportFn`; data and function pointers have the same
+    // size and representation on every target this ABI supports (the C ABI
+    // itself stores functions in `void*` slots).
+    Some(unsafe { core::mem::transmute::<*mut c_void, ImportFn>(function) })
+}
+
 /// A thunk through which a runtime calls imports.
 ///
 /// It lets a runtime switch stacks or add instrumentation:

@@ -3,10 +3,17 @@
 //! This is the one crate both sides of the plugin boundary share: plugins
 //! (written with `xplug-sdk`, or in C against `include/xplug/executable_plugin.h`)
 //! fill these structures in, hosts (`xplug-providers`, `xplug-manager`, or
-//! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies and
-//! contains no logic beyond small, total helpers on the value types and
-//! [`gallop_search`], the sorted-table search every resolver shares, and
-//! [`name_hash`] with the hash-index helpers built on it.
+//! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies by
+//! default and contains no logic beyond small, total helpers on the value
+//! types and [`gallop_search`], the sorted-table search every resolver shares,
+//! and [`name_hash`] with the hash-index helpers built on it.
+//!
+//! # Features
+//!
+//! * `inventory` (off by default): link-time registration of plugins compiled
+//!   into a binary, `StaticPluginRegistration` and `registered_plugins`. Both
+//!   the plugin side (`xplug-sdk`) and the host side (`xplug-providers`) turn
+//!   it on, so a plugin crate registers itself without depending on the host.
 //!
 //! # Shape of the ABI
 //!
@@ -59,16 +66,27 @@ mod import;
 mod layout;
 mod lookup;
 mod plugin;
+#[cfg(feature = "inventory")]
+mod registration;
 mod status;
 mod strings;
 
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
 pub use header::{Features, Header, Sanitizer, Version};
-pub use import::{ImportFn, ImportThunkFn, bare_name, is_optional, is_optional_bytes, strip_optional};
+pub use import::{
+    ImportFn, ImportThunkFn, bare_name, import_fn_from_ptr, is_optional, is_optional_bytes, strip_optional,
+};
 pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_hash};
 pub use plugin::{
     EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, LoadFnV0, PluginV0, QueryFn, Resolution,
     ResolveFnV0, ResolveParamsV0, UnloadFnV0,
 };
+#[cfg(feature = "inventory")]
+pub use registration::{StaticPluginRegistration, registered_plugins};
 pub use status::{Status, StatusCode};
 pub use strings::{StringPair, StringView};
+
+/// The `inventory` crate, re-exported so a plugin crate can submit a
+/// [`StaticPluginRegistration`] without depending on it itself.
+#[cfg(feature = "inventory")]
+pub use inventory;

@@ -1,6 +1,6 @@
 //! The search every sorted resolver shares.
 //!
-//! SPEC §2: import names arrive sorted by bare name (usually), so a resolver
+//! Import names arrive sorted by bare name (usually), so a resolver
 //! holding its exports in a sorted table can find each name starting from
 //! where the previous one landed. [`gallop_search`] does that with an
 //! exponential ("galloping") probe followed by a binary search, which costs

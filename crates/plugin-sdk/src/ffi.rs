@@ -11,6 +11,8 @@
 
 use core::cell::Cell;
 use core::ffi::{CStr, c_char, c_int, c_void};
+use core::fmt;
+use core::marker::PhantomData;
 use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
@@ -22,7 +24,7 @@ use xplug_abi::{
 pub use crate::resolve::HashIndex;
 use crate::resolve::{Exports, resolve_with};
 use crate::{
-    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginInfo, PluginState,
+    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginDescriptor, PluginState,
 };
 
 /// What the `#[plugin]` macro generates for one plugin.
@@ -53,6 +55,10 @@ pub unsafe trait PluginDef: 'static {
 
 /// One `#[import]` function, as the macro describes it.
 pub trait Import: 'static {
+    /// The name of the plugin exporting it (for messages).
+    const PLUGIN: &'static str;
+    /// The symbol it is exported as (for messages).
+    const SYMBOL: &'static str;
     /// The params struct the executable passes.
     type Params: ImportParams;
     /// The plugin's state type.
@@ -118,15 +124,15 @@ impl Export {
 pub const fn header(
     name: &'static CStr,
     description: &'static CStr,
-    features: u32,
-    sanitizer: i32,
+    features: Features,
+    sanitizer: Sanitizer,
 ) -> Header {
     Header {
         version: Version::LATEST,
         name: name.as_ptr(),
         description: description.as_ptr(),
-        features: Features(features),
-        sanitizer: Sanitizer(sanitizer),
+        features,
+        sanitizer,
         reserved: [0; 8],
     }
 }
@@ -139,12 +145,15 @@ pub const fn v0_table<D: PluginDef>(header: &'static Header) -> PluginV0 {
 
 /// The Rust-side description of plugin `D`.
 #[must_use]
-pub const fn info<D: PluginDef>(description: &'static str, symbols: &'static [&'static str]) -> PluginInfo {
-    PluginInfo { name: D::NAME, description, query: query::<D>, symbols }
+pub const fn descriptor<D: PluginDef>(
+    description: &'static str,
+    symbols: &'static [&'static str],
+) -> PluginDescriptor {
+    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols }
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1
-/// or later, else NULL (the documented rule; see SPEC §1).
+/// or later, else NULL (`docs/abi.md#query`).
 pub extern "C" fn query<D: PluginDef>(max_version: Version, _reserved: *mut c_void) -> *mut *const Header {
     if max_version >= Version::V0_1 {
         ptr::from_ref(D::v0()).cast_mut().cast::<*const Header>()
@@ -165,12 +174,12 @@ pub extern "C" fn export_list<D: PluginDef>(out_count: Option<&mut usize>) -> *c
 /// The registration of `D` for the static-plugin list.
 #[cfg(feature = "static-registration")]
 #[must_use]
-pub const fn registration<D: PluginDef>() -> xplug_providers::StaticPluginRegistration {
+pub const fn registration<D: PluginDef>() -> xplug_abi::StaticPluginRegistration {
     // SAFETY: `query::<D>` returns NULL or `D::v0()`, the table built by
     // `v0_table::<D>` (guaranteed by `PluginDef`'s contract): an immutable
     // static whose entry points are the functions of this module, which obey
     // the v0 ABI from any thread for the life of the program.
-    unsafe { xplug_providers::StaticPluginRegistration::new(D::NAME, query::<D>) }
+    unsafe { xplug_abi::StaticPluginRegistration::new(D::NAME, query::<D>) }
 }
 
 /// How the state of a loaded plugin is kept: in a host allocation together
@@ -205,22 +214,17 @@ unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
 }
 
 /// Runs `body`, catching a panic (with `std`) and reporting it as
-/// `on_panic`.
-fn guard<R>(plugin: &str, what: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+/// `on_panic`; `what` names the entry point for the message.
+///
+/// `what` is only formatted when a panic is reported, so passing it costs
+/// nothing on the import call path.
+fn guard<R>(plugin: &str, what: impl fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
     #[cfg(feature = "std")]
     {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
             Ok(value) => value,
             Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
-                    .unwrap_or("(non-string panic payload)");
-                std::eprintln!(
-                    "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
-                     reporting failure to the host"
-                );
+                std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref()));
                 on_panic
             }
         }
@@ -230,6 +234,33 @@ fn guard<R>(plugin: &str, what: &str, on_panic: R, body: impl FnOnce() -> R) -> 
         let _ = (plugin, what, on_panic);
         body()
     }
+}
+
+/// Displays as "import `symbol`" for import `I`.
+struct ImportName<I>(PhantomData<I>);
+
+impl<I: Import> fmt::Display for ImportName<I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "import `{}`", I::SYMBOL)
+    }
+}
+
+/// The line printed for a panic caught in `what` of `plugin`.
+#[cfg(feature = "std")]
+fn panic_report(
+    plugin: &str,
+    what: &dyn fmt::Display,
+    payload: &(dyn core::any::Any + Send),
+) -> std::string::String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
+        .unwrap_or("(non-string panic payload)");
+    std::format!(
+        "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
+         reporting failure to the host"
+    )
 }
 
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
@@ -316,7 +347,7 @@ pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
     });
 }
 
-/// v0 `resolve` of plugin `D` (SPEC §2).
+/// v0 `resolve` of plugin `D` (`docs/resolution.md#provider-rules`).
 ///
 /// # Safety
 /// `plugin_self` is what `load::<D>` produced; `params` points at a valid
@@ -403,7 +434,7 @@ pub unsafe extern "C" fn import_entry<I: Import>(
     context: *mut c_void,
     _reserved: *mut c_void,
 ) -> c_int {
-    guard(core::any::type_name::<I>(), "an import", ImportError::INTERNAL.code(), || {
+    guard(I::PLUGIN, ImportName::<I>(PhantomData), ImportError::INTERNAL.code(), || {
         let Some(mut params) = NonNull::new(params.cast::<I::Params>()) else {
             return ImportError::INVALID_ARGUMENT.code();
         };
@@ -425,3 +456,24 @@ pub unsafe extern "C" fn import_entry<I: Import>(
 
 /// Converts an import's return value into the C code.
 pub use crate::ImportReturn;
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use std::boxed::Box;
+    use std::string::ToString;
+
+    use super::*;
+
+    #[test]
+    fn a_panic_report_names_the_plugin_the_import_and_the_message() {
+        let payload: Box<dyn core::any::Any + Send> = Box::new("index out of bounds".to_string());
+        let report = panic_report("sample", &format_args!("import `{}`", "boom"), payload.as_ref());
+        assert_eq!(
+            report,
+            "xplug plugin `sample`: panic in import `boom` caught at the C boundary: index out of bounds; \
+             reporting failure to the host"
+        );
+        let payload: Box<dyn core::any::Any + Send> = Box::new(7_u32);
+        assert!(panic_report("sample", &"load", payload.as_ref()).contains("in load caught"));
+    }
+}

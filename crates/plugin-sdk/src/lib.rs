@@ -75,13 +75,47 @@
 //! (the symbol defaults to the function's name) has the shape
 //! `fn(params: &mut P) -> R` or `fn(params: &mut P, state: &State) -> R`,
 //! where `P` implements [`ImportParams`] (derive it on a `#[repr(C)]`
-//! struct) and `R` is `Result<(), ImportError>`, `i32` (0 = success) or `()`
-//! (see [`ImportReturn`]). Duplicate symbols, a params type without
-//! `#[repr(C)]` and any other signature are compile errors that say what to
-//! write instead.
+//! struct, see [Params](#params)) and `R` is `Result<(), ImportError>`,
+//! `i32` (0 = success) or `()` (see [`ImportReturn`]). Duplicate symbols, a
+//! params type without `#[repr(C)]` and any other signature are compile
+//! errors that say what to write instead.
+//!
+//! # Params
+//!
+//! An import's params struct is memory the executable wrote, from C: any
+//! bytes its C declaration allows. `#[derive(ImportParams)]` therefore
+//! accepts only a `#[repr(C)]`, non-generic struct whose every field is
+//! [`AnyBitPattern`], valid whatever bytes it holds:
+//!
+//! | C field | Rust field |
+//! |---|---|
+//! | integers, `size_t`, `float`, `double` | `u8` … `u64`, `i8` … `i64`, `usize`, `f32`, `f64` |
+//! | `bool`, an `int` flag | `u8`, `u32` / `i32` (test with `!= 0`) |
+//! | an `enum` | its integer type (`u32`), compared with constants |
+//! | `T*`, `const T*` | `*mut T`, `*const T`, [`BufferMut<T>`], [`Buffer<T>`], `Option<NonNull<T>>` |
+//! | a function pointer | `Option<unsafe extern "C" fn(...) -> R>` |
+//! | `T x[N]` | `[T; N]` |
+//! | a nested struct | another `#[derive(ImportParams)]` struct |
+//! | a string | [`Buffer<u8>`] plus a length field, or `*const c_char` |
+//!
+//! `bool`, `char`, enums, references, `NonNull<T>`, `String`, `Vec`, `Box`
+//! and the like are refused at compile time with an error at the field that
+//! says what to write instead; a field of any other type compiles only if it
+//! implements [`AnyBitPattern`] (an `unsafe` trait: implementing it by hand
+//! is a promise the derive cannot check).
+//!
+//! **Padding** between or after fields is allowed, as C compilers insert it
+//! (IREE's sample `params_t` has four bytes of it on 64-bit targets). Padding
+//! is never read as a value: the derive offers no byte view of the struct,
+//! and a field read only reads that field's bytes. The one consequence to
+//! know: assigning a whole struct (`*params = Params { .. }`) may leave the
+//! padding bytes of the caller's block undefined, which C callers never
+//! observe; a Rust caller that reads its params block back as raw bytes
+//! should have the import assign field by field, or declare the padding as
+//! explicit fields (`_pad: [u8; 4]`).
 //!
 //! The macro adds to the module:
-//! * `pub const PLUGIN: xplug_sdk::PluginInfo` (name, symbols, the query
+//! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
 //!   function) for Rust code and tests;
 //! * with the plugin crate's `export` feature on, the C symbols
 //!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
@@ -106,7 +140,8 @@
 //!   just past where the previous name landed, so a request sorted by bare
 //!   name (as IREE's compiler emits it) is a single merge pass.
 //!
-//! Either way the SPEC §2 rules hold for any request: the `?` prefix is
+//! Either way the resolution rules (`docs/resolution.md#provider-rules`)
+//! hold for any request: the `?` prefix is
 //! stripped before matching, already-filled slots are skipped and never
 //! overwritten, duplicates and unsorted names are found, an unresolved
 //! optional name sets `MISSING_OPTIONAL`, an unresolved required one makes
@@ -132,8 +167,9 @@
 //! (`--executable_plugin=...`) and xplug's manager load.
 //!
 //! Without `export`, nothing global is exported and the plugin registers
-//! itself with `inventory`, so a binary that depends on the crate finds it
-//! in `xplug_providers::static_plugins()`.
+//! itself with `inventory` (through `xplug_abi::StaticPluginRegistration`;
+//! the plugin does not depend on the host crates), so a binary that depends
+//! on the crate finds it in `xplug_providers::static_plugins()`.
 //!
 //! **The linker trap:** the registration is a constructor in the plugin's
 //! object code, and rustc links a dependency only when the binary refers to
@@ -183,6 +219,7 @@ extern crate std;
 extern crate self as xplug_sdk;
 
 mod allocator;
+mod bits;
 mod buffer;
 mod error;
 mod ffi;
@@ -191,8 +228,11 @@ mod resolve;
 
 use core::ffi::c_int;
 use core::fmt;
+#[cfg(doc)]
+use core::ptr::NonNull;
 
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
+pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError};
 pub use params::{Environment, LoadParams, Param};
@@ -233,18 +273,21 @@ impl PluginState for () {
 
 /// A type an import receives from the executable through `void* params`.
 ///
+/// Implement it with `#[derive(ImportParams)]`, which checks `#[repr(C)]`
+/// and that every field is [`AnyBitPattern`] (see the crate documentation,
+/// "Params").
+///
 /// # Safety
 /// The type's layout must be exactly the C struct the executable passes
-/// (hence `#[repr(C)]`), and every bit pattern the executable may write must
-/// be a valid value of it (raw pointers and plain numbers, not references,
-/// `bool` or enums). Implement it with `#[derive(ImportParams)]`, which
-/// checks the `#[repr(C)]` part.
+/// (hence `#[repr(C)]`), and every bit pattern the executable may write in
+/// its fields must be a valid value of it ([`AnyBitPattern`]: raw pointers
+/// and plain numbers, not references, `bool` or enums).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the params type of an import",
     label = "does not implement `xplug_sdk::ImportParams`",
     note = "declare the struct with `#[derive(xplug_sdk::ImportParams)]` and `#[repr(C)]`, matching the C struct the executable passes"
 )]
-pub unsafe trait ImportParams: 'static {}
+pub unsafe trait ImportParams: AnyBitPattern + 'static {}
 
 /// What an import function may return.
 ///
@@ -281,17 +324,20 @@ impl ImportReturn for () {
     }
 }
 
-/// A plugin as Rust code sees it: generated as `PLUGIN` in each `#[plugin]`
-/// module.
+/// What Rust code can know of a plugin compiled into it: generated as
+/// `PLUGIN` in each `#[plugin]` module.
+///
+/// Its name and description (as in the v0 header), its import symbols and
+/// its v0 query function, which a host turns into a loaded plugin.
 #[derive(Clone, Copy)]
-pub struct PluginInfo {
+pub struct PluginDescriptor {
     name: &'static str,
     description: &'static str,
     query: abi::QueryFn,
     symbols: &'static [&'static str],
 }
 
-impl PluginInfo {
+impl PluginDescriptor {
     /// The plugin's name, as in its header.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -304,8 +350,8 @@ impl PluginInfo {
         self.description
     }
 
-    /// The plugin's v0 query function; hand it to a host that loads static
-    /// plugins (e.g. `xplug_providers::StaticPlugin`).
+    /// The plugin's v0 query function; hand it to a host that loads plugins
+    /// linked into the binary (such as `xplug-providers`).
     #[must_use]
     pub const fn query(&self) -> abi::QueryFn {
         self.query
@@ -318,9 +364,9 @@ impl PluginInfo {
     }
 }
 
-impl fmt::Debug for PluginInfo {
+impl fmt::Debug for PluginDescriptor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PluginInfo")
+        f.debug_struct("PluginDescriptor")
             .field("name", &self.name)
             .field("description", &self.description)
             .field("symbols", &self.symbols)
@@ -332,9 +378,10 @@ impl fmt::Debug for PluginInfo {
 /// here may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::bits::assert_any_bit_pattern;
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
-    pub use xplug_providers::inventory;
+    pub use xplug_abi::inventory;
 }
 
 /// Registers a generated plugin definition for `static_plugins()`.

@@ -1,4 +1,4 @@
-//! The resolver every generated plugin shares (SPEC §2), free of FFI.
+//! The resolver every generated plugin shares (`docs/resolution.md#provider-rules`), free of FFI.
 //!
 //! `ffi.rs` adapts it to the raw v0 resolve call; keeping the search itself
 //! safe and generic lets it be tested against a naive model.
@@ -225,7 +225,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a_last == b_last
 }
 
-/// The per-slot loop both strategies share: SPEC §2's skipping, `?`
+/// The per-slot loop both strategies share: the resolution rules' skipping, `?`
 /// handling and missing-name bookkeeping around `search`.
 fn fill_slots<'n, T>(
     strategy: Search,
@@ -328,7 +328,8 @@ mod tests {
         (slots, outcome)
     }
 
-    /// The obvious quadratic model of SPEC §2 for one provider (its
+    /// The obvious quadratic model of the resolution rules
+    /// (`docs/resolution.md#reference-model`) for one provider (its
     /// `strategy` is copied from the run it is compared with).
     fn model(
         strategy: Search,

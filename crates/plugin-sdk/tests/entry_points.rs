@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use xplug_sdk::abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ImportFn, PluginV0,
-    Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, PluginV0, Resolution,
+    ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version, import_fn_from_ptr,
 };
 use xplug_sdk::{Environment, Error, ImportError, ImportParams, LoadParams, PluginState};
 
@@ -351,7 +351,7 @@ fn resolve(loaded: &Loaded, names: &[&CStr], prefilled: &[usize]) -> Resolved {
 
 fn call(function: *mut c_void, context: *mut c_void, op: &mut BinOp) -> i32 {
     // SAFETY: `function` was produced by resolve, so it is an `ImportFn`.
-    let function: ImportFn = unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) };
+    let function = unsafe { import_fn_from_ptr(function) }.expect("resolved");
     // SAFETY: `op` is a valid `BinOp`, the params type of every import here.
     unsafe { function(ptr::from_mut(op).cast(), context, ptr::null_mut()) }
 }
@@ -417,7 +417,7 @@ fn load_resolve_call_unload_frees_everything() {
     // So does a NULL params pointer.
     // SAFETY: the import handles NULL params by returning an error.
     let code = unsafe {
-        std::mem::transmute::<*mut c_void, ImportFn>(resolved.functions[0])(
+        import_fn_from_ptr(resolved.functions[0]).expect("resolved")(
             ptr::null_mut(),
             ptr::null_mut(),
             ptr::null_mut(),

@@ -1,10 +1,32 @@
 //! The error type of this crate.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use xplug_abi::StatusCode;
 
 use crate::ProviderName;
+use crate::checks::Incompatibility;
+
+/// What the OS loader said when it refused a library (`dlerror()` on
+/// Unix): the source of [`Error::LibraryOpen`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LoaderError {
+    message: String,
+}
+
+impl LoaderError {
+    pub(crate) fn new(message: String) -> Self {
+        Self { message }
+    }
+
+    /// The loader's message, as it gave it.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
 
 /// Everything that can go wrong while loading a plugin or resolving imports
 /// through a provider.
@@ -42,9 +64,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// A shared library could not be opened.
+    /// The OS loader refused a shared library.
     #[error(
-        "cannot open plugin library {}: {cause}; check that the libraries it depends on can be found \
+        "the OS loader cannot open plugin library {}; check that the libraries it depends on can be found \
          (`ldd` lists them) and that it was built for this system",
         path.display()
     )]
@@ -52,7 +74,8 @@ pub enum Error {
         /// The file.
         path: PathBuf,
         /// The loader's explanation.
-        cause: String,
+        #[source]
+        cause: LoaderError,
     },
     /// A library does not export a symbol the loader needs.
     #[error("plugin library {} does not export `{symbol}`{}", path.display(), fmt_hint(hint))]
@@ -61,8 +84,8 @@ pub enum Error {
         path: PathBuf,
         /// The symbol looked for.
         symbol: String,
-        /// What to do about it, when the loader can tell.
-        hint: String,
+        /// What to do about it.
+        hint: &'static str,
     },
     /// The plugin's query function returned NULL for the version we support.
     #[error(
@@ -75,26 +98,28 @@ pub enum Error {
         /// The version the host queried with.
         supported: xplug_abi::Version,
     },
-    /// The plugin's header fails a load check (version, features,
-    /// sanitizer); the message says which and what to do.
-    #[error("plugin {plugin} refused: {reason}")]
+    /// The plugin's header or table fails a load check
+    /// ([`crate::checks`]); the source says which, with the values compared.
+    #[error("plugin {plugin} cannot be loaded by this host")]
     Incompatible {
-        /// The plugin: its quoted name, followed by its path for libraries.
+        /// The plugin: its quoted name and where it came from.
         plugin: String,
-        /// The code a C host reports for this check.
-        code: StatusCode,
-        /// Which check failed, with the expected and found values.
-        reason: String,
+        /// Which check failed.
+        #[source]
+        reason: Incompatibility,
     },
     /// The plugin's `load` returned an error; `unload` was not called.
-    #[error("plugin {plugin} failed to load: {code}{}", fmt_message(message))]
+    #[error(
+        "plugin {plugin} failed to load: its load returned {code} with {params} parameter(s); check the \
+         parameters the plugin expects"
+    )]
     LoadFailed {
-        /// The plugin: its quoted name, followed by its path for libraries.
+        /// The plugin: its quoted name and where it came from.
         plugin: String,
         /// The status code `load` returned.
         code: StatusCode,
-        /// Detail, when available.
-        message: String,
+        /// How many load parameters it was given.
+        params: usize,
     },
     /// The plugin file does not exist.
     #[error("plugin library {} does not exist; check the path", path.display())]
@@ -156,12 +181,13 @@ pub enum Error {
         source: Box<crate::embedded_elf::EmbeddedElfError>,
     },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
-    #[error("{context}: {cause}")]
+    #[error("{context}")]
     Io {
         /// What was being done, naming the file or plugin.
         context: String,
         /// The operating system's explanation.
-        cause: String,
+        #[source]
+        source: Arc<std::io::Error>,
     },
 }
 
@@ -169,19 +195,23 @@ fn fmt_message(message: &str) -> String {
     if message.is_empty() { String::new() } else { format!(" ({message})") }
 }
 
-fn fmt_hint(hint: &str) -> String {
+fn fmt_hint(hint: &'static str) -> String {
     if hint.is_empty() { String::new() } else { format!("; {hint}") }
 }
 
 impl Error {
+    /// An [`Error::Io`] saying what was being done.
+    pub(crate) fn io(context: String, source: std::io::Error) -> Self {
+        Self::Io { context, source: Arc::new(source) }
+    }
+
     /// The IREE status code equivalent to this error.
     #[must_use]
     pub fn code(&self) -> StatusCode {
         match self {
             Self::NotFound { .. } | Self::MissingExport { .. } => StatusCode::NOT_FOUND,
-            Self::ResolveFailed { code, .. }
-            | Self::Incompatible { code, .. }
-            | Self::LoadFailed { code, .. } => *code,
+            Self::ResolveFailed { code, .. } | Self::LoadFailed { code, .. } => *code,
+            Self::Incompatible { reason, .. } => reason.code(),
             Self::InvalidRequest { .. } | Self::NotSharedObject { .. } | Self::InvalidExport { .. } => {
                 StatusCode::INVALID_ARGUMENT
             }

@@ -1,31 +1,39 @@
-//! Import providers for IREE executable imports.
+//! Import providers for IREE executable imports: the host side of xplug.
 //!
 //! An executable declares imports by name; an [`ImportProvider`] fills a
 //! [`ResolveRequest`] (names plus function and context slots) with what it
-//! exports, following IREE's resolution rules (SPEC §2: filled slots are
-//! never overwritten, `?name` is optional, a provider fills what it can and
-//! answers [`Error::NotFound`] while a required slot is empty).
-//! `xplug-manager` composes many providers; this crate holds the providers
-//! themselves:
+//! exports, following IREE's resolution rules
+//! (`docs/resolution.md#provider-rules`: filled slots are never overwritten,
+//! `?name` is optional, a provider fills what it can and answers
+//! [`Error::NotFound`] while a required slot is empty). `xplug-manager`
+//! composes many providers; this crate holds the providers themselves, in
+//! two layers:
 //!
-//! - [`FnTableProvider`]: a sorted table of Rust-side functions
-//!   ([`FnTableEntry`]), resolved in one merge pass for sorted requests;
-//! - [`Plugin`]: an owned, loaded v0 plugin, from
-//!   - [`StaticPlugin`]: a query function linked into the binary, directly or
-//!     through a link-time [`StaticPluginRegistration`] ([`static_plugins`]);
-//!   - [`SystemLibraryPlugin`]: a shared library opened by the OS loader,
-//!     from a file or from bytes in memory;
-//!   - [`EmbeddedElfPlugin`]: a standalone ELF (`.sos`, possibly a FatELF
-//!     container) validated and mapped by xplug itself ([`embedded_elf`]).
+//! - the **checked layer**: [`FnTableProvider`] (a sorted table of Rust-side
+//!   functions, [`FnTableEntry`]) and [`Plugin`], an owned, loaded v0 plugin
+//!   from a query function linked in ([`Plugin::from_static_query`], or a
+//!   link-time [`StaticPluginRegistration`] through
+//!   [`Plugin::from_registration`] and [`static_plugins`]) or a shared
+//!   library opened by the OS loader ([`Plugin::load_system_library`], from
+//!   a file, or [`Plugin::load_system_library_image`], from bytes) or a
+//!   standalone ELF validated and mapped by xplug itself
+//!   ([`Plugin::load_embedded_elf`] from a `.sos` file, possibly a FatELF
+//!   container, or [`Plugin::load_embedded_elf_image`] from bytes; see
+//!   [`embedded_elf`]);
+//! - the **raw layer**, [`raw`]: each v0 step alone (open, query, header,
+//!   load, resolve, unload once, the exports list), for tools that must see
+//!   what a broken plugin answers; [`Plugin`] is built on it. The load
+//!   checks are small named functions in [`checks`], each returning a typed
+//!   [`checks::Incompatibility`].
 //!
-//! Loading a plugin runs the checks of SPEC §3 in order (query result,
-//! header version, `FULL_STATUS`, sanitizer, unknown feature bits, features
-//! the loader requires, table entries), each failure a typed [`Error`] that
-//! names the plugin and says what to do; then calls the plugin's `load` with
-//! [`LoadParams`] and a host allocator that counts what the plugin holds
-//! ([`AllocationStats`]; leaks are reported at unload). A plugin whose `load`
-//! failed is never `unload`ed; a loaded one is `unload`ed exactly once, before
-//! its library is closed.
+//! Loading a plugin runs the checks of `docs/loading.md#load-checks` in order,
+//! each failure a typed [`Error`] that names the plugin and says what to
+//! do; then calls the plugin's `load` with a [`LoadParamList`] and a
+//! [`CountingAllocator`] that counts what the plugin holds
+//! ([`AllocationStats`]; leaks are reported at unload). A plugin whose
+//! `load` failed is never `unload`ed; a loaded one is `unload`ed exactly
+//! once, before its library is closed, and its allocator is released after
+//! the library.
 //!
 //! Loading and resolving emit `tracing` spans (`xplug.plugin.load`,
 //! `xplug.plugin.resolve`, `xplug.plugin.unload`).
@@ -68,11 +76,11 @@
 //!
 //! ```no_run
 //! use std::ffi::c_void;
-//! use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, SymbolName, SystemLibraryPlugin};
+//! use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 //!
-//! let params = LoadParams::new().with("scale", "2");
+//! let params = LoadParamList::new().with("scale", "2");
 //! // SAFETY: the library is a trusted v0 plugin.
-//! let plugin = unsafe { SystemLibraryPlugin::load_from_file("libc_minimal.so", &params) }?;
+//! let plugin = unsafe { Plugin::load_system_library("libc_minimal.so", &params) }?;
 //! println!("{}: {}", plugin.name(), plugin.info().description);
 //!
 //! let names = [SymbolName::new(c"c_mul_i32")];
@@ -85,34 +93,31 @@
 //! # Ok::<(), xplug_providers::Error>(())
 //! ```
 
+pub mod checks;
+mod counting_allocator;
 pub mod embedded_elf;
 mod error;
 mod fn_table;
-mod host_alloc;
 mod name;
 mod params;
 mod plugin;
 mod provider;
+pub mod raw;
 mod registry;
 mod request;
-mod static_plugin;
-mod system_library;
 
-pub use embedded_elf::EmbeddedElfPlugin;
-pub use error::Error;
+pub use counting_allocator::{AllocationStats, CountingAllocator};
+pub use error::{Error, LoaderError};
 pub use fn_table::{FnTableEntry, FnTableProvider};
-pub use host_alloc::{AllocationStats, HostAllocator};
 pub use name::ProviderName;
-pub use params::LoadParams;
-pub use plugin::{HOST_SANITIZER, Plugin, PluginInfo, PluginSource};
+pub use params::LoadParamList;
+pub use plugin::{Plugin, PluginInfo, PluginSource};
 pub use provider::ImportProvider;
 pub use registry::{StaticPluginRegistration, static_plugins};
 pub use request::{ResolveRequest, SymbolName};
-pub use static_plugin::StaticPlugin;
-pub use system_library::SystemLibraryPlugin;
 
 pub use xplug_abi as abi;
 
 /// The `inventory` crate, re-exported so plugin crates can submit a
 /// [`StaticPluginRegistration`] without depending on it themselves.
-pub use inventory;
+pub use xplug_abi::inventory;

@@ -9,22 +9,22 @@ use xplug_abi::{StringPair, StringView};
 /// and duplicate keys are allowed: the plugin decides what they mean.
 ///
 /// ```
-/// use xplug_providers::LoadParams;
+/// use xplug_providers::LoadParamList;
 ///
-/// let params = LoadParams::new().with("scale", "3").with(b"mode".to_vec(), "fast");
+/// let params = LoadParamList::new().with("scale", "3").with(b"mode".to_vec(), "fast");
 /// assert_eq!(params.len(), 2);
 /// let pairs: Vec<_> = params.iter().collect();
 /// assert_eq!(pairs[0], (&b"scale"[..], &b"3"[..]));
 ///
-/// let collected: LoadParams = [("a", "1"), ("b", "2")].into_iter().collect();
+/// let collected: LoadParamList = [("a", "1"), ("b", "2")].into_iter().collect();
 /// assert_eq!(collected.iter().count(), 2);
 /// ```
 #[derive(Default, Clone, Debug, PartialEq, Eq)]
-pub struct LoadParams {
+pub struct LoadParamList {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-impl LoadParams {
+impl LoadParamList {
     /// No parameters.
     #[must_use]
     pub const fn new() -> Self {
@@ -73,13 +73,13 @@ impl LoadParams {
     }
 }
 
-impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> FromIterator<(K, V)> for LoadParams {
+impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> FromIterator<(K, V)> for LoadParamList {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         Self { pairs: iter.into_iter().map(|(key, value)| (key.into(), value.into())).collect() }
     }
 }
 
-impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> Extend<(K, V)> for LoadParams {
+impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> Extend<(K, V)> for LoadParamList {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
         self.pairs.extend(iter.into_iter().map(|(key, value)| (key.into(), value.into())));
     }

@@ -1,35 +1,30 @@
-//! The v0 plugin wrapper: load checks, resolve, unload.
+//! The checked v0 plugin: load checks, resolve judged from the slots,
+//! unload once, then the code is released.
 //!
-//! Every loader (static, system library, and later embedded ELF) ends up in
-//! [`load_v0`] with the plugin's query function; this module is the FFI edge
-//! where the plugin's table is read and its functions are called.
+//! Every loader (static, system library, embedded ELF) ends in
+//! [`load_checked`] with a [`RawQuery`]; this module adds to the raw steps
+//! of [`crate::raw`] the checks of [`crate::checks`], the plugin's name and
+//! source, tracing and the unload order.
 
 use std::any::Any;
-use std::ffi::{CStr, c_char, c_void};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use xplug_abi::{
-    EnvironmentV0, Features, Header, PluginV0, QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status,
-    StatusCode, UnloadFnV0, Version,
+use xplug_abi::{Features, QueryFn, Resolution, Sanitizer, StatusCode, Version};
+
+use crate::raw::{RawInstance, RawLibrary, RawLoadError, RawQuery};
+use crate::{
+    AllocationStats, CountingAllocator, Error, ImportProvider, LoadParamList, ProviderName, ResolveRequest,
+    StaticPluginRegistration, checks,
 };
-
-use crate::host_alloc::{AllocationStats, HostAllocator};
-use crate::{Error, ImportProvider, LoadParams, ProviderName, ResolveRequest};
-
-/// The sanitizer this host is built with.
-///
-/// Always [`Sanitizer::NONE`]: stable Rust cannot build a sanitized host
-/// (`-Zsanitizer` is nightly-only), so every sanitized plugin is refused.
-pub const HOST_SANITIZER: Sanitizer = Sanitizer::NONE;
 
 /// What a plugin's header says about it, copied at load time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PluginInfo {
-    /// The header's `name` (empty when the plugin gave none).
+    /// The header's `name`.
     pub name: String,
-    /// The header's `description`.
+    /// The header's `description` (empty when the plugin gave none).
     pub description: String,
     /// The ABI version the plugin was built against.
     pub version: Version,
@@ -70,7 +65,7 @@ pub enum PluginSource {
 impl fmt::Display for PluginSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Static => f.write_str("static"),
+            Self::Static => f.write_str("linked in"),
             Self::SystemLibrary { path } => write!(f, "{}", path.display()),
             Self::Memory { name } => write!(f, "memory image `{name}`"),
             Self::EmbeddedElf { path, name, record } => {
@@ -79,57 +74,93 @@ impl fmt::Display for PluginSource {
                     None => write!(f, "memory image `{name}`")?,
                 }
                 match record {
-                    Some(record) => write!(f, " (embedded ELF, FatELF record {}: {record})", record.index),
-                    None => f.write_str(" (embedded ELF)"),
+                    Some(record) => write!(f, ", FatELF record {}: {record}", record.index),
+                    None => Ok(()),
                 }
             }
         }
     }
 }
 
-/// The inner (non-null) type of a v0 `resolve` pointer.
-type ResolveFn = unsafe extern "C" fn(*mut c_void, *const ResolveParamsV0, *mut Resolution) -> Status;
-
-/// An owned, loaded v0 plugin.
+/// An owned, loaded v0 plugin: an [`ImportProvider`] over the plugin's
+/// `resolve`.
 ///
-/// Created by [`crate::StaticPlugin`] and [`crate::SystemLibraryPlugin`]
-/// after every load check passed and the plugin's `load` succeeded. It
-/// resolves imports through the plugin's `resolve` ([`ImportProvider`]) and,
-/// when dropped (or on [`Plugin::unload`]), calls the plugin's `unload`
-/// exactly once and then releases the library it came from.
+/// Built by [`Plugin::from_static_query`], [`Plugin::from_registration`],
+/// [`Plugin::load_system_library`] and [`Plugin::load_system_library_image`]
+/// after every check of [`crate::checks`] passed and the plugin's `load`
+/// succeeded. Dropping it (or [`Plugin::unload`]) calls the plugin's
+/// `unload` exactly once, then releases the code it came from, then the
+/// host allocator (so library finalizers may still free through it).
 ///
 /// Function and context pointers the plugin handed out through `resolve`
 /// are valid only while the `Plugin` lives.
+///
+/// # Example
+///
+/// A plugin linked into the program:
+///
+/// ```
+/// use std::ffi::{c_void, CStr};
+/// use xplug_providers::abi::{
+///     EnvironmentV0, Features, Header, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
+///     StringPair, Version,
+/// };
+/// use xplug_providers::{ImportProvider, LoadParamList, Plugin};
+///
+/// static HEADER: Header = Header {
+///     version: Version::LATEST,
+///     name: c"doc_static".as_ptr(),
+///     description: c"a plugin that resolves nothing".as_ptr(),
+///     features: Features::STANDALONE,
+///     sanitizer: Sanitizer::NONE,
+///     reserved: [0; 8],
+/// };
+/// unsafe extern "C" fn load(
+///     _: *const EnvironmentV0, _: usize, _: *const StringPair, _: *mut *mut c_void,
+/// ) -> Status {
+///     Status::OK
+/// }
+/// unsafe extern "C" fn resolve(
+///     _: *mut c_void, _: *const ResolveParamsV0, _: *mut Resolution,
+/// ) -> Status {
+///     Status::OK
+/// }
+/// struct Table(PluginV0);
+/// // SAFETY: the table is immutable and its functions are thread-safe.
+/// unsafe impl Sync for Table {}
+/// static TABLE: Table = Table(PluginV0 {
+///     header: &HEADER, load: Some(load), unload: None, resolve: Some(resolve),
+/// });
+/// unsafe extern "C" fn query(_: Version, _: *mut c_void) -> *mut *const Header {
+///     (&raw const TABLE).cast_mut().cast()
+/// }
+///
+/// // SAFETY: `query` returns a valid, immutable v0 table for the whole program.
+/// let plugin = unsafe { Plugin::from_static_query(query, &LoadParamList::new()) }?;
+/// assert_eq!(plugin.name(), "doc_static");
+/// assert_eq!(plugin.info().description, "a plugin that resolves nothing");
+/// assert_eq!(plugin.unload().live_allocations, 0);
+/// # Ok::<(), xplug_providers::Error>(())
+/// ```
+///
+/// # Thread-safety
+/// `Send` and `Sync`: `resolve` may be called from any thread, concurrently
+/// (the v0 ABI requires plugins to allow it).
 pub struct Plugin {
+    /// Unloaded first (explicitly in `Drop`).
+    instance: RawInstance<'static>,
+    /// The header name, shared with every [`Error::NotFound`] it returns.
+    name: ProviderName,
     info: PluginInfo,
     source: PluginSource,
-    /// The header name (or the loader's fallback), shared with every
-    /// [`Error::NotFound`] this plugin returns.
-    provider_name: ProviderName,
-    /// How errors and logs name the plugin: its name, plus where it came from.
-    label: String,
-    resolve_fn: ResolveFn,
-    unload_fn: UnloadFnV0,
-    state: *mut c_void,
-    unloaded: bool,
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
     exports: Option<Vec<String>>,
-    /// The allocator's `self`; must outlive `unload`, so it is dropped after
-    /// `Drop::drop` has run.
-    counters: Arc<HostAllocator>,
-    /// Whatever keeps the plugin's code mapped (an open library); dropped
-    /// last, after `unload`.
-    _keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    /// What keeps the plugin's code mapped (an open library): released
+    /// after `unload`.
+    _code: Option<Arc<dyn Any + Send + Sync>>,
+    /// The host allocator given to `load`: released last, after the code.
+    allocator: Arc<CountingAllocator>,
 }
-
-// SAFETY: the raw pointers in `Plugin` are the plugin's state and functions.
-// The v0 ABI requires `resolve` to be callable from any thread, concurrently,
-// and `unload` from whichever thread drops the plugin; the host allocator
-// (`counters`) uses atomics only. Nothing is tied to the loading thread.
-unsafe impl Send for Plugin {}
-// SAFETY: `&Plugin` only allows `resolve` calls (thread-safe per the ABI) and
-// reads of immutable metadata and atomic counters.
-unsafe impl Sync for Plugin {}
 
 impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -142,10 +173,128 @@ impl fmt::Debug for Plugin {
 }
 
 impl Plugin {
+    /// Loads the plugin behind a query function linked into the program:
+    /// the checks of [`crate::checks`], then its `load` with `params`.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] when `query` returns NULL,
+    /// [`Error::Incompatible`] when a check fails, [`Error::LoadFailed`]
+    /// when the plugin's `load` fails (its `unload` is then not called).
+    ///
+    /// # Safety
+    /// `query` must implement the v0 query contract (`docs/abi.md#query`)
+    /// for the rest of the program: return NULL or a pointer to a v0 table
+    /// that stays valid and unchanged, with NUL-terminated header strings
+    /// and functions that obey the v0 ABI (callable from any thread).
+    ///
+    /// # Thread-safety
+    /// Any thread. Loading the same query function twice gives two
+    /// instances sharing the plugin's code and globals, so its `load` must
+    /// tolerate that.
+    pub unsafe fn from_static_query(query: QueryFn, params: &LoadParamList) -> Result<Self, Error> {
+        let site = LoadSite {
+            fallback_name: "static plugin".to_owned(),
+            source: PluginSource::Static,
+            required_features: Features::NONE,
+            loader: "static",
+            code: None,
+        };
+        // SAFETY: the caller promises the v0 contract for the whole program.
+        let query = unsafe { RawQuery::new(query) };
+        load_checked(query, site, params)
+    }
+
+    /// Loads a plugin registered with [`StaticPluginRegistration`] (see
+    /// [`crate::static_plugins`]).
+    ///
+    /// # Errors
+    /// As [`Plugin::from_static_query`]; messages name the registration
+    /// when the header has no name.
+    pub fn from_registration(
+        registration: &'static StaticPluginRegistration,
+        params: &LoadParamList,
+    ) -> Result<Self, Error> {
+        let site = LoadSite {
+            fallback_name: registration.name().to_owned(),
+            source: PluginSource::Static,
+            required_features: Features::NONE,
+            loader: "static",
+            code: None,
+        };
+        // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
+        // promise the v0 contract for the life of the program.
+        let query = unsafe { RawQuery::new(registration.query()) };
+        load_checked(query, site, params)
+    }
+
+    /// Opens the shared library at `path` ([`RawLibrary::open`]), finds its
+    /// query export and loads the plugin as [`Plugin::from_static_query`]
+    /// does; the library stays open until the plugin is dropped.
+    ///
+    /// # Errors
+    /// Those of [`RawLibrary::open`] and [`RawLibrary::query`], then those
+    /// of [`Plugin::from_static_query`].
+    ///
+    /// # Safety
+    /// As [`RawLibrary::open`]: the file must be a v0 plugin whose
+    /// initialisers and functions are sound to run in this process.
+    ///
+    /// # Thread-safety
+    /// Any thread. The OS loader maps a file once per process: loading the
+    /// same path twice gives two instances sharing one copy of the
+    /// library's globals.
+    ///
+    /// # Platform-specific behaviour
+    /// As [`RawLibrary::open`].
+    ///
+    /// ```no_run
+    /// use xplug_providers::{LoadParamList, Plugin};
+    ///
+    /// let params = LoadParamList::new().with("multiplier", "2");
+    /// // SAFETY: the library is a trusted v0 plugin.
+    /// let plugin = unsafe { Plugin::load_system_library("target/plugins/release/libsample_system.so", &params) }?;
+    /// println!("loaded {} ({})", plugin.name(), plugin.info().description);
+    /// # Ok::<(), xplug_providers::Error>(())
+    /// ```
+    pub unsafe fn load_system_library(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Self, Error> {
+        let path = path.as_ref();
+        // SAFETY: forwarded to the caller.
+        let library = unsafe { RawLibrary::open(path) }?;
+        // SAFETY: forwarded to the caller.
+        unsafe { from_library(library, PluginSource::SystemLibrary { path: path.to_path_buf() }, params) }
+    }
+
+    /// Loads a plugin from the bytes of a shared library
+    /// ([`RawLibrary::open_image`]), as if read from a file called `name`.
+    ///
+    /// # Errors
+    /// As [`Plugin::load_system_library`], naming `memory image `name``.
+    ///
+    /// # Safety
+    /// As [`Plugin::load_system_library`]: the bytes must be a trusted v0
+    /// plugin.
+    ///
+    /// # Thread-safety
+    /// Any thread. Every call maps a fresh copy of the image: two images
+    /// never share globals, even with identical bytes.
+    ///
+    /// # Platform-specific behaviour
+    /// As [`RawLibrary::open_image`].
+    pub unsafe fn load_system_library_image(
+        name: &str,
+        bytes: &[u8],
+        params: &LoadParamList,
+    ) -> Result<Self, Error> {
+        // SAFETY: forwarded to the caller.
+        let library = unsafe { RawLibrary::open_image(name, bytes) }?;
+        // SAFETY: forwarded to the caller.
+        unsafe { from_library(library, PluginSource::Memory { name: name.to_owned() }, params) }
+    }
+
     /// The name from the plugin's header.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.info.name
+        &self.name
     }
 
     /// The header metadata copied at load.
@@ -168,15 +317,10 @@ impl Plugin {
         self.exports.as_deref()
     }
 
-    /// Records the names a loader read from `xplug_plugin_exports`.
-    pub(crate) fn set_exports(&mut self, exports: Option<Vec<String>>) {
-        self.exports = exports;
-    }
-
     /// The current counters of the host allocator this plugin was given.
     #[must_use]
     pub fn allocation_stats(&self) -> AllocationStats {
-        self.counters.stats()
+        self.allocator.stats()
     }
 
     /// Unloads the plugin now and returns what it still held from the host
@@ -184,52 +328,49 @@ impl Plugin {
     /// `tracing::warn!`). Dropping a `Plugin` does the same, silently
     /// discarding the figures.
     pub fn unload(mut self) -> AllocationStats {
-        self.shutdown()
+        self.shutdown();
+        self.allocator.stats()
+    }
+
+    /// How messages name this plugin: its name and where it came from.
+    fn label(&self) -> String {
+        label(&self.name, &self.source)
     }
 
     /// Calls `unload` once, then reports leaks; idempotent.
-    fn shutdown(&mut self) -> AllocationStats {
-        if self.unloaded {
-            return self.counters.stats();
-        }
-        self.unloaded = true;
-        let span = tracing::info_span!("xplug.plugin.unload", plugin = %self.label, leaked_allocations = tracing::field::Empty, leaked_bytes = tracing::field::Empty);
+    fn shutdown(&mut self) {
+        let span = tracing::info_span!("xplug.plugin.unload", plugin = %self.name, source = %self.source);
         let _entered = span.enter();
-        if let Some(unload) = self.unload_fn {
-            // SAFETY: `state` is what this plugin's successful `load` produced;
-            // `unload` is called exactly once (guarded by `unloaded`), while the
-            // library and the allocator counters are still alive.
-            unsafe { unload(self.state) };
+        if !self.instance.unload_in_place() {
+            return;
         }
-        self.state = std::ptr::null_mut();
-        let stats = self.counters.stats();
-        span.record("leaked_allocations", stats.live_allocations);
-        span.record("leaked_bytes", stats.live_bytes);
+        let stats = self.allocator.stats();
         if stats.live_allocations != 0 || stats.live_bytes != 0 {
             tracing::warn!(
-                plugin = %self.label,
+                plugin = %self.name,
                 leaked_allocations = stats.live_allocations,
                 leaked_bytes = stats.live_bytes,
                 "plugin {} leaked {} allocation(s), {} byte(s) of host memory after unload; \
                  free them in the plugin's unload",
-                self.label,
+                self.label(),
                 stats.live_allocations,
                 stats.live_bytes,
             );
         }
-        stats
     }
 }
 
 impl Drop for Plugin {
     fn drop(&mut self) {
         self.shutdown();
+        // Then the fields drop in order: the instance (already unloaded),
+        // the code (library finalizers run), the allocator.
     }
 }
 
 impl ImportProvider for Plugin {
     fn name(&self) -> &str {
-        &self.info.name
+        &self.name
     }
 
     fn exported_names(&self) -> Option<Vec<String>> {
@@ -239,7 +380,7 @@ impl ImportProvider for Plugin {
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         let span = tracing::debug_span!(
             "xplug.plugin.resolve",
-            plugin = &*self.provider_name,
+            plugin = &*self.name,
             names = request.len(),
             outcome = tracing::field::Empty
         );
@@ -248,25 +389,19 @@ impl ImportProvider for Plugin {
             span.record("outcome", "ok");
             return Ok(Resolution::NONE);
         }
-        let params = request.as_params();
-        let mut resolution = Resolution::NONE;
-        // SAFETY: `state` is the live state from `load` (the plugin is not
-        // unloaded while `&self` exists); `params` points at `request`'s
-        // arrays, each `count` long, which stay borrowed for the call;
-        // `resolution` is a valid out-pointer.
-        let status = unsafe { (self.resolve_fn)(self.state, &params, &mut resolution) };
-        let result = match status.code() {
+        let (code, _bits) = self.instance.resolve(request);
+        let result = match code {
             // Judge from the slots, not from the plugin's word: a plugin
             // claiming success with a required slot empty gets NotFound.
-            StatusCode::OK => request.outcome(&self.provider_name),
+            StatusCode::OK => request.outcome(&self.name),
             StatusCode::NOT_FOUND => Err(Error::NotFound {
-                provider: self.provider_name.clone(),
+                provider: self.name.clone(),
                 missing: request.missing_required().count(),
             }),
             code => Err(Error::ResolveFailed {
-                provider: self.info.name.clone(),
+                provider: self.name.to_string(),
                 code,
-                message: format!("the plugin's resolve returned {code} for {} import(s)", request.len()),
+                message: format!("its resolve failed for {} import(s)", request.len()),
             }),
         };
         match &result {
@@ -280,14 +415,14 @@ impl ImportProvider for Plugin {
     }
 }
 
+/// How messages name a plugin: "`name` (source)".
+fn label(name: &str, source: &PluginSource) -> String {
+    format!("`{name}` ({source})")
+}
+
 /// How a loader describes the plugin it is loading.
 pub(crate) struct LoadSite {
-    /// Names the plugin before its header is read (a path, or
-    /// "static plugin `x`").
-    pub(crate) label: String,
-    /// Appended to the header name in later messages (" (path)"), or empty.
-    pub(crate) origin: String,
-    /// The name to use when the header has none.
+    /// The name to use before the header is read, or when it has none.
     pub(crate) fallback_name: String,
     pub(crate) source: PluginSource,
     /// Features this loader insists on (the embedded-ELF loader needs
@@ -296,219 +431,120 @@ pub(crate) struct LoadSite {
     /// The loader's name, for the required-features message.
     pub(crate) loader: &'static str,
     /// Kept alive inside the plugin until after `unload`.
-    pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) code: Option<Arc<dyn Any + Send + Sync>>,
 }
 
-/// Reads a NUL-terminated string from a plugin, lossily, or "" for NULL.
+/// Loads the plugin in an open library and records its exports list.
 ///
 /// # Safety
-/// `ptr` is NULL or a valid NUL-terminated string.
-unsafe fn plugin_string(ptr: *const c_char) -> String {
-    if ptr.is_null() {
-        String::new()
-    } else {
-        // SAFETY: non-null and NUL-terminated (caller's contract).
-        unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
-    }
+/// As [`Plugin::load_system_library`].
+unsafe fn from_library(
+    library: RawLibrary,
+    source: PluginSource,
+    params: &LoadParamList,
+) -> Result<Plugin, Error> {
+    let fallback_name = library
+        .path()
+        .file_name()
+        .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
+    let query = library.query()?.as_fn();
+    let library = Arc::new(library);
+    let site = LoadSite {
+        fallback_name,
+        source,
+        required_features: Features::NONE,
+        loader: "system library",
+        code: Some(Arc::clone(&library) as Arc<dyn Any + Send + Sync>),
+    };
+    // SAFETY: `query` is the library's v0 export (the caller vouched for the
+    // library); the library stays open while the plugin holds `site.code`,
+    // which outlives the plugin's instance, so `'static` is never observed
+    // beyond the library's life.
+    let query = unsafe { RawQuery::new(query) };
+    let mut plugin = load_checked(query, site, params)?;
+    // Only a plugin that passed every check is asked for its names.
+    plugin.exports = library.exports();
+    Ok(plugin)
 }
 
-fn incompatible(plugin: &str, code: StatusCode, reason: String) -> Error {
-    Error::Incompatible { plugin: plugin.to_owned(), code, reason }
-}
-
-/// Runs SPEC §3 steps 2 to 4 on `query` and wraps the result.
+/// Queries, checks and loads: the steps every loader shares.
 ///
-/// # Safety
-/// `query` implements the v0 query contract: it returns NULL or a pointer to
-/// a v0 table (header pointer, then `load`, `unload`, `resolve`) that stays
-/// valid and unchanged, with NUL-terminated header strings, for as long as
-/// `site.keep_alive` is held; the table's functions obey the v0 ABI.
-pub(crate) unsafe fn load_v0(query: QueryFn, site: LoadSite, params: &LoadParams) -> Result<Plugin, Error> {
+/// `query` must stay valid while `site.code` is held (the `'static` is the
+/// caller's promise that the plugin keeps the code alive).
+pub(crate) fn load_checked(
+    query: RawQuery<'static>,
+    site: LoadSite,
+    params: &LoadParamList,
+) -> Result<Plugin, Error> {
     let span = tracing::info_span!(
         "xplug.plugin.load",
-        plugin = %site.label,
+        plugin = %site.fallback_name,
         source = %site.source,
         name = tracing::field::Empty
     );
     let _entered = span.enter();
 
-    // Step 2: ask for the newest version we speak.
-    // SAFETY: `query` follows the v0 query contract (caller's promise).
-    let table_ptr = unsafe { query(Version::LATEST, std::ptr::null_mut()) };
-    if table_ptr.is_null() {
-        return Err(Error::UnsupportedVersion { plugin: site.label, supported: Version::LATEST });
-    }
-    // SAFETY: a non-null result points to the plugin's v0 table, whose first
-    // field is the header pointer (caller's promise); we copy it out.
-    let table: PluginV0 = unsafe { table_ptr.cast::<PluginV0>().read() };
-    if table.header.is_null() {
-        return Err(incompatible(
-            &site.label,
-            StatusCode::INVALID_ARGUMENT,
-            "its v0 table has a NULL header pointer; fix the plugin's query function".to_owned(),
-        ));
-    }
-    // SAFETY: non-null header pointer into the plugin's immutable data.
-    let header: Header = unsafe { table.header.read() };
-    // SAFETY: header strings are NULL or NUL-terminated (v0 contract).
-    let (name, description) = unsafe { (plugin_string(header.name), plugin_string(header.description)) };
-    let shown_name = if name.is_empty() { site.fallback_name.as_str() } else { name.as_str() };
-    let plugin = format!("`{shown_name}`{}", site.origin);
-    span.record("name", shown_name);
-
-    // Step 3: header checks, in order.
-    if header.version.0 == 0 {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::INVALID_ARGUMENT,
-            format!(
-                "its header version is {} (not a valid version); expected {}; \
-                 rebuild it against the current plugin header",
-                header.version,
-                Version::LATEST
-            ),
-        ));
-    }
-    if header.version > Version::LATEST {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::FAILED_PRECONDITION,
-            format!(
-                "its header version {} is newer than this runtime's {}; \
-                 use a newer runtime or build the plugin for version {}",
-                header.version,
-                Version::LATEST,
-                Version::LATEST
-            ),
-        ));
-    }
-    if header.features.contains(Features::FULL_STATUS) {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::FAILED_PRECONDITION,
-            "it returns full iree_status_t objects (FULL_STATUS feature) but this host only \
-             understands plain status codes; rebuild the plugin without full status support"
-                .to_owned(),
-        ));
-    }
-    if header.sanitizer != Sanitizer::NONE && header.sanitizer != HOST_SANITIZER {
-        let reason = match header.sanitizer.compiler_flag() {
-            Some(flag) => format!(
-                "it is compiled with the {} sanitizer but this host is not; add {flag} to the host's \
-                 compile options (xplug hosts built with stable Rust have no sanitizer), \
-                 or rebuild the plugin without {flag}",
-                header.sanitizer.name().unwrap_or("unknown")
-            ),
-            None => format!(
-                "it declares sanitizer {}, which this host does not know; \
-                 rebuild the plugin without a sanitizer",
-                header.sanitizer.0
-            ),
-        };
-        return Err(incompatible(&plugin, StatusCode::UNAVAILABLE, reason));
-    }
-    let unknown = header.features.unknown();
-    if !unknown.is_empty() {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::FAILED_PRECONDITION,
-            format!(
-                "it declares feature bits {:#x} this host does not understand; \
-                 rebuild it against this runtime's plugin header",
-                unknown.0
-            ),
-        ));
-    }
-    if !header.features.contains(site.required_features) {
-        let missing = Features(site.required_features.0 & !header.features.0);
-        return Err(incompatible(
-            &plugin,
-            StatusCode::FAILED_PRECONDITION,
-            format!(
-                "the {} loader requires the feature(s) {} but the plugin declares {:?}; \
-                 build the plugin with them",
-                site.loader,
-                missing.names().collect::<Vec<_>>().join(", "),
-                header.features
-            ),
-        ));
-    }
-    let Some(load) = table.load else {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::INVALID_ARGUMENT,
-            "its v0 table has a NULL `load` function; fix the plugin's table".to_owned(),
-        ));
-    };
-    let Some(resolve_fn) = table.resolve else {
-        return Err(incompatible(
-            &plugin,
-            StatusCode::INVALID_ARGUMENT,
-            "its v0 table has a NULL `resolve` function; fix the plugin's table".to_owned(),
-        ));
-    };
-
-    // Step 4: load with an environment and params valid only for the call.
-    let counters = HostAllocator::new();
-    let environment = EnvironmentV0 { host_allocator: counters.abi() };
-    let pairs = params.as_string_pairs();
-    let pairs_ptr = if pairs.is_empty() { std::ptr::null() } else { pairs.as_ptr() };
-    let mut state: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `load` is the plugin's non-null v0 load function; the
-    // environment, the `pairs.len()` string pairs (borrowing `params`) and
-    // `state` all outlive the call; the allocator's `self` (`counters`) is
-    // kept alive by the plugin we build, or dropped only after a failed load.
-    let status = unsafe { load(&environment, pairs.len(), pairs_ptr, &mut state) };
-    drop(pairs);
-    if !status.is_ok() {
-        let held = counters.stats();
-        if held.live_allocations != 0 {
-            tracing::warn!(
-                plugin = %plugin,
-                leaked_allocations = held.live_allocations,
-                leaked_bytes = held.live_bytes,
-                "plugin {plugin} failed to load and kept {} allocation(s) of host memory",
-                held.live_allocations
-            );
-        }
-        // Never `unload` after a failed `load`: the plugin has no state to
-        // release and may crash on a NULL one.
-        return Err(Error::LoadFailed {
-            plugin,
-            code: status.code(),
-            message: format!(
-                "its load function refused the environment or the {} parameter(s); \
-                 check the parameters the plugin expects",
-                params.len()
-            ),
+    let Some(table) = query.query(Version::LATEST) else {
+        return Err(Error::UnsupportedVersion {
+            plugin: label(&site.fallback_name, &site.source),
+            supported: Version::LATEST,
         });
-    }
-
-    let provider_name = ProviderName::from(String::from(shown_name));
-    let info = PluginInfo {
-        name,
-        description,
-        version: header.version,
-        features: header.features,
-        sanitizer: header.sanitizer,
     };
+    let header = table.header();
+    let shown_name = header.as_ref().and_then(|header| header.name.clone()).unwrap_or(site.fallback_name);
+    span.record("name", shown_name.as_str());
+    let plugin = label(&shown_name, &site.source);
+    checks::check_plugin(header.as_ref(), table.entry_points(), site.loader, site.required_features)
+        .map_err(|reason| Error::Incompatible { plugin: plugin.clone(), reason })?;
+    let Some(header) = header else {
+        return Err(Error::Incompatible { plugin, reason: checks::Incompatibility::NullHeader });
+    };
+
+    let allocator = CountingAllocator::new();
+    let instance = table.load(&allocator, params).map_err(|error| match error {
+        RawLoadError::Refused { code } => {
+            let held = allocator.stats();
+            if held.live_allocations != 0 {
+                tracing::warn!(
+                    plugin = %plugin,
+                    leaked_allocations = held.live_allocations,
+                    leaked_bytes = held.live_bytes,
+                    "plugin {plugin} failed to load and kept {} allocation(s) of host memory",
+                    held.live_allocations
+                );
+            }
+            // Never `unload` after a failed `load` (there is no instance).
+            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len() }
+        }
+        RawLoadError::MissingFunction { function } => Error::Incompatible {
+            plugin: plugin.clone(),
+            reason: checks::Incompatibility::MissingFunction { function },
+        },
+    })?;
+
     Ok(Plugin {
-        provider_name,
-        info,
+        instance,
+        name: ProviderName::from(Arc::<str>::from(shown_name.as_str())),
+        info: PluginInfo {
+            name: shown_name,
+            description: header.description.unwrap_or_default(),
+            version: header.version,
+            features: header.features,
+            sanitizer: header.sanitizer,
+        },
         source: site.source,
-        label: plugin,
-        resolve_fn,
-        unload_fn: table.unload,
-        state,
-        unloaded: false,
-        counters,
         exports: None,
-        _keep_alive: site.keep_alive,
+        _code: site.code,
+        allocator,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::c_void;
+
+    use xplug_abi::{EnvironmentV0, Header, PluginV0, ResolveParamsV0, Status};
+
     use super::*;
 
     struct Table(
@@ -519,12 +555,14 @@ mod tests {
 
     static HEADER: Header = Header {
         version: Version::LATEST,
-        name: std::ptr::null(),
+        name: c"unit".as_ptr(),
         description: std::ptr::null(),
         features: Features::NONE,
         sanitizer: Sanitizer::NONE,
         reserved: [0; 8],
     };
+
+    static NAMELESS: Header = Header { name: std::ptr::null(), ..HEADER };
 
     unsafe extern "C" fn load(
         _: *const EnvironmentV0,
@@ -541,41 +579,60 @@ mod tests {
 
     static TABLE: Table =
         Table(PluginV0 { header: &HEADER, load: Some(load), unload: None, resolve: Some(resolve) });
+    static NAMELESS_TABLE: Table =
+        Table(PluginV0 { header: &NAMELESS, load: Some(load), unload: None, resolve: Some(resolve) });
 
     unsafe extern "C" fn query(_: Version, _: *mut c_void) -> *mut *const Header {
         (&raw const TABLE).cast_mut().cast()
     }
 
+    unsafe extern "C" fn nameless_query(_: Version, _: *mut c_void) -> *mut *const Header {
+        (&raw const NAMELESS_TABLE).cast_mut().cast()
+    }
+
     fn site(required_features: Features) -> LoadSite {
         LoadSite {
-            label: "test plugin".to_owned(),
-            origin: " (unit test)".to_owned(),
-            fallback_name: "nameless".to_owned(),
+            fallback_name: "fallback".to_owned(),
             source: PluginSource::Static,
             required_features,
             loader: "embedded ELF",
-            keep_alive: None,
+            code: None,
         }
     }
 
     #[test]
     fn loader_required_features_are_enforced() {
         // SAFETY: `query` returns the immutable, valid table above.
-        let error = unsafe { load_v0(query, site(Features::STANDALONE), &LoadParams::new()) }.unwrap_err();
+        let query = unsafe { RawQuery::new(query) };
+        let error = load_checked(query, site(Features::STANDALONE), &LoadParamList::new()).unwrap_err();
         assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
-        let message = error.to_string();
-        assert!(message.contains("embedded ELF loader requires the feature(s) standalone"), "{message}");
-        assert!(message.contains("`nameless` (unit test)"), "{message}");
+        assert!(
+            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::MissingFeatures { missing, .. } }
+                if plugin == "`unit` (linked in)" && *missing == Features::STANDALONE),
+            "{error:?}"
+        );
     }
 
     #[test]
-    fn nameless_header_uses_the_fallback_name() {
+    fn a_nameless_header_is_refused() {
+        // SAFETY: `nameless_query` returns the immutable, valid table above.
+        let query = unsafe { RawQuery::new(nameless_query) };
+        let error = load_checked(query, site(Features::NONE), &LoadParamList::new()).unwrap_err();
+        assert!(
+            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::NullName }
+                if plugin == "`fallback` (linked in)"),
+            "{error:?}"
+        );
+        assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT);
+    }
+
+    #[test]
+    fn a_plugin_without_unload_loads_and_drops() {
         // SAFETY: as above.
-        let plugin = unsafe { load_v0(query, site(Features::NONE), &LoadParams::new()) }.unwrap();
-        assert_eq!(plugin.info().name, "");
+        let query = unsafe { RawQuery::new(query) };
+        let plugin = load_checked(query, site(Features::NONE), &LoadParamList::new()).unwrap();
+        assert_eq!(plugin.name(), "unit");
         assert_eq!(plugin.info().description, "");
-        assert_eq!(plugin.provider_name, "nameless");
-        // No `unload` in the table: dropping is still fine.
         assert_eq!(plugin.unload(), AllocationStats::default());
     }
 }

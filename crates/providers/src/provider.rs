@@ -6,7 +6,7 @@ use crate::{Error, ResolveRequest};
 
 /// Something that resolves import names to functions and contexts.
 ///
-/// Implementations follow SPEC §2 exactly:
+/// Implementations follow `docs/resolution.md#provider-rules` exactly:
 /// - skip slots that are already filled, never overwrite them;
 /// - match `?name` as `name`; an optional name nobody has stays empty;
 /// - fill every empty slot whose (bare) name they export;

@@ -73,9 +73,10 @@ impl std::fmt::Debug for SymbolName<'_> {
 
 /// A batch of imports to resolve: names and the function/context slots to fill.
 ///
-/// Semantics every provider follows (SPEC §2): a slot whose function pointer
-/// is already set is skipped and never overwritten; names starting with `?`
-/// are optional and matched without the `?`; a provider fills what it can.
+/// Semantics every provider follows (`docs/resolution.md#provider-rules`): a
+/// slot whose function pointer is already set is skipped and never
+/// overwritten; names starting with `?` are optional and matched without the
+/// `?`; a provider fills what it can.
 ///
 /// ```
 /// use std::ffi::c_void;
@@ -250,9 +251,10 @@ impl<'a> ResolveRequest<'a> {
         self.fns.iter().all(|f| !f.is_null())
     }
 
-    /// The outcome the slots show, judged exactly as SPEC §2 judges a
-    /// provider's answer: `NotFound` if a required slot is empty, otherwise OK
-    /// with [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
+    /// The outcome the slots show, judged exactly as
+    /// `docs/resolution.md#provider-rules` judges a provider's answer:
+    /// `NotFound` if a required slot is empty, otherwise OK with
+    /// [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
     ///
     /// `provider` is only converted into a [`ProviderName`] when the answer is
     /// `NotFound`, so passing `&name` costs nothing on success.

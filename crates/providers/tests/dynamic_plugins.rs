@@ -11,13 +11,12 @@ use std::sync::{Arc, Mutex};
 use common::{build_configurable, call_binop};
 use xplug_providers::abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_providers::{
-    AllocationStats, Error, ImportProvider, LoadParams, Plugin, PluginSource, ResolveRequest, SymbolName,
-    SystemLibraryPlugin,
+    AllocationStats, Error, ImportProvider, LoadParamList, Plugin, PluginSource, ResolveRequest, SymbolName,
 };
 
-fn load_file(path: &Path, params: &LoadParams) -> Plugin {
+fn load_file(path: &Path, params: &LoadParamList) -> Plugin {
     // SAFETY: the test plugins follow the v0 ABI.
-    unsafe { SystemLibraryPlugin::load_from_file(path, params) }.expect("the plugin loads")
+    unsafe { Plugin::load_system_library(path, params) }.expect("the plugin loads")
 }
 
 fn null_slots<const N: usize>() -> [*mut c_void; N] {
@@ -63,7 +62,7 @@ fn check_minimal(plugin: &Plugin) {
 fn minimal_plugin_from_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = xplug_tests::build_minimal_c_plugin(dir.path());
-    let plugin = load_file(&path, &LoadParams::new().with("scale", "3"));
+    let plugin = load_file(&path, &LoadParamList::new().with("scale", "3"));
     assert_eq!(plugin.source(), &PluginSource::SystemLibrary { path: path.clone() });
     check_minimal(&plugin);
     let after = plugin.unload();
@@ -81,7 +80,7 @@ fn minimal_plugin_from_memory() {
     drop(dir);
     // SAFETY: the bytes are the minimal v0 C plugin.
     let plugin = unsafe {
-        SystemLibraryPlugin::load_from_memory("c_minimal.so", &bytes, &LoadParams::new().with("scale", "3"))
+        Plugin::load_system_library_image("c_minimal.so", &bytes, &LoadParamList::new().with("scale", "3"))
     }
     .expect("the plugin loads from memory");
     assert_eq!(plugin.source(), &PluginSource::Memory { name: "c_minimal.so".to_owned() });
@@ -103,7 +102,7 @@ fn relative_file_name_means_the_current_directory() {
     }
     relative.push(path.strip_prefix("/").unwrap());
     assert!(relative.is_relative());
-    let plugin = load_file(&relative, &LoadParams::new());
+    let plugin = load_file(&relative, &LoadParamList::new());
     assert_eq!(plugin.name(), "c_minimal");
 }
 
@@ -111,8 +110,8 @@ fn relative_file_name_means_the_current_directory() {
 fn two_instances_of_one_library_are_independent() {
     let dir = tempfile::tempdir().unwrap();
     let path = xplug_tests::build_minimal_c_plugin(dir.path());
-    let first = load_file(&path, &LoadParams::new().with("scale", "2"));
-    let second = load_file(&path, &LoadParams::new().with("scale", "5"));
+    let first = load_file(&path, &LoadParamList::new().with("scale", "2"));
+    let second = load_file(&path, &LoadParamList::new().with("scale", "5"));
     let names = [SymbolName::new(c"c_mul_i32")];
     for (plugin, expected) in [(&first, 2), (&second, 5)] {
         let (mut fns, mut contexts) = (null_slots::<1>(), null_slots::<1>());
@@ -128,12 +127,41 @@ fn two_instances_of_one_library_are_independent() {
     assert_eq!(call_binop(request.function(0), request.context(0), 3, 1), (0, 15));
 }
 
+/// The `f_state` import of `configurable_plugin.c` built with `COUNT_LOADS`:
+/// how many times this copy of the library has been loaded.
+fn loads_seen(plugin: &Plugin) -> i32 {
+    let names = [SymbolName::new(c"f_state")];
+    let (mut fns, mut contexts) = (null_slots::<1>(), null_slots::<1>());
+    let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+    plugin.resolve(&mut request).unwrap();
+    call_binop(request.function(0), request.context(0), 0, 0).1
+}
+
+#[test]
+fn memory_images_stay_distinct_while_both_are_loaded() {
+    let (_dir, path) = build_configurable("count_loads", &["-DCOUNT_LOADS"]);
+    let bytes = std::fs::read(&path).unwrap();
+    let load_image = |name: &str| {
+        // SAFETY: the test plugin follows the v0 ABI.
+        unsafe { Plugin::load_system_library_image(name, &bytes, &LoadParamList::new()) }.unwrap()
+    };
+    // Each image is its own copy of the library with its own globals: the
+    // second image is not handed the first one's already-open library.
+    let first = load_image("first");
+    let second = load_image("second");
+    let third = load_image("third");
+    assert_eq!([loads_seen(&first), loads_seen(&second), loads_seen(&third)], [1, 1, 1]);
+    // The same file opened twice is one copy (the OS loader's rule).
+    let (a, b) = (load_file(&path, &LoadParamList::new()), load_file(&path, &LoadParamList::new()));
+    assert_eq!([loads_seen(&a), loads_seen(&b)], [1, 2]);
+}
+
 #[test]
 fn concurrent_resolves_share_one_plugin() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Plugin>();
     let (_dir, path) = build_configurable("concurrent", &[]);
-    let plugin = Arc::new(load_file(&path, &LoadParams::new()));
+    let plugin = Arc::new(load_file(&path, &LoadParamList::new()));
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let plugin = Arc::clone(&plugin);
@@ -156,7 +184,7 @@ fn concurrent_resolves_share_one_plugin() {
 #[test]
 fn lying_plugin_cannot_report_success_with_required_slots_empty() {
     let (_dir, path) = build_configurable("liar", &["-DLYING_RESOLVE", "-DPLUGIN_NAME=\"liar\""]);
-    let plugin = load_file(&path, &LoadParams::new());
+    let plugin = load_file(&path, &LoadParamList::new());
     let names = [SymbolName::new(c"f_add"), SymbolName::new(c"?f_state")];
     let (mut fns, mut contexts) = (null_slots::<2>(), null_slots::<2>());
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
@@ -174,7 +202,7 @@ fn lying_plugin_cannot_report_success_with_required_slots_empty() {
 fn resolve_failure_is_typed_and_names_the_plugin() {
     let (_dir, path) =
         build_configurable("resolve_fails", &["-DRESOLVE_FAILS=13", "-DPLUGIN_NAME=\"broken\""]);
-    let plugin = load_file(&path, &LoadParams::new());
+    let plugin = load_file(&path, &LoadParamList::new());
     let names = [SymbolName::new(c"f_add")];
     let (mut fns, mut contexts) = (null_slots::<1>(), null_slots::<1>());
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
@@ -191,7 +219,7 @@ fn resolve_failure_is_typed_and_names_the_plugin() {
 #[test]
 fn plugin_without_unload_is_loaded_and_dropped() {
     let (_dir, path) = build_configurable("no_unload", &["-DNULL_UNLOAD"]);
-    let plugin = load_file(&path, &LoadParams::new());
+    let plugin = load_file(&path, &LoadParamList::new());
     // Nobody frees the state: it shows as a leak, and nothing crashes.
     assert_eq!(plugin.unload().live_allocations, 1);
 }
@@ -221,7 +249,7 @@ fn leaking_plugin_reports_the_leak() {
         .with_max_level(tracing::Level::WARN)
         .finish();
     let leaked = tracing::subscriber::with_default(subscriber, || {
-        let plugin = load_file(&path, &LoadParams::new());
+        let plugin = load_file(&path, &LoadParamList::new());
         assert_eq!(plugin.allocation_stats().live_allocations, 2);
         plugin.unload()
     });
@@ -236,7 +264,7 @@ fn leaking_plugin_reports_the_leak() {
 #[test]
 fn stats_are_balanced_after_unload_of_a_good_plugin() {
     let (_dir, path) = build_configurable("balanced", &[]);
-    let plugin = load_file(&path, &LoadParams::new());
+    let plugin = load_file(&path, &LoadParamList::new());
     let during = plugin.allocation_stats();
     let after = plugin.unload();
     assert_eq!(

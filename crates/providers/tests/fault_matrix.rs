@@ -1,27 +1,49 @@
-//! One purpose-built bad plugin per load check (SPEC §3): each must be
-//! refused with the right typed error, status code and message.
+//! One purpose-built bad plugin per load check
+//! (`docs/loading.md#load-checks`): each must be refused with the right typed
+//! error, status code and message.
 
 mod common;
 
 use std::path::Path;
 
 use common::build_configurable;
-use xplug_providers::abi::StatusCode;
-use xplug_providers::{Error, LoadParams, Plugin, SystemLibraryPlugin};
+use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
+use xplug_providers::checks::Incompatibility;
+use xplug_providers::{Error, LoadParamList, Plugin};
 
 fn load(path: &Path) -> Result<Plugin, Error> {
     // SAFETY: the test plugins are built from `configurable_plugin.c`, which
     // follows the v0 ABI apart from the deliberate header/table faults the
     // loader checks before calling anything but `query`.
-    unsafe { SystemLibraryPlugin::load_from_file(path, &LoadParams::new()) }
+    unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
+}
+
+/// The error's message followed by each cause's, as a user reads them.
+fn chain(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut next = std::error::Error::source(error);
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
+}
+
+/// The load check a refused plugin failed.
+fn reason(error: &Error) -> &Incompatibility {
+    match error {
+        Error::Incompatible { reason, .. } => reason,
+        other => panic!("expected Incompatible, got {other:?}"),
+    }
 }
 
 /// Builds the plugin with `flags`, loads it and returns the error, checking
-/// its code and that its message contains every one of `parts`.
+/// its code and that its message and causes contain every one of `parts`.
 fn refused(name: &str, flags: &[&str], code: StatusCode, parts: &[&str]) -> (Error, std::path::PathBuf) {
     let (_dir, path) = build_configurable(name, flags);
     let error = load(&path).expect_err("the faulty plugin must be refused");
-    let message = error.to_string();
+    let message = chain(&error);
     assert_eq!(error.code(), code, "wrong code for `{message}`");
     for part in parts {
         assert!(message.contains(part), "`{message}` lacks `{part}`");
@@ -41,7 +63,7 @@ fn query_returning_null_needs_newer_runtime() {
 fn null_header_is_refused() {
     let (error, path) =
         refused("null_header", &["-DNULL_HEADER"], StatusCode::INVALID_ARGUMENT, &["NULL header"]);
-    assert!(matches!(error, Error::Incompatible { .. }));
+    assert_eq!(reason(&error), &Incompatibility::NullHeader);
     assert!(error.to_string().contains(&path.display().to_string()));
 }
 
@@ -53,7 +75,10 @@ fn header_version_zero_is_refused() {
         StatusCode::INVALID_ARGUMENT,
         &["`v0plugin`", "0x00000000", "expected 0x00000001"],
     );
-    assert!(matches!(error, Error::Incompatible { .. }));
+    assert_eq!(
+        reason(&error),
+        &Incompatibility::InvalidVersion { found: Version(0), expected: Version::LATEST }
+    );
     assert!(error.to_string().contains(&path.display().to_string()), "{error}");
 }
 
@@ -65,26 +90,34 @@ fn header_version_two_is_refused() {
         StatusCode::FAILED_PRECONDITION,
         &["`configurable`", "0x00000002", "newer than this runtime's 0x00000001"],
     );
-    assert!(matches!(error, Error::Incompatible { .. }));
+    assert_eq!(
+        reason(&error),
+        &Incompatibility::NewerVersion { found: Version(2), supported: Version::LATEST }
+    );
 }
 
 #[test]
 fn full_status_is_refused() {
-    refused(
+    let (error, _) = refused(
         "full_status",
         &["-DFEATURES=3"],
         StatusCode::FAILED_PRECONDITION,
         &["FULL_STATUS", "full status"],
     );
+    assert_eq!(reason(&error), &Incompatibility::FullStatus);
 }
 
 #[test]
 fn address_sanitizer_is_unavailable() {
-    refused(
+    let (error, _) = refused(
         "asan",
         &["-DSANITIZER=1"],
         StatusCode::UNAVAILABLE,
         &["address sanitizer", "-fsanitize=address"],
+    );
+    assert_eq!(
+        reason(&error),
+        &Incompatibility::Sanitizer { found: Sanitizer::ADDRESS, host: Sanitizer::NONE }
     );
 }
 
@@ -95,27 +128,36 @@ fn thread_sanitizer_is_unavailable() {
 
 #[test]
 fn unknown_sanitizer_is_refused() {
-    refused("san99", &["-DSANITIZER=99"], StatusCode::UNAVAILABLE, &["sanitizer 99", "does not know"]);
+    let (error, _) =
+        refused("san99", &["-DSANITIZER=99"], StatusCode::UNAVAILABLE, &["sanitizer value 99 is unknown"]);
+    assert_eq!(reason(&error), &Incompatibility::Sanitizer { found: Sanitizer(99), host: Sanitizer::NONE });
 }
 
 #[test]
 fn unknown_feature_bit_is_refused() {
-    refused(
+    let (error, _) = refused(
         "feature_bit",
         &["-DFEATURES=0x41"],
         StatusCode::FAILED_PRECONDITION,
         &["0x40", "does not understand"],
     );
+    assert_eq!(
+        reason(&error),
+        &Incompatibility::UnknownFeatures { unknown: Features(0x40), known: Features::KNOWN }
+    );
 }
 
 #[test]
 fn null_load_is_refused() {
-    refused("null_load", &["-DNULL_LOAD"], StatusCode::INVALID_ARGUMENT, &["NULL `load`"]);
+    let (error, _) = refused("null_load", &["-DNULL_LOAD"], StatusCode::INVALID_ARGUMENT, &["NULL `load`"]);
+    assert_eq!(reason(&error), &Incompatibility::MissingFunction { function: "load" });
 }
 
 #[test]
 fn null_resolve_is_refused() {
-    refused("null_resolve", &["-DNULL_RESOLVE"], StatusCode::INVALID_ARGUMENT, &["NULL `resolve`"]);
+    let (error, _) =
+        refused("null_resolve", &["-DNULL_RESOLVE"], StatusCode::INVALID_ARGUMENT, &["NULL `resolve`"]);
+    assert_eq!(reason(&error), &Incompatibility::MissingFunction { function: "resolve" });
 }
 
 #[test]
@@ -154,7 +196,7 @@ fn missing_query_export_has_the_build_hint() {
         "no_export",
         &["-DNO_EXPORT"],
         StatusCode::NOT_FOUND,
-        &["iree_hal_executable_plugin_query", "cargo xtask build-plugins"],
+        &["iree_hal_executable_plugin_query", "--features export"],
     );
     assert!(matches!(error, Error::MissingExport { .. }));
     assert!(error.to_string().contains(&path.display().to_string()));
@@ -239,7 +281,7 @@ fn foreign_architecture_is_refused() {
 
     // The same image from memory.
     // SAFETY: the image is refused before anything of it is run.
-    let error = unsafe { SystemLibraryPlugin::load_from_memory("foreign", &image, &LoadParams::new()) }
+    let error = unsafe { Plugin::load_system_library_image("foreign", &image, &LoadParamList::new()) }
         .expect_err("a foreign ELF is no plugin here");
     assert!(matches!(error, Error::WrongArchitecture { .. }), "{error:?}");
     assert!(error.to_string().contains("memory image `foreign`"), "{error}");
@@ -248,7 +290,7 @@ fn foreign_architecture_is_refused() {
 #[test]
 fn garbage_from_memory_is_not_a_shared_object() {
     // SAFETY: the bytes are refused before anything of them is run.
-    let error = unsafe { SystemLibraryPlugin::load_from_memory("junk", b"junk bytes", &LoadParams::new()) }
+    let error = unsafe { Plugin::load_system_library_image("junk", b"junk bytes", &LoadParamList::new()) }
         .expect_err("junk is no plugin");
     assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT, "{error}");
     assert!(error.to_string().contains("memory image `junk`"), "{error}");
@@ -277,7 +319,9 @@ fn missing_dependency_is_a_library_open_error() {
     let error = load(&path).expect_err("the dependency is missing");
     assert!(matches!(error, Error::LibraryOpen { .. }), "{error:?}");
     assert_eq!(error.code(), StatusCode::UNAVAILABLE);
-    let message = error.to_string();
-    assert!(message.contains(&path.display().to_string()), "{message}");
-    assert!(message.contains("libxplug_gone_dependency.so"), "{message}");
+    assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+    // The loader's own words are the cause, not part of the message.
+    let cause = std::error::Error::source(&error).expect("the loader's message is the source").to_string();
+    assert!(cause.contains("libxplug_gone_dependency.so"), "{cause}");
+    assert!(!error.to_string().contains("libxplug_gone_dependency.so"), "{error}");
 }

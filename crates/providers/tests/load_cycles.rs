@@ -8,7 +8,7 @@ mod common;
 use std::ffi::c_void;
 
 use xplug_providers::abi::Resolution;
-use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, SymbolName, SystemLibraryPlugin};
+use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
 /// Resident set size in bytes, from `/proc/self/statm`.
 fn rss_bytes() -> usize {
@@ -25,7 +25,7 @@ fn thousand_load_unload_cycles_stay_flat() {
     let dir = tempfile::tempdir().unwrap();
     let path = xplug_tests::build_minimal_c_plugin(dir.path());
     let bytes = std::fs::read(&path).unwrap();
-    let params = LoadParams::new().with("scale", "2");
+    let params = LoadParamList::new().with("scale", "2");
     let names = [SymbolName::new(c"c_mul_i32"), SymbolName::new(c"?c_missing")];
 
     let mut warm_rss = 0;
@@ -34,9 +34,9 @@ fn thousand_load_unload_cycles_stay_flat() {
         // SAFETY: the library is the minimal v0 C plugin.
         let plugin = unsafe {
             if cycle % 2 == 0 {
-                SystemLibraryPlugin::load_from_file(&path, &params)
+                Plugin::load_system_library(&path, &params)
             } else {
-                SystemLibraryPlugin::load_from_memory("c_minimal", &bytes, &params)
+                Plugin::load_system_library_image("c_minimal", &bytes, &params)
             }
         }
         .unwrap_or_else(|error| panic!("cycle {cycle}: {error}"));

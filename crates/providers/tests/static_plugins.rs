@@ -9,7 +9,7 @@ use xplug_providers::abi::{
     ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, Version,
 };
 use xplug_providers::{
-    Error, ImportProvider, LoadParams, PluginSource, ResolveRequest, StaticPlugin, StaticPluginRegistration,
+    Error, ImportProvider, LoadParamList, Plugin, PluginSource, ResolveRequest, StaticPluginRegistration,
     SymbolName, static_plugins,
 };
 
@@ -146,8 +146,7 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
         .into_iter()
         .find(|registration| registration.name() == "rust_static_registration")
         .expect("the registration is collected");
-    let plugin =
-        StaticPlugin::from_registration(registration, &LoadParams::new().with("answer", "42")).unwrap();
+    let plugin = Plugin::from_registration(registration, &LoadParamList::new().with("answer", "42")).unwrap();
     assert_eq!(plugin.name(), "rust_static");
     assert_eq!(plugin.source(), &PluginSource::Static);
     assert_eq!(plugin.info().description, "a static plugin written in Rust");
@@ -158,7 +157,8 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     assert_eq!(plugin.resolve(&mut request).unwrap(), Resolution::MISSING_OPTIONAL);
     // SAFETY: the slot holds `answer`, an `ImportFn`.
-    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
+    let function =
+        unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }.expect("resolved");
     let mut out = 0i32;
     // SAFETY: `answer` takes an i32 out-parameter and the plugin state.
     let code =
@@ -176,7 +176,7 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
 fn static_plugin_needing_a_newer_runtime_is_refused() {
     let registration =
         static_plugins().into_iter().find(|registration| registration.name() == "needs_v2").unwrap();
-    let error = StaticPlugin::from_registration(registration, &LoadParams::new()).unwrap_err();
+    let error = Plugin::from_registration(registration, &LoadParamList::new()).unwrap_err();
     assert!(matches!(error, Error::UnsupportedVersion { .. }), "{error:?}");
     assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
     assert!(error.to_string().contains("`needs_v2`") && error.to_string().contains("0x00000001"), "{error}");
@@ -185,7 +185,7 @@ fn static_plugin_needing_a_newer_runtime_is_refused() {
 #[test]
 fn from_query_loads_the_same_table() {
     // SAFETY: `query` follows the v0 contract (see the registration above).
-    let plugin = unsafe { StaticPlugin::from_query(query, &LoadParams::new()) }.unwrap();
+    let plugin = unsafe { Plugin::from_static_query(query, &LoadParamList::new()) }.unwrap();
     assert_eq!(plugin.name(), "rust_static");
     drop(plugin);
 }

@@ -3,7 +3,7 @@
 //!
 //! The `static_runtime` binary names `sample_static` (`use sample_static as
 //! _;`), lists [`xplug_providers::static_plugins()`], loads `sample_static`
-//! with [`xplug_providers::StaticPlugin::from_registration`] and calls its
+//! with [`xplug_providers::Plugin::from_registration`] and calls its
 //! `static_fma_i64` import. The `unreferenced` binary depends on the same
 //! crate but never names it: the linker drops the plugin's registration and
 //! the list is empty. That is the trap `xplug-sdk` documents.
@@ -14,7 +14,7 @@
 
 use std::ffi::c_void;
 
-use xplug_providers::{ImportProvider, LoadParams, ResolveRequest, StaticPlugin, SymbolName};
+use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
 /// The params of `static_fma_i64`, as a host declares them (the layout of
 /// `sample_static::FmaParams`).
@@ -48,8 +48,7 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
         .into_iter()
         .find(|plugin| plugin.name() == name)
         .ok_or_else(|| format!("no static plugin named `{name}` is linked in; add `use {name} as _;`"))?;
-    let plugin =
-        StaticPlugin::from_registration(registration, &LoadParams::new()).map_err(|e| e.to_string())?;
+    let plugin = Plugin::from_registration(registration, &LoadParamList::new()).map_err(|e| e.to_string())?;
     let names = [SymbolName::new(c"static_fma_i64")];
     let mut functions = [std::ptr::null_mut::<c_void>(); 1];
     let mut contexts = [std::ptr::null_mut::<c_void>(); 1];
@@ -61,7 +60,8 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
     let mut params = Fma { result: 0, a, b, c };
     // SAFETY: the plugin just resolved this slot, so it holds the plugin's
     // `static_fma_i64` entry point, an `ImportFn`.
-    let function = unsafe { std::mem::transmute::<*mut c_void, xplug_providers::abi::ImportFn>(function) };
+    let function =
+        unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.ok_or("the slot is empty")?;
     // SAFETY: `static_fma_i64` takes exactly `Fma`, with its own context;
     // `plugin` stays loaded across the call.
     let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };

@@ -13,9 +13,7 @@ use sample_static as _;
 use static_runtime::Fma;
 use xplug_manager::Manager;
 use xplug_providers::abi::{Features, ImportFn, Resolution};
-use xplug_providers::{
-    ImportProvider, LoadParams, ResolveRequest, StaticPlugin, SymbolName, SystemLibraryPlugin,
-};
+use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
 /// IREE's custom-dispatch sample params, as a host declares them.
 #[repr(C)]
@@ -107,7 +105,7 @@ fn resolve_one(provider: &dyn ImportProvider, name: &std::ffi::CStr) -> (ImportF
     assert_eq!(provider.resolve(&mut request).unwrap(), Resolution::NONE);
     let (function, context) = (request.function(0), request.context(0));
     // SAFETY: a resolved slot holds the plugin's import entry point.
-    (unsafe { std::mem::transmute::<*mut c_void, ImportFn>(function) }, context)
+    (unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.expect("a resolved slot"), context)
 }
 
 #[test]
@@ -116,7 +114,7 @@ fn static_plugin_through_providers() {
         .into_iter()
         .find(|plugin| plugin.name() == "sample_static")
         .expect("sample_static is registered");
-    let plugin = StaticPlugin::from_registration(registration, &LoadParams::new()).unwrap();
+    let plugin = Plugin::from_registration(registration, &LoadParamList::new()).unwrap();
     assert_eq!(plugin.name(), "sample_static");
     let (function, context) = resolve_one(&plugin, c"static_fma_i64");
     let mut params = Fma { result: 0, a: 6, b: 7, c: 8 };
@@ -149,10 +147,7 @@ fn static_plugin_through_the_manager() {
 fn sample_system_library_counts_and_frees_its_allocations() {
     // SAFETY: the library is this workspace's v0 plugin.
     let plugin = unsafe {
-        SystemLibraryPlugin::load_from_file(
-            library("sample_system"),
-            &LoadParams::new().with("multiplier", "3"),
-        )
+        Plugin::load_system_library(library("sample_system"), &LoadParamList::new().with("multiplier", "3"))
     }
     .unwrap();
     assert_eq!(plugin.name(), "sample_system");
@@ -183,9 +178,9 @@ fn sample_system_library_counts_and_frees_its_allocations() {
 fn sample_system_rejects_a_bad_parameter() {
     // SAFETY: the library is this workspace's v0 plugin.
     let result = unsafe {
-        SystemLibraryPlugin::load_from_file(
+        Plugin::load_system_library(
             library("sample_system"),
-            &LoadParams::new().with("multiplier", "lots"),
+            &LoadParamList::new().with("multiplier", "lots"),
         )
     };
     let Err(error) = result else { panic!("a non-numeric multiplier must fail to load") };
@@ -238,8 +233,7 @@ fn manager_scans_dynamic_plugins_newest_first() {
 fn standalone_library_declares_standalone_and_saxpy_works() {
     // SAFETY: the library is this workspace's v0 plugin.
     let plugin =
-        unsafe { SystemLibraryPlugin::load_from_file(library("sample_standalone"), &LoadParams::new()) }
-            .unwrap();
+        unsafe { Plugin::load_system_library(library("sample_standalone"), &LoadParamList::new()) }.unwrap();
     assert!(plugin.info().features.contains(Features::STANDALONE));
     #[repr(C)]
     struct Saxpy {
@@ -275,8 +269,8 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
     // SAFETY: the libraries are this workspace's v0 plugins.
     let (system, c_sample) = unsafe {
         (
-            SystemLibraryPlugin::load_from_file(library("sample_system"), &LoadParams::new()).unwrap(),
-            SystemLibraryPlugin::load_from_file(library("c_sample"), &LoadParams::new()).unwrap(),
+            Plugin::load_system_library(library("sample_system"), &LoadParamList::new()).unwrap(),
+            Plugin::load_system_library(library("c_sample"), &LoadParamList::new()).unwrap(),
         )
     };
     // The SDK's `xplug_plugin_exports`, read after the load checks passed.
@@ -312,7 +306,7 @@ fn a_plugin_built_without_its_export_feature_is_diagnosed_with_the_fix() {
     let path = build_dir.join("debug").join("libsample_static.so");
     // SAFETY: the library is this workspace's plugin crate (whose cdylib has
     // no v0 export in this configuration, which is what is being tested).
-    let error = unsafe { SystemLibraryPlugin::load_from_file(&path, &LoadParams::new()) }.unwrap_err();
+    let error = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.unwrap_err();
     assert!(matches!(error, xplug_providers::Error::MissingExport { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("iree_hal_executable_plugin_query"), "{message}");

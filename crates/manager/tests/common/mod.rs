@@ -1,5 +1,6 @@
-//! Test providers with recognisable fake pointers, and the SPEC §2 reference
-//! model written independently of the manager.
+//! Test providers with recognisable fake pointers, and the reference model of
+//! `docs/resolution.md#reference-model`, written independently of the
+//! manager.
 #![allow(dead_code, missing_docs, reason = "test helpers; each test binary uses a different subset")]
 
 use std::ffi::{CString, c_void};
@@ -154,8 +155,8 @@ pub struct ModelResult {
     pub calls: Vec<usize>,
 }
 
-/// SPEC §2's reference model over `providers` (registration order, provider
-/// `i` having id `ids[i]`).
+/// The reference model of `docs/resolution.md#reference-model` over
+/// `providers` (registration order, provider `i` having id `ids[i]`).
 pub fn model(providers: &[(usize, &ProviderSpec)], request: &[Import]) -> ModelResult {
     let mut fns: Vec<*mut c_void> =
         request.iter().map(|i| if i.prefilled { PREFILLED_FN } else { std::ptr::null_mut() }).collect();

@@ -11,9 +11,11 @@
 //! 2. the mapping step: one private reservation, segments copied in, the
 //!    planned (range-checked) relocations applied, final protections set.
 //!
-//! [`EmbeddedElfPlugin`] runs both and hands the image's query function to
-//! the v0 loader, which additionally requires the plugin to declare the
-//! `STANDALONE` feature.
+//! [`Plugin::load_embedded_elf`] (a file) and
+//! [`Plugin::load_embedded_elf_image`] (bytes) run both and hand the image's
+//! query function to the checked loader, which additionally requires the
+//! plugin to declare the `STANDALONE` feature. [`ElfImage`] is the mapped
+//! image alone, for tools (its query is a [`RawQuery`]).
 //!
 //! # Calling convention
 //! The plugin's functions are called with the C convention of the host,
@@ -31,7 +33,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use xplug_abi::{Features, QueryFn};
+use xplug_abi::Features;
 
 pub use error::EmbeddedElfError;
 pub use fatelf::FatElfRecord;
@@ -40,8 +42,9 @@ pub use validate::{
     validate, validate_for,
 };
 
-use crate::plugin::{LoadSite, load_v0};
-use crate::{Error, LoadParams, Plugin, PluginSource};
+use crate::plugin::{LoadSite, load_checked};
+use crate::raw::RawQuery;
+use crate::{Error, LoadParamList, Plugin, PluginSource};
 
 /// A validated, mapped and relocated ELF image: owns the memory its code
 /// runs from (released on drop) and yields the plugin's query function.
@@ -86,118 +89,126 @@ impl ElfImage {
         self.mapping.address(0)
     }
 
-    /// The plugin's `iree_hal_executable_plugin_query`.
+    /// The plugin's `iree_hal_executable_plugin_query`, valid while `self`
+    /// lives.
     ///
     /// # Safety
-    /// The image must be a v0 plugin whose query symbol really is a
-    /// function of [`QueryFn`]'s type in this host's C calling convention
-    /// (validation checked only that it points into executable memory); the
-    /// pointer is valid while `self` lives.
+    /// The image must be a v0 plugin whose query symbol really is a v0
+    /// query function in this host's C calling convention, obeying the
+    /// contract of [`RawQuery::new`] (validation checked only that the
+    /// symbol points into executable memory).
     #[must_use]
-    pub unsafe fn query(&self) -> QueryFn {
+    pub unsafe fn query(&self) -> RawQuery<'_> {
         let address = self.mapping.address(self.plan.query_offset());
         // SAFETY: `address` is inside an executable segment of the mapping
         // (validated); the caller vouches that it is a `QueryFn`. Function
         // pointers and addresses have the same size on supported hosts.
-        unsafe { std::mem::transmute::<usize, QueryFn>(address) }
+        let query = unsafe { std::mem::transmute::<usize, xplug_abi::QueryFn>(address) };
+        // SAFETY: the caller's promise; the code lives as long as `self`.
+        unsafe { RawQuery::new(query) }
     }
 }
 
-/// Loader for embedded ELF plugins (`.sos` files or bytes).
-///
-/// ```no_run
-/// use xplug_providers::{EmbeddedElfPlugin, LoadParams};
-///
-/// // SAFETY: the file is a trusted v0 plugin.
-/// let plugin = unsafe { EmbeddedElfPlugin::load_from_file("target/plugins/release/sample_standalone.sos", &LoadParams::new()) }?;
-/// println!("loaded {} ({})", plugin.name(), plugin.info().description);
-/// # Ok::<(), xplug_providers::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct EmbeddedElfPlugin;
-
-impl EmbeddedElfPlugin {
-    /// Reads the `.sos` (or plain ELF) at `path` and loads it.
+impl Plugin {
+    /// Reads the `.sos` (or plain ELF) at `path` and loads the plugin in it
+    /// with xplug's embedded ELF loader: the record for this host is
+    /// validated ([`validate`]) and mapped, then the plugin is queried,
+    /// checked (it must declare `STANDALONE`) and loaded with `params`.
+    ///
+    /// ```no_run
+    /// use xplug_providers::{LoadParamList, Plugin};
+    ///
+    /// // SAFETY: the file is a trusted v0 plugin.
+    /// let plugin = unsafe {
+    ///     Plugin::load_embedded_elf("target/plugins/release/sample_standalone.sos", &LoadParamList::new())
+    /// }?;
+    /// println!("loaded {} ({})", plugin.name(), plugin.info().description);
+    /// # Ok::<(), xplug_providers::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
-    /// read; otherwise as [`Self::load_from_memory`].
+    /// read; otherwise as [`Plugin::load_embedded_elf_image`].
     ///
     /// # Safety
-    /// As [`Self::load_from_memory`].
-    pub unsafe fn load_from_file(path: impl AsRef<Path>, params: &LoadParams) -> Result<Plugin, Error> {
+    /// As [`Plugin::load_embedded_elf_image`].
+    ///
+    /// # Platform-specific behaviour
+    /// Unix hosts only (x86_64, aarch64, riscv64); elsewhere
+    /// [`EmbeddedElfError::UnsupportedHost`].
+    pub unsafe fn load_embedded_elf(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Plugin, Error> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|error| {
             if error.kind() == std::io::ErrorKind::NotFound {
                 Error::FileNotFound { path: path.to_path_buf() }
             } else {
-                Error::Io {
-                    context: format!("cannot read embedded ELF plugin {}", path.display()),
-                    cause: error.to_string(),
-                }
+                Error::io(format!("cannot read embedded ELF plugin {}", path.display()), error)
             }
         })?;
-        let label = path.display().to_string();
         // SAFETY: forwarded to the caller.
-        unsafe { load(&bytes, label, Some(path.to_path_buf()), params) }
+        unsafe { load(&bytes, path.display().to_string(), Some(path.to_path_buf()), String::new(), params) }
     }
 
     /// Loads a plugin from the bytes of a `.sos` file (a FatELF container
     /// or one ELF), as if read from a file called `name`. The bytes are
-    /// copied; `bytes` may be dropped afterwards.
+    /// copied into the new mapping; `bytes` may be dropped afterwards.
     ///
     /// # Errors
     /// [`Error::EmbeddedElf`] when the image is refused or cannot be mapped
-    /// (its source says why); then the errors of
-    /// [`crate::StaticPlugin::from_query`], including a refusal of a plugin
+    /// (its source says why); then the query, check and load errors of
+    /// [`Plugin::from_static_query`], including the refusal of a plugin
     /// without the `STANDALONE` feature.
     ///
     /// # Safety
-    /// The image's code runs in this process: validation refuses malformed
-    /// and non-standalone files but cannot judge what the code does. It must
-    /// be a trusted v0 plugin.
-    pub unsafe fn load_from_memory(name: &str, bytes: &[u8], params: &LoadParams) -> Result<Plugin, Error> {
+    /// The image's code runs in this process: validation refuses malformed,
+    /// hostile-looking and non-standalone files but cannot judge what the
+    /// code does. It must be a trusted v0 plugin.
+    ///
+    /// # Thread-safety
+    /// Any thread; every call maps a fresh image.
+    pub unsafe fn load_embedded_elf_image(
+        name: &str,
+        bytes: &[u8],
+        params: &LoadParamList,
+    ) -> Result<Plugin, Error> {
         // SAFETY: forwarded to the caller.
-        unsafe { load(bytes, format!("memory image `{name}`"), None, params) }
+        unsafe { load(bytes, format!("memory image `{name}`"), None, name.to_owned(), params) }
     }
 }
 
-/// Validates, maps and hands over to the v0 loader.
+/// Validates, maps and hands over to the checked loader.
 ///
 /// # Safety
-/// As [`EmbeddedElfPlugin::load_from_memory`].
+/// As [`Plugin::load_embedded_elf_image`].
 unsafe fn load(
     bytes: &[u8],
-    label: String,
+    shown: String,
     path: Option<PathBuf>,
-    params: &LoadParams,
+    name: String,
+    params: &LoadParamList,
 ) -> Result<Plugin, Error> {
-    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %label, size = bytes.len());
+    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %shown, size = bytes.len());
     let image = span
         .in_scope(|| ElfImage::load(bytes))
-        .map_err(|source| Error::EmbeddedElf { plugin: label.clone(), source: Box::new(source) })?;
+        .map_err(|source| Error::EmbeddedElf { plugin: shown.clone(), source: Box::new(source) })?;
     let record = image.plan().record().copied();
-    // SAFETY: the caller vouches for the plugin; the image stays mapped while
-    // the plugin holds it as its keep-alive.
-    let query = unsafe { image.query() };
     let fallback_name = path
         .as_deref()
         .and_then(Path::file_stem)
-        .map_or_else(|| label.clone(), |stem| stem.to_string_lossy().into_owned());
-    let source = match path {
-        Some(path) => PluginSource::EmbeddedElf { path: Some(path), name: String::new(), record },
-        None => PluginSource::EmbeddedElf { path: None, name: label.clone(), record },
-    };
+        .map_or_else(|| shown.clone(), |stem| stem.to_string_lossy().into_owned());
+    let source = PluginSource::EmbeddedElf { path, name, record };
+    // SAFETY: the caller vouches for the plugin; the query lives in the
+    // image, which the plugin keeps mapped (`site.code`) until after its
+    // unload, so `'static` is never observed beyond the image's life.
+    let query = unsafe { image.query() }.as_fn();
+    // SAFETY: as above.
+    let query = unsafe { RawQuery::new(query) };
     let site = LoadSite {
-        origin: format!(" ({label})"),
-        label,
         fallback_name,
         source,
         required_features: Features::STANDALONE,
         loader: "embedded ELF",
-        keep_alive: Some(Arc::new(image)),
+        code: Some(Arc::new(image)),
     };
-    // SAFETY: `query` is the image's v0 query function (caller's promise);
-    // the image stays mapped while `site.keep_alive` is held by the plugin.
-    unsafe { load_v0(query, site, params) }
+    load_checked(query, site, params)
 }

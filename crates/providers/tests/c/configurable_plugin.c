@@ -78,7 +78,14 @@ static UNUSED iree_hal_executable_plugin_status_t plugin_load(
           environment->host_allocator, sizeof(*state), (void**)&state);
   if (!iree_hal_executable_plugin_status_is_ok(status)) return status;
   state->allocator = environment->host_allocator;
+#ifdef COUNT_LOADS
+  /* Each copy of the library counts its own loads: two images that share
+   * one copy show 1 then 2. */
+  static int32_t loads = 0;
+  state->marker = ++loads;
+#else
   state->marker = 4242;
+#endif
 #ifdef LEAK_BYTES
   void* leaked = NULL;
   status = iree_hal_executable_plugin_allocator_malloc(

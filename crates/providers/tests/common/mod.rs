@@ -36,7 +36,7 @@ pub fn call_binop(function: *mut c_void, context: *mut c_void, a: i32, b: i32) -
     // SAFETY: the slot was filled by a provider with a v0 import function;
     // the test plugins' imports take a `Binop` and the context they were
     // resolved with.
-    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(function) };
+    let function = unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.expect("a resolved slot");
     // SAFETY: see above; `params` outlives the call.
     let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
     (code, params.out)

@@ -39,27 +39,27 @@ const PREFIX: usize = 16;
 ///
 /// Every [`crate::Plugin`] gets its own; a host that drives a v0 plugin by
 /// hand (a conformance checker, a custom loader) can use one too, through
-/// [`HostAllocator::abi`]. Its address is the ABI allocator's `self`, so it
+/// [`CountingAllocator::abi`]. Its address is the ABI allocator's `self`, so it
 /// must outlive every call the plugin makes, `unload` included: keep the
 /// `Arc`.
 ///
 /// ```
-/// use xplug_providers::HostAllocator;
+/// use xplug_providers::CountingAllocator;
 ///
-/// let allocator = HostAllocator::new();
+/// let allocator = CountingAllocator::new();
 /// let abi = allocator.abi(); // put this in the plugin's environment
 /// assert!(abi.ctl.is_some());
 /// assert_eq!(allocator.stats().live_allocations, 0);
 /// ```
 #[derive(Debug, Default)]
-pub struct HostAllocator {
+pub struct CountingAllocator {
     live_allocations: AtomicUsize,
     live_bytes: AtomicUsize,
     total_allocations: AtomicU64,
     peak_bytes: AtomicUsize,
 }
 
-impl HostAllocator {
+impl CountingAllocator {
     /// A new allocator with zeroed counters.
     #[must_use]
     pub fn new() -> Arc<Self> {
@@ -185,7 +185,7 @@ fn code(code: StatusCode) -> Status {
 ///
 /// # Safety
 /// Called by plugin code under the v0 allocator contract: `allocator_self` is
-/// the pointer from [`HostAllocator::allocator`] (still alive);
+/// the pointer from [`CountingAllocator::allocator`] (still alive);
 /// `inout_ptr` points to a writable pointer; for MALLOC, CALLOC and REALLOC
 /// `params` points to an [`AllocatorAllocParams`]; pointers passed to
 /// REALLOC and FREE came from this allocator and were not freed.
@@ -215,7 +215,7 @@ unsafe fn dispatch(
         return code(StatusCode::INVALID_ARGUMENT);
     }
     // SAFETY: a non-null `self` is the live counters block (contract).
-    let counters = unsafe { &*allocator_self.cast::<HostAllocator>() };
+    let counters = unsafe { &*allocator_self.cast::<CountingAllocator>() };
     let requested = || {
         if params.is_null() {
             None
@@ -284,7 +284,7 @@ mod tests {
         let params = size.map(|byte_length| AllocatorAllocParams { byte_length });
         let params_ptr = params.as_ref().map_or(std::ptr::null(), |p| std::ptr::from_ref(p).cast());
         let function = allocator.ctl.expect("host allocator has a ctl");
-        // SAFETY: `allocator` comes from `HostAllocator::allocator` over
+        // SAFETY: `allocator` comes from `CountingAllocator::allocator` over
         // counters the test keeps alive; `ptr` is a valid pointer slot holding
         // NULL or a block from this allocator.
         unsafe { function(allocator.self_, AllocatorCommand(command), params_ptr, ptr) }.code()
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn malloc_calloc_realloc_free_keep_counts() {
-        let counters = HostAllocator::new();
+        let counters = CountingAllocator::new();
         let allocator = counters.abi();
 
         let mut a = std::ptr::null_mut();
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn bad_requests_are_typed_statuses() {
-        let counters = HostAllocator::new();
+        let counters = CountingAllocator::new();
         let allocator = counters.abi();
         let mut ptr = std::ptr::null_mut();
         // FREE of NULL is fine.

@@ -1,0 +1,437 @@
+//! `xplug call PLUGIN IMPORT`: call one import with real data.
+//!
+//! The params block an import receives is a C struct. Here it is described
+//! field by field on the command line (`--field f32:2.5 --field
+//! ptr:f32[8]=1,2,3`) and laid out with C's rules (each field at its natural
+//! alignment, the size rounded up to the largest alignment), or given whole
+//! as hex (`--hex`) or a file (`--file`). A `ptr:` field points at a buffer
+//! xplug allocates (16-byte aligned) and shows after the call, so an
+//! import's outputs through pointers are visible too.
+//!
+//! The plugin is loaded through a `Manager` and the import resolved and
+//! called through a `ResolvedImport` handle, as a runtime does.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::json;
+use xplug_manager::Manager;
+
+use crate::error::CliError;
+use crate::output::{Style, Table, print_json};
+use crate::trust;
+
+/// A scalar C type a field or buffer element can have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scalar {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+    Usize,
+    Isize,
+}
+
+impl Scalar {
+    const ALL: [(&'static str, Self); 12] = [
+        ("i8", Self::I8),
+        ("u8", Self::U8),
+        ("i16", Self::I16),
+        ("u16", Self::U16),
+        ("i32", Self::I32),
+        ("u32", Self::U32),
+        ("i64", Self::I64),
+        ("u64", Self::U64),
+        ("f32", Self::F32),
+        ("f64", Self::F64),
+        ("usize", Self::Usize),
+        ("isize", Self::Isize),
+    ];
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(known, _)| *known == name).map(|(_, scalar)| *scalar)
+    }
+
+    fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, scalar)| *scalar == self).map_or("?", |(name, _)| name)
+    }
+
+    /// Size in bytes, which is also the alignment on every supported target.
+    fn size(self) -> usize {
+        match self {
+            Self::I8 | Self::U8 => 1,
+            Self::I16 | Self::U16 => 2,
+            Self::I32 | Self::U32 | Self::F32 => 4,
+            Self::I64 | Self::U64 | Self::F64 => 8,
+            Self::Usize | Self::Isize => size_of::<usize>(),
+        }
+    }
+
+    /// The native-endian bytes of `text` as this type.
+    fn encode(self, text: &str) -> Result<Vec<u8>, String> {
+        let text = text.trim();
+        let bad = |_| format!("`{text}` is not a valid {}", self.name());
+        Ok(match self {
+            Self::I8 => text.parse::<i8>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::U8 => text.parse::<u8>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::I16 => text.parse::<i16>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::U16 => text.parse::<u16>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::I32 => text.parse::<i32>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::U32 => text.parse::<u32>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::I64 => text.parse::<i64>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::U64 => text.parse::<u64>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::F32 => text
+                .parse::<f32>()
+                .map_err(|_| format!("`{text}` is not a valid f32"))?
+                .to_ne_bytes()
+                .to_vec(),
+            Self::F64 => text
+                .parse::<f64>()
+                .map_err(|_| format!("`{text}` is not a valid f64"))?
+                .to_ne_bytes()
+                .to_vec(),
+            Self::Usize => text.parse::<usize>().map_err(bad)?.to_ne_bytes().to_vec(),
+            Self::Isize => text.parse::<isize>().map_err(bad)?.to_ne_bytes().to_vec(),
+        })
+    }
+
+    /// The value in `bytes` (exactly [`Self::size`] long) as JSON.
+    fn decode(self, bytes: &[u8]) -> serde_json::Value {
+        fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+            let mut out = [0; N];
+            out.copy_from_slice(&bytes[..N]);
+            out
+        }
+        match self {
+            Self::I8 => json!(i8::from_ne_bytes(array(bytes))),
+            Self::U8 => json!(u8::from_ne_bytes(array(bytes))),
+            Self::I16 => json!(i16::from_ne_bytes(array(bytes))),
+            Self::U16 => json!(u16::from_ne_bytes(array(bytes))),
+            Self::I32 => json!(i32::from_ne_bytes(array(bytes))),
+            Self::U32 => json!(u32::from_ne_bytes(array(bytes))),
+            Self::I64 => json!(i64::from_ne_bytes(array(bytes))),
+            Self::U64 => json!(u64::from_ne_bytes(array(bytes))),
+            Self::F32 => json!(f32::from_ne_bytes(array(bytes))),
+            Self::F64 => json!(f64::from_ne_bytes(array(bytes))),
+            Self::Usize => json!(usize::from_ne_bytes(array(bytes))),
+            Self::Isize => json!(isize::from_ne_bytes(array(bytes))),
+        }
+    }
+}
+
+/// One field of the params block, as given with `--field`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Field {
+    /// A value of a scalar type.
+    Value { scalar: Scalar, bytes: Vec<u8> },
+    /// A pointer to a buffer of `len` elements, the first ones initialised.
+    Buffer { element: Scalar, len: usize, init: Vec<u8> },
+    /// A NULL pointer.
+    Null,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Value { scalar, .. } => f.write_str(scalar.name()),
+            Self::Buffer { element, len, .. } => write!(f, "ptr:{}[{len}]", element.name()),
+            Self::Null => f.write_str("ptr:null"),
+        }
+    }
+}
+
+/// Parses `TYPE:VALUE`, `ptr:TYPE[N]`, `ptr:TYPE[N]=v,v,...`,
+/// `ptr:TYPE=v,v,...` or `ptr:null`.
+pub(crate) fn parse_field(text: &str) -> Result<Field, String> {
+    let usage = || {
+        format!(
+            "invalid --field `{text}`: write TYPE:VALUE (e.g. f32:2.5), ptr:TYPE[N][=v,v,...] (e.g. \
+             ptr:f32[8]=1,2) or ptr:null; TYPE is one of {}",
+            Scalar::ALL.map(|(name, _)| name).join(", ")
+        )
+    };
+    let (kind, rest) = text.split_once(':').ok_or_else(usage)?;
+    if kind != "ptr" {
+        let scalar = Scalar::parse(kind).ok_or_else(usage)?;
+        return Ok(Field::Value { scalar, bytes: scalar.encode(rest)? });
+    }
+    if rest == "null" {
+        return Ok(Field::Null);
+    }
+    let (declared, values) = match rest.split_once('=') {
+        Some((declared, values)) => (declared, Some(values)),
+        None => (rest, None),
+    };
+    let (element, len) = match declared.split_once('[') {
+        Some((element, len)) => {
+            let len = len.strip_suffix(']').ok_or_else(usage)?;
+            (element, Some(len.parse::<usize>().map_err(|_| usage())?))
+        }
+        None => (declared, None),
+    };
+    let element = Scalar::parse(element).ok_or_else(usage)?;
+    let mut init = Vec::new();
+    let mut count = 0;
+    for value in values.into_iter().flat_map(|values| values.split(',')).filter(|v| !v.trim().is_empty()) {
+        init.extend(element.encode(value)?);
+        count += 1;
+    }
+    let len = len.unwrap_or(count);
+    if count > len {
+        return Err(format!("invalid --field `{text}`: {count} values for a buffer of {len}"));
+    }
+    if len == 0 {
+        return Err(format!(
+            "invalid --field `{text}`: give the buffer a length (ptr:{}[N])",
+            element.name()
+        ));
+    }
+    len.checked_mul(element.size())
+        .filter(|bytes| *bytes <= 1 << 30)
+        .ok_or_else(|| format!("invalid --field `{text}`: buffers are limited to 1 GiB"))?;
+    Ok(Field::Buffer { element, len, init })
+}
+
+/// Parses a hex string (whitespace and `0x` prefixes allowed) into bytes.
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits: String = text.replace("0x", "").chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("--hex has an odd number of digits ({})", digits.len()));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&digits[i..i + 2], 16)
+                .map_err(|_| format!("--hex: `{}` is not hex", &digits[i..i + 2]))
+        })
+        .collect()
+}
+
+/// Where each field lives in the block: (offset, size).
+fn layout(fields: &[Field]) -> (Vec<(usize, usize)>, usize) {
+    let mut offset = 0usize;
+    let mut max_align = 1usize;
+    let mut places = Vec::with_capacity(fields.len());
+    for field in fields {
+        let size = match field {
+            Field::Value { scalar, .. } => scalar.size(),
+            Field::Buffer { .. } | Field::Null => size_of::<*mut u8>(),
+        };
+        offset = offset.next_multiple_of(size);
+        max_align = max_align.max(size);
+        places.push((offset, size));
+        offset += size;
+    }
+    (places, offset.next_multiple_of(max_align))
+}
+
+/// A zeroed, 16-byte aligned byte buffer.
+struct Aligned {
+    words: Vec<u128>,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Self {
+        Self { words: vec![0; len.div_ceil(16).max(1)], len }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialised bytes; u8 has no
+        // alignment or validity requirements.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and `&mut self` makes the view unique.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }
+    }
+}
+
+/// What the params block is made of.
+pub(crate) enum Params {
+    /// Typed fields laid out with C's rules.
+    Fields(Vec<Field>),
+    /// Raw bytes.
+    Bytes(Vec<u8>),
+}
+
+/// Options of the command.
+pub(crate) struct Options<'a> {
+    /// The plugin spec.
+    pub(crate) plugin: &'a str,
+    /// The import to call.
+    pub(crate) import: &'a str,
+    /// The params block.
+    pub(crate) params: Params,
+}
+
+/// Runs the command; returns the exit code (the import's result decides:
+/// 0 for success, 1 otherwise).
+pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
+    let manager = Manager::new();
+    trust::load_spec(&manager, options.plugin).map_err(|source| CliError::Manager {
+        context: format!("cannot load plugin `{}`", options.plugin),
+        source,
+    })?;
+    let manager = Arc::new(manager);
+    let imports = manager.resolve_imports([options.import]).map_err(|source| CliError::Manager {
+        context: format!("cannot resolve `{}` through `{}`", options.import, options.plugin),
+        source,
+    })?;
+    let import = imports.import(0).map_err(|source| CliError::Manager {
+        context: format!("cannot call `{}`", options.import),
+        source,
+    })?;
+
+    let (fields, places, mut block, mut buffers) = match &options.params {
+        Params::Bytes(bytes) => {
+            let mut block = Aligned::new(bytes.len());
+            block.bytes_mut().copy_from_slice(bytes);
+            (Vec::new(), Vec::new(), block, Vec::new())
+        }
+        Params::Fields(fields) => {
+            let (places, size) = layout(fields);
+            let mut block = Aligned::new(size);
+            let mut buffers: Vec<(usize, Scalar, Aligned)> = Vec::new();
+            for (index, (field, &(offset, size))) in fields.iter().zip(&places).enumerate() {
+                match field {
+                    Field::Value { bytes, .. } => {
+                        block.bytes_mut()[offset..offset + size].copy_from_slice(bytes)
+                    }
+                    Field::Null => {}
+                    Field::Buffer { element, len, init } => {
+                        let mut buffer = Aligned::new(len * element.size());
+                        buffer.bytes_mut()[..init.len()].copy_from_slice(init);
+                        let address = buffer.words.as_mut_ptr() as usize;
+                        block.bytes_mut()[offset..offset + size].copy_from_slice(&address.to_ne_bytes());
+                        buffers.push((index, *element, buffer));
+                    }
+                }
+            }
+            (fields.clone(), places, block, buffers)
+        }
+    };
+
+    // SAFETY: the user asserts, by naming the import and describing its
+    // params, that this block (and the buffers its pointers point at, all
+    // alive until after the call) is what the import expects.
+    let result = unsafe { import.call(&mut block.words[0]) };
+
+    let field_values: Vec<serde_json::Value> = fields
+        .iter()
+        .zip(&places)
+        .map(|(field, &(offset, size))| match field {
+            Field::Value { scalar, .. } => {
+                json!({"type": field.to_string(), "offset": offset, "value": scalar.decode(&block.bytes()[offset..offset + size])})
+            }
+            _ => json!({"type": field.to_string(), "offset": offset}),
+        })
+        .collect();
+    let buffer_values: Vec<serde_json::Value> = buffers
+        .iter_mut()
+        .map(|(index, element, buffer)| {
+            let values: Vec<serde_json::Value> =
+                buffer.bytes().chunks_exact(element.size()).map(|bytes| element.decode(bytes)).collect();
+            json!({"field": index, "type": element.name(), "values": values})
+        })
+        .collect();
+    if json {
+        print_json(&json!({
+            "ok": result == 0,
+            "plugin": options.plugin,
+            "import": options.import,
+            "result": result,
+            "block_bytes": block.len,
+            "block_hex": block.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "fields": field_values,
+            "buffers": buffer_values,
+        }));
+    } else {
+        let style = Style::stdout();
+        let verdict = if result == 0 { style.good("0 (success)") } else { style.bad(&result.to_string()) };
+        println!("{} returned {verdict}", style.bold(options.import));
+        let mut table = Table::new(["field", "type", "offset", "after the call"]);
+        for (index, value) in field_values.iter().enumerate() {
+            let shown = match value.get("value") {
+                Some(value) => value.to_string(),
+                None => buffer_values
+                    .iter()
+                    .find(|buffer| buffer["field"] == index)
+                    .map_or_else(|| "NULL".to_owned(), |buffer| buffer["values"].to_string()),
+            };
+            table.row([
+                index.to_string(),
+                value["type"].as_str().unwrap_or_default().to_owned(),
+                value["offset"].to_string(),
+                shown,
+            ]);
+        }
+        if !fields.is_empty() {
+            print!("{}", table.render(style));
+        }
+        println!(
+            "block ({} bytes): {}",
+            block.len,
+            block.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+    }
+    Ok(if result == 0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_parse_and_lay_out_like_c() {
+        let fields: Vec<Field> = ["u8:7", "f32:2.5", "ptr:f32[4]=1,2", "u16:9", "ptr:null", "usize:3"]
+            .map(|t| parse_field(t).unwrap())
+            .to_vec();
+        assert_eq!(fields[0], Field::Value { scalar: Scalar::U8, bytes: vec![7] });
+        assert_eq!(
+            fields[2],
+            Field::Buffer {
+                element: Scalar::F32,
+                len: 4,
+                init: [1.0f32.to_ne_bytes(), 2.0f32.to_ne_bytes()].concat()
+            }
+        );
+        let (places, size) = layout(&fields);
+        let p = size_of::<usize>();
+        // u8 @0, f32 @4, ptr @8 (64-bit) ...
+        assert_eq!(places[0], (0, 1));
+        assert_eq!(places[1], (4, 4));
+        assert_eq!(places[2], (8, p));
+        assert_eq!(places[3], (8 + p, 2));
+        assert_eq!(places[4], ((8 + p + 2).next_multiple_of(p), p));
+        assert_eq!(size % p, 0);
+        assert_eq!(
+            parse_field("ptr:i32=5,6,7").unwrap(),
+            Field::Buffer {
+                element: Scalar::I32,
+                len: 3,
+                init: [5i32.to_ne_bytes(), 6i32.to_ne_bytes(), 7i32.to_ne_bytes()].concat()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_fields_say_what_to_write() {
+        for bad in
+            ["f33:1", "f32", "i8:300", "ptr:f32[2]=1,2,3", "ptr:f32[x]", "ptr:f32", "ptr:f32[99999999999]"]
+        {
+            let message = parse_field(bad).unwrap_err();
+            assert!(message.contains(bad) || message.contains("300"), "{bad}: {message}");
+        }
+        assert_eq!(parse_hex("0x01 ff").unwrap(), [1, 255]);
+        assert!(parse_hex("abc").is_err());
+        assert!(parse_hex("zz").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! `#[derive(ImportParams)]` accepts every field kind that is valid for any
+//! bit pattern, and an import reading such a struct filled with arbitrary
+//! bytes (as an executable may) sees exactly those bytes and never crashes.
+//! The refused kinds are the compile-fail cases in `tests/ui/field_*.rs`.
+
+#![expect(
+    unexpected_cfgs,
+    reason = "the generated code checks the plugin crate's `export` feature, which a test target of the SDK does not declare"
+)]
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::{offset_of, size_of};
+use std::ptr::{self, NonNull};
+
+use proptest::prelude::*;
+use xplug_sdk::abi::{
+    Allocator, EnvironmentV0, PluginV0, ResolveParamsV0, StatusCode, Version, import_fn_from_ptr,
+};
+use xplug_sdk::{Buffer, BufferMut, ImportParams};
+
+/// A nested params struct (tuple form).
+#[derive(Clone, Copy, Debug, ImportParams)]
+#[repr(C)]
+pub struct Range(pub u16, pub u16);
+
+/// A callback the executable may pass (or NULL).
+pub type Callback = Option<unsafe extern "C" fn(*mut c_void, usize) -> i32>;
+
+/// One field of every accepted kind, with padding after `flag` and after
+/// `scale` on 64-bit targets (as in IREE's own sample `params_t`).
+#[derive(ImportParams)]
+#[repr(C)]
+pub struct Everything {
+    /// A C `bool`.
+    pub flag: u8,
+    /// A C enum.
+    pub mode: u32,
+    /// A float.
+    pub scale: f32,
+    /// A nullable pointer.
+    pub data: Option<NonNull<f32>>,
+    /// A nullable C callback.
+    pub callback: Callback,
+    /// An input buffer.
+    pub input: Buffer<u8>,
+    /// An output buffer.
+    pub output: BufferMut<u8>,
+    /// A pointer to the same struct type (`Self` in a field type).
+    pub next: *const Self,
+    /// An array of numbers.
+    pub letters: [u32; 3],
+    /// An array of nested params structs.
+    pub ranges: [Range; 2],
+    /// Zero-sized.
+    pub marker: PhantomData<*const u8>,
+    /// Output: what the import saw, folded into one number.
+    pub summary: u64,
+}
+
+/// What an import can observe of `Everything`, folded the same way by the
+/// import and by the test (from the raw bytes).
+fn fold(parts: &[u64]) -> u64 {
+    parts.iter().fold(0xcbf2_9ce4_8422_2325, |hash, part| (hash ^ part).wrapping_mul(0x100_0000_01b3))
+}
+
+#[xplug_sdk::plugin(name = "params_kinds")]
+mod plugin {
+    use super::*;
+
+    #[import]
+    fn observe(params: &mut Everything) {
+        params.summary = fold(&[
+            u64::from(params.flag != 0),
+            u64::from(params.mode),
+            u64::from(params.scale.to_bits()),
+            u64::from(params.data.is_some()),
+            u64::from(params.callback.is_some()),
+            u64::from(params.input.is_null()),
+            u64::from(params.output.is_null()),
+            u64::from(params.next.is_null()),
+            u64::from(params.letters[0]),
+            u64::from(params.letters[2]),
+            u64::from(params.ranges[0].0),
+            u64::from(params.ranges[1].1),
+        ]);
+    }
+}
+
+/// The `observe` entry point, obtained through query, load and resolve as a
+/// C host does.
+fn observe_entry() -> unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> i32 {
+    // SAFETY: a generated query function follows the v0 contract.
+    let table = unsafe { (plugin::PLUGIN.query())(Version::LATEST, ptr::null_mut()) }.cast::<PluginV0>();
+    // SAFETY: non-NULL results point at the plugin's static table.
+    let table = unsafe { table.as_ref() }.expect("v0 table");
+    let environment = EnvironmentV0 { host_allocator: Allocator { self_: ptr::null_mut(), ctl: None } };
+    let mut state = ptr::null_mut();
+    // SAFETY: a stateless plugin: the environment and out pointer are valid
+    // for the call and nothing is allocated.
+    let status = unsafe { (table.load.expect("load"))(&environment, 0, ptr::null(), &mut state) };
+    assert!(status.is_ok());
+    let names = [c"observe".as_ptr()];
+    let mut functions = [ptr::null_mut(); 1];
+    let mut contexts = [ptr::null_mut(); 1];
+    let request = ResolveParamsV0 {
+        count: 1,
+        symbol_names: names.as_ptr(),
+        out_fn_ptrs: functions.as_mut_ptr(),
+        out_fn_contexts: contexts.as_mut_ptr(),
+    };
+    // SAFETY: the request's arrays hold one element each for the call.
+    let status = unsafe { (table.resolve.expect("resolve"))(state, &request, ptr::null_mut()) };
+    assert_eq!(status.code(), StatusCode::OK);
+    // SAFETY: `resolve` fills its slots with `ImportFn`s.
+    unsafe { import_fn_from_ptr(functions[0]) }.expect("observe resolved")
+}
+
+/// Reads `N` bytes at `offset` of `block`.
+fn bytes<const N: usize>(block: &[u8], offset: usize) -> [u8; N] {
+    block[offset..offset + N].try_into().expect("in bounds")
+}
+
+/// Whether the pointer-sized field at `offset` of `block` is NULL.
+fn is_null_at(block: &[u8], offset: usize) -> bool {
+    usize::from_ne_bytes(bytes(block, offset)) == 0
+}
+
+#[test]
+fn the_struct_has_padding_and_is_still_accepted() {
+    let fields = size_of::<u8>()
+        + size_of::<u32>()
+        + size_of::<f32>()
+        + 5 * size_of::<usize>()
+        + size_of::<[u32; 3]>()
+        + size_of::<[Range; 2]>()
+        + size_of::<u64>();
+    assert!(size_of::<Everything>() > fields, "the test struct must exercise padding");
+    assert_eq!(offset_of!(Everything, mode), 4, "C layout: `mode` aligned after the one-byte `flag`");
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_are_read_as_written(block in proptest::collection::vec(any::<u8>(), size_of::<Everything>())) {
+        // The executable's memory: a suitably aligned block of any bytes.
+        let mut storage = vec![0u64; size_of::<Everything>().div_ceil(8)];
+        // SAFETY: `storage` holds at least `block.len()` bytes and is u64-aligned.
+        let raw = unsafe { std::slice::from_raw_parts_mut(storage.as_mut_ptr().cast::<u8>(), block.len()) };
+        raw.copy_from_slice(&block);
+
+        let observe = observe_entry();
+        // SAFETY: `storage` is an aligned, exclusively borrowed block of
+        // `size_of::<Everything>()` initialised bytes, which is a valid
+        // `Everything` because every field is `AnyBitPattern`.
+        let code = unsafe { observe(storage.as_mut_ptr().cast(), ptr::null_mut(), ptr::null_mut()) };
+        prop_assert_eq!(code, 0);
+
+        let expected = fold(&[
+            u64::from(block[offset_of!(Everything, flag)] != 0),
+            u64::from(u32::from_ne_bytes(bytes(&block, offset_of!(Everything, mode)))),
+            u64::from(u32::from_ne_bytes(bytes(&block, offset_of!(Everything, scale)))),
+            u64::from(!is_null_at(&block, offset_of!(Everything, data))),
+            u64::from(!is_null_at(&block, offset_of!(Everything, callback))),
+            u64::from(is_null_at(&block, offset_of!(Everything, input))),
+            u64::from(is_null_at(&block, offset_of!(Everything, output))),
+            u64::from(is_null_at(&block, offset_of!(Everything, next))),
+            u64::from(u32::from_ne_bytes(bytes(&block, offset_of!(Everything, letters)))),
+            u64::from(u32::from_ne_bytes(bytes(&block, offset_of!(Everything, letters) + 8))),
+            u64::from(u16::from_ne_bytes(bytes(&block, offset_of!(Everything, ranges)))),
+            u64::from(u16::from_ne_bytes(bytes(&block, offset_of!(Everything, ranges) + 6))),
+        ]);
+        // SAFETY: the import wrote `summary`, a `u64` inside the block.
+        let summary = unsafe { storage.as_ptr().cast::<u8>().add(offset_of!(Everything, summary)).cast::<u64>().read() };
+        prop_assert_eq!(summary, expected);
+    }
+}

@@ -1,0 +1,18 @@
+use xplug_sdk::ImportParams;
+
+/// A C enum declared as a Rust enum: valid only for its discriminants.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub enum Mode {
+    Fast = 0,
+    Exact = 1,
+}
+
+#[derive(ImportParams)]
+#[repr(C)]
+pub struct Params {
+    pub value: f32,
+    pub mode: Mode,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use xplug_sdk::ImportParams;
+
+#[derive(ImportParams)]
+#[repr(C)]
+pub struct Params {
+    pub value: f32,
+    pub values: Vec<f32>,
+}
+
+fn main() {}

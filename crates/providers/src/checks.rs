@@ -1,0 +1,324 @@
+//! The load checks a host runs on a plugin's header and table before it
+//! calls `load` (`docs/loading.md#load-checks`).
+//!
+//! Each check is a small function returning a typed [`Incompatibility`]
+//! with the expected and found values; [`check_plugin`] runs them in order.
+//! [`crate::Plugin`] refuses a plugin that fails one; `xplug check` reports
+//! each one. IREE's own loader checks only the sanitizer and `FULL_STATUS`.
+//!
+//! ```
+//! use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
+//! use xplug_providers::checks::{self, Incompatibility};
+//! use xplug_providers::raw::RawHeader;
+//!
+//! let header = RawHeader {
+//!     version: Version(7),
+//!     name: Some("future".into()),
+//!     description: None,
+//!     features: Features::NONE,
+//!     sanitizer: Sanitizer::NONE,
+//! };
+//! let refusal = checks::check_version(&header).unwrap_err();
+//! assert_eq!(refusal, Incompatibility::NewerVersion { found: Version(7), supported: Version::LATEST });
+//! assert_eq!(refusal.code(), StatusCode::FAILED_PRECONDITION);
+//! ```
+
+use xplug_abi::{Features, Sanitizer, StatusCode, Version};
+
+use crate::raw::{EntryPoints, RawHeader};
+
+/// The sanitizer this host is built with.
+///
+/// Always [`Sanitizer::NONE`]: stable Rust cannot build a sanitized host
+/// (`-Zsanitizer` is nightly-only), so every sanitized plugin is refused.
+pub const HOST_SANITIZER: Sanitizer = Sanitizer::NONE;
+
+/// Why a plugin cannot be loaded by this host, with the values compared.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Incompatibility {
+    /// The v0 table's header pointer is NULL.
+    #[error("its v0 table has a NULL header pointer; fix the plugin's query function")]
+    NullHeader,
+    /// The header has no name (a NULL `name` pointer).
+    #[error("its header has a NULL name; give the plugin a name in its header")]
+    NullName,
+    /// The header version is 0, which no ABI release uses.
+    #[error(
+        "its header version is {found} (not a valid version); expected {expected}; rebuild it against the current plugin header"
+    )]
+    InvalidVersion {
+        /// The version in the header.
+        found: Version,
+        /// The version this host speaks.
+        expected: Version,
+    },
+    /// The header version is newer than this host's.
+    #[error(
+        "its header version {found} is newer than this runtime's {supported}; use a newer runtime or build \
+         the plugin for version {supported}"
+    )]
+    NewerVersion {
+        /// The version in the header.
+        found: Version,
+        /// The newest version this host speaks.
+        supported: Version,
+    },
+    /// The plugin returns full `iree_status_t` objects.
+    #[error(
+        "it returns full iree_status_t objects (FULL_STATUS feature) but this host only understands plain \
+         status codes; rebuild the plugin without full status support"
+    )]
+    FullStatus,
+    /// The plugin is built with a sanitizer this host lacks.
+    #[error(
+        "it is compiled with the {} sanitizer but this host is not{}",
+        found.name().unwrap_or("unknown"),
+        sanitizer_advice(*found)
+    )]
+    Sanitizer {
+        /// The sanitizer in the header.
+        found: Sanitizer,
+        /// The host's ([`HOST_SANITIZER`]).
+        host: Sanitizer,
+    },
+    /// The header sets feature bits this host does not know.
+    #[error(
+        "it declares feature bits {:#x} this host does not understand (known: {:#x}); rebuild it against this \
+         runtime's plugin header",
+        unknown.0,
+        known.0
+    )]
+    UnknownFeatures {
+        /// The unknown bits.
+        unknown: Features,
+        /// The bits this host knows.
+        known: Features,
+    },
+    /// The loader needs features the plugin does not declare.
+    #[error(
+        "the {loader} loader requires the feature(s) {} but the plugin declares {found:?}; build the plugin \
+         with them",
+        feature_names(*missing)
+    )]
+    MissingFeatures {
+        /// The loader asking.
+        loader: &'static str,
+        /// What it requires and the plugin lacks.
+        missing: Features,
+        /// What the plugin declares.
+        found: Features,
+    },
+    /// The table lacks a function every plugin must have.
+    #[error("its v0 table has a NULL `{function}` function; fix the plugin's table")]
+    MissingFunction {
+        /// `load` or `resolve`.
+        function: &'static str,
+    },
+}
+
+fn sanitizer_advice(found: Sanitizer) -> String {
+    match found.compiler_flag() {
+        Some(flag) => format!(
+            "; add {flag} to the host's compile options (xplug hosts built with stable Rust have no \
+             sanitizer), or rebuild the plugin without {flag}"
+        ),
+        None => format!(" (sanitizer value {} is unknown); rebuild the plugin without a sanitizer", found.0),
+    }
+}
+
+fn feature_names(features: Features) -> String {
+    features.names().collect::<Vec<_>>().join(", ")
+}
+
+impl Incompatibility {
+    /// The IREE status code a C host reports for this refusal.
+    #[must_use]
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Self::NullHeader
+            | Self::NullName
+            | Self::InvalidVersion { .. }
+            | Self::MissingFunction { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::NewerVersion { .. }
+            | Self::FullStatus
+            | Self::UnknownFeatures { .. }
+            | Self::MissingFeatures { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::Sanitizer { .. } => StatusCode::UNAVAILABLE,
+        }
+    }
+}
+
+/// The header has a name.
+///
+/// # Errors
+/// [`Incompatibility::NullName`].
+pub fn check_name(header: &RawHeader) -> Result<(), Incompatibility> {
+    if header.name.is_none() { Err(Incompatibility::NullName) } else { Ok(()) }
+}
+
+/// The header version is a real one, not newer than [`Version::LATEST`].
+///
+/// # Errors
+/// [`Incompatibility::InvalidVersion`] for 0, [`Incompatibility::NewerVersion`].
+pub fn check_version(header: &RawHeader) -> Result<(), Incompatibility> {
+    if header.version.0 == 0 {
+        return Err(Incompatibility::InvalidVersion { found: header.version, expected: Version::LATEST });
+    }
+    if header.version > Version::LATEST {
+        return Err(Incompatibility::NewerVersion { found: header.version, supported: Version::LATEST });
+    }
+    Ok(())
+}
+
+/// The plugin does not need a full-status host (xplug is not one).
+///
+/// # Errors
+/// [`Incompatibility::FullStatus`].
+pub fn check_status_mode(header: &RawHeader) -> Result<(), Incompatibility> {
+    if header.features.contains(Features::FULL_STATUS) { Err(Incompatibility::FullStatus) } else { Ok(()) }
+}
+
+/// The plugin's sanitizer is none or the host's.
+///
+/// # Errors
+/// [`Incompatibility::Sanitizer`], for known and unknown values alike.
+pub fn check_sanitizer(header: &RawHeader) -> Result<(), Incompatibility> {
+    if header.sanitizer == Sanitizer::NONE || header.sanitizer == HOST_SANITIZER {
+        Ok(())
+    } else {
+        Err(Incompatibility::Sanitizer { found: header.sanitizer, host: HOST_SANITIZER })
+    }
+}
+
+/// Every feature bit is one this host knows.
+///
+/// # Errors
+/// [`Incompatibility::UnknownFeatures`].
+pub fn check_known_features(header: &RawHeader) -> Result<(), Incompatibility> {
+    let unknown = header.features.unknown();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Incompatibility::UnknownFeatures { unknown, known: Features::KNOWN })
+    }
+}
+
+/// The plugin declares every feature `loader` requires.
+///
+/// # Errors
+/// [`Incompatibility::MissingFeatures`].
+pub fn check_required_features(
+    header: &RawHeader,
+    loader: &'static str,
+    required: Features,
+) -> Result<(), Incompatibility> {
+    if header.features.contains(required) {
+        Ok(())
+    } else {
+        Err(Incompatibility::MissingFeatures {
+            loader,
+            missing: Features(required.0 & !header.features.0),
+            found: header.features,
+        })
+    }
+}
+
+/// The table has `load` and `resolve` (`unload` may be NULL).
+///
+/// # Errors
+/// [`Incompatibility::MissingFunction`].
+pub fn check_entry_points(entry_points: EntryPoints) -> Result<(), Incompatibility> {
+    if !entry_points.load {
+        return Err(Incompatibility::MissingFunction { function: "load" });
+    }
+    if !entry_points.resolve {
+        return Err(Incompatibility::MissingFunction { function: "resolve" });
+    }
+    Ok(())
+}
+
+/// Runs every check in the order a host applies them: version, status
+/// mode, sanitizer, known features, the loader's required features, name,
+/// entry points. `header` is `None` for a NULL header pointer.
+///
+/// # Errors
+/// The first [`Incompatibility`] found.
+pub fn check_plugin(
+    header: Option<&RawHeader>,
+    entry_points: EntryPoints,
+    loader: &'static str,
+    required: Features,
+) -> Result<(), Incompatibility> {
+    let header = header.ok_or(Incompatibility::NullHeader)?;
+    check_version(header)?;
+    check_status_mode(header)?;
+    check_sanitizer(header)?;
+    check_known_features(header)?;
+    check_required_features(header, loader, required)?;
+    check_name(header)?;
+    check_entry_points(entry_points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> RawHeader {
+        RawHeader {
+            version: Version::LATEST,
+            name: Some("p".into()),
+            description: None,
+            features: Features::NONE,
+            sanitizer: Sanitizer::NONE,
+        }
+    }
+
+    const ALL: EntryPoints = EntryPoints { load: true, unload: true, resolve: true };
+
+    #[test]
+    fn each_check_refuses_with_its_values() {
+        assert_eq!(check_plugin(Some(&header()), ALL, "static", Features::NONE), Ok(()));
+        assert_eq!(check_plugin(None, ALL, "static", Features::NONE), Err(Incompatibility::NullHeader));
+        let mut h = header();
+        h.version = Version(0);
+        assert_eq!(
+            check_version(&h),
+            Err(Incompatibility::InvalidVersion { found: Version(0), expected: Version::LATEST })
+        );
+        h = header();
+        h.features = Features::FULL_STATUS;
+        assert_eq!(check_status_mode(&h), Err(Incompatibility::FullStatus));
+        h = header();
+        h.sanitizer = Sanitizer::ADDRESS;
+        let refusal = check_sanitizer(&h).unwrap_err();
+        assert!(refusal.to_string().contains("-fsanitize=address"), "{refusal}");
+        assert_eq!(refusal.code(), StatusCode::UNAVAILABLE);
+        h.sanitizer = Sanitizer(77);
+        assert!(check_sanitizer(&h).unwrap_err().to_string().contains("77 is unknown"));
+        h = header();
+        h.features = Features(0x40 | Features::STANDALONE.0);
+        assert_eq!(
+            check_known_features(&h),
+            Err(Incompatibility::UnknownFeatures { unknown: Features(0x40), known: Features::KNOWN })
+        );
+        h = header();
+        let refusal = check_required_features(&h, "embedded ELF", Features::STANDALONE).unwrap_err();
+        assert_eq!(
+            refusal,
+            Incompatibility::MissingFeatures {
+                loader: "embedded ELF",
+                missing: Features::STANDALONE,
+                found: Features::NONE
+            }
+        );
+        assert!(refusal.to_string().contains("embedded ELF loader requires the feature(s) standalone"));
+        h.name = None;
+        assert_eq!(check_name(&h), Err(Incompatibility::NullName));
+        assert_eq!(
+            check_entry_points(EntryPoints { load: true, unload: false, resolve: false }),
+            Err(Incompatibility::MissingFunction { function: "resolve" })
+        );
+        assert_eq!(check_entry_points(EntryPoints { load: true, unload: false, resolve: true }), Ok(()));
+    }
+}
