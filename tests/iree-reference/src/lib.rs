@@ -33,7 +33,11 @@ use std::sync::Arc;
 use xplug_abi::{QueryFn, Resolution, StatusCode, StringPair, StringView};
 use xplug_manager::providers::SymbolName;
 
+pub mod fixtures;
 mod sys;
+
+/// IREE's `iree_hal_executable_import_provider_resolve_fn_t`.
+pub use sys::ProviderResolveFn;
 
 // The crate exists for its C code; keep the dependency that carries the
 // sources visible to `cargo` (and to unused-dependency lints).
@@ -305,6 +309,15 @@ fn resolve_with(
     Ok(ResolveOutcome { code, resolution, message })
 }
 
+/// An IREE import provider as C sees it: `self` and the resolve function.
+#[derive(Clone, Copy, Debug)]
+pub struct RawProvider {
+    /// The provider's `self` argument.
+    pub self_: *mut c_void,
+    /// The resolve function.
+    pub resolve: ProviderResolveFn,
+}
+
 /// IREE's executable plugin manager (`iree_hal_executable_plugin_manager_t`).
 ///
 /// Plugins registered with [`IreeManager::register_plugin`] are retained by
@@ -392,6 +405,18 @@ impl IreeManager {
                 code,
                 message: message.unwrap_or_default(),
             })
+        }
+    }
+
+    /// IREE's manager as the bare C provider IREE's executable loader calls
+    /// (`{ self, resolve }`), for benchmarks that time the C call alone.
+    /// Calling it is unsafe: the manager must outlive the call and the
+    /// arrays must hold `count` elements.
+    #[must_use]
+    pub fn raw_provider(&self) -> RawProvider {
+        RawProvider {
+            self_: self.provider.self_,
+            resolve: self.provider.resolve.expect("IREE's manager provider always has a resolve function"),
         }
     }
 

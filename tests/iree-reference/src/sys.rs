@@ -19,7 +19,7 @@ pub(crate) struct RawPlugin {
 }
 
 /// `iree_hal_executable_import_provider_resolve_fn_t`.
-pub(crate) type ProviderResolveFn = unsafe extern "C" fn(
+pub type ProviderResolveFn = unsafe extern "C" fn(
     provider_self: *mut c_void,
     count: usize,
     symbol_names: *const *const c_char,
