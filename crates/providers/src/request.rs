@@ -233,6 +233,13 @@ impl<'a> ResolveRequest<'a> {
         true
     }
 
+    /// Empties every slot (functions and contexts), so the same request can
+    /// be resolved again without being rebuilt (benchmarks, retries).
+    pub fn clear(&mut self) {
+        self.fns.fill(std::ptr::null_mut());
+        self.contexts.fill(std::ptr::null_mut());
+    }
+
     /// Indices of required (non-`?`) names whose slot is still empty.
     pub fn missing_required(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.len()).filter(|&i| self.fns[i].is_null() && !self.names[i].is_optional())
