@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use xplug_providers::abi::{Resolution, StatusCode};
-use xplug_providers::{ImportProvider, ResolveRequest};
+use xplug_providers::{ImportProvider, Plugin, ResolveRequest};
 
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Registry};
@@ -168,12 +168,17 @@ impl Manager {
                     .to_owned(),
             });
         }
-        self.register_entry(provider, false)
+        self.register_entry(provider, None, false)
     }
 
-    pub(crate) fn register_entry(&self, provider: Arc<dyn ImportProvider>, owned: bool) -> Result<(), Error> {
+    pub(crate) fn register_entry(
+        &self,
+        provider: Arc<dyn ImportProvider>,
+        plugin: Option<Arc<Plugin>>,
+        owned: bool,
+    ) -> Result<(), Error> {
         let name: Arc<str> = Arc::from(provider.name());
-        let entry = Entry { provider, name, owned };
+        let entry = Entry { provider, plugin, name, owned };
         match self.registry.push(entry) {
             Ok(index) => {
                 tracing::debug!(index, provider = &*self.provider_name(index), owned, "registered provider");
@@ -204,7 +209,57 @@ impl Manager {
     /// [`Error::ProviderFailed`] when a provider fails with a code other than
     /// `NOT_FOUND`; [`Error::MissingImports`] when required slots stay empty.
     pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
-        self.resolve_with(request, None)
+        if request.is_empty() {
+            return Ok(Resolution::NONE);
+        }
+        // The spans of the traced path cost more than a plugin's resolve;
+        // take it only when a subscriber wants them.
+        if tracing::enabled!(target: "xplug_manager::manager", tracing::Level::DEBUG)
+            || tracing::enabled!(target: "xplug_providers::plugin", tracing::Level::DEBUG)
+        {
+            return self.resolve_with(request, None);
+        }
+        self.resolve_quiet(request)
+    }
+
+    /// [`Manager::resolve`] without tracing: the same walk and judgement,
+    /// with plugins called through their C entry point directly and no error
+    /// value built unless the resolve fails.
+    #[inline]
+    fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+        let count = self.registry.len();
+        for index in (0..count).rev() {
+            if request.all_filled() {
+                return Ok(Resolution::NONE);
+            }
+            let Some(entry) = self.registry.get(index) else {
+                return Err(unreadable_provider(index));
+            };
+            let answer = match &entry.plugin {
+                Some(plugin) => plugin.resolve_unjudged(request).map(drop),
+                None => match entry.provider.resolve(request) {
+                    Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => Err(error),
+                    _ => Ok(()),
+                },
+            };
+            if let Err(source) = answer {
+                return Err(provider_failed(index, entry, source));
+            }
+        }
+        self.judge(request, count)
+    }
+
+    /// The outcome the slots show after the walk over the first `count`
+    /// providers: one pass when every slot is filled.
+    fn judge(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
+        if request.all_filled() {
+            return Ok(Resolution::NONE);
+        }
+        if request.missing_required().next().is_some() {
+            return Err(self.missing_error(request, count));
+        }
+        // Not every slot is filled, yet no required one is empty.
+        Ok(Resolution::MISSING_OPTIONAL)
     }
 
     /// [`Manager::resolve`], also reporting which provider filled each slot
@@ -241,11 +296,7 @@ impl Manager {
                 break;
             }
             let Some(entry) = self.registry.get(index) else {
-                // Unreachable by the registry's publication argument; report
-                // it rather than skip a provider silently.
-                return Err(Error::InvalidRequest {
-                    reason: format!("provider #{index} was counted but is not readable (registry bug)"),
-                });
+                return Err(unreadable_provider(index));
             };
             let empty_before: Option<Vec<bool>> =
                 trace.as_ref().map(|_| (0..request.len()).map(|i| !request.is_filled(i)).collect());
@@ -261,34 +312,31 @@ impl Manager {
             match result {
                 Ok(_) => {}
                 Err(error) if error.code() == StatusCode::NOT_FOUND || error.code().is_ok() => {}
-                Err(source) => {
-                    tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
-                    return Err(Error::ProviderFailed { index, provider: entry.name.to_string(), source });
-                }
+                Err(source) => return Err(provider_failed(index, entry, source)),
             }
         }
 
-        let missing: Vec<usize> = request.missing_required().collect();
-        if !missing.is_empty() {
-            tracing::debug!(missing = missing.len(), "required imports missing");
-            return Err(self.missing_error(request, &missing, count));
+        let result = self.judge(request, count);
+        match &result {
+            Ok(resolution) => tracing::debug!(resolution = resolution.0, "resolved"),
+            Err(error) => tracing::debug!(missing = error.missing_imports().len(), "required imports missing"),
         }
-        let resolution =
-            if request.any_optional_missing() { Resolution::MISSING_OPTIONAL } else { Resolution::NONE };
-        tracing::debug!(resolution = resolution.0, "resolved");
-        Ok(resolution)
+        result
     }
 
     /// Builds the "missing imports" error, with suggestions drawn from the
     /// exports of the first `count` providers.
-    fn missing_error(&self, request: &ResolveRequest<'_>, missing: &[usize], count: usize) -> Error {
+    #[cold]
+    #[inline(never)]
+    fn missing_error(&self, request: &ResolveRequest<'_>, count: usize) -> Error {
+        let missing: Vec<usize> = request.missing_required().collect();
         let mut exported: Vec<String> =
             (0..count).filter_map(|i| self.registry.get(i)?.provider.exported_names()).flatten().collect();
         exported.sort_unstable();
         exported.dedup();
         let missing = missing
-            .iter()
-            .map(|&index| {
+            .into_iter()
+            .map(|index| {
                 let name = request.names()[index];
                 let bare = String::from_utf8_lossy(name.bare());
                 MissingImport {
@@ -300,6 +348,22 @@ impl Manager {
             .collect();
         Error::MissingImports { missing, providers: count }
     }
+}
+
+/// The error for a registry entry counted but not readable: unreachable by
+/// the registry's publication argument, reported rather than skipped.
+#[cold]
+#[inline(never)]
+fn unreadable_provider(index: usize) -> Error {
+    Error::InvalidRequest { reason: format!("provider #{index} was counted but is not readable (registry bug)") }
+}
+
+/// The error for provider `index` failing with `source`.
+#[cold]
+#[inline(never)]
+fn provider_failed(index: usize, entry: &Entry, source: xplug_providers::Error) -> Error {
+    tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
+    Error::ProviderFailed { index, provider: entry.name.to_string(), source }
 }
 
 /// The manager is itself a provider, so managers compose and a manager can

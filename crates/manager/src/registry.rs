@@ -40,7 +40,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use xplug_providers::ImportProvider;
+use xplug_providers::{ImportProvider, Plugin};
 
 /// Entries in the first segment; segment `k` holds `FIRST_SEGMENT << k`.
 const FIRST_SEGMENT: usize = 8;
@@ -52,6 +52,10 @@ const SEGMENTS: usize = usize::BITS as usize - 2;
 pub(crate) struct Entry {
     /// The provider.
     pub(crate) provider: Arc<dyn ImportProvider>,
+    /// The same provider when it is a loaded plugin (one allocation shared
+    /// with `provider`): resolution calls the plugin's C entry point
+    /// directly instead of going through the trait object.
+    pub(crate) plugin: Option<Arc<Plugin>>,
     /// Its name, captured at registration.
     pub(crate) name: Arc<str>,
     /// True when the manager owns it as a plugin.

@@ -224,9 +224,44 @@ impl ImportProvider for Plugin {
             outcome = tracing::field::Empty
         );
         let _entered = span.enter();
+        let result = match self.resolve_unjudged(request) {
+            // Judge from the slots, not from the plugin's word: a plugin
+            // claiming success with a required slot empty gets NotFound.
+            Ok(StatusCode::OK) => request.outcome(&self.provider_name),
+            Ok(_) => Err(Error::NotFound {
+                provider: self.provider_name.clone(),
+                missing: request.missing_required().count(),
+            }),
+            Err(error) => Err(error),
+        };
+        if !span.is_disabled() {
+            match &result {
+                Ok(resolution) if resolution.contains(Resolution::MISSING_OPTIONAL) => {
+                    span.record("outcome", "missing_optional")
+                }
+                Ok(_) => span.record("outcome", "ok"),
+                Err(error) => span.record("outcome", tracing::field::display(error.code())),
+            };
+        }
+        result
+    }
+}
+
+impl Plugin {
+    /// Calls the plugin's `resolve` once on `request` and returns its status
+    /// code when it is `OK` or `NOT_FOUND`, without judging the slots,
+    /// tracing or building an error: for a manager that asks several
+    /// providers and judges the slots once at the end. Any other code is a
+    /// real failure, returned as [`Error::ResolveFailed`]. An empty request
+    /// is `OK` without calling the plugin.
+    ///
+    /// # Errors
+    /// [`Error::ResolveFailed`] when the plugin's status is neither `OK` nor
+    /// `NOT_FOUND`.
+    #[inline]
+    pub fn resolve_unjudged(&self, request: &mut ResolveRequest<'_>) -> Result<StatusCode, Error> {
         if request.is_empty() {
-            span.record("outcome", "ok");
-            return Ok(Resolution::NONE);
+            return Ok(StatusCode::OK);
         }
         let params = request.as_params();
         let mut resolution = Resolution::NONE;
@@ -235,28 +270,21 @@ impl ImportProvider for Plugin {
         // arrays, each `count` long, which stay borrowed for the call;
         // `resolution` is a valid out-pointer.
         let status = unsafe { (self.resolve_fn)(self.state, &params, &mut resolution) };
-        let result = match status.code() {
-            // Judge from the slots, not from the plugin's word: a plugin
-            // claiming success with a required slot empty gets NotFound.
-            StatusCode::OK => request.outcome(&self.provider_name),
-            StatusCode::NOT_FOUND => Err(Error::NotFound {
-                provider: self.provider_name.clone(),
-                missing: request.missing_required().count(),
-            }),
-            code => Err(Error::ResolveFailed {
-                provider: self.info.name.clone(),
-                code,
-                message: format!("the plugin's resolve returned {code} for {} import(s)", request.len()),
-            }),
-        };
-        match &result {
-            Ok(resolution) if resolution.contains(Resolution::MISSING_OPTIONAL) => {
-                span.record("outcome", "missing_optional")
-            }
-            Ok(_) => span.record("outcome", "ok"),
-            Err(error) => span.record("outcome", tracing::field::display(error.code())),
-        };
-        result
+        match status.code() {
+            code @ (StatusCode::OK | StatusCode::NOT_FOUND) => Ok(code),
+            code => Err(self.resolve_failed(code, request.len())),
+        }
+    }
+
+    /// The error for a resolve that failed with `code`.
+    #[cold]
+    #[inline(never)]
+    fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
+        Error::ResolveFailed {
+            provider: self.info.name.clone(),
+            code,
+            message: format!("the plugin's resolve returned {code} for {names} import(s)"),
+        }
     }
 }
 

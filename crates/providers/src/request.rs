@@ -254,7 +254,17 @@ impl<'a> ResolveRequest<'a> {
     /// True when every slot is filled.
     #[must_use]
     pub fn all_filled(&self) -> bool {
-        self.fns.iter().all(|f| !f.is_null())
+        // Blocks of 16 slots tested without branches (the compiler
+        // vectorises the fold), with an exit after the first block holding
+        // an empty slot: a fresh request answers at its first block, a fully
+        // resolved one costs one streaming pass.
+        let mut blocks = self.fns.chunks_exact(16);
+        for block in &mut blocks {
+            if block.iter().fold(false, |empty, f| empty | f.is_null()) {
+                return false;
+            }
+        }
+        blocks.remainder().iter().all(|f| !f.is_null())
     }
 
     /// The outcome the slots show, judged exactly as SPEC §2 judges a
