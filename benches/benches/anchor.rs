@@ -16,6 +16,7 @@ use std::ffi::{CString, c_char, c_void};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use xplug_abi::{Resolution, StatusCode};
@@ -40,6 +41,104 @@ impl Request {
     }
 }
 
+/// Measures two resolvers *interleaved*: every measured batch of `a` runs
+/// next to a batch of `b` of the same length (in alternating order), and
+/// `which` says whose time is returned. Both sides of a row therefore see
+/// the same machine load, however it drifts during the run (this machine is
+/// shared), and their ratio compares like with like.
+fn interleaved(iters: u64, a: &mut dyn FnMut(), b: &mut dyn FnMut(), which: Which) -> Duration {
+    // Batches of at least ~5 µs, so reading the clock costs under 1 %.
+    let probe = Instant::now();
+    for _ in 0..4 {
+        a();
+        b();
+    }
+    let per_pair = probe.elapsed().as_nanos() / 4;
+    let batch = u64::try_from((5_000 / per_pair.max(1)).clamp(1, 256)).expect("at most 256");
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    let mut a_first = true;
+    while done < iters {
+        let n = batch.min(iters - done);
+        let run = |f: &mut dyn FnMut()| {
+            let start = Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            start.elapsed()
+        };
+        let (time_a, time_b) = if a_first {
+            let time_a = run(a);
+            (time_a, run(b))
+        } else {
+            let time_b = run(b);
+            (run(a), time_b)
+        };
+        total += match which {
+            Which::A => time_a,
+            Which::B => time_b,
+        };
+        a_first = !a_first;
+        done += n;
+    }
+    total
+}
+
+/// Whose time [`interleaved`] returns.
+#[derive(Clone, Copy)]
+enum Which {
+    A,
+    B,
+}
+
+/// Records `group/{a_name,b_name}[/parameter]`, measured interleaved.
+fn pair(
+    c: &mut Criterion,
+    name: &str,
+    parameter: Option<usize>,
+    (a_name, a): (&str, &mut dyn FnMut()),
+    (b_name, b): (&str, &mut dyn FnMut()),
+) {
+    let id = |side: &str| match parameter {
+        Some(parameter) => BenchmarkId::new(side, parameter),
+        None => BenchmarkId::from_parameter(side),
+    };
+    let mut group = c.benchmark_group(name);
+    group.bench_function(id(a_name), |bencher| bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A)));
+    group.bench_function(id(b_name), |bencher| bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B)));
+    group.finish();
+}
+
+/// A resolve through IREE's manager as IREE's executable loader makes it:
+/// slots cleared, then the provider's bare C call.
+fn iree_resolver<'a>(
+    provider: RawProvider,
+    symbols: &'a [SymbolName<'a>],
+    fns: &'a mut [*mut c_void],
+    contexts: &'a mut [*mut c_void],
+) -> impl FnMut() -> StatusCode + 'a {
+    let count = symbols.len();
+    move || {
+        fns.fill(std::ptr::null_mut());
+        contexts.fill(std::ptr::null_mut());
+        let mut resolution = Resolution::NONE;
+        // SAFETY: a live IREE provider (the caller keeps its manager alive);
+        // `count` names (SymbolName is a transparent C string pointer) and
+        // two `count`-long slot arrays.
+        let status = unsafe {
+            (provider.resolve)(
+                provider.self_,
+                count,
+                symbols.as_ptr().cast::<*const c_char>(),
+                fns.as_mut_ptr(),
+                contexts.as_mut_ptr(),
+                &mut resolution,
+            )
+        };
+        black_box(status).code()
+    }
+}
+
 /// Times IREE's manager (`iree`) and xplug's (`xplug`) on `request`, under
 /// `group/{iree,xplug}[/parameter]`, after checking that both resolve every
 /// name.
@@ -53,55 +152,28 @@ fn side_by_side(
 ) {
     let symbols = request.symbols();
     let count = symbols.len();
-    let id = |side: &str| match parameter {
-        Some(parameter) => BenchmarkId::new(side, parameter),
-        None => BenchmarkId::from_parameter(side),
-    };
-    let mut group = c.benchmark_group(name);
-
-    // IREE: the provider call IREE's executable loader makes.
-    let provider: RawProvider = iree.raw_provider();
-    let pointers: *const *const c_char = symbols.as_ptr().cast();
-    let mut fns = vec![std::ptr::null_mut::<c_void>(); count];
-    let mut contexts = vec![std::ptr::null_mut::<c_void>(); count];
-    let mut iree_resolve = || {
-        fns.fill(std::ptr::null_mut());
-        contexts.fill(std::ptr::null_mut());
-        let mut resolution = Resolution::NONE;
-        // SAFETY: IREE's live manager; `count` names (SymbolName is a
-        // transparent C string pointer) and two `count`-long slot arrays.
-        let status = unsafe {
-            (provider.resolve)(
-                provider.self_,
-                count,
-                pointers,
-                fns.as_mut_ptr(),
-                contexts.as_mut_ptr(),
-                &mut resolution,
-            )
-        };
-        black_box(status)
-    };
-    let status = iree_resolve();
-    assert!(status.is_ok(), "{name}: IREE's manager fails with {} (a status must be freed)", status.code());
-    group.bench_function(id("iree"), |b| b.iter(&mut iree_resolve));
-    drop(iree_resolve);
-    assert!(fns.iter().all(|f| !f.is_null()), "{name}: IREE's manager resolves every name");
+    let (mut iree_fns, mut iree_contexts) = (vec![std::ptr::null_mut(); count], vec![std::ptr::null_mut(); count]);
+    let mut iree_resolve = iree_resolver(iree.raw_provider(), &symbols, &mut iree_fns, &mut iree_contexts);
+    // IREE's failures carry heap statuses this loop would leak: check once.
+    assert_eq!(iree_resolve(), StatusCode::OK, "{name}: IREE's manager resolves the request");
 
     // xplug: `Manager::resolve` on one reused request.
-    let mut fns = vec![std::ptr::null_mut::<c_void>(); count];
-    let mut contexts = vec![std::ptr::null_mut::<c_void>(); count];
+    let (mut fns, mut contexts) = (vec![std::ptr::null_mut(); count], vec![std::ptr::null_mut(); count]);
     let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("equal lengths");
     assert_eq!(xplug.resolve(&mut request).map_err(|e| e.to_string()), Ok(Resolution::NONE), "{name}: xplug");
-    group.bench_function(id("xplug"), |b| {
-        b.iter(|| {
-            request.clear();
-            black_box(xplug.resolve(&mut request).is_ok())
-        });
-    });
+    let mut xplug_resolve = || {
+        request.clear();
+        black_box(xplug.resolve(&mut request).is_ok());
+    };
+    let mut iree_unit = || {
+        let _ = iree_resolve();
+    };
+    pair(c, name, parameter, ("iree", &mut iree_unit), ("xplug", &mut xplug_resolve));
+    drop(iree_unit);
+    drop(iree_resolve);
     drop(request);
+    assert!(iree_fns.iter().all(|f| !f.is_null()), "{name}: IREE's manager resolves every name");
     assert!(fns.iter().all(|f| !f.is_null()), "{name}: xplug's manager resolves every name");
-    group.finish();
 }
 
 /// An IREE manager holding the system-library plugins at `paths` with their
@@ -161,31 +233,21 @@ fn c_plugin(c: &mut Criterion) {
     let mut iree_over_xplug = IreeManager::new(1).expect("IREE manager");
     iree_over_xplug.register_xplug_manager(xplug.clone()).expect("capacity");
     let symbols = request.symbols();
-    let provider = iree_over_xplug.raw_provider();
-    let (mut fns, mut contexts) = ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
-    let mut resolve = || {
-        fns[0] = std::ptr::null_mut();
-        contexts[0] = std::ptr::null_mut();
-        let mut resolution = Resolution::NONE;
-        // SAFETY: IREE's live manager (which keeps xplug's alive); one name
-        // and two one-element slot arrays.
-        black_box(unsafe {
-            (provider.resolve)(
-                provider.self_,
-                1,
-                symbols.as_ptr().cast(),
-                fns.as_mut_ptr(),
-                contexts.as_mut_ptr(),
-                &mut resolution,
-            )
-        })
+    let (mut direct_fns, mut direct_contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+    let mut direct = iree_resolver(iree.raw_provider(), &symbols, &mut direct_fns, &mut direct_contexts);
+    let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+    let mut over_xplug = iree_resolver(iree_over_xplug.raw_provider(), &symbols, &mut fns, &mut contexts);
+    assert_eq!(over_xplug(), StatusCode::OK, "IREE over xplug resolves c_add_i32");
+    assert_eq!(direct(), StatusCode::OK, "IREE resolves c_add_i32");
+    let mut over_unit = move || {
+        let _ = over_xplug();
     };
-    assert_eq!(resolve().code(), StatusCode::OK, "IREE over xplug resolves c_add_i32");
-    let mut group = c.benchmark_group("anchor_c_plugin");
-    group.bench_function("iree_over_xplug", |b| b.iter(&mut resolve));
-    group.finish();
-    drop(resolve);
-    assert!(!fns[0].is_null());
+    let mut direct_unit = move || {
+        let _ = direct();
+    };
+    pair(c, "anchor_iree_over_xplug", None, ("plugin", &mut direct_unit), ("xplug_manager", &mut over_unit));
+    drop((over_unit, direct_unit));
+    assert!(!fns[0].is_null() && !direct_fns[0].is_null());
 }
 
 /// (5) Three C plugins, the name in the oldest: the two newer ones are asked

@@ -161,6 +161,7 @@ impl<'a> ResolveRequest<'a> {
     /// The request as a v0 params struct, for passing to a C `resolve`.
     /// The pointers borrow from `self`.
     #[must_use]
+    #[inline]
     pub fn as_params(&mut self) -> ResolveParamsV0 {
         ResolveParamsV0 {
             count: self.names.len(),
@@ -172,12 +173,14 @@ impl<'a> ResolveRequest<'a> {
 
     /// Number of imports.
     #[must_use]
+    #[inline]
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
     /// True when there is nothing to resolve.
     #[must_use]
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -235,12 +238,14 @@ impl<'a> ResolveRequest<'a> {
 
     /// Empties every slot (functions and contexts), so the same request can
     /// be resolved again without being rebuilt (benchmarks, retries).
+    #[inline]
     pub fn clear(&mut self) {
         self.fns.fill(std::ptr::null_mut());
         self.contexts.fill(std::ptr::null_mut());
     }
 
     /// Indices of required (non-`?`) names whose slot is still empty.
+    #[inline]
     pub fn missing_required(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.len()).filter(|&i| self.fns[i].is_null() && !self.names[i].is_optional())
     }
@@ -253,18 +258,12 @@ impl<'a> ResolveRequest<'a> {
 
     /// True when every slot is filled.
     #[must_use]
+    #[inline]
     pub fn all_filled(&self) -> bool {
-        // Blocks of 16 slots tested without branches (the compiler
-        // vectorises the fold), with an exit after the first block holding
-        // an empty slot: a fresh request answers at its first block, a fully
-        // resolved one costs one streaming pass.
-        let mut blocks = self.fns.chunks_exact(16);
-        for block in &mut blocks {
-            if block.iter().fold(false, |empty, f| empty | f.is_null()) {
-                return false;
-            }
+        if self.fns.len() < 16 {
+            return self.fns.iter().all(|f| !f.is_null());
         }
-        blocks.remainder().iter().all(|f| !f.is_null())
+        all_filled_blocks(self.fns)
     }
 
     /// The outcome the slots show, judged exactly as SPEC §2 judges a
@@ -291,4 +290,18 @@ impl<'a> ResolveRequest<'a> {
     pub fn is_sorted_by_bare_name(&self) -> bool {
         self.names.windows(2).all(|pair| pair[0].bare() <= pair[1].bare())
     }
+}
+
+/// [`ResolveRequest::all_filled`] for long requests: blocks of 16 slots
+/// tested without branches (the compiler vectorises the fold), with an exit
+/// after the first block holding an empty slot, so a fresh request answers
+/// at its first block and a fully resolved one costs one streaming pass.
+fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
+    let mut blocks = fns.chunks_exact(16);
+    for block in &mut blocks {
+        if block.iter().fold(false, |empty, f| empty | f.is_null()) {
+            return false;
+        }
+    }
+    blocks.remainder().iter().all(|f| !f.is_null())
 }
