@@ -228,11 +228,11 @@ impl Manager {
     #[inline]
     fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         let count = self.registry.len();
-        for index in (0..count).rev() {
+        for (index, entry) in self.registry.newest_first(count) {
             if request.all_filled() {
                 return Ok(Resolution::NONE);
             }
-            let Some(entry) = self.registry.get(index) else {
+            let Some(entry) = entry else {
                 return Err(unreadable_provider(index));
             };
             let answer = match &entry.plugin {
