@@ -104,8 +104,12 @@ fn pair(
         None => BenchmarkId::from_parameter(side),
     };
     let mut group = c.benchmark_group(name);
-    group.bench_function(id(a_name), |bencher| bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A)));
-    group.bench_function(id(b_name), |bencher| bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B)));
+    group.bench_function(id(a_name), |bencher| {
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A))
+    });
+    group.bench_function(id(b_name), |bencher| {
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B))
+    });
     group.finish();
 }
 
@@ -152,7 +156,8 @@ fn side_by_side(
 ) {
     let symbols = request.symbols();
     let count = symbols.len();
-    let (mut iree_fns, mut iree_contexts) = (vec![std::ptr::null_mut(); count], vec![std::ptr::null_mut(); count]);
+    let (mut iree_fns, mut iree_contexts) =
+        (vec![std::ptr::null_mut(); count], vec![std::ptr::null_mut(); count]);
     let mut iree_resolve = iree_resolver(iree.raw_provider(), &symbols, &mut iree_fns, &mut iree_contexts);
     // IREE's failures carry heap statuses this loop would leak: check once.
     assert_eq!(iree_resolve(), StatusCode::OK, "{name}: IREE's manager resolves the request");
@@ -169,9 +174,7 @@ fn side_by_side(
         let _ = iree_resolve();
     };
     pair(c, name, parameter, ("iree", &mut iree_unit), ("xplug", &mut xplug_resolve));
-    drop(iree_unit);
     drop(iree_resolve);
-    drop(request);
     assert!(iree_fns.iter().all(|f| !f.is_null()), "{name}: IREE's manager resolves every name");
     assert!(fns.iter().all(|f| !f.is_null()), "{name}: xplug's manager resolves every name");
 }
@@ -272,7 +275,14 @@ fn sdk_standalone(c: &mut Criterion) {
     let plugins: [(&Path, &[(&str, &str)]); 1] = [(&path, &[])];
     let iree = iree_with(&plugins);
     let xplug = xplug_with(&plugins);
-    side_by_side(c, "anchor_sdk_standalone", Some(1), &iree, &xplug, &Request::new(&["simple_mul_workgroup"]));
+    side_by_side(
+        c,
+        "anchor_sdk_standalone",
+        Some(1),
+        &iree,
+        &xplug,
+        &Request::new(&["simple_mul_workgroup"]),
+    );
     let four = Request::new(&["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]);
     side_by_side(c, "anchor_sdk_standalone", Some(4), &iree, &xplug, &four);
 }
@@ -282,11 +292,13 @@ fn sdk_standalone(c: &mut Criterion) {
 fn exports_4096(c: &mut Criterion) {
     let iree = IreeManager::new(1).expect("IREE manager");
     // SAFETY: the SDK generated this query function (v0 contract).
-    let plugin = unsafe { IreePlugin::from_query(SDK_PLUGIN.query(), &[]) }.expect("IREE loads the SDK plugin");
+    let plugin =
+        unsafe { IreePlugin::from_query(SDK_PLUGIN.query(), &[]) }.expect("IREE loads the SDK plugin");
     iree.register_plugin(plugin).expect("capacity");
     let xplug = Manager::new();
     // SAFETY: as above.
-    let plugin = unsafe { StaticPlugin::from_query(SDK_PLUGIN.query(), &LoadParams::new()) }.expect("xplug loads it");
+    let plugin =
+        unsafe { StaticPlugin::from_query(SDK_PLUGIN.query(), &LoadParams::new()) }.expect("xplug loads it");
     xplug.register_plugin(plugin).expect("unbounded");
     for count in [16usize, 256, 4096] {
         let names: Vec<String> =

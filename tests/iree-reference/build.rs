@@ -116,7 +116,8 @@ fn runtime_src_dir() -> PathBuf {
 /// The directory of the eerie-sys package, from `cargo metadata`.
 fn eerie_sys_dir() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let target = std::env::var("TARGET").expect("cargo sets TARGET");
     let output = Command::new(&cargo)
         .arg("metadata")
@@ -127,7 +128,10 @@ fn eerie_sys_dir() -> PathBuf {
         .arg("--locked")
         .output()
         .unwrap_or_else(|error| {
-            panic!("cannot run `{} metadata` to locate the eerie-sys sources: {error}", Path::new(&cargo).display())
+            panic!(
+                "cannot run `{} metadata` to locate the eerie-sys sources: {error}",
+                Path::new(&cargo).display()
+            )
         });
     assert!(
         output.status.success(),

@@ -183,10 +183,18 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     anchor(format!("{resolve} 1 C plugin, 1 name"), "anchor_c_plugin", None)?;
     anchor(format!("{resolve} 3 C plugins, the name in the oldest"), "anchor_3_plugins", None)?;
     for names in [1, 4] {
-        anchor(format!("{resolve} SDK sample_standalone (.so), {names} name(s)"), "anchor_sdk_standalone", Some(names))?;
+        anchor(
+            format!("{resolve} SDK sample_standalone (.so), {names} name(s)"),
+            "anchor_sdk_standalone",
+            Some(names),
+        )?;
     }
     for names in [16, 256, 4096] {
-        anchor(format!("{resolve} SDK 4096-export plugin (static), {names} names"), "anchor_sdk_4096", Some(names))?;
+        anchor(
+            format!("{resolve} SDK 4096-export plugin (static), {names} names"),
+            "anchor_sdk_4096",
+            Some(names),
+        )?;
     }
     for names in [16, 256, 4096] {
         anchor(
@@ -198,9 +206,10 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let over_xplug = get("anchor_iree_over_xplug/xplug_manager")?;
     let over_plugin = get("anchor_iree_over_xplug/plugin")?;
     out.push(Ratio {
-        comparison: "(6) IREE's manager with xplug's `Manager::as_c_provider()` behind it / with the C plugin \
+        comparison:
+            "(6) IREE's manager with xplug's `Manager::as_c_provider()` behind it / with the C plugin \
                      registered directly (1 name)"
-            .to_owned(),
+                .to_owned(),
         xplug_ns: over_xplug,
         baseline_ns: over_plugin,
         ratio: over_xplug / over_plugin,

@@ -238,7 +238,9 @@ impl Manager {
             let answer = match &entry.plugin {
                 Some(plugin) => plugin.resolve_unjudged(request).map(drop),
                 None => match entry.provider.resolve(request) {
-                    Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => Err(error),
+                    Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => {
+                        Err(error)
+                    }
                     _ => Ok(()),
                 },
             };
@@ -319,7 +321,9 @@ impl Manager {
         let result = self.judge(request, count);
         match &result {
             Ok(resolution) => tracing::debug!(resolution = resolution.0, "resolved"),
-            Err(error) => tracing::debug!(missing = error.missing_imports().len(), "required imports missing"),
+            Err(error) => {
+                tracing::debug!(missing = error.missing_imports().len(), "required imports missing")
+            }
         }
         result
     }
@@ -355,7 +359,9 @@ impl Manager {
 #[cold]
 #[inline(never)]
 fn unreadable_provider(index: usize) -> Error {
-    Error::InvalidRequest { reason: format!("provider #{index} was counted but is not readable (registry bug)") }
+    Error::InvalidRequest {
+        reason: format!("provider #{index} was counted but is not readable (registry bug)"),
+    }
 }
 
 /// The error for provider `index` failing with `source`.

@@ -177,7 +177,8 @@ impl<'a> Iterator for NewestFirst<'a> {
             // Most managers hold fewer than FIRST_SEGMENT providers: skip
             // the arithmetic for segment 0.
             let (segment, offset) = if index < FIRST_SEGMENT { (0, index) } else { locate(index) };
-            self.segment = self.registry.segments.get(segment).and_then(OnceLock::get).map_or(&[], |s| &s[..]);
+            self.segment =
+                self.registry.segments.get(segment).and_then(OnceLock::get).map_or(&[], |s| &s[..]);
             self.segment_start = index - offset;
         }
         Some((index, self.segment.get(index - self.segment_start).and_then(OnceLock::get)))
@@ -229,7 +230,8 @@ mod tests {
         // 8 + 16 + 3 entries: three segments, the last one partly used.
         for i in 0..27 {
             let name: Arc<str> = Arc::from(format!("p{i}"));
-            let entry = Entry { provider: Arc::new(Named(name.to_string())), plugin: None, name, owned: false };
+            let entry =
+                Entry { provider: Arc::new(Named(name.to_string())), plugin: None, name, owned: false };
             assert_eq!(registry.push(entry).ok(), Some(i));
         }
         for count in [0, 1, 8, 9, 24, 25, 27] {

@@ -26,7 +26,8 @@ pub const PROBE_MAX_EXPORTS: usize = 16;
 /// Longest export name plus its NUL.
 pub const PROBE_MAX_NAME: usize = 32;
 /// What the probe import does, for the docs.
-pub const PROBE_FN_DOC: &str = "probe(params, context, reserved): writes the context's (id, export index) into params";
+pub const PROBE_FN_DOC: &str =
+    "probe(params, context, reserved): writes the context's (id, export index) into params";
 
 /// The parameters of the probe import: filled in by the call.
 #[repr(C)]

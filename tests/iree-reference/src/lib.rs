@@ -103,7 +103,10 @@ pub struct ResolveOutcome {
 fn string_pairs(params: &[(&[u8], &[u8])]) -> Vec<StringPair> {
     params
         .iter()
-        .map(|(key, value)| StringPair { key: StringView::from_bytes(key), value: StringView::from_bytes(value) })
+        .map(|(key, value)| StringPair {
+            key: StringView::from_bytes(key),
+            value: StringView::from_bytes(value),
+        })
         .collect()
 }
 
@@ -287,7 +290,9 @@ fn resolve_with(
         });
     }
     let Some(resolve) = provider.resolve else {
-        return Err(Error::InvalidArgument { reason: "the IREE provider has no resolve function".to_owned() });
+        return Err(Error::InvalidArgument {
+            reason: "the IREE provider has no resolve function".to_owned(),
+        });
     };
     let mut resolution = Resolution::NONE;
     // SAFETY: three arrays of `names.len()` elements, borrowed for the call;
@@ -350,8 +355,9 @@ impl IreeManager {
     pub fn new(capacity: usize) -> Result<Self, Error> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: plain arguments and a valid out-pointer.
-        let status =
-            unsafe { sys::iree_hal_executable_plugin_manager_create(capacity, sys::system_allocator(), &mut raw) };
+        let status = unsafe {
+            sys::iree_hal_executable_plugin_manager_create(capacity, sys::system_allocator(), &mut raw)
+        };
         // SAFETY: a fresh status from IREE, consumed once.
         let (code, message) = unsafe { sys::consume_status(status) };
         if !code.is_ok() || raw.is_null() {

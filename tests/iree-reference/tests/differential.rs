@@ -103,7 +103,11 @@ struct Answer {
 }
 
 /// A simulated probe resolve over `slots` (who filled each one).
-fn simulate(config: &ProbeConfig, names: &[Name], slots: &mut [Option<ProbeParams>]) -> (StatusCode, Resolution) {
+fn simulate(
+    config: &ProbeConfig,
+    names: &[Name],
+    slots: &mut [Option<ProbeParams>],
+) -> (StatusCode, Resolution) {
     let mut missing_required = false;
     let mut resolution = Resolution::NONE;
     for (name, slot) in names.iter().zip(slots.iter_mut()) {
@@ -222,7 +226,8 @@ fn run_iree(configs: &[ProbeConfig], names: &[CString]) -> (Answer, Option<Strin
         let params = config.params();
         let pairs: Vec<(&[u8], &[u8])> = params.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())).collect();
         // SAFETY: the probe library is a v0 plugin built by this test.
-        let plugin = unsafe { IreePlugin::system_library(probe_library(), &pairs) }.expect("IREE loads the probe");
+        let plugin =
+            unsafe { IreePlugin::system_library(probe_library(), &pairs) }.expect("IREE loads the probe");
         manager.register_plugin(plugin).expect("capacity");
     }
     let symbols: Vec<SymbolName<'_>> = names.iter().map(|n| SymbolName::new(n)).collect();
@@ -247,7 +252,6 @@ fn run_xplug(configs: &[ProbeConfig], names: &[CString]) -> Answer {
         Ok(resolution) => (StatusCode::OK, resolution),
         Err(error) => (error.code(), Resolution::NONE),
     };
-    drop(request);
     Answer { code, resolution, slots: read_slots(&fns, &contexts) }
 }
 
@@ -259,7 +263,8 @@ fn check(configs: &[ProbeConfig], names: &[Name]) {
     assert_eq!(iree, iree_model(configs, names), "IREE's manager vs IREE's rules; message {iree_message:?}");
     assert_eq!(xplug, spec_model(configs, names), "xplug's manager vs SPEC §2");
 
-    let only_optional_no_providers = configs.is_empty() && !names.is_empty() && names.iter().all(|n| n.optional);
+    let only_optional_no_providers =
+        configs.is_empty() && !names.is_empty() && names.iter().all(|n| n.optional);
     if only_optional_no_providers {
         // Divergence 1, as documented.
         assert_eq!(iree.code, StatusCode::NOT_FOUND);
