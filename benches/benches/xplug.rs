@@ -312,7 +312,7 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-/// (5) The same standalone plugin file loaded by the embedded ELF loader and
+/// (7) The same standalone plugin file loaded by the embedded ELF loader and
 /// by the OS loader: load + first resolve + unload.
 fn embedded_load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");

@@ -38,7 +38,8 @@ impl std::fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
-/// Runs `cargo bench -p xplug-benches`, passing `extra` to criterion.
+/// Runs `cargo bench -p xplug-benches` (the `xplug` and `anchor` benches),
+/// passing `extra` to criterion.
 ///
 /// # Errors
 /// When cargo cannot start or the benchmarks fail.
@@ -46,7 +47,7 @@ pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(&cargo)
         .current_dir(root)
-        .args(["bench", "-p", "xplug-benches", "--bench", "xplug", "--"])
+        .args(["bench", "-p", "xplug-benches", "--bench", "xplug", "--bench", "anchor", "--"])
         .args(extra)
         .status()
         .map_err(|error| BenchError::Cargo { detail: error.to_string() })?;
@@ -74,6 +75,10 @@ pub fn median_ns(criterion: &Path, id: &str) -> Result<f64, BenchError> {
         .as_f64()
         .ok_or_else(|| BenchError::Estimate { path, detail: "no median.point_estimate".to_owned() })
 }
+
+/// The target of a row that is reported without a target (it measures what
+/// a layer costs, not a goal).
+pub const REPORT_ONLY: &str = "(reported)";
 
 /// One line of the summary.
 #[derive(Debug, Clone)]
@@ -156,6 +161,61 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
             met: resolved / direct <= 1.1,
         });
     }
+    // (5) xplug's Manager against IREE's own manager over the same plugins.
+    let mut anchor = |comparison: String, group: &str, parameter: Option<usize>| -> Result<(), BenchError> {
+        let id = |side: &str| match parameter {
+            Some(parameter) => format!("{group}/{side}/{parameter}"),
+            None => format!("{group}/{side}"),
+        };
+        let xplug = get(&id("xplug"))?;
+        let iree = get(&id("iree"))?;
+        out.push(Ratio {
+            comparison,
+            xplug_ns: xplug,
+            baseline_ns: iree,
+            ratio: xplug / iree,
+            target: "<= 1.0x",
+            met: xplug / iree <= 1.0,
+        });
+        Ok(())
+    };
+    let resolve = "(5) resolve through the manager, xplug `Manager` / IREE's manager:";
+    anchor(format!("{resolve} 1 C plugin, 1 name"), "anchor_c_plugin", None)?;
+    anchor(format!("{resolve} 3 C plugins, the name in the oldest"), "anchor_3_plugins", None)?;
+    for names in [1, 4] {
+        anchor(
+            format!("{resolve} SDK sample_standalone (.so), {names} name(s)"),
+            "anchor_sdk_standalone",
+            Some(names),
+        )?;
+    }
+    for names in [16, 256, 4096] {
+        anchor(
+            format!("{resolve} SDK 4096-export plugin (static), {names} names"),
+            "anchor_sdk_4096",
+            Some(names),
+        )?;
+    }
+    for names in [16, 256, 4096] {
+        anchor(
+            format!("{resolve} C strcmp 4096-export plugin (.so), {names} names"),
+            "anchor_c_strcmp_4096",
+            Some(names),
+        )?;
+    }
+    let over_xplug = get("anchor_iree_over_xplug/xplug_manager")?;
+    let over_plugin = get("anchor_iree_over_xplug/plugin")?;
+    out.push(Ratio {
+        comparison:
+            "(6) IREE's manager with xplug's `Manager::as_c_provider()` behind it / with the C plugin \
+                     registered directly (1 name)"
+                .to_owned(),
+        xplug_ns: over_xplug,
+        baseline_ns: over_plugin,
+        ratio: over_xplug / over_plugin,
+        target: REPORT_ONLY,
+        met: true,
+    });
     let loader = get("load/system_library_plugin")?;
     let raw = get("load/raw_dlopen")?;
     out.push(Ratio {
@@ -169,7 +229,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let embedded = get("embedded_load/embedded_elf_plugin")?;
     let system = get("embedded_load/system_library_plugin")?;
     out.push(Ratio {
-        comparison: "(5) load + first resolve + unload of one standalone file: EmbeddedElfPlugin / SystemLibraryPlugin"
+        comparison: "(7) load + first resolve + unload of one standalone file: Plugin::load_embedded_elf / Plugin::load_system_library"
             .to_owned(),
         xplug_ns: embedded,
         baseline_ns: system,
@@ -204,7 +264,13 @@ pub fn table(ratios: &[Ratio]) -> String {
             format_ns(r.baseline_ns),
             r.ratio,
             r.target,
-            if r.met { "yes" } else { "**no**" }
+            if r.target == REPORT_ONLY {
+                "n/a"
+            } else if r.met {
+                "yes"
+            } else {
+                "**no**"
+            }
         );
     }
     out.push_str("\nMedians; rows (1) are per requested name, the others per operation.\n");

@@ -79,6 +79,8 @@ pub(crate) struct Outcome {
     pub(crate) providers: Vec<Option<usize>>,
     /// The manager's result.
     pub(crate) result: Result<Resolution, xplug_manager::Error>,
+    /// Filled slots a provider rewrote (each change undone by the manager).
+    pub(crate) rewrites: Vec<xplug_manager::SlotRewrite>,
 }
 
 /// Sorts import names the way IREE's compiler emits them: by bare name.
@@ -88,10 +90,9 @@ pub(crate) fn sort_imports(names: &mut [String]) {
 
 /// One traced resolve of `names` (already validated); returns the per-slot
 /// providers and the manager's result.
-fn traced(
-    manager: &Manager,
-    names: &[CString],
-) -> (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>) {
+type Traced = (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>, Vec<xplug_manager::SlotRewrite>);
+
+fn traced(manager: &Manager, names: &[CString]) -> Traced {
     let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
     let mut fns = vec![std::ptr::null_mut(); names.len()];
     let mut contexts = vec![std::ptr::null_mut(); names.len()];
@@ -101,6 +102,7 @@ fn traced(
             return (
                 vec![None; names.len()],
                 Err(xplug_manager::Error::InvalidRequest { reason: error.to_string() }),
+                Vec::new(),
             );
         }
     };
@@ -113,7 +115,7 @@ fn traced(
             _ => None,
         })
         .collect();
-    (providers, result)
+    (providers, result, trace.rewrites)
 }
 
 /// Resolves `names` (in the given order) through `manager`, attributing each
@@ -130,8 +132,8 @@ pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outco
                 .map_err(|_| CliError::Usage { message: format!("import name {name:?} contains a NUL byte") })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let (providers, result) = traced(manager, &c_names);
-    Ok(Outcome { names: names.to_vec(), providers, result })
+    let (providers, result, rewrites) = traced(manager, &c_names);
+    Ok(Outcome { names: names.to_vec(), providers, result, rewrites })
 }
 
 /// Runs the command; returns the exit code.
@@ -187,6 +189,11 @@ pub(crate) fn run(
                 "provider": provider.map(|i| runtime.labels[i].name.clone()),
                 "provider_index": provider,
             })).collect::<Vec<_>>(),
+            "rewrites": outcome.rewrites.iter().map(|rewrite| json!({
+                "symbol": outcome.names[rewrite.slot],
+                "provider": &*rewrite.provider,
+                "provider_index": rewrite.provider_index,
+            })).collect::<Vec<_>>(),
         }));
     } else {
         let style = Style::stdout();
@@ -222,6 +229,15 @@ pub(crate) fn run(
         }
         print!("{}", table.render(style));
         println!();
+        for rewrite in &outcome.rewrites {
+            println!(
+                "{} provider #{} {} rewrote `{}` after a newer provider filled it; the change was undone",
+                style.warn("warning:"),
+                rewrite.provider_index,
+                rewrite.provider,
+                outcome.names[rewrite.slot]
+            );
+        }
         match &outcome.result {
             Ok(_) if missing_optional => println!("{}", style.warn("OK (some optional imports are missing)")),
             Ok(_) => println!("{}", style.good("OK")),

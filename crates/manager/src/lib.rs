@@ -117,7 +117,7 @@ pub mod suggest;
 pub use c_provider::{CImportProvider, CResolveFn};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
-pub use manager::{Manager, ResolveTrace, SlotSource};
+pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
 
 pub use xplug_providers as providers;
 

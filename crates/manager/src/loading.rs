@@ -18,7 +18,8 @@ impl Manager {
     /// [`Error::CapacityReached`] when the manager is full; the plugin is
     /// then dropped (unloaded) and nothing else changes.
     pub fn register_plugin(&self, plugin: Plugin) -> Result<(), Error> {
-        self.register_entry(Arc::new(plugin), true)
+        let plugin = Arc::new(plugin);
+        self.register_entry(plugin.clone(), Some(plugin), true)
     }
 
     /// Loads the plugin `spec` names (grammar in [`crate::spec`]) and

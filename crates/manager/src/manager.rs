@@ -1,10 +1,11 @@
 //! The manager: providers in registration order, resolved newest first.
 
+use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
 use xplug_providers::abi::{Resolution, StatusCode};
-use xplug_providers::{ImportProvider, ResolveRequest};
+use xplug_providers::{ImportProvider, Plugin, ResolveRequest};
 
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Registry};
@@ -99,6 +100,80 @@ pub struct ResolveTrace {
     pub slots: Vec<SlotSource>,
     /// Registration indices of the providers called, in call order.
     pub called: Vec<usize>,
+    /// Slots a provider rewrote after a newer provider (or the caller) had
+    /// filled them; every such change was undone.
+    pub rewrites: Vec<SlotRewrite>,
+}
+
+/// A provider changed a slot that was already filled; the manager put the
+/// old function and context back (`docs/resolution.md#provider-rules`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotRewrite {
+    /// The slot, in request order.
+    pub slot: usize,
+    /// Registration index of the provider that rewrote it.
+    pub provider_index: usize,
+    /// Its name.
+    pub provider: Arc<str>,
+}
+
+/// Slots held on the stack when guarding filled slots; larger requests use
+/// the heap.
+const GUARD_INLINE: usize = 32;
+
+/// The filled slots before a provider call, to undo changes to them.
+struct SlotGuard {
+    inline: [[*mut c_void; GUARD_INLINE]; 2],
+    heap: Vec<*mut c_void>,
+}
+
+impl SlotGuard {
+    fn new() -> Self {
+        Self { inline: [[std::ptr::null_mut(); GUARD_INLINE]; 2], heap: Vec::new() }
+    }
+
+    /// Calls `call` on `request`; when slots were filled before, any change
+    /// `call` makes to them is undone and `rewritten(slot)` reported.
+    #[inline]
+    fn call<R>(
+        &mut self,
+        request: &mut ResolveRequest<'_>,
+        call: impl FnOnce(&mut ResolveRequest<'_>) -> R,
+        rewritten: impl FnMut(usize),
+    ) -> R {
+        // Nothing filled, nothing to protect: the common first call pays
+        // one scan of the function slots.
+        if !request.any_filled() {
+            return call(request);
+        }
+        let len = request.len();
+        let (fns, contexts): (&mut [*mut c_void], &mut [*mut c_void]) = if len <= GUARD_INLINE {
+            let [fns, contexts] = &mut self.inline;
+            (&mut fns[..len], &mut contexts[..len])
+        } else {
+            self.heap.clear();
+            self.heap.resize(2 * len, std::ptr::null_mut());
+            self.heap.split_at_mut(len)
+        };
+        request.snapshot(fns, contexts);
+        let result = call(request);
+        request.undo_rewrites(fns, contexts, rewritten);
+        result
+    }
+}
+
+/// Logs a provider's rewrite of a filled slot (undone).
+#[cold]
+#[inline(never)]
+fn report_rewrite(request: &ResolveRequest<'_>, slot: usize, index: usize, provider: &str) {
+    tracing::warn!(
+        provider,
+        provider_index = index,
+        slot,
+        import = %request.names()[slot].as_c_str().to_string_lossy(),
+        "provider #{index} `{provider}` rewrote import slot {slot} that was already filled; the change was \
+         undone (a provider must skip filled slots)"
+    );
 }
 
 impl Default for Manager {
@@ -164,12 +239,17 @@ impl Manager {
         if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
             return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
         }
-        self.register_entry(provider, false)
+        self.register_entry(provider, None, false)
     }
 
-    pub(crate) fn register_entry(&self, provider: Arc<dyn ImportProvider>, owned: bool) -> Result<(), Error> {
+    pub(crate) fn register_entry(
+        &self,
+        provider: Arc<dyn ImportProvider>,
+        plugin: Option<Arc<Plugin>>,
+        owned: bool,
+    ) -> Result<(), Error> {
         let name: Arc<str> = Arc::from(provider.name());
-        let entry = Entry { provider, name, owned };
+        let entry = Entry { provider, plugin, name, owned };
         match self.registry.push(entry) {
             Ok(index) => {
                 tracing::debug!(index, provider = &*self.provider_name(index), owned, "registered provider");
@@ -200,7 +280,68 @@ impl Manager {
     /// [`Error::ProviderFailed`] when a provider fails with a code other than
     /// `NOT_FOUND`; [`Error::MissingImports`] when required slots stay empty.
     pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
-        self.resolve_with(request, None)
+        if request.is_empty() {
+            return Ok(Resolution::NONE);
+        }
+        // The spans of the traced path cost more than a plugin's resolve;
+        // take it only when a subscriber wants them.
+        if tracing::enabled!(target: "xplug_manager::manager", tracing::Level::DEBUG)
+            || tracing::enabled!(target: "xplug_providers::plugin", tracing::Level::DEBUG)
+        {
+            return self.resolve_with(request, None);
+        }
+        self.resolve_quiet(request)
+    }
+
+    /// [`Manager::resolve`] without tracing: the same walk and judgement,
+    /// with plugins called through their C entry point directly and no error
+    /// value built unless the resolve fails.
+    #[inline]
+    fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+        let count = self.registry.len();
+        let mut guard = SlotGuard::new();
+        for (index, entry) in self.registry.newest_first(count) {
+            if request.all_filled() {
+                return Ok(Resolution::NONE);
+            }
+            let Some(entry) = entry else {
+                return Err(unreadable_provider(index, count));
+            };
+            let mut rewritten = Vec::new();
+            let answer = guard.call(
+                request,
+                |request| match &entry.plugin {
+                    Some(plugin) => plugin.resolve_unjudged(request).map(drop),
+                    None => match entry.provider.resolve(request) {
+                        Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => {
+                            Err(error)
+                        }
+                        _ => Ok(()),
+                    },
+                },
+                |slot| rewritten.push(slot),
+            );
+            for slot in rewritten {
+                report_rewrite(request, slot, index, &entry.name);
+            }
+            if let Err(source) = answer {
+                return Err(provider_failed(index, entry, source));
+            }
+        }
+        self.judge(request, count)
+    }
+
+    /// The outcome the slots show after the walk over the first `count`
+    /// providers: one pass when every slot is filled.
+    fn judge(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
+        if request.all_filled() {
+            return Ok(Resolution::NONE);
+        }
+        if request.missing_required().next().is_some() {
+            return Err(self.missing_error(request, count));
+        }
+        // Not every slot is filled, yet no required one is empty.
+        Ok(Resolution::MISSING_OPTIONAL)
     }
 
     /// [`Manager::resolve`], also reporting which provider filled each slot
@@ -214,7 +355,7 @@ impl Manager {
         let slots = (0..request.len())
             .map(|i| if request.is_filled(i) { SlotSource::Prefilled } else { SlotSource::Empty })
             .collect();
-        let mut trace = ResolveTrace { slots, called: Vec::new() };
+        let mut trace = ResolveTrace { slots, called: Vec::new(), rewrites: Vec::new() };
         let result = self.resolve_with(request, Some(&mut trace));
         (trace, result)
     }
@@ -231,19 +372,23 @@ impl Manager {
         let count = self.registry.len();
         let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
         let _entered = span.enter();
+        let mut guard = SlotGuard::new();
 
         for index in (0..count).rev() {
             if request.all_filled() {
                 break;
             }
             let Some(entry) = self.registry.get(index) else {
-                // Unreachable by the registry's publication argument; report
-                // it rather than skip a provider silently.
-                return Err(Error::RegistryInconsistent { index, count });
+                return Err(unreadable_provider(index, count));
             };
             let empty_before: Option<Vec<bool>> =
                 trace.as_ref().map(|_| (0..request.len()).map(|i| !request.is_filled(i)).collect());
-            let result = entry.provider.resolve(request);
+            let mut rewritten = Vec::new();
+            let result =
+                guard.call(request, |request| entry.provider.resolve(request), |slot| rewritten.push(slot));
+            for &slot in &rewritten {
+                report_rewrite(request, slot, index, &entry.name);
+            }
             if let (Some(trace), Some(empty_before)) = (trace.as_deref_mut(), empty_before) {
                 trace.called.push(index);
                 for (slot, was_empty) in empty_before.into_iter().enumerate() {
@@ -251,38 +396,42 @@ impl Manager {
                         trace.slots[slot] = SlotSource::Provider { index, name: entry.name.clone() };
                     }
                 }
+                trace.rewrites.extend(rewritten.into_iter().map(|slot| SlotRewrite {
+                    slot,
+                    provider_index: index,
+                    provider: entry.name.clone(),
+                }));
             }
             match result {
                 Ok(_) => {}
                 Err(error) if error.code() == StatusCode::NOT_FOUND || error.code().is_ok() => {}
-                Err(source) => {
-                    tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
-                    return Err(Error::ProviderFailed { index, provider: entry.name.to_string(), source });
-                }
+                Err(source) => return Err(provider_failed(index, entry, source)),
             }
         }
 
-        let missing: Vec<usize> = request.missing_required().collect();
-        if !missing.is_empty() {
-            tracing::debug!(missing = missing.len(), "required imports missing");
-            return Err(self.missing_error(request, &missing, count));
+        let result = self.judge(request, count);
+        match &result {
+            Ok(resolution) => tracing::debug!(resolution = resolution.0, "resolved"),
+            Err(error) => {
+                tracing::debug!(missing = error.missing_imports().len(), "required imports missing")
+            }
         }
-        let resolution =
-            if request.any_optional_missing() { Resolution::MISSING_OPTIONAL } else { Resolution::NONE };
-        tracing::debug!(resolution = resolution.0, "resolved");
-        Ok(resolution)
+        result
     }
 
     /// Builds the "missing imports" error, with suggestions drawn from the
     /// exports of the first `count` providers.
-    fn missing_error(&self, request: &ResolveRequest<'_>, missing: &[usize], count: usize) -> Error {
+    #[cold]
+    #[inline(never)]
+    fn missing_error(&self, request: &ResolveRequest<'_>, count: usize) -> Error {
+        let missing: Vec<usize> = request.missing_required().collect();
         let mut exported: Vec<String> =
             (0..count).filter_map(|i| self.registry.get(i)?.provider.exported_names()).flatten().collect();
         exported.sort_unstable();
         exported.dedup();
         let missing = missing
-            .iter()
-            .map(|&index| {
+            .into_iter()
+            .map(|index| {
                 let name = request.names()[index];
                 let bare = String::from_utf8_lossy(name.bare());
                 MissingImport {
@@ -294,6 +443,22 @@ impl Manager {
             .collect();
         Error::MissingImports { missing, providers: count }
     }
+}
+
+/// The error for a registry entry counted but not readable: unreachable by
+/// the registry's publication argument, reported rather than skipped.
+#[cold]
+#[inline(never)]
+fn unreadable_provider(index: usize, count: usize) -> Error {
+    Error::RegistryInconsistent { index, count }
+}
+
+/// The error for provider `index` failing with `source`.
+#[cold]
+#[inline(never)]
+fn provider_failed(index: usize, entry: &Entry, source: xplug_providers::Error) -> Error {
+    tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
+    Error::ProviderFailed { index, provider: entry.name.to_string(), source }
 }
 
 /// The manager is itself a provider, so managers compose and a manager can

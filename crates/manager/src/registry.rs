@@ -40,7 +40,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use xplug_providers::ImportProvider;
+use xplug_providers::{ImportProvider, Plugin};
 
 /// Entries in the first segment; segment `k` holds `FIRST_SEGMENT << k`.
 const FIRST_SEGMENT: usize = 8;
@@ -52,6 +52,10 @@ const SEGMENTS: usize = usize::BITS as usize - 2;
 pub(crate) struct Entry {
     /// The provider.
     pub(crate) provider: Arc<dyn ImportProvider>,
+    /// The same provider when it is a loaded plugin (one allocation shared
+    /// with `provider`): resolution calls the plugin's C entry point
+    /// directly instead of going through the trait object.
+    pub(crate) plugin: Option<Arc<Plugin>>,
     /// Its name, captured at registration.
     pub(crate) name: Arc<str>,
     /// True when the manager owns it as a plugin.
@@ -107,6 +111,13 @@ impl Registry {
         self.segments.get(segment)?.get()?.get(offset)?.get()
     }
 
+    /// Entries `0..count` newest first, each with its index (`None` for an
+    /// entry that is not readable, which the publication argument rules out
+    /// for a `count` from [`Registry::len`]). Looks each segment up once.
+    pub(crate) fn newest_first(&self, count: usize) -> NewestFirst<'_> {
+        NewestFirst { registry: self, remaining: count, segment: &[], segment_start: count }
+    }
+
     /// Appends `entry`; on a full bounded registry gives it back unchanged.
     pub(crate) fn push(&self, entry: Entry) -> Result<usize, Entry> {
         // A writer that panicked cannot have published a half-written entry
@@ -145,6 +156,35 @@ impl Registry {
     }
 }
 
+/// Iterator of [`Registry::newest_first`].
+pub(crate) struct NewestFirst<'a> {
+    registry: &'a Registry,
+    /// Entries not yet returned: the next one is `remaining - 1`.
+    remaining: usize,
+    /// The segment holding the entries from `segment_start` up.
+    segment: &'a [OnceLock<Entry>],
+    segment_start: usize,
+}
+
+impl<'a> Iterator for NewestFirst<'a> {
+    type Item = (usize, Option<&'a Entry>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let index = self.remaining.checked_sub(1)?;
+        self.remaining = index;
+        if index < self.segment_start {
+            // Most managers hold fewer than FIRST_SEGMENT providers: skip
+            // the arithmetic for segment 0.
+            let (segment, offset) = if index < FIRST_SEGMENT { (0, index) } else { locate(index) };
+            self.segment =
+                self.registry.segments.get(segment).and_then(OnceLock::get).map_or(&[], |s| &s[..]);
+            self.segment_start = index - offset;
+        }
+        Some((index, self.segment.get(index - self.segment_start).and_then(OnceLock::get)))
+    }
+}
+
 impl Drop for Registry {
     fn drop(&mut self) {
         // Drop one by one, newest first (a plain field drop would go oldest
@@ -170,5 +210,37 @@ mod tests {
         }
         // The last index of the address space still lands in a segment.
         assert!(locate(usize::MAX).0 < SEGMENTS);
+    }
+
+    #[test]
+    fn newest_first_walks_every_entry_across_segments() {
+        struct Named(String);
+        impl ImportProvider for Named {
+            fn name(&self) -> &str {
+                &self.0
+            }
+            fn resolve(
+                &self,
+                _: &mut xplug_providers::ResolveRequest<'_>,
+            ) -> Result<xplug_providers::abi::Resolution, xplug_providers::Error> {
+                Ok(xplug_providers::abi::Resolution::NONE)
+            }
+        }
+        let registry = Registry::new(None);
+        // 8 + 16 + 3 entries: three segments, the last one partly used.
+        for i in 0..27 {
+            let name: Arc<str> = Arc::from(format!("p{i}"));
+            let entry =
+                Entry { provider: Arc::new(Named(name.to_string())), plugin: None, name, owned: false };
+            assert_eq!(registry.push(entry).ok(), Some(i));
+        }
+        for count in [0, 1, 8, 9, 24, 25, 27] {
+            let walked: Vec<(usize, String)> = registry
+                .newest_first(count)
+                .map(|(index, entry)| (index, entry.expect("published").name.to_string()))
+                .collect();
+            let expected: Vec<(usize, String)> = (0..count).rev().map(|i| (i, format!("p{i}"))).collect();
+            assert_eq!(walked, expected, "count {count}");
+        }
     }
 }

@@ -385,33 +385,60 @@ impl ImportProvider for Plugin {
             outcome = tracing::field::Empty
         );
         let _entered = span.enter();
-        if request.is_empty() {
-            span.record("outcome", "ok");
-            return Ok(Resolution::NONE);
-        }
-        let (code, _bits) = self.instance.resolve(request);
-        let result = match code {
+        let result = match self.resolve_unjudged(request) {
             // Judge from the slots, not from the plugin's word: a plugin
             // claiming success with a required slot empty gets NotFound.
-            StatusCode::OK => request.outcome(&self.name),
-            StatusCode::NOT_FOUND => Err(Error::NotFound {
+            Ok(StatusCode::OK) => request.outcome(&self.name),
+            Ok(_) => Err(Error::NotFound {
                 provider: self.name.clone(),
                 missing: request.missing_required().count(),
             }),
-            code => Err(Error::ResolveFailed {
-                provider: self.name.to_string(),
-                code,
-                message: format!("its resolve failed for {} import(s)", request.len()),
-            }),
+            Err(error) => Err(error),
         };
-        match &result {
-            Ok(resolution) if resolution.contains(Resolution::MISSING_OPTIONAL) => {
-                span.record("outcome", "missing_optional")
-            }
-            Ok(_) => span.record("outcome", "ok"),
-            Err(error) => span.record("outcome", tracing::field::display(error.code())),
-        };
+        if !span.is_disabled() {
+            match &result {
+                Ok(resolution) if resolution.contains(Resolution::MISSING_OPTIONAL) => {
+                    span.record("outcome", "missing_optional")
+                }
+                Ok(_) => span.record("outcome", "ok"),
+                Err(error) => span.record("outcome", tracing::field::display(error.code())),
+            };
+        }
         result
+    }
+}
+
+impl Plugin {
+    /// Calls the plugin's `resolve` once on `request` and returns its status
+    /// code when it is `OK` or `NOT_FOUND`, without judging the slots,
+    /// tracing or building an error: for a manager that asks several
+    /// providers and judges the slots once at the end. Any other code is a
+    /// real failure, returned as [`Error::ResolveFailed`]. An empty request
+    /// is `OK` without calling the plugin.
+    ///
+    /// # Errors
+    /// [`Error::ResolveFailed`] when the plugin's status is neither `OK` nor
+    /// `NOT_FOUND`.
+    #[inline]
+    pub fn resolve_unjudged(&self, request: &mut ResolveRequest<'_>) -> Result<StatusCode, Error> {
+        if request.is_empty() {
+            return Ok(StatusCode::OK);
+        }
+        match self.instance.resolve(request).0 {
+            code @ (StatusCode::OK | StatusCode::NOT_FOUND) => Ok(code),
+            code => Err(self.resolve_failed(code, request.len())),
+        }
+    }
+
+    /// The error for a resolve that failed with `code`.
+    #[cold]
+    #[inline(never)]
+    fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
+        Error::ResolveFailed {
+            provider: self.name.to_string(),
+            code,
+            message: format!("its resolve failed for {names} import(s)"),
+        }
     }
 }
 

@@ -162,6 +162,7 @@ impl<'a> ResolveRequest<'a> {
     /// The request as a v0 params struct, for passing to a C `resolve`.
     /// The pointers borrow from `self`.
     #[must_use]
+    #[inline]
     pub fn as_params(&mut self) -> ResolveParamsV0 {
         ResolveParamsV0 {
             count: self.names.len(),
@@ -173,12 +174,14 @@ impl<'a> ResolveRequest<'a> {
 
     /// Number of imports.
     #[must_use]
+    #[inline]
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
     /// True when there is nothing to resolve.
     #[must_use]
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -234,7 +237,64 @@ impl<'a> ResolveRequest<'a> {
         true
     }
 
+    /// Copies every slot (functions, then contexts) into `fns` and
+    /// `contexts`, which must be `self.len()` long: what a host keeps to
+    /// undo a provider's changes to slots that were already filled
+    /// ([`ResolveRequest::undo_rewrites`]).
+    ///
+    /// # Panics
+    /// When a buffer's length differs from `self.len()`.
+    pub fn snapshot(&self, fns: &mut [*mut c_void], contexts: &mut [*mut c_void]) {
+        fns.copy_from_slice(self.fns);
+        contexts.copy_from_slice(self.contexts);
+    }
+
+    /// Puts back every slot that was filled in a [`ResolveRequest::snapshot`]
+    /// and has changed since (function or context rewritten, or cleared),
+    /// calling `rewritten(index)` for each. A provider must never touch a
+    /// filled slot (`docs/resolution.md#provider-rules`); a host that lets
+    /// foreign providers run uses this to make the rule hold anyway.
+    ///
+    /// # Panics
+    /// When a buffer's length differs from `self.len()`.
+    pub fn undo_rewrites(
+        &mut self,
+        fns: &[*mut c_void],
+        contexts: &[*mut c_void],
+        mut rewritten: impl FnMut(usize),
+    ) {
+        assert!(
+            fns.len() == self.fns.len() && contexts.len() == self.contexts.len(),
+            "snapshot of another request"
+        );
+        for index in 0..fns.len() {
+            if !fns[index].is_null()
+                && (self.fns[index] != fns[index] || self.contexts[index] != contexts[index])
+            {
+                self.fns[index] = fns[index];
+                self.contexts[index] = contexts[index];
+                rewritten(index);
+            }
+        }
+    }
+
+    /// Whether any slot holds a function.
+    #[must_use]
+    #[inline]
+    pub fn any_filled(&self) -> bool {
+        self.fns.iter().any(|function| !function.is_null())
+    }
+
+    /// Empties every slot (functions and contexts), so the same request can
+    /// be resolved again without being rebuilt (benchmarks, retries).
+    #[inline]
+    pub fn clear(&mut self) {
+        self.fns.fill(std::ptr::null_mut());
+        self.contexts.fill(std::ptr::null_mut());
+    }
+
     /// Indices of required (non-`?`) names whose slot is still empty.
+    #[inline]
     pub fn missing_required(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.len()).filter(|&i| self.fns[i].is_null() && !self.names[i].is_optional())
     }
@@ -247,8 +307,12 @@ impl<'a> ResolveRequest<'a> {
 
     /// True when every slot is filled.
     #[must_use]
+    #[inline]
     pub fn all_filled(&self) -> bool {
-        self.fns.iter().all(|f| !f.is_null())
+        if self.fns.len() < 16 {
+            return self.fns.iter().all(|f| !f.is_null());
+        }
+        all_filled_blocks(self.fns)
     }
 
     /// The outcome the slots show, judged exactly as
@@ -276,4 +340,18 @@ impl<'a> ResolveRequest<'a> {
     pub fn is_sorted_by_bare_name(&self) -> bool {
         self.names.windows(2).all(|pair| pair[0].bare() <= pair[1].bare())
     }
+}
+
+/// [`ResolveRequest::all_filled`] for long requests: blocks of 16 slots
+/// tested without branches (the compiler vectorises the fold), with an exit
+/// after the first block holding an empty slot, so a fresh request answers
+/// at its first block and a fully resolved one costs one streaming pass.
+fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
+    let mut blocks = fns.chunks_exact(16);
+    for block in &mut blocks {
+        if block.iter().fold(false, |empty, f| empty | f.is_null()) {
+            return false;
+        }
+    }
+    blocks.remainder().iter().all(|f| !f.is_null())
 }
