@@ -237,6 +237,16 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
         target: "<= 0.5x",
         met: embedded / system <= 0.5,
     });
+    let iree_embedded = get("embedded_load/iree_embedded_elf")?;
+    out.push(Ratio {
+        comparison: "(7) load + first resolve + unload of one standalone file: Plugin::load_embedded_elf / IREE's embedded ELF loader"
+            .to_owned(),
+        xplug_ns: embedded,
+        baseline_ns: iree_embedded,
+        ratio: embedded / iree_embedded,
+        target: "<= 1.0x",
+        met: embedded / iree_embedded <= 1.0,
+    });
     Ok(out)
 }
 
