@@ -312,5 +312,36 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load);
+/// (5) The same standalone plugin file loaded by the embedded ELF loader and
+/// by the OS loader: load + first resolve + unload.
+fn embedded_load(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = xplug_tests::build_standalone_c_sample(dir.path());
+    let name = CString::new("simple_mul_workgroup").expect("no NUL");
+    let resolve = |plugin: &Plugin| {
+        let names = [SymbolName::new(&name)];
+        let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+        let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+        plugin.resolve(&mut request).expect("resolves");
+        black_box(fns[0]);
+    };
+    let mut group = c.benchmark_group("embedded_load");
+    group.bench_function("embedded_elf_plugin", |b| {
+        b.iter(|| {
+            // SAFETY: the repository's standalone C sample.
+            let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.expect("loads");
+            resolve(&plugin);
+        });
+    });
+    group.bench_function("system_library_plugin", |b| {
+        b.iter(|| {
+            // SAFETY: as above; the same file is also a valid shared library.
+            let plugin = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
+            resolve(&plugin);
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load, embedded_load);
 criterion_main!(benches);

@@ -89,3 +89,38 @@ pub fn build_c_plugin_from_code(code: &str, dir: &Path, name: &str, extra: &[&st
 pub fn build_minimal_c_plugin(dir: &Path) -> PathBuf {
     build_c_plugin(&workspace_root().join("tests/c/minimal_plugin.c"), dir, "c_minimal", &[])
 }
+
+/// Extra flags making [`build_c_plugin`] produce a standalone plugin with a
+/// plain C toolchain: IREE's compile flags for embedded plugins, no libc, no
+/// undefined symbols, `DT_HASH` and immediate binding. The result is both a
+/// valid shared library and a valid embedded ELF.
+pub const STANDALONE_C_FLAGS: [&str; 16] = [
+    "-O2",
+    "-ffreestanding",
+    "-fno-plt",
+    "-fno-exceptions",
+    "-fdata-sections",
+    "-ffunction-sections",
+    "-fno-stack-protector",
+    "-fno-asynchronous-unwind-tables",
+    "-nostdlib",
+    "-Wl,--no-undefined",
+    "-Wl,--gc-sections",
+    "-Wl,-z,now",
+    "-Wl,-z,relro",
+    "-Wl,--hash-style=sysv",
+    "-Wl,--build-id=none",
+    "-Wl,--strip-debug",
+];
+
+/// Builds `plugins/c_sample/c_sample.c` as a standalone plugin with the
+/// plain C toolchain ([`STANDALONE_C_FLAGS`]) into `dir/libc_sample_standalone.so`.
+#[must_use]
+pub fn build_standalone_c_sample(dir: &Path) -> PathBuf {
+    build_c_plugin(
+        &workspace_root().join("plugins/c_sample/c_sample.c"),
+        dir,
+        "c_sample_standalone",
+        &STANDALONE_C_FLAGS,
+    )
+}

@@ -74,21 +74,25 @@ fn a_bad_path_is_a_typed_error_naming_the_path() {
 }
 
 #[test]
-fn embedded_specs_are_unimplemented_and_nothing_is_loaded() {
+fn embedded_specs_go_to_the_embedded_loader_and_nothing_stays_loaded() {
     let dir = tempfile::tempdir().unwrap();
     let library = build_minimal_c_plugin(dir.path());
     for embedded in ["embedded:/k/kernels.bin", "/k/kernels.sos?x=1"] {
         let specs = [library.display().to_string(), embedded.to_owned()];
-        // SAFETY: the embedded spec is refused before any library is opened.
+        // SAFETY: the first library is the trusted minimal plugin; the
+        // embedded file does not exist.
         let error = unsafe { Manager::from_specs(&specs) }.unwrap_err();
-        assert_eq!(error.code(), StatusCode::UNIMPLEMENTED);
-        let text = error.to_string();
-        assert!(text.contains("embedded ELF loader not available yet") && text.contains(embedded), "{text}");
+        assert_eq!(error.code(), StatusCode::NOT_FOUND, "{error}");
+        assert!(error.to_string().contains(embedded), "{error}");
     }
+    // A shared library built the ordinary way imports from libc: the
+    // embedded loader refuses it by name, before running anything.
     let manager = Manager::new();
-    // SAFETY: refused before loading.
-    let error = unsafe { manager.load_spec("embedded:x") }.unwrap_err();
-    assert_eq!(error.code(), StatusCode::UNIMPLEMENTED);
+    let spec = format!("embedded:{}", library.display());
+    // SAFETY: refused by validation before any of its code runs.
+    let error = unsafe { manager.load_spec(&spec) }.unwrap_err();
+    let chain = error_chain(&error);
+    assert!(chain.contains("not a standalone plugin"), "{chain}");
     assert!(manager.is_empty());
 }
 
@@ -119,4 +123,16 @@ fn a_full_manager_refuses_a_plugin() {
     assert!(error.to_string().contains("`c_minimal`"), "{error}");
     assert_eq!(manager.len(), 1);
     assert_eq!(mul(&Arc::new(manager), 2, 3), 6);
+}
+
+/// The error's message followed by its sources'.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -226,6 +226,17 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
         target: "<= 1.2x",
         met: loader / raw <= 1.2,
     });
+    let embedded = get("embedded_load/embedded_elf_plugin")?;
+    let system = get("embedded_load/system_library_plugin")?;
+    out.push(Ratio {
+        comparison: "(5) load + first resolve + unload of one standalone file: Plugin::load_embedded_elf / Plugin::load_system_library"
+            .to_owned(),
+        xplug_ns: embedded,
+        baseline_ns: system,
+        ratio: embedded / system,
+        target: "<= 0.5x",
+        met: embedded / system <= 0.5,
+    });
     Ok(out)
 }
 

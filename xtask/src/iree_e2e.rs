@@ -44,8 +44,10 @@ pub const IREE_VERSION: &str = "3.13.0";
 /// of the 64-element workgroup, and several thousand.
 pub const SIZES: [usize; 7] = [1, 2, 63, 64, 65, 1000, 4099];
 
-/// The example plugins that export `simple_mul_workgroup`.
-pub const KERNEL_PLUGINS: [&str; 3] = ["sample_standalone", "sample_system", "c_sample"];
+/// The example plugins that export `simple_mul_workgroup` (the `.sos`
+/// ones go to IREE's own embedded-ELF loader).
+pub const KERNEL_PLUGINS: [&str; 5] =
+    ["sample_standalone", "sample_system", "c_sample", "sample_standalone.sos", "c_sample.sos"];
 
 /// What can stop the end-to-end run (a wrong result is not an error: it is
 /// a failed [`Case`] in the [`Report`]).

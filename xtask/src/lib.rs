@@ -2,7 +2,7 @@
 //!
 //! The library half holds what the tests reuse: header generation
 //! ([`header`]), the example plugin build ([`plugins`]), the demo
-//! ([`demo`]), IREE's end-to-end judgement of the plugins ([`iree_e2e`],
+//! ([`demo`]), the standalone `.sos` build ([`sos`]), IREE's end-to-end judgement of the plugins ([`iree_e2e`],
 //! with its [`npy`] files) and the benchmark summary
 //! ([`bench`](mod@bench)). The binary (`src/main.rs`) is the command-line
 //! front end.
@@ -13,6 +13,7 @@ pub mod header;
 pub mod iree_e2e;
 pub mod npy;
 pub mod plugins;
+pub mod sos;
 
 use std::path::{Path, PathBuf};
 

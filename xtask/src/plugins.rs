@@ -194,6 +194,7 @@ pub fn build(root: &Path, profile: PluginProfile) -> Result<Vec<BuiltPlugin>, Bu
             }
         }
     }
+    built.extend(crate::sos::build(root, &out_dir)?);
     Ok(built)
 }
 

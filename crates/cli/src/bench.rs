@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use xplug_manager::Manager;
-use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_manager::spec::PluginSpec;
 use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::error::CliError;
@@ -66,16 +66,10 @@ pub(crate) struct Options<'a> {
 
 /// Runs the command; returns the exit code.
 pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
-    let spec = PluginSpec::parse(options.plugin).map_err(|source| CliError::Manager {
+    PluginSpec::parse(options.plugin).map_err(|source| CliError::Manager {
         context: format!("cannot use plugin `{}`", options.plugin),
         source,
     })?;
-    if spec.loader() == LoaderKind::Embedded {
-        return Err(CliError::Manager {
-            context: format!("cannot benchmark plugin `{}`", options.plugin),
-            source: xplug_manager::Error::EmbeddedUnsupported { spec: options.plugin.to_owned() },
-        });
-    }
     let progress = Progress::start("benchmarking");
     let load_ns = median_ns(options.runs.min(5), || {
         let manager = Manager::new();

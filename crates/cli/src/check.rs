@@ -12,7 +12,8 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Resolution, StatusCode, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::raw::{RawInstance, RawLibrary, RawLoadError, RawTable};
+use xplug_providers::embedded_elf::ElfImage;
+use xplug_providers::raw::{RawInstance, RawLoadError, RawQuery, RawTable};
 use xplug_providers::{CountingAllocator, LoadParamList, ResolveRequest, SymbolName, checks};
 
 use crate::error::CliError;
@@ -28,11 +29,14 @@ const SENTINEL_FN: usize = 0x5e17_1e00;
 /// Marks a context the check filled before calling `resolve`.
 const SENTINEL_CONTEXT: usize = 0xc0_47e0;
 
-/// What a check runs against: the open library, the load parameters the
-/// spec gave, and the import names known to be exported (from
-/// `xplug_plugin_exports` and `--symbol`).
+/// What a check runs against: the plugin's query function (from a library
+/// the OS loader opened, or an embedded ELF image xplug mapped), the loader
+/// whose rules apply, the load parameters the spec gave, and the import
+/// names known to be exported (from `xplug_plugin_exports` and `--symbol`).
 pub(crate) struct Subject<'a> {
-    library: &'a RawLibrary,
+    query: Result<RawQuery<'a>, String>,
+    loader: &'static str,
+    required: Features,
     params: LoadParamList,
     exports: Vec<String>,
 }
@@ -110,7 +114,7 @@ pub(crate) const CHECKS: &[Check] = &[
 ];
 
 fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
-    let query = subject.library.query().map_err(|error| error.to_string())?;
+    let query = subject.query.clone()?;
     query.query(Version::LATEST).ok_or_else(|| "query(LATEST) returned NULL".to_owned())
 }
 
@@ -118,7 +122,7 @@ fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
 /// checks a host applies: a plugin a host would refuse is not run.
 fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
     let table = table_for(subject)?;
-    checks::check_plugin(table.header().as_ref(), table.entry_points(), "system library", Features::NONE)
+    checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
     let mut params = subject.params.clone();
     for (key, value) in extra {
@@ -131,7 +135,7 @@ fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInst
 }
 
 fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
-    let query = subject.library.query().map_err(|error| error.to_string())?;
+    let query = subject.query.clone()?;
     match query.query(Version(0)) {
         None => Ok("NULL".to_owned()),
         Some(_) => {
@@ -372,9 +376,10 @@ pub(crate) struct CheckResult {
 }
 
 /// Runs the named checks (all when `only` is None) against the library at
-/// `path`, loaded with `params`.
+/// `path` (an embedded ELF when `embedded`), loaded with `params`.
 pub(crate) fn run_checks(
     path: &Path,
+    embedded: bool,
     params: &LoadParamList,
     symbols: &[String],
     only: Option<&str>,
@@ -390,13 +395,21 @@ pub(crate) fn run_checks(
             })?]
         }
     };
-    let library = trust::open_raw_library(path)
-        .map_err(|source| CliError::Load { what: path.display().to_string(), source })?;
-    let mut exports = library.exports().unwrap_or_default();
+    let load_error = |source| CliError::Load { what: path.display().to_string(), source };
+    // One of the two is opened; the subject borrows it.
+    let (library, image);
+    let (query, loader, required, mut exports) = if embedded {
+        image = ElfImage::load_file(path).map_err(load_error)?;
+        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, Vec::new())
+    } else {
+        library = trust::open_raw_library(path).map_err(load_error)?;
+        let exports = library.exports().unwrap_or_default();
+        (library.query().map_err(|error| error.to_string()), "system library", Features::NONE, exports)
+    };
     exports.extend(symbols.iter().cloned());
     exports.sort();
     exports.dedup();
-    let subject = Subject { library: &library, params: params.clone(), exports };
+    let subject = Subject { query, loader, required, params: params.clone(), exports };
     Ok(selected
         .into_iter()
         .map(|check| {
@@ -407,20 +420,14 @@ pub(crate) fn run_checks(
         .collect())
 }
 
-/// Runs the command; returns the exit code.
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
 pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
-    if parsed.loader() == LoaderKind::Embedded {
-        return Err(CliError::Manager {
-            context: format!("cannot check plugin `{spec}`"),
-            source: xplug_manager::Error::EmbeddedUnsupported { spec: spec.to_owned() },
-        });
-    }
     let plugin = Path::new(parsed.path());
-    let results = run_checks(plugin, &parsed.load_params(), symbols, only)?;
+    let embedded = parsed.loader() == LoaderKind::Embedded;
+    let results = run_checks(plugin, embedded, &parsed.load_params(), symbols, only)?;
     let failed = results.iter().filter(|result| !result.ok).count();
     if json {
         print_json(&json!({

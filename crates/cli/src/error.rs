@@ -79,6 +79,24 @@ pub(crate) enum CliError {
         /// Plugin value.
         found: f32,
     },
+    /// A FatELF container could not be read or written.
+    #[error("{context}")]
+    FatElf {
+        /// What was being done, naming the file.
+        context: String,
+        /// What is wrong with the container or its inputs.
+        #[source]
+        source: xplug_providers::embedded_elf::EmbeddedElfError,
+    },
+    /// A file could not be read or written.
+    #[error("{context}")]
+    File {
+        /// What was being done, naming the file.
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
     WorkerPanicked {
@@ -106,6 +124,8 @@ impl CliError {
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
             Self::ImportFailed { .. } => StatusCode::INTERNAL,
             Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
+            Self::FatElf { source, .. } => source.code(),
+            Self::File { .. } => StatusCode::UNAVAILABLE,
         }
     }
 
@@ -124,6 +144,8 @@ impl CliError {
             Self::ImportFailed { .. } => "import_failed",
             Self::Mismatch { .. } => "mismatch",
             Self::WorkerPanicked { .. } => "worker_panicked",
+            Self::FatElf { .. } => "fatelf",
+            Self::File { .. } => "file",
         }
     }
 

@@ -37,6 +37,64 @@ struct Report {
     /// Why the loader refused the plugin, when it did (the header was then
     /// read directly from the library).
     load_error: Option<CliError>,
+    /// For an embedded ELF: the FatELF record chosen and the segments.
+    embedded: Option<Embedded>,
+}
+
+/// What the embedded loader decided for a `.sos`.
+struct Embedded {
+    record: String,
+    segments: Vec<String>,
+}
+
+fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
+    let path = Path::new(spec.path());
+    let bytes = std::fs::read(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            CliError::Load {
+                what: path.display().to_string(),
+                source: xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
+            }
+        } else {
+            CliError::File { context: format!("cannot read {}", path.display()), source }
+        }
+    })?;
+    let plan = xplug_providers::embedded_elf::validate(&bytes).map_err(|source| CliError::FatElf {
+        context: format!("cannot load embedded plugin `{plugin}`"),
+        source,
+    })?;
+    let params = spec.load_params();
+    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params)
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
+    let record = plan.record().map_or_else(
+        || "plain ELF (no FatELF container)".to_owned(),
+        |record| {
+            format!(
+                "{} of {}: {record}",
+                record.index,
+                xplug_providers::embedded_elf::fatelf::records(&bytes).map_or(0, |all| all.len())
+            )
+        },
+    );
+    let segments = plan
+        .segments()
+        .iter()
+        .map(|segment| {
+            format!(
+                "{:#08x}..{:#08x} {}",
+                segment.image_offset,
+                segment.image_offset + segment.mem_size,
+                segment.flags
+            )
+        })
+        .collect();
+    Ok(Report {
+        info: loaded.info().clone(),
+        loader: "embedded ELF",
+        exports: None,
+        load_error: None,
+        embedded: Some(Embedded { record, segments }),
+    })
 }
 
 fn inspect(plugin: &str) -> Result<Report, CliError> {
@@ -51,15 +109,18 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             })?;
         let loaded = Plugin::from_registration(registration, &LoadParamList::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-        return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None, load_error: None });
+        return Ok(Report {
+            info: loaded.info().clone(),
+            loader: "static",
+            exports: None,
+            load_error: None,
+            embedded: None,
+        });
     }
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
     if spec.loader() == LoaderKind::Embedded {
-        return Err(CliError::Manager {
-            context: format!("cannot inspect plugin `{plugin}`"),
-            source: xplug_manager::Error::EmbeddedUnsupported { spec: plugin.to_owned() },
-        });
+        return inspect_embedded(plugin, &spec);
     }
     let params = spec.load_params();
     let path = Path::new(spec.path());
@@ -88,10 +149,16 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             let Some(header) = header else {
                 return Err(CliError::Load { what: plugin.to_owned(), source });
             };
-            return Ok(Report { info: info_from(header), loader: "system library", exports, load_error });
+            return Ok(Report {
+                info: info_from(header),
+                loader: "system library",
+                exports,
+                load_error,
+                embedded: None,
+            });
         }
     };
-    Ok(Report { info, loader: "system library", exports, load_error: None })
+    Ok(Report { info, loader: "system library", exports, load_error: None, embedded: None })
 }
 
 /// The header as `inspect` shows it (a NULL name or description as empty).
@@ -120,6 +187,8 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "loader": report.loader,
             "exports": report.exports,
             "load_error": report.load_error.as_ref().map(crate::resolve::chain),
+            "record": report.embedded.as_ref().map(|embedded| embedded.record.clone()),
+            "segments": report.embedded.as_ref().map(|embedded| embedded.segments.clone()),
         }));
     } else {
         print_human(&report);
@@ -156,6 +225,10 @@ fn print_human(report: &Report) {
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
     };
     table.row([style.bold("exports"), exports]);
+    if let Some(embedded) = &report.embedded {
+        table.row([style.bold("record"), embedded.record.clone()]);
+        table.row([style.bold("segments"), embedded.segments.join(", ")]);
+    }
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {
         println!("  {name}");

@@ -20,6 +20,7 @@ mod call;
 mod check;
 mod demo;
 mod error;
+mod fatelf;
 mod inspect;
 mod output;
 mod resolve;
@@ -121,6 +122,11 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
     },
+    /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
+    Fatelf {
+        #[command(subcommand)]
+        action: fatelf::Action,
+    },
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
@@ -194,6 +200,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             };
             call::run(&call::Options { plugin, import, params }, cli.json)
         }
+        Command::Fatelf { action } => fatelf::run(action, cli.json),
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),

@@ -26,25 +26,27 @@ impl Manager {
     /// registers it.
     ///
     /// # Errors
-    /// [`Error::InvalidSpec`] for a malformed spec,
-    /// [`Error::EmbeddedUnsupported`] (`UNIMPLEMENTED`) for an embedded-ELF
-    /// spec, [`Error::PluginLoad`] (naming the spec, whose error names the
-    /// path) when loading fails, [`Error::CapacityReached`] when full.
+    /// [`Error::InvalidSpec`] for a malformed spec, [`Error::PluginLoad`]
+    /// (naming the spec, whose error names the path) when loading fails,
+    /// [`Error::CapacityReached`] when full.
     ///
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
     /// functions, which Rust cannot check: the library must be a well-formed
     /// v0 plugin (`docs/abi.md#overview`) that is sound to load into this
-    /// process.
+    /// process. The same holds for an embedded ELF's code, although its file
+    /// is validated before anything runs.
     ///
     /// # Thread-safety
     /// Safe to call while other threads resolve through this manager; the
     /// plugin becomes visible to resolves that start after it returns.
     ///
     /// # Platform-specific behaviour
-    /// Uses the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
-    /// through `Plugin::load_system_library`; library search rules
-    /// for relative paths are the platform's.
+    /// An `embedded:` spec or a `.sos` path (IREE's rule,
+    /// `docs/specs.md#loader-selection`) goes to xplug's own embedded ELF
+    /// loader ([`Plugin::load_embedded_elf`], Unix hosts); anything else to
+    /// the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
+    /// through [`Plugin::load_system_library`].
     pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
         let spec = PluginSpec::parse(spec)?;
         // SAFETY: forwarded to the caller.
@@ -56,23 +58,24 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<(), Error> {
-        if spec.loader() == LoaderKind::Embedded {
-            return Err(Error::EmbeddedUnsupported { spec: spec.as_str().to_owned() });
-        }
         let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
-        // SAFETY: the caller vouches for the library (see `load_spec`).
-        let plugin = unsafe { Plugin::load_system_library(spec.path(), &params) }
-            .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+        // SAFETY: the caller vouches for the plugin (see `load_spec`).
+        let loaded = unsafe {
+            match spec.loader() {
+                LoaderKind::Embedded => Plugin::load_embedded_elf(spec.path(), &params),
+                _ => Plugin::load_system_library(spec.path(), &params),
+            }
+        };
+        let plugin = loaded.map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
         self.register_plugin(plugin)
     }
 
     /// A manager holding the plugins `specs` name, registered in order, so a
     /// later spec overrides an earlier one (like IREE's repeatable
     /// `--executable_plugin` flag; `docs/specs.md#order`). Every spec is
-    /// parsed, and checked
-    /// for the embedded loader, before any library is opened.
+    /// parsed before any plugin is opened.
     ///
     /// ```no_run
     /// use xplug_manager::Manager;
@@ -106,9 +109,6 @@ impl Manager {
             .into_iter()
             .map(|spec| PluginSpec::parse(spec.as_ref()))
             .collect::<Result<Vec<_>, Error>>()?;
-        if let Some(embedded) = specs.iter().find(|spec| spec.loader() == LoaderKind::Embedded) {
-            return Err(Error::EmbeddedUnsupported { spec: embedded.as_str().to_owned() });
-        }
         let manager = Manager::new();
         for spec in &specs {
             // SAFETY: forwarded to the caller.

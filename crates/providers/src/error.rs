@@ -167,6 +167,19 @@ pub enum Error {
         /// Why it is unusable and what to do.
         reason: String,
     },
+    /// The embedded ELF loader refused an image or could not map it.
+    #[error(
+        "embedded ELF plugin {plugin} cannot be loaded; check that it is a standalone plugin built for \
+         this host (`xplug fatelf list` shows a container's records)"
+    )]
+    EmbeddedElf {
+        /// The file, or `memory image `name``.
+        plugin: String,
+        /// What the loader refused, with the values it found (boxed: it is
+        /// large and rare).
+        #[source]
+        source: Box<crate::embedded_elf::EmbeddedElfError>,
+    },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}")]
     Io {
@@ -207,6 +220,7 @@ impl Error {
             Self::WrongArchitecture { .. } => StatusCode::FAILED_PRECONDITION,
             Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::EmbeddedElf { source, .. } => source.code(),
         }
     }
 }

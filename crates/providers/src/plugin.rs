@@ -50,6 +50,16 @@ pub enum PluginSource {
         /// The name the caller gave the image.
         name: String,
     },
+    /// An embedded ELF (`.sos`) image mapped by xplug's own loader.
+    EmbeddedElf {
+        /// The file, when loaded from one.
+        path: Option<PathBuf>,
+        /// The name the caller gave the image, when loaded from memory
+        /// (empty for files).
+        name: String,
+        /// The FatELF record chosen, or `None` for a plain ELF.
+        record: Option<crate::embedded_elf::FatElfRecord>,
+    },
 }
 
 impl fmt::Display for PluginSource {
@@ -58,6 +68,16 @@ impl fmt::Display for PluginSource {
             Self::Static => f.write_str("linked in"),
             Self::SystemLibrary { path } => write!(f, "{}", path.display()),
             Self::Memory { name } => write!(f, "memory image `{name}`"),
+            Self::EmbeddedElf { path, name, record } => {
+                match path {
+                    Some(path) => write!(f, "{}", path.display())?,
+                    None => write!(f, "memory image `{name}`")?,
+                }
+                match record {
+                    Some(record) => write!(f, " (embedded ELF, FatELF record {}: {record})", record.index),
+                    None => f.write_str(" (embedded ELF)"),
+                }
+            }
         }
     }
 }

@@ -1,0 +1,227 @@
+//! The mapping half of the embedded loader: the only code here that
+//! touches memory. It reserves one private anonymous mapping for a
+//! validated [`ElfPlan`], copies the segments in, applies the planned
+//! relocations, then sets each segment's final protections (RELRO
+//! read-only) and, where the architecture needs it, makes the instruction
+//! cache see the new code. The mapping is released when the image drops.
+
+use std::ffi::c_void;
+
+use super::EmbeddedElfError;
+use super::validate::ElfPlan;
+
+/// A loaded image: one private mapping holding the plugin's segments.
+#[cfg_attr(not(unix), expect(dead_code, reason = "only the Unix mapping step creates images"))]
+pub(crate) struct MappedImage {
+    base: *mut c_void,
+    size: usize,
+}
+
+// SAFETY: after `map` returns, the mapping is never written by this side
+// again (only the plugin's own code writes its writable segment, which the
+// v0 ABI requires to be thread-safe); unmapping happens once, in `Drop`,
+// when no one holds the image.
+unsafe impl Send for MappedImage {}
+// SAFETY: as above; `&MappedImage` only exposes addresses.
+unsafe impl Sync for MappedImage {}
+
+#[cfg_attr(not(unix), expect(dead_code, reason = "only the Unix mapping step creates images"))]
+impl MappedImage {
+    /// The address of `offset` bytes past the image base.
+    pub(crate) fn address(&self, offset: u64) -> usize {
+        self.base as usize + offset as usize
+    }
+}
+
+impl Drop for MappedImage {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: `base`/`size` are exactly the mapping `map` created, and
+        // nothing refers into it any more: the plugin that ran from it was
+        // unloaded before its keep-alive (this image) was released.
+        unsafe {
+            libc::munmap(self.base, self.size);
+        }
+    }
+}
+
+/// The host's page size.
+pub(crate) fn page_size() -> Result<u64, EmbeddedElfError> {
+    #[cfg(unix)]
+    {
+        // SAFETY: `sysconf` has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(size)
+            .ok()
+            .filter(|size| size.is_power_of_two())
+            .ok_or(EmbeddedElfError::UnsupportedHost { reason: "the page size is unknown" })
+    }
+    #[cfg(not(unix))]
+    {
+        Err(EmbeddedElfError::UnsupportedHost {
+            reason: "the mapping step is implemented for Unix hosts only (mmap/mprotect)",
+        })
+    }
+}
+
+#[cfg(unix)]
+fn os_error(action: &'static str, size: u64) -> EmbeddedElfError {
+    EmbeddedElfError::Memory { action, size, source: std::sync::Arc::new(std::io::Error::last_os_error()) }
+}
+
+/// Maps `plan` (validated for this host) from `elf`, the bytes of the ELF
+/// it was validated from (`&input[plan.elf()]`).
+#[cfg(unix)]
+pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElfError> {
+    let size = usize::try_from(plan.image_size()).map_err(|_| EmbeddedElfError::TooLarge {
+        what: "image",
+        size: plan.image_size(),
+        limit: usize::MAX as u64,
+    })?;
+    // SAFETY: a fresh private anonymous mapping at an address the kernel
+    // chooses; no existing memory is affected.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(os_error("reserve memory", plan.image_size()));
+    }
+    // From here on the mapping is released on every error path.
+    let image = MappedImage { base, size };
+    let bytes = base.cast::<u8>();
+    for segment in plan.segments() {
+        let file = &elf[segment.file_range.start as usize..segment.file_range.end as usize];
+        // SAFETY: `validate` checked that the segment (`mem_size >=
+        // file.len()` bytes at `image_offset`) lies inside the image, whose
+        // `size` bytes are mapped read-write; the source is the caller's
+        // slice, which cannot overlap a fresh mapping. Anonymous memory is
+        // already zero past the copied bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(file.as_ptr(), bytes.add(segment.image_offset as usize), file.len())
+        };
+    }
+    let load_base = base as u64;
+    for relocation in &plan.relocations {
+        let (value, width) = relocation.bytes(load_base)?;
+        // SAFETY: `validate` checked that `width` bytes at `image_offset`
+        // lie inside one segment, hence inside the read-write mapping;
+        // the write is unaligned-safe (byte copy).
+        unsafe {
+            std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(relocation.image_offset as usize), width)
+        };
+    }
+    protect(&image, plan)?;
+    Ok(image)
+}
+
+/// Sets final protections: pages outside every segment inaccessible, each
+/// segment's pages its own flags (validated not to share pages with other
+/// flags), the RELRO pages read-only. Pages are grouped into runs of equal
+/// protection, one `mprotect` per run; runs that stay read-write (the
+/// reservation's protection) need no call.
+#[cfg(unix)]
+fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> {
+    let page = page_size()? as usize;
+    for segment in plan.segments().iter().filter(|segment| segment.flags.execute) {
+        let start = segment.image_offset as usize;
+        flush_instruction_cache(image.base.cast::<u8>().wrapping_add(start), segment.mem_size as usize);
+    }
+    let pages = image.size / page;
+    let mut protections = vec![libc::PROT_NONE; pages];
+    for segment in plan.segments() {
+        let first = segment.image_offset as usize / page;
+        let end = ((segment.image_offset + segment.mem_size) as usize).div_ceil(page).min(pages);
+        let mut protection = libc::PROT_NONE;
+        if segment.flags.read {
+            protection |= libc::PROT_READ;
+        }
+        if segment.flags.write {
+            protection |= libc::PROT_WRITE;
+        }
+        if segment.flags.execute {
+            protection |= libc::PROT_EXEC;
+        }
+        protections[first..end].fill(protection);
+    }
+    if let Some(relro) = plan.relro() {
+        let (first, end) = (relro.start as usize / page, (relro.end as usize / page).min(pages));
+        protections[first..end].fill(libc::PROT_READ);
+    }
+    let mut start = 0;
+    while start < pages {
+        let protection = protections[start];
+        let end = protections[start..].iter().position(|&p| p != protection).map_or(pages, |run| start + run);
+        if protection != libc::PROT_READ | libc::PROT_WRITE {
+            // SAFETY: pages `start..end` are inside the mapping; changing
+            // their protection affects only this image, which no one
+            // executes yet.
+            let result = unsafe {
+                libc::mprotect(
+                    image.base.cast::<u8>().add(start * page).cast(),
+                    (end - start) * page,
+                    protection,
+                )
+            };
+            if result != 0 {
+                return Err(os_error("set page protections", ((end - start) * page) as u64));
+            }
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Makes freshly written code visible to instruction fetch (aarch64 needs
+/// explicit cache maintenance; x86_64 keeps caches coherent).
+#[cfg(unix)]
+fn flush_instruction_cache(start: *mut u8, size: usize) {
+    #[cfg(target_arch = "aarch64")]
+    {
+        // Clean the data cache to the point of unification, then invalidate
+        // the instruction cache, line by line (the sequence the
+        // architecture manual gives for self-modifying code); line sizes
+        // come from CTR_EL0.
+        let ctr: u64;
+        // SAFETY: reading CTR_EL0 is allowed at EL0 on Linux and has no
+        // side effects.
+        unsafe { core::arch::asm!("mrs {}, ctr_el0", out(reg) ctr, options(nomem, nostack)) };
+        let data_line = 4usize << ((ctr >> 16) & 0xf);
+        let code_line = 4usize << (ctr & 0xf);
+        let (first, end) = (start as usize, start as usize + size);
+        let mut line = first & !(data_line - 1);
+        while line < end {
+            // SAFETY: `line` is inside (or at the line start of) the
+            // mapping's segment, which is mapped and readable; `dc cvau`
+            // only writes back cache contents.
+            unsafe { core::arch::asm!("dc cvau, {}", in(reg) line, options(nostack)) };
+            line += data_line;
+        }
+        // SAFETY: a barrier; no memory operands.
+        unsafe { core::arch::asm!("dsb ish", options(nostack)) };
+        let mut line = first & !(code_line - 1);
+        while line < end {
+            // SAFETY: as above; `ic ivau` only invalidates cache lines.
+            unsafe { core::arch::asm!("ic ivau, {}", in(reg) line, options(nostack)) };
+            line += code_line;
+        }
+        // SAFETY: barriers; no memory operands.
+        unsafe { core::arch::asm!("dsb ish", "isb", options(nostack)) };
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    let _ = (start, size);
+}
+
+/// Maps `plan`: unavailable on this platform.
+#[cfg(not(unix))]
+pub(crate) fn map(_plan: &ElfPlan, _elf: &[u8]) -> Result<MappedImage, EmbeddedElfError> {
+    Err(EmbeddedElfError::UnsupportedHost {
+        reason: "the mapping step is implemented for Unix hosts only (mmap/mprotect)",
+    })
+}

@@ -1,0 +1,163 @@
+//! Support code for Rust plugins linked as standalone embedded ELF files
+//! (`.sos`): no libc, no `std`, nothing imported from the host.
+//!
+//! A `.sos` is linked from a `no_std` static library with `-nostdlib
+//! --no-undefined`, so everything the compiled code calls must be inside
+//! it. This crate supplies what the `*-linux-gnu` targets' `core`/`alloc`
+//! and `compiler_builtins` leave to libc or to `std`:
+//!
+//! - `memcpy`, `memmove`, `memset`, `memcmp` and `bcmp` (the compiler emits
+//!   calls to them for copies, fills and comparisons) and `strlen`
+//!   (`CStr::from_ptr` calls it);
+//! - a panic handler that stops the program with a trap instruction (a
+//!   standalone plugin cannot print or unwind);
+//! - a global allocator that refuses every request: a standalone plugin
+//!   allocates only through the host allocator it is given at load.
+//!
+//! The crate is `#![no_builtins]` so the loops below are not themselves
+//! turned into calls to the functions they implement. It is only linked
+//! into `.sos` builds (the plugin's `sos` feature); ordinary builds of a
+//! plugin use `std` and the system's libc.
+#![no_std]
+#![no_builtins]
+
+use core::ffi::{c_int, c_void};
+
+/// Copies `n` bytes from `src` to `dest` (non-overlapping).
+///
+/// # Safety
+/// C's `memcpy` contract: both ranges valid for `n` bytes, not overlapping.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memcpy(dest: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    let (d, s) = (dest.cast::<u8>(), src.cast::<u8>());
+    for i in 0..n {
+        // SAFETY: `i < n`, both ranges valid for `n` bytes (C contract).
+        unsafe { *d.add(i) = *s.add(i) };
+    }
+    dest
+}
+
+/// Copies `n` bytes from `src` to `dest`; the ranges may overlap.
+///
+/// # Safety
+/// C's `memmove` contract: both ranges valid for `n` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memmove(dest: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
+    let (d, s) = (dest.cast::<u8>(), src.cast::<u8>());
+    if (d as usize) <= (s as usize) {
+        for i in 0..n {
+            // SAFETY: `i < n`, both ranges valid (C contract); copying
+            // forwards never reads a byte already overwritten when the
+            // destination starts at or before the source.
+            unsafe { *d.add(i) = *s.add(i) };
+        }
+    } else {
+        for i in (0..n).rev() {
+            // SAFETY: as above, copying backwards for a later destination.
+            unsafe { *d.add(i) = *s.add(i) };
+        }
+    }
+    dest
+}
+
+/// Fills `n` bytes at `dest` with the low byte of `value`.
+///
+/// # Safety
+/// C's `memset` contract: `dest` valid for `n` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memset(dest: *mut c_void, value: c_int, n: usize) -> *mut c_void {
+    let d = dest.cast::<u8>();
+    for i in 0..n {
+        // SAFETY: `i < n`, `dest` valid for `n` bytes (C contract).
+        unsafe { *d.add(i) = value as u8 };
+    }
+    dest
+}
+
+/// Compares `n` bytes; negative, zero or positive like C's `memcmp`.
+///
+/// # Safety
+/// C's `memcmp` contract: both ranges valid for `n` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
+    let (a, b) = (a.cast::<u8>(), b.cast::<u8>());
+    for i in 0..n {
+        // SAFETY: `i < n`, both ranges valid for `n` bytes (C contract).
+        let (x, y) = unsafe { (*a.add(i), *b.add(i)) };
+        if x != y {
+            return c_int::from(x) - c_int::from(y);
+        }
+    }
+    0
+}
+
+/// Zero when `n` bytes are equal, non-zero otherwise.
+///
+/// # Safety
+/// As [`memcmp`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
+    // SAFETY: same contract.
+    unsafe { memcmp(a, b, n) }
+}
+
+/// The length of the NUL-terminated string at `s` (`CStr::from_ptr` calls
+/// it).
+///
+/// # Safety
+/// C's `strlen` contract: `s` points at a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn strlen(s: *const core::ffi::c_char) -> usize {
+    let mut n = 0;
+    // SAFETY: every byte up to and including the NUL is readable (C
+    // contract); the loop stops at the NUL.
+    while unsafe { *s.add(n) } != 0 {
+        n += 1;
+    }
+    n
+}
+
+/// Stops the plugin: executes the architecture's trap instruction.
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    loop {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        // SAFETY: `ud2` raises an invalid-opcode fault; it touches no memory.
+        unsafe {
+            core::arch::asm!("ud2", options(nomem, nostack))
+        };
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `udf #0` raises an undefined-instruction fault; no memory.
+        unsafe {
+            core::arch::asm!("udf #0", options(nomem, nostack))
+        };
+        #[cfg(any(target_arch = "riscv64", target_arch = "riscv32"))]
+        // SAFETY: `unimp` raises an illegal-instruction fault; no memory.
+        unsafe {
+            core::arch::asm!("unimp", options(nomem, nostack))
+        };
+    }
+}
+
+#[cfg(not(test))]
+mod allocator {
+    /// The global allocator of a standalone plugin: every request fails (a
+    /// null pointer), so a stray `alloc` use ends in the allocation-error
+    /// handler instead of reaching for memory the host did not give.
+    struct NoAllocation;
+
+    // SAFETY: `alloc` always returns null (a valid "failed" answer) and
+    // `dealloc` is never handed a pointer this allocator produced (it produces
+    // none).
+    unsafe impl core::alloc::GlobalAlloc for NoAllocation {
+        unsafe fn alloc(&self, _layout: core::alloc::Layout) -> *mut u8 {
+            core::ptr::null_mut()
+        }
+
+        unsafe fn dealloc(&self, _ptr: *mut u8, _layout: core::alloc::Layout) {}
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: NoAllocation = NoAllocation;
+}

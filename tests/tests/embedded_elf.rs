@@ -1,0 +1,555 @@
+//! The embedded ELF loader on the `.sos` files `cargo xtask build-plugins`
+//! writes: the manager routes `embedded:` specs and `.sos` paths to it and
+//! runs `simple_mul_workgroup` from the Rust and the C plugin; a `.sos` built
+//! by a plain C toolchain loads; and every hostile mutation of a real image
+//! is refused with its own typed error.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use xplug_abi::StatusCode;
+use xplug_manager::Manager;
+use xplug_manager::providers::embedded_elf::{self, EmbeddedElfError, fatelf, validate};
+use xplug_manager::providers::{Error as ProviderError, LoadParamList, Plugin, PluginSource};
+
+/// Builds the example plugins once per test process; returns their directory.
+fn plugins() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = xtask::workspace_root();
+        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
+            .expect("the example plugins build");
+        assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
+        xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
+    })
+}
+
+fn sos(name: &str) -> PathBuf {
+    plugins().join(format!("{name}.sos"))
+}
+
+/// The host record of the Rust plugin's `.sos`: a plain ELF to mutate.
+fn rust_elf() -> Vec<u8> {
+    let bytes = std::fs::read(sos("sample_standalone")).unwrap();
+    let plan = validate(&bytes).unwrap();
+    assert!(plan.record().is_some(), "the .sos is a FatELF container");
+    bytes[plan.elf()].to_vec()
+}
+
+/// IREE's custom-dispatch params (three bindings with offsets, size, tid,
+/// processor id and data).
+#[repr(C)]
+struct WorkgroupParams {
+    lhs: *const f32,
+    lhs_offset: usize,
+    rhs: *const f32,
+    rhs_offset: usize,
+    out: *mut f32,
+    out_offset: usize,
+    size: usize,
+    tid: usize,
+    processor_id: u32,
+    processor_data: *const u64,
+}
+
+/// Resolves and runs `simple_mul_workgroup` on 48 elements (one call, slice
+/// from element 0, so either reading of `tid` gives the same result).
+fn run_simple_mul(manager: &Arc<Manager>) {
+    let imports = manager.resolve_imports(["simple_mul_workgroup"]).unwrap();
+    let lhs: Vec<f32> = (0..48).map(|i| i as f32 + 0.5).collect();
+    let rhs: Vec<f32> = (0..48).map(|i| 3.0 - i as f32).collect();
+    let mut out = vec![f32::NAN; 48];
+    let mut params = WorkgroupParams {
+        lhs: lhs.as_ptr(),
+        lhs_offset: 0,
+        rhs: rhs.as_ptr(),
+        rhs_offset: 0,
+        out: out.as_mut_ptr(),
+        out_offset: 0,
+        size: out.len(),
+        tid: 0,
+        processor_id: 0,
+        processor_data: std::ptr::null(),
+    };
+    // SAFETY: `simple_mul_workgroup` takes IREE's sample params; the three
+    // buffers hold `size` elements and outlive the call.
+    assert_eq!(unsafe { imports.call(0, &mut params) }.unwrap(), 0);
+    let expected: Vec<f32> = lhs.iter().zip(&rhs).map(|(a, b)| a * b).collect();
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn manager_runs_simple_mul_from_the_rust_sos() {
+    let spec = format!("embedded:{}", sos("sample_standalone").display());
+    // SAFETY: the project's own standalone plugin.
+    let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+    assert_eq!(manager.providers(), ["sample_standalone"]);
+    run_simple_mul(&manager);
+}
+
+#[test]
+fn manager_runs_simple_mul_from_the_c_sos_by_suffix() {
+    // No prefix: the `.sos` suffix selects the embedded loader.
+    let spec = sos("c_sample").display().to_string();
+    // SAFETY: the project's own standalone C plugin.
+    let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+    assert_eq!(manager.providers(), ["c_sample"]);
+    run_simple_mul(&manager);
+}
+
+#[test]
+fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
+    let bytes = std::fs::read(sos("sample_standalone")).unwrap();
+    let plan = validate(&bytes).unwrap();
+    let host_record = plan.elf().len();
+    assert!(host_record <= 16 * 1024, "the host record is {host_record} bytes");
+    assert!(plan.relocation_count() > 0);
+    assert_eq!(plan.symbol_count(), 2, "only the query function is exported");
+    assert_eq!(plan.hash_table(), embedded_elf::SymbolHashTable::Sysv);
+}
+
+#[test]
+fn the_plugin_source_names_the_file_and_record() {
+    let path = sos("sample_standalone");
+    // SAFETY: the project's own standalone plugin.
+    let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.unwrap();
+    let PluginSource::EmbeddedElf { path: Some(source_path), record: Some(record), .. } = plugin.source()
+    else {
+        panic!("unexpected source {:?}", plugin.source());
+    };
+    assert_eq!(source_path, &path);
+    assert_eq!(record.index, 0, "the host record comes first");
+    assert!(plugin.source().to_string().contains("FatELF record 0"), "{}", plugin.source());
+    assert_eq!(plugin.unload().live_allocations, 0);
+}
+
+#[test]
+fn a_sos_built_by_a_plain_c_toolchain_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    // IREE's compile flags with the system compiler and linker (GNU ld).
+    let output = xplug_tests::build_standalone_c_sample(dir.path());
+    let bytes = std::fs::read(&output).unwrap();
+    let plan = validate(&bytes).unwrap();
+    assert!(plan.record().is_none(), "a plain ELF, no container");
+    // SAFETY: the project's own standalone C plugin.
+    let plugin =
+        unsafe { Plugin::load_embedded_elf_image("c_sample_plain.so", &bytes, &LoadParamList::new()) }
+            .unwrap();
+    let manager = Arc::new(Manager::new());
+    manager.register_plugin(plugin).unwrap();
+    run_simple_mul(&manager);
+}
+
+#[test]
+fn a_plugin_without_the_standalone_feature_is_refused() {
+    // Flip STANDALONE off in the C plugin's header: the bytes are the
+    // `.features = 1` of a static const header; find them next to its
+    // version field in .rodata/.data.rel.ro via the description string.
+    let bytes = std::fs::read(sos("c_sample")).unwrap();
+    let plan = validate(&bytes).unwrap();
+    let mut elf = bytes[plan.elf()].to_vec();
+    // The header is {u32 version=1, pad, name*, description*, u32 features=1,
+    // i32 sanitizer=0, u64 reserved[8]}: in the file its pointer fields are
+    // zero (filled by RELATIVE relocations), so look for the pattern
+    // `01 00 00 00 | 4 pad | 16 zero | 01 00 00 00 | 00 00 00 00`.
+    let mut pattern = vec![1u8, 0, 0, 0];
+    pattern.extend([0u8; 20]);
+    pattern.extend([1u8, 0, 0, 0, 0, 0, 0, 0]);
+    let at =
+        elf.windows(pattern.len()).position(|window| window == pattern).expect("the C header in the image");
+    elf[at + 24] = 0;
+    // SAFETY: the project's C plugin with one header field changed.
+    let error =
+        unsafe { Plugin::load_embedded_elf_image("no_standalone", &elf, &LoadParamList::new()) }.unwrap_err();
+    assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION, "{error}");
+    assert!(
+        matches!(
+            &error,
+            ProviderError::Incompatible {
+                reason: xplug_manager::providers::checks::Incompatibility::MissingFeatures {
+                    loader: "embedded ELF",
+                    ..
+                },
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+// --- Hostile images: each mutation of the real Rust image, its refusal ---
+
+fn u16_at(elf: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(elf[at..at + 2].try_into().unwrap())
+}
+fn u32_at(elf: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(elf[at..at + 4].try_into().unwrap())
+}
+fn u64_at(elf: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(elf[at..at + 8].try_into().unwrap())
+}
+fn put_u16(elf: &mut [u8], at: usize, value: u16) {
+    elf[at..at + 2].copy_from_slice(&value.to_le_bytes());
+}
+fn put_u32(elf: &mut [u8], at: usize, value: u32) {
+    elf[at..at + 4].copy_from_slice(&value.to_le_bytes());
+}
+fn put_u64(elf: &mut [u8], at: usize, value: u64) {
+    elf[at..at + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+/// File offsets of the program headers.
+fn phdrs(elf: &[u8]) -> Vec<usize> {
+    let (offset, count) = (u64_at(elf, 32) as usize, usize::from(u16_at(elf, 56)));
+    (0..count).map(|i| offset + i * 56).collect()
+}
+
+fn phdr_of_type(elf: &[u8], p_type: u32) -> Vec<usize> {
+    phdrs(elf).into_iter().filter(|&at| u32_at(elf, at) == p_type).collect()
+}
+
+/// File offset of virtual address `address`.
+fn file_offset(elf: &[u8], address: u64) -> usize {
+    for at in phdr_of_type(elf, 1) {
+        let (offset, vaddr, filesz) = (u64_at(elf, at + 8), u64_at(elf, at + 16), u64_at(elf, at + 32));
+        if (vaddr..vaddr + filesz).contains(&address) {
+            return (offset + address - vaddr) as usize;
+        }
+    }
+    panic!("address {address:#x} not in the file");
+}
+
+/// File offsets of the dynamic entries (up to DT_NULL).
+fn dynamic_entries(elf: &[u8]) -> Vec<usize> {
+    let at = phdr_of_type(elf, 2)[0];
+    let (offset, size) = (u64_at(elf, at + 8) as usize, u64_at(elf, at + 32) as usize);
+    (offset..offset + size).step_by(16).take_while(|&entry| u64_at(elf, entry) != 0).collect()
+}
+
+fn dynamic_value(elf: &[u8], tag: u64) -> u64 {
+    let entry = dynamic_entries(elf).into_iter().find(|&entry| u64_at(elf, entry) == tag).unwrap();
+    u64_at(elf, entry + 8)
+}
+
+/// Replaces the first entry with `tag` (or a harmless one) by `new_tag`.
+fn set_dynamic(elf: &mut [u8], tag: u64, new_tag: u64, value: u64) {
+    let entry = dynamic_entries(elf).into_iter().find(|&entry| u64_at(elf, entry) == tag).unwrap();
+    put_u64(elf, entry, new_tag);
+    put_u64(elf, entry + 8, value);
+}
+
+/// The file offset of the first RELA entry.
+fn first_rela(elf: &[u8]) -> usize {
+    file_offset(elf, dynamic_value(elf, 7))
+}
+
+/// The file offset of the query symbol's name in the string table.
+fn query_name(elf: &[u8]) -> usize {
+    let strtab = file_offset(elf, dynamic_value(elf, 5));
+    let symtab = file_offset(elf, dynamic_value(elf, 6));
+    strtab + u32_at(elf, symtab + 24) as usize
+}
+
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+
+fn refused(elf: &[u8]) -> EmbeddedElfError {
+    let error = validate(elf).expect_err("a hostile image must be refused");
+    // The loader refuses it too, with the same cause, before mapping.
+    // SAFETY: refused by validation before any code runs.
+    match unsafe { Plugin::load_embedded_elf_image("hostile", elf, &LoadParamList::new()) } {
+        Err(ProviderError::EmbeddedElf { source, plugin, .. }) => {
+            assert_eq!(source.to_string(), error.to_string());
+            assert!(plugin.contains("hostile"));
+        }
+        other => panic!("expected an embedded ELF error, got {other:?}"),
+    }
+    error
+}
+
+#[test]
+fn the_unmodified_image_is_valid() {
+    let elf = rust_elf();
+    let plan = validate(&elf).unwrap();
+    assert!(plan.record().is_none());
+    assert_eq!(plan.elf(), 0..elf.len());
+}
+
+#[test]
+fn any_page_size_validates_without_panicking() {
+    let elf = rust_elf();
+    for page_size in [0, 1, 4096] {
+        let target = embedded_elf::ElfTarget::x86_64(page_size);
+        let plan = embedded_elf::validate_for(&elf, target).unwrap();
+        assert_eq!(plan.image_size() % target.page_size(), 0, "page size {page_size}");
+    }
+    // lld lays x86_64 segments out on 4 KiB pages: with larger pages they
+    // share pages with different protections, which is refused.
+    for page_size in [16384, 65536, u64::MAX] {
+        let target = embedded_elf::ElfTarget::x86_64(page_size);
+        let error = embedded_elf::validate_for(&elf, target).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                EmbeddedElfError::SegmentsOverlap { how: "share a page with different protections", .. }
+            ),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn truncated_images_are_refused_at_every_length() {
+    let elf = rust_elf();
+    assert!(matches!(refused(&elf[..40]), EmbeddedElfError::Truncated { needed: 64, available: 40, .. }));
+    assert!(matches!(refused(&elf[..0]), EmbeddedElfError::BadMagic { .. }));
+    for length in 0..elf.len() {
+        assert!(validate(&elf[..length]).is_err(), "a {length}-byte prefix was accepted");
+    }
+}
+
+#[test]
+fn wrong_machine_is_refused() {
+    let mut elf = rust_elf();
+    put_u16(&mut elf, 18, 183);
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::WrongArchitecture { found, .. } if found.starts_with("aarch64")),
+        "{error}"
+    );
+    // The same ELF checked as an aarch64 target gets past the header.
+    assert!(!matches!(
+        embedded_elf::validate_for(&elf, embedded_elf::ElfTarget::aarch64(4096)),
+        Err(EmbeddedElfError::WrongArchitecture { .. })
+    ));
+}
+
+#[test]
+fn a_fatelf_without_a_host_record_names_what_it_has() {
+    let mut other = rust_elf();
+    put_u16(&mut other, 18, 183);
+    let mut riscv = rust_elf();
+    put_u16(&mut riscv, 18, 243);
+    let container = fatelf::join(&[&other, &riscv]).unwrap();
+    let error = refused(&container);
+    assert!(
+        matches!(&error, EmbeddedElfError::NoMatchingRecord { found, .. } if found.len() == 2),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("aarch64 (64-bit, little-endian") && message.contains("riscv (64-bit"),
+        "{message}"
+    );
+    // With the host record last, it is found.
+    let host = rust_elf();
+    let container = fatelf::join(&[&other, &host]).unwrap();
+    assert_eq!(validate(&container).unwrap().record().unwrap().index, 1);
+}
+
+#[test]
+fn not_a_shared_object_is_refused() {
+    let mut elf = rust_elf();
+    put_u16(&mut elf, 16, 2);
+    assert!(matches!(refused(&elf), EmbeddedElfError::BadHeader { field: "e_type", found: 2, .. }));
+    let mut elf = rust_elf();
+    put_u16(&mut elf, 54, 32);
+    assert!(matches!(refused(&elf), EmbeddedElfError::EntrySize { expected: 56, found: 32, .. }));
+    let mut elf = rust_elf();
+    put_u64(&mut elf, 32, u64::MAX - 8);
+    assert!(matches!(refused(&elf), EmbeddedElfError::TableOutOfBounds { .. }));
+}
+
+#[test]
+fn writable_and_executable_segments_are_refused() {
+    let mut elf = rust_elf();
+    let code = phdr_of_type(&elf, 1).into_iter().find(|&at| u32_at(&elf, at + 4) & 1 != 0).unwrap();
+    put_u32(&mut elf, code + 4, 7);
+    assert!(matches!(refused(&elf), EmbeddedElfError::WritableAndExecutable { flags: 7, .. }));
+}
+
+#[test]
+fn file_size_over_memory_size_is_refused() {
+    let mut elf = rust_elf();
+    let load = phdr_of_type(&elf, 1)[0];
+    let memsz = u64_at(&elf, load + 40);
+    put_u64(&mut elf, load + 32, memsz + 1);
+    assert!(
+        matches!(refused(&elf), EmbeddedElfError::SegmentFileSize { file_size, mem_size, .. } if file_size == mem_size + 1)
+    );
+}
+
+#[test]
+fn overlapping_segments_are_refused() {
+    let mut elf = rust_elf();
+    let loads = phdr_of_type(&elf, 1);
+    // Move the last segment onto the first one's addresses.
+    let first_vaddr = u64_at(&elf, loads[0] + 16);
+    let last = *loads.last().unwrap();
+    put_u64(&mut elf, last + 16, first_vaddr + 8);
+    assert!(matches!(refused(&elf), EmbeddedElfError::SegmentsOverlap { how: "overlap", .. }));
+}
+
+#[test]
+fn absurd_sizes_are_refused() {
+    let mut elf = rust_elf();
+    let load = *phdr_of_type(&elf, 1).last().unwrap();
+    put_u64(&mut elf, load + 40, 1 << 40);
+    assert!(matches!(refused(&elf), EmbeddedElfError::TooLarge { .. }));
+}
+
+#[test]
+fn thread_local_storage_is_refused() {
+    let mut elf = rust_elf();
+    let stack = phdr_of_type(&elf, 0x6474_e551)[0];
+    put_u32(&mut elf, stack, 7);
+    assert!(matches!(refused(&elf), EmbeddedElfError::ThreadLocalStorage { .. }));
+    let mut elf = rust_elf();
+    let rela = first_rela(&elf);
+    put_u64(&mut elf, rela + 8, 18); // R_X86_64_TPOFF64
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::ThreadLocalStorage { found } if found.contains("R_X86_64_TPOFF64")),
+        "{error}"
+    );
+}
+
+#[test]
+fn relocations_outside_the_image_are_refused() {
+    let mut elf = rust_elf();
+    let rela = first_rela(&elf);
+    put_u64(&mut elf, rela, 0x4000_0000);
+    assert!(matches!(
+        refused(&elf),
+        EmbeddedElfError::RelocationOutOfImage { address: 0x4000_0000, width: 8 }
+    ));
+    // Straddling the end of the last segment by one byte.
+    let mut elf = rust_elf();
+    let last = *phdr_of_type(&elf, 1).last().unwrap();
+    let end = u64_at(&elf, last + 16) + u64_at(&elf, last + 40);
+    put_u64(&mut elf, rela, end - 7);
+    assert!(matches!(refused(&elf), EmbeddedElfError::RelocationOutOfImage { .. }));
+}
+
+#[test]
+fn unknown_and_unsupported_relocations_are_refused_by_name() {
+    for (r_type, name) in [(99u64, "unknown"), (37, "R_X86_64_IRELATIVE"), (5, "R_X86_64_COPY")] {
+        let mut elf = rust_elf();
+        let rela = first_rela(&elf);
+        put_u64(&mut elf, rela + 8, r_type);
+        let error = refused(&elf);
+        assert!(
+            matches!(&error, EmbeddedElfError::UnsupportedRelocation { name: found, .. } if *found == name),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_symbol_index_out_of_range_is_refused() {
+    let mut elf = rust_elf();
+    let rela = first_rela(&elf);
+    put_u64(&mut elf, rela + 8, (5 << 32) | 1); // R_X86_64_64 against symbol 5
+    assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 5, count: 2, .. }));
+}
+
+#[test]
+fn huge_and_cyclic_hash_chains_are_refused() {
+    let hash = |elf: &[u8]| file_offset(elf, dynamic_value(elf, 4));
+    let mut elf = rust_elf();
+    let at = hash(&elf);
+    put_u32(&mut elf, at + 4, 0x4000_0000); // nchain
+    assert!(matches!(refused(&elf), EmbeddedElfError::AddressNotInFile { .. }));
+
+    // A chain that points back at itself, walked for a name not there.
+    let mut elf = rust_elf();
+    let at = hash(&elf);
+    let nbucket = u32_at(&elf, at) as usize;
+    for bucket in 0..nbucket {
+        put_u32(&mut elf, at + 8 + bucket * 4, 1);
+    }
+    put_u32(&mut elf, at + 8 + nbucket * 4 + 4, 1); // chain[1] = 1
+    let name = query_name(&elf);
+    elf[name + 4] = b'X';
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::BadHashTable { reason, .. } if reason.contains("cycle")),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_imported_symbol_is_refused_with_its_name() {
+    let mut elf = rust_elf();
+    let name = query_name(&elf);
+    elf[name..name + 8].copy_from_slice(b"host_fn\0");
+    let symtab = file_offset(&elf, dynamic_value(&elf, 6));
+    put_u16(&mut elf, symtab + 24 + 6, 0); // st_shndx = SHN_UNDEF
+    let error = refused(&elf);
+    assert!(matches!(&error, EmbeddedElfError::UndefinedSymbol { name } if name == "host_fn"), "{error}");
+    assert!(error.to_string().contains("not a standalone plugin: it imports `host_fn`"), "{error}");
+}
+
+#[test]
+fn a_missing_query_symbol_is_refused() {
+    let mut elf = rust_elf();
+    let name = query_name(&elf);
+    elf[name] = b'j';
+    assert!(matches!(refused(&elf), EmbeddedElfError::MissingQuery { .. }));
+}
+
+#[test]
+fn initializers_needed_libraries_and_unsupported_tables_are_refused() {
+    let cases: [(u64, u64, &str); 6] = [
+        (12, 0x1000, "DT_INIT"),
+        (25, 0x1000, "DT_INIT_ARRAY"),
+        (32, 0x1000, "DT_PREINIT_ARRAY"),
+        (36, 0x1000, "DT_RELR"),
+        (17, 0x1000, "DT_REL"),
+        (1, 1, "DT_NEEDED"),
+    ];
+    for (tag, value, name) in cases {
+        let mut elf = rust_elf();
+        set_dynamic(&mut elf, DT_FLAGS_1, tag, value);
+        let error = refused(&elf);
+        let matched = match &error {
+            EmbeddedElfError::Initializer { tag } => tag == &name,
+            EmbeddedElfError::UnsupportedDynamicEntry { tag, .. } => tag.starts_with(name),
+            EmbeddedElfError::NeededLibrary { .. } => name == "DT_NEEDED",
+            _ => false,
+        };
+        assert!(matched, "{name}: {error}");
+    }
+}
+
+#[test]
+fn single_byte_corruptions_never_panic() {
+    let elf = rust_elf();
+    // Every byte of the headers and dynamic tables, three values each:
+    // validation must answer (accept or refuse), never panic or hang.
+    let limit = elf.len().min(0x1000);
+    for at in 0..limit {
+        for value in [0x00, 0xff, 0x80] {
+            let mut copy = elf.clone();
+            copy[at] = value;
+            let _ = validate(&copy);
+        }
+    }
+}
+
+#[test]
+fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
+    let bytes = std::fs::read(sos("sample_standalone")).unwrap();
+    let records = fatelf::records(&bytes).unwrap();
+    for record in &records {
+        let target = match record.machine {
+            62 => embedded_elf::ElfTarget::x86_64(4096),
+            183 => embedded_elf::ElfTarget::aarch64(65536),
+            243 => embedded_elf::ElfTarget::riscv64(4096),
+            other => panic!("unexpected record machine {other}"),
+        };
+        let plan =
+            embedded_elf::validate_for(&bytes, target).unwrap_or_else(|error| panic!("{record}: {error}"));
+        assert_eq!(plan.record(), Some(record), "the first record of each architecture is chosen");
+        assert!(plan.relocation_count() > 0, "{record}");
+    }
+}
