@@ -139,6 +139,8 @@ impl CliError {
                     LoadError::NotSharedObject { .. } => "not_shared_object",
                     LoadError::WrongArchitecture { .. } => "wrong_architecture",
                     LoadError::LibraryOpen { .. } => "library_open",
+                    LoadError::UndefinedSymbol { .. } => "undefined_symbol",
+                    LoadError::NotAFunction { .. } => "not_a_function",
                     LoadError::MissingExport { .. } => "missing_export",
                     LoadError::UnsupportedVersion { .. } => "unsupported_version",
                     LoadError::Incompatible { .. } => "incompatible",
