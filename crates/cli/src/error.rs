@@ -79,6 +79,23 @@ pub(crate) enum CliError {
         /// Plugin value.
         found: f32,
     },
+    /// The plugin crashed or hung in the child process probing it.
+    #[error("plugin `{plugin}` {failure}; run with --in-process under a debugger to see where")]
+    PluginFault {
+        /// The plugin as named on the command line.
+        plugin: String,
+        /// The signal or timeout, and the stage.
+        failure: xplug_providers::probe::ProbeFailure,
+    },
+    /// The child process probing a plugin could not be run.
+    #[error("cannot run a child process to probe plugin `{plugin}`")]
+    ProbeUnavailable {
+        /// The plugin as named on the command line.
+        plugin: String,
+        /// Why.
+        #[source]
+        source: xplug_providers::Error,
+    },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
     WorkerPanicked {
@@ -106,6 +123,11 @@ impl CliError {
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
             Self::ImportFailed { .. } => StatusCode::INTERNAL,
             Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
+            Self::PluginFault { failure, .. } => match failure {
+                xplug_providers::probe::ProbeFailure::TimedOut { .. } => StatusCode::DEADLINE_EXCEEDED,
+                _ => StatusCode::INTERNAL,
+            },
+            Self::ProbeUnavailable { source, .. } => source.code(),
         }
     }
 
@@ -124,10 +146,22 @@ impl CliError {
             Self::ImportFailed { .. } => "import_failed",
             Self::Mismatch { .. } => "mismatch",
             Self::WorkerPanicked { .. } => "worker_panicked",
+            Self::PluginFault { failure, .. } => match failure.kind() {
+                "timed_out" => "plugin_timed_out",
+                _ => "plugin_crashed",
+            },
+            Self::ProbeUnavailable { .. } => "probe_unavailable",
         }
     }
 
-    /// The messages of this error's causes, outermost first (itself excluded).
+    /// The crash or hang behind this error, for `--json`.
+    pub(crate) fn fault(&self) -> Option<&xplug_providers::probe::ProbeFailure> {
+        match self {
+            Self::PluginFault { failure, .. } => Some(failure),
+            _ => None,
+        }
+    }
+
     /// The kind of the plugin load failure in the cause chain, if any.
     fn load_failure_kind(&self) -> Option<&'static str> {
         use xplug_providers::Error as LoadError;

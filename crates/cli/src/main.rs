@@ -5,6 +5,11 @@
 //! terminal) or, with `--json`, exactly one JSON object on stdout. Errors go
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
 //! load or check failure, 2 a usage error.
+//!
+//! `inspect`, `check` and `bench` exercise the plugin in a child process
+//! (this binary re-run with `--in-process`), so a plugin that crashes or
+//! hangs is reported ("crashed with SIGSEGV during load") instead of
+//! killing the tool; `check` runs each check in a child of its own.
 
 #![expect(
     clippy::result_large_err,
@@ -20,6 +25,7 @@ mod check;
 mod demo;
 mod error;
 mod inspect;
+mod isolate;
 mod output;
 mod resolve;
 mod trust;
@@ -43,6 +49,15 @@ struct Cli {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
     json: bool,
+    /// Run the plugin in this process instead of in a child process (a
+    /// plugin crash then kills xplug; useful under a debugger).
+    #[arg(long, global = true)]
+    in_process: bool,
+    /// Seconds a plugin may run without progress before its child process
+    /// is killed (inspect, check and bench).
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    timeout: u32,
     #[command(subcommand)]
     command: Command,
 }
@@ -128,8 +143,16 @@ pub(crate) fn report_error(error: &CliError) {
 }
 
 fn run(cli: &Cli) -> Result<u8, CliError> {
+    let isolation = if cli.in_process {
+        isolate::Isolation::InProcess
+    } else {
+        isolate::Isolation::Child(std::time::Duration::from_secs(u64::from(cli.timeout)))
+    };
     match &cli.command {
-        Command::Inspect { plugin } => inspect::run(plugin, cli.json),
+        Command::Inspect { plugin } => match isolation {
+            isolate::Isolation::InProcess => inspect::run(plugin, cli.json),
+            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
+        },
         Command::Resolve { plugins, with_static, symbols } => {
             resolve::run(plugins, *with_static, symbols, cli.json)
         }
@@ -151,11 +174,15 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             let Some(plugin) = plugin else {
                 return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
             };
-            check::run(plugin, symbols, single_check.as_deref(), cli.json)
+            check::run(plugin, symbols, single_check.as_deref(), cli.json, isolation)
         }
-        Command::Bench { plugin, symbols, runs, call } => {
-            bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call }, cli.json)
-        }
+        Command::Bench { plugin, symbols, runs, call } => match isolation {
+            isolate::Isolation::InProcess => bench::run(
+                &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },
+                cli.json,
+            ),
+            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
+        },
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),
@@ -181,6 +208,7 @@ fn main() -> ExitCode {
                         "code": error.code().to_string(),
                         "message": error.to_string(),
                         "causes": error.causes(),
+                        "fault": error.fault().map(isolate::fault_json),
                     },
                 }));
             }

@@ -63,6 +63,13 @@ impl std::fmt::Debug for RawLibrary {
     }
 }
 
+impl Drop for RawLibrary {
+    fn drop(&mut self) {
+        // The library closes right after this (its finalisers run).
+        crate::probe::mark(crate::probe::Stage::Close);
+    }
+}
+
 impl RawLibrary {
     /// Opens the shared library at `path`.
     ///
@@ -107,6 +114,7 @@ impl RawLibrary {
         // `dlopen` searches the library path for names without a slash; a
         // file name given by the caller means the file here.
         let open_path = if path.is_relative() { Path::new(".").join(path) } else { path.to_path_buf() };
+        crate::probe::mark(crate::probe::Stage::Open);
         let library = open_now(&open_path).map_err(|error| {
             // The success path costs exactly one `dlopen`; only a failure pays
             // for reading the file, to name the precise cause as a typed error.
@@ -586,6 +594,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes).map_err(|error| io("write the in-memory file", error))?;
     let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    crate::probe::mark(crate::probe::Stage::Open);
     let library = open_now(&proc_path).map_err(|error| refusal(&shown, &error))?;
     // The descriptor stays open as long as the library: while it is, no
     // other image gets its number, so the loader never mistakes a new image
@@ -610,6 +619,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
         .map_err(|error| io("create a temporary file", error))?;
     file.write_all(bytes).map_err(|error| io("write the temporary file", error))?;
     file.flush().map_err(|error| io("write the temporary file", error))?;
+    crate::probe::mark(crate::probe::Stage::Open);
     let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
     Ok(RawLibrary { library, shown, opened_as: file.path().to_path_buf(), _memory_file: Some(file) })
 }
