@@ -19,7 +19,7 @@ use xplug_manager::spec::{LoaderKind, PluginSpec};
 use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::error::CliError;
-use crate::output::{Progress, Style, Table, print_json};
+use crate::output::{Progress, Style, Table, print_json, safe};
 use crate::{resolve, trust};
 
 /// How long one timed batch should take at least.
@@ -158,7 +158,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         }));
     } else {
         let style = Style::stdout();
-        println!("{} ({} run(s), median)", style.bold(&plugin_name), options.runs);
+        println!("{} ({} run(s), median)", style.bold(&safe(&plugin_name)), options.runs);
         let mut table = Table::new(["operation", "median", "note"]);
         table.row([
             "load + unload".to_owned(),
@@ -171,7 +171,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             format!("{} per name; {resolved} resolved", format_ns(per_name)),
         ]);
         for (name, ns, result) in &calls {
-            table.row([format!("call {name}"), format_ns(*ns), format!("returned {result}")]);
+            table.row([format!("call {}", safe(name)), format_ns(*ns), format!("returned {result}")]);
         }
         print!("{}", table.render(style));
     }

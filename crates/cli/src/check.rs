@@ -20,7 +20,7 @@ use xplug_providers::{CountingAllocator, LoadParamList, ResolveRequest, SymbolNa
 
 use crate::error::CliError;
 use crate::isolate::{self, Isolation};
-use crate::output::{Style, Table, print_json};
+use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 use xplug_providers::probe::{ProbeFailure, ProbeStatus};
 
@@ -538,7 +538,7 @@ pub(crate) fn run(
         let mut table = Table::new(["check", "result", "detail"]);
         for result in &results {
             let verdict = if result.ok { style.good("pass") } else { style.bad("FAIL") };
-            table.row([result.name.to_owned(), verdict, result.detail.clone()]);
+            table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }
         print!("{}", table.render(style));
     }

@@ -136,9 +136,11 @@ enum Command {
 /// Prints `error` on stderr: the message, then each cause on its own line.
 pub(crate) fn report_error(error: &CliError) {
     let style = Style::stderr();
-    eprintln!("{} {error}", style.bad("error:"));
+    // Messages quote plugin strings: escaped, like every plugin string
+    // in the human output.
+    eprintln!("{} {}", style.bad("error:"), output::terminal_safe(&error.to_string()));
     for cause in error.causes() {
-        eprintln!("  caused by: {cause}");
+        eprintln!("  caused by: {}", output::terminal_safe(&cause));
     }
 }
 
