@@ -6,30 +6,11 @@ mod common;
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
-/// Builds `tests/plugins/thread_local_plugin` as a shared library with its
-/// C entry points, in a target directory of its own (as `cargo xtask
-/// build-plugins` does for the examples), and returns the library.
 fn build_thread_local_plugin() -> PathBuf {
-    let root = xplug_tests::workspace_root();
-    let target = root.join("target").join("plugin-build");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .current_dir(&root)
-        .args(["build", "--lib", "-p", "thread_local_plugin", "--features", "thread_local_plugin/export"])
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "building thread_local_plugin failed: {status}");
-    target.join("debug").join(format!(
-        "{}thread_local_plugin{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
+    common::build_rust_plugin("thread_local_plugin")
 }
 
 fn load(path: &Path) -> Plugin {
