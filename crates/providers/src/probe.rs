@@ -34,7 +34,8 @@
 //! ```
 //!
 //! Isolation protects the probing tool, not a production host: a plugin
-//! loaded for real runs in the host's process with the host's rights.
+//! loaded for real runs in the host's process with the host's rights
+//! (`docs/loading.md#probing-in-a-child-process`).
 
 use std::fmt;
 use std::io::{Read, Write};
