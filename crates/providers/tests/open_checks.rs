@@ -109,6 +109,24 @@ fn an_exports_list_that_is_a_variable_is_never_called() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
+fn an_exports_function_outside_executable_memory_is_never_called() {
+    let dir = tempfile::tempdir().unwrap();
+    // A function by its symbol type, placed in a writable, non-executable
+    // section: only the mapping check catches it.
+    let path = configurable_with(
+        dir.path(),
+        "data_section_exports",
+        "IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __attribute__((section(\".data\"))) \
+         const char* const* xplug_plugin_exports(size_t* count) { *count = 0; return 0; }",
+    );
+    // SAFETY: as in `load`.
+    let library = unsafe { RawLibrary::open(&path) }.unwrap();
+    assert_eq!(library.exports(), None);
+    assert!(!library.is_xplug_sdk());
+}
+
+#[test]
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn a_query_export_that_is_a_variable_is_refused() {
     let dir = tempfile::tempdir().unwrap();

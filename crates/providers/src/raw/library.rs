@@ -194,13 +194,13 @@ impl RawLibrary {
     /// claims more than [`MAX_LISTED_EXPORTS`] names. NULL entries are
     /// skipped.
     ///
-    /// The symbol is called only when the OS loader's symbol table says it
-    /// is a function ([`SymbolKind`]); a library with a variable of that
-    /// name (or where the kind cannot be told) lists nothing.
+    /// The symbol is called only when nothing says it is not a function
+    /// ([`SymbolKind`]): a library with a variable of that name, or whose
+    /// symbol lies outside executable memory, lists nothing.
     #[must_use]
     pub fn exports(&self) -> Option<Vec<String>> {
         let address = self.symbol_address(EXPORTS_LIST_NAME)?;
-        if symbol_kind(address) != SymbolKind::Function {
+        if !symbol_kind(address).may_be_called() {
             tracing::debug!(
                 library = %self.shown.display(),
                 "`{}` is not a function; its exports list is ignored",
@@ -235,8 +235,7 @@ impl RawLibrary {
     /// the mark of a library built with `xplug-sdk` (a Rust library).
     #[must_use]
     pub fn is_xplug_sdk(&self) -> bool {
-        self.symbol_address(EXPORTS_LIST_NAME)
-            .is_some_and(|address| symbol_kind(address) == SymbolKind::Function)
+        self.symbol_address(EXPORTS_LIST_NAME).is_some_and(|address| symbol_kind(address).may_be_called())
     }
 
     /// Keeps the library's code mapped for the rest of the process, even
@@ -289,7 +288,10 @@ pub enum SymbolKind {
     Data,
     /// Neither, or the symbol's ELF type is one this host does not know.
     Other(u8),
-    /// This platform cannot tell (no `dladdr1`).
+    /// Whatever the symbol table says, its address is not in executable
+    /// memory (Linux reads `/proc/self/maps`).
+    NotExecutable,
+    /// This platform cannot tell (neither `dladdr1` nor `/proc/self/maps`).
     Unknown,
 }
 
@@ -305,13 +307,56 @@ impl SymbolKind {
             Self::Function => "a function".to_owned(),
             Self::Data => "a variable".to_owned(),
             Self::Other(kind) => format!("a symbol of ELF type {kind}"),
+            Self::NotExecutable => "an address outside executable memory".to_owned(),
             Self::Unknown => "a symbol of unknown kind".to_owned(),
         }
     }
 }
 
-/// The kind of the dynamic symbol at `address`, read from the symbol table
-/// entry the loader itself holds for it (`dladdr1(RTLD_DL_SYMENT)`).
+/// What the symbol at `address` is: its ELF type from the loader's own
+/// symbol table entry ([`elf_symbol_kind`], glibc), then, on Linux, whether
+/// the address lies in an executable mapping of this process (a symbol the
+/// table calls a function, or whose type cannot be read, must).
+fn symbol_kind(address: *const ()) -> SymbolKind {
+    let kind = elf_symbol_kind(address);
+    if !matches!(kind, SymbolKind::Function | SymbolKind::Unknown) {
+        return kind;
+    }
+    match executable_mapping(address) {
+        Some(false) => SymbolKind::NotExecutable,
+        Some(true) | None => kind,
+    }
+}
+
+/// Whether `address` lies in an executable mapping: `None` when this
+/// cannot be told; `Some(false)` also for an address in no mapping.
+#[cfg(target_os = "linux")]
+fn executable_mapping(address: *const ()) -> Option<bool> {
+    let address = address as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    for line in maps.lines() {
+        // `start-end perms offset dev inode path`, addresses in hex.
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((start, end)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            continue;
+        };
+        if (start..end).contains(&address) {
+            return Some(perms.as_bytes().get(2) == Some(&b'x'));
+        }
+    }
+    Some(false)
+}
+
+/// Elsewhere the mappings are not read.
+#[cfg(not(target_os = "linux"))]
+fn executable_mapping(_address: *const ()) -> Option<bool> {
+    None
+}
+
+/// The ELF type of the dynamic symbol at `address`, read from the symbol
+/// table entry the loader itself holds for it (`dladdr1(RTLD_DL_SYMENT)`).
 ///
 /// Why this is sound: the entry is the one the loader resolved the name to
 /// (its address equals the symbol's), so its type is what the library's
@@ -320,7 +365,7 @@ impl SymbolKind {
 /// executed. It guards against mistakes, not malice: a library can lie in
 /// its symbol table, and it runs code at open anyway.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn symbol_kind(address: *const ()) -> SymbolKind {
+fn elf_symbol_kind(address: *const ()) -> SymbolKind {
     /// glibc's `RTLD_DL_SYMENT` (`<dlfcn.h>`): `dladdr1` returns the
     /// `ElfW(Sym)` of the symbol.
     const RTLD_DL_SYMENT: libc::c_int = 1;
@@ -341,11 +386,13 @@ fn symbol_kind(address: *const ()) -> SymbolKind {
     if found == 0 || entry.is_null() || info.dli_saddr.cast_const() != address.cast() {
         return SymbolKind::Unknown;
     }
-    // `st_info` is the byte after the 4-byte `st_name` in both ELF32 and
-    // ELF64 symbol entries.
+    // `st_info` follows `st_name` (4 bytes) in an `Elf64_Sym`, and
+    // `st_name`, `st_value`, `st_size` (4 bytes each) in an `Elf32_Sym`.
+    const ST_INFO_OFFSET: usize = if cfg!(target_pointer_width = "64") { 4 } else { 12 };
     // SAFETY: a non-NULL `entry` points to the loader's `ElfW(Sym)` for
-    // the symbol, at least 16 bytes long.
-    let st_info = unsafe { entry.cast::<u8>().add(4).read() };
+    // the symbol (16 bytes for ELF32, 24 for ELF64), which contains the
+    // byte at `ST_INFO_OFFSET`.
+    let st_info = unsafe { entry.cast::<u8>().add(ST_INFO_OFFSET).read() };
     match st_info & 0xf {
         STT_FUNC | STT_GNU_IFUNC => SymbolKind::Function,
         STT_OBJECT | STT_COMMON | STT_TLS => SymbolKind::Data,
@@ -353,9 +400,9 @@ fn symbol_kind(address: *const ()) -> SymbolKind {
     }
 }
 
-/// Where the loader has no `dladdr1`, the kind cannot be told.
+/// Where the loader has no `dladdr1`, the ELF type cannot be read.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn symbol_kind(_address: *const ()) -> SymbolKind {
+fn elf_symbol_kind(_address: *const ()) -> SymbolKind {
     SymbolKind::Unknown
 }
 
@@ -627,6 +674,18 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static NOT_CODE: [u8; 16] = [0xcc; 16];
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn code_and_data_are_told_apart_by_their_mapping() {
+        let code = elf_symbol_kind as fn(*const ()) -> SymbolKind as *const ();
+        assert_eq!(executable_mapping(code), Some(true));
+        assert_eq!(executable_mapping(NOT_CODE.as_ptr().cast()), Some(false));
+        assert_eq!(executable_mapping(std::ptr::without_provenance(8)), Some(false), "in no mapping");
+        assert_eq!(symbol_kind(NOT_CODE.as_ptr().cast()), SymbolKind::NotExecutable);
+    }
 
     fn elf(class: u8, data: u8, kind: u16, machine: u16) -> Vec<u8> {
         let mut head = vec![0u8; 64];
