@@ -9,7 +9,7 @@ use xplug_providers::raw::RawHeader;
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json};
+use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
 /// The prefix naming a plugin linked into this binary (`static:sample_static`).
@@ -207,8 +207,9 @@ fn print_human(report: &Report) {
     let sanitizer = sanitizer_name(report.info.sanitizer);
     let style = Style::stdout();
     let mut table = Table::new(Vec::<String>::new());
-    table.row([style.bold("name"), report.info.name.clone()]);
-    table.row([style.bold("description"), report.info.description.clone()]);
+    // Plugin strings are escaped: they may hold terminal control codes.
+    table.row([style.bold("name"), safe(&report.info.name)]);
+    table.row([style.bold("description"), safe(&report.info.description)]);
     table.row([style.bold("version"), report.info.version.to_string()]);
     table.row([
         style.bold("features"),
@@ -231,6 +232,6 @@ fn print_human(report: &Report) {
     }
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {
-        println!("  {name}");
+        println!("  {}", safe(name));
     }
 }

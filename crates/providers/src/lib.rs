@@ -100,6 +100,7 @@ mod fn_table;
 mod name;
 mod params;
 mod plugin;
+pub mod probe;
 mod provider;
 pub mod raw;
 mod registry;
