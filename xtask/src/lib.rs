@@ -4,11 +4,13 @@
 //! ([`header`]), the example plugin build ([`plugins`]), the demo
 //! ([`demo`]), the standalone `.sos` build ([`sos`]), IREE's end-to-end judgement of the plugins ([`iree_e2e`],
 //! with its [`npy`] files) and the benchmark summary
-//! ([`bench`](mod@bench)). The binary (`src/main.rs`) is the command-line
+//! ([`bench`](mod@bench)), and the hardening runs ([`hardening`]: loom,
+//! valgrind, fuzzing). The binary (`src/main.rs`) is the command-line
 //! front end.
 
 pub mod bench;
 pub mod demo;
+pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
 pub mod npy;

@@ -48,6 +48,23 @@ enum Command {
         #[arg(long)]
         debug: bool,
     },
+    /// Model-check the manager's registry with loom (`--cfg loom` build in
+    /// target/loom).
+    Loom,
+    /// Load/resolve/call/unload the Rust and C example plugins under
+    /// valgrind (must be installed; not run in CI).
+    Valgrind {
+        /// Cycles per plugin.
+        #[arg(long, default_value_t = 20)]
+        cycles: usize,
+    },
+    /// Run each cargo-fuzz target under fuzz/ for a while (needs nightly
+    /// Rust and cargo-fuzz; not run in CI).
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+    },
     /// Build the example plugins as shared libraries into
     /// target/plugins/debug/ (or target/plugins/release/ with --release).
     BuildPlugins {
@@ -57,9 +74,28 @@ enum Command {
     },
 }
 
+/// Prints `error` and its causes; the failure exit code.
+fn failure(error: &dyn std::error::Error) -> ExitCode {
+    eprintln!("error: {error}");
+    let mut source = error.source();
+    while let Some(cause) = source {
+        eprintln!("  caused by: {cause}");
+        source = cause.source();
+    }
+    ExitCode::FAILURE
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let hardening = |result: Result<(), xtask::hardening::HardeningError>| {
+        result.map_or_else(|error| failure(&error), |()| ExitCode::SUCCESS)
+    };
     match cli.command {
+        Command::Loom => hardening(xtask::hardening::loom(&xtask::workspace_root())),
+        Command::Valgrind { cycles } => {
+            hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))
+        }
+        Command::Fuzz { seconds } => hardening(xtask::hardening::fuzz(&xtask::workspace_root(), seconds)),
         Command::Demo { debug, extra } => {
             let root = xtask::workspace_root();
             match xtask::demo::run(&root, debug, &extra) {

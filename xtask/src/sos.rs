@@ -16,9 +16,7 @@
 //! Records: the host architecture always; aarch64 and riscv64 records of
 //! the Rust plugin when their rustup targets are installed. C records other
 //! than the host's need a cross compiler and are not built. Every record
-//! skipped is reported on stderr and in the plugin's note. The recipes:
-//! `docs/embedded-elf.md#building-with-rust` and
-//! `docs/embedded-elf.md#building-with-c`.
+//! skipped is reported on stderr and in the plugin's note.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

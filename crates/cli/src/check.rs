@@ -2,9 +2,12 @@
 //!
 //! The checks are data ([`CHECKS`]): each has a name and a function that
 //! opens its own plugin instance, so any one of them can run alone
-//! (`xplug check --single-check NAME`). That is the hook for crash
-//! isolation: a supervisor can run every check in a child process and treat
-//! a crash as a failed check; today all run in this process.
+//! (`xplug check --single-check NAME`). By default each check runs in a
+//! child process of its own (this binary with `--in-process --json
+//! --single-check NAME`): a crash fails that check ("crashed with SIGSEGV
+//! during load") and the others still run; a hang fails it after the
+//! timeout, and the checks after it are reported as not run (each would
+//! likely wait as long). `--in-process` runs them all here.
 
 use std::ffi::{CString, c_void};
 use std::path::Path;
@@ -12,12 +15,15 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Resolution, StatusCode, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::raw::{RawInstance, RawLibrary, RawLoadError, RawTable};
+use xplug_providers::embedded_elf::ElfImage;
+use xplug_providers::raw::{RawInstance, RawLoadError, RawQuery, RawTable};
 use xplug_providers::{CountingAllocator, LoadParamList, ResolveRequest, SymbolName, checks};
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json};
+use crate::isolate::{self, Isolation};
+use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
+use xplug_providers::probe::{ProbeFailure, ProbeStatus};
 
 /// A name no plugin exports.
 const UNKNOWN: &str = "xplug_check_no_such_symbol_4f1d";
@@ -28,11 +34,14 @@ const SENTINEL_FN: usize = 0x5e17_1e00;
 /// Marks a context the check filled before calling `resolve`.
 const SENTINEL_CONTEXT: usize = 0xc0_47e0;
 
-/// What a check runs against: the open library, the load parameters the
-/// spec gave, and the import names known to be exported (from
-/// `xplug_plugin_exports` and `--symbol`).
+/// What a check runs against: the plugin's query function (from a library
+/// the OS loader opened, or an embedded ELF image xplug mapped), the loader
+/// whose rules apply, the load parameters the spec gave, and the import
+/// names known to be exported (from `xplug_plugin_exports` and `--symbol`).
 pub(crate) struct Subject<'a> {
-    library: &'a RawLibrary,
+    query: Result<RawQuery<'a>, String>,
+    loader: &'static str,
+    required: Features,
     params: LoadParamList,
     exports: Vec<String>,
 }
@@ -110,7 +119,7 @@ pub(crate) const CHECKS: &[Check] = &[
 ];
 
 fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
-    let query = subject.library.query().map_err(|error| error.to_string())?;
+    let query = subject.query.clone()?;
     query.query(Version::LATEST).ok_or_else(|| "query(LATEST) returned NULL".to_owned())
 }
 
@@ -118,7 +127,7 @@ fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
 /// checks a host applies: a plugin a host would refuse is not run.
 fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
     let table = table_for(subject)?;
-    checks::check_plugin(table.header().as_ref(), table.entry_points(), "system library", Features::NONE)
+    checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
     let mut params = subject.params.clone();
     for (key, value) in extra {
@@ -131,7 +140,7 @@ fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInst
 }
 
 fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
-    let query = subject.library.query().map_err(|error| error.to_string())?;
+    let query = subject.query.clone()?;
     match query.query(Version(0)) {
         None => Ok("NULL".to_owned()),
         Some(_) => {
@@ -369,17 +378,48 @@ pub(crate) struct CheckResult {
     pub(crate) ok: bool,
     /// What was seen.
     pub(crate) detail: String,
+    /// The crash or hang that failed it, when one did.
+    pub(crate) fault: Option<ProbeFailure>,
 }
 
 /// Runs the named checks (all when `only` is None) against the library at
-/// `path`, loaded with `params`.
+/// `path` (an embedded ELF when `embedded`), loaded with `params`.
 pub(crate) fn run_checks(
     path: &Path,
+    embedded: bool,
     params: &LoadParamList,
     symbols: &[String],
     only: Option<&str>,
 ) -> Result<Vec<CheckResult>, CliError> {
-    let selected: Vec<&Check> = match only {
+    let selected = select(only)?;
+    let load_error = |source| CliError::Load { what: path.display().to_string(), source };
+    // One of the two is opened; the subject borrows it.
+    let (library, image);
+    let (query, loader, required, mut exports) = if embedded {
+        image = ElfImage::load_file(path).map_err(load_error)?;
+        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, Vec::new())
+    } else {
+        library = trust::open_raw_library(path).map_err(load_error)?;
+        let exports = library.exports().unwrap_or_default();
+        (library.query().map_err(|error| error.to_string()), "system library", Features::NONE, exports)
+    };
+    exports.extend(symbols.iter().cloned());
+    exports.sort();
+    exports.dedup();
+    let subject = Subject { query, loader, required, params: params.clone(), exports };
+    Ok(selected
+        .into_iter()
+        .map(|check| {
+            let verdict = (check.run)(&subject);
+            let ok = verdict.is_ok();
+            CheckResult { name: check.name, ok, detail: verdict.unwrap_or_else(|detail| detail), fault: None }
+        })
+        .collect())
+}
+
+/// The checks `only` selects (all when `None`).
+fn select(only: Option<&str>) -> Result<Vec<&'static Check>, CliError> {
+    Ok(match only {
         None => CHECKS.iter().collect(),
         Some(name) => {
             vec![CHECKS.iter().find(|check| check.name == name).ok_or_else(|| CliError::Usage {
@@ -389,50 +429,126 @@ pub(crate) fn run_checks(
                 ),
             })?]
         }
-    };
-    let library = trust::open_raw_library(path)
-        .map_err(|source| CliError::Load { what: path.display().to_string(), source })?;
-    let mut exports = library.exports().unwrap_or_default();
-    exports.extend(symbols.iter().cloned());
-    exports.sort();
-    exports.dedup();
-    let subject = Subject { library: &library, params: params.clone(), exports };
-    Ok(selected
-        .into_iter()
-        .map(|check| {
-            let verdict = (check.run)(&subject);
-            let ok = verdict.is_ok();
-            CheckResult { name: check.name, ok, detail: verdict.unwrap_or_else(|detail| detail) }
-        })
-        .collect())
+    })
 }
 
-/// Runs the command; returns the exit code.
+/// What running the checks in child processes gave.
+enum Isolated {
+    /// A result per check.
+    Results(Vec<CheckResult>),
+    /// A child failed as a whole (the library does not open, say) and its
+    /// report was passed on; the command ends with this code.
+    Forwarded(u8),
+}
+
+/// Runs each selected check in a child process of its own.
+fn run_checks_isolated(
+    spec: &str,
+    symbols: &[String],
+    only: Option<&str>,
+    json: bool,
+    timeout: std::time::Duration,
+) -> Result<Isolated, CliError> {
+    let mut results = Vec::new();
+    let mut hang: Option<(&'static str, ProbeFailure)> = None;
+    for check in select(only)? {
+        if let Some((hung_check, failure)) = &hang {
+            results.push(CheckResult {
+                name: check.name,
+                ok: false,
+                detail: format!("not run: the plugin {failure} in check {hung_check}"),
+                fault: None,
+            });
+            continue;
+        }
+        let mut args: Vec<std::ffi::OsString> =
+            ["--json", "check", "--single-check", check.name].into_iter().map(Into::into).collect();
+        for symbol in symbols {
+            args.push("--symbol".into());
+            args.push(symbol.into());
+        }
+        args.push("--".into());
+        args.push(spec.into());
+        let output = isolate::probe(spec, &args, timeout)?;
+        match output.status {
+            ProbeStatus::Exited(code) => {
+                let parsed: Option<serde_json::Value> = serde_json::from_slice(&output.stdout).ok();
+                let entry = parsed.as_ref().and_then(|value| value["checks"].as_array()?.first().cloned());
+                let Some(entry) = entry else {
+                    // The child failed before running the check: pass its
+                    // report on, as this process would have printed it.
+                    isolate::forward(if json { &output.stdout } else { &[] }, &output.stderr);
+                    return Ok(Isolated::Forwarded(u8::try_from(code).unwrap_or(1)));
+                };
+                results.push(CheckResult {
+                    name: check.name,
+                    ok: entry["ok"].as_bool().unwrap_or(false),
+                    detail: entry["detail"].as_str().unwrap_or("the child gave no detail").to_owned(),
+                    fault: None,
+                });
+            }
+            ProbeStatus::Failed(failure) => {
+                if matches!(failure, ProbeFailure::TimedOut { .. }) {
+                    hang = Some((check.name, failure.clone()));
+                }
+                results.push(CheckResult {
+                    name: check.name,
+                    ok: false,
+                    detail: failure.to_string(),
+                    fault: Some(failure),
+                });
+            }
+            _ => {
+                results.push(CheckResult {
+                    name: check.name,
+                    ok: false,
+                    detail: "the child process ended in an unknown way".to_owned(),
+                    fault: None,
+                });
+            }
+        }
+    }
+    Ok(Isolated::Results(results))
+}
+
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
-pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
+pub(crate) fn run(
+    spec: &str,
+    symbols: &[String],
+    only: Option<&str>,
+    json: bool,
+    isolation: Isolation,
+) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
-    if parsed.loader() == LoaderKind::Embedded {
-        return Err(CliError::Manager {
-            context: format!("cannot check plugin `{spec}`"),
-            source: xplug_manager::Error::EmbeddedUnsupported { spec: spec.to_owned() },
-        });
-    }
-    let plugin = Path::new(parsed.path());
-    let results = run_checks(plugin, &parsed.load_params(), symbols, only)?;
+    let embedded = parsed.loader() == LoaderKind::Embedded;
+    let results = match isolation {
+        Isolation::InProcess => {
+            run_checks(Path::new(parsed.path()), embedded, &parsed.load_params(), symbols, only)?
+        }
+        Isolation::Child(timeout) => match run_checks_isolated(spec, symbols, only, json, timeout)? {
+            Isolated::Results(results) => results,
+            Isolated::Forwarded(code) => return Ok(code),
+        },
+    };
     let failed = results.iter().filter(|result| !result.ok).count();
     if json {
         print_json(&json!({
             "ok": failed == 0,
-            "checks": results.iter().map(|r| json!({"name": r.name, "ok": r.ok, "detail": r.detail})).collect::<Vec<_>>(),
+            "checks": results.iter().map(|r| json!({
+                "name": r.name,
+                "ok": r.ok,
+                "detail": r.detail,
+                "fault": r.fault.as_ref().map(isolate::fault_json),
+            })).collect::<Vec<_>>(),
         }));
     } else {
         let style = Style::stdout();
         let mut table = Table::new(["check", "result", "detail"]);
         for result in &results {
             let verdict = if result.ok { style.good("pass") } else { style.bad("FAIL") };
-            table.row([result.name.to_owned(), verdict, result.detail.clone()]);
+            table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }
         print!("{}", table.render(style));
     }

@@ -97,6 +97,23 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
+    /// The plugin crashed or hung in the child process probing it.
+    #[error("plugin `{plugin}` {failure}; run with --in-process under a debugger to see where")]
+    PluginFault {
+        /// The plugin as named on the command line.
+        plugin: String,
+        /// The signal or timeout, and the stage.
+        failure: xplug_providers::probe::ProbeFailure,
+    },
+    /// The child process probing a plugin could not be run.
+    #[error("cannot run a child process to probe plugin `{plugin}`")]
+    ProbeUnavailable {
+        /// The plugin as named on the command line.
+        plugin: String,
+        /// Why.
+        #[source]
+        source: xplug_providers::Error,
+    },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
     WorkerPanicked {
@@ -126,6 +143,11 @@ impl CliError {
             Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
             Self::FatElf { source, .. } => source.code(),
             Self::File { .. } => StatusCode::UNAVAILABLE,
+            Self::PluginFault { failure, .. } => match failure {
+                xplug_providers::probe::ProbeFailure::TimedOut { .. } => StatusCode::DEADLINE_EXCEEDED,
+                _ => StatusCode::INTERNAL,
+            },
+            Self::ProbeUnavailable { source, .. } => source.code(),
         }
     }
 
@@ -146,10 +168,22 @@ impl CliError {
             Self::WorkerPanicked { .. } => "worker_panicked",
             Self::FatElf { .. } => "fatelf",
             Self::File { .. } => "file",
+            Self::PluginFault { failure, .. } => match failure.kind() {
+                "timed_out" => "plugin_timed_out",
+                _ => "plugin_crashed",
+            },
+            Self::ProbeUnavailable { .. } => "probe_unavailable",
         }
     }
 
-    /// The messages of this error's causes, outermost first (itself excluded).
+    /// The crash or hang behind this error, for `--json`.
+    pub(crate) fn fault(&self) -> Option<&xplug_providers::probe::ProbeFailure> {
+        match self {
+            Self::PluginFault { failure, .. } => Some(failure),
+            _ => None,
+        }
+    }
+
     /// The kind of the plugin load failure in the cause chain, if any.
     fn load_failure_kind(&self) -> Option<&'static str> {
         use xplug_providers::Error as LoadError;
@@ -161,6 +195,8 @@ impl CliError {
                     LoadError::NotSharedObject { .. } => "not_shared_object",
                     LoadError::WrongArchitecture { .. } => "wrong_architecture",
                     LoadError::LibraryOpen { .. } => "library_open",
+                    LoadError::UndefinedSymbol { .. } => "undefined_symbol",
+                    LoadError::NotAFunction { .. } => "not_a_function",
                     LoadError::MissingExport { .. } => "missing_export",
                     LoadError::UnsupportedVersion { .. } => "unsupported_version",
                     LoadError::Incompatible { .. } => "incompatible",

@@ -31,8 +31,16 @@ pub(crate) enum Action {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path)
-        .map_err(|source| CliError::File { context: format!("cannot read {}", path.display()), source })
+    std::fs::read(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            CliError::Load {
+                what: path.display().to_string(),
+                source: xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
+            }
+        } else {
+            CliError::File { context: format!("cannot read {}", path.display()), source }
+        }
+    })
 }
 
 /// Runs one `fatelf` action; returns the exit code.

@@ -9,7 +9,7 @@ use xplug_providers::raw::RawHeader;
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json};
+use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
 /// The prefix naming a plugin linked into this binary (`static:sample_static`).
@@ -49,17 +49,23 @@ struct Embedded {
 
 fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
     let path = Path::new(spec.path());
-    // SAFETY: `xplug inspect` runs the plugin it is pointed at, like the
-    // system-library path does; the embedded loader validates the file first.
-    let loaded = unsafe { xplug_providers::Plugin::load_embedded_elf(path, &spec.load_params()) }
-        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-    // The bytes the loader accepted, validated again for the report.
-    let bytes = std::fs::read(path)
-        .map_err(|source| CliError::File { context: format!("cannot read {}", path.display()), source })?;
+    let bytes = std::fs::read(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            CliError::Load {
+                what: path.display().to_string(),
+                source: xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
+            }
+        } else {
+            CliError::File { context: format!("cannot read {}", path.display()), source }
+        }
+    })?;
     let plan = xplug_providers::embedded_elf::validate(&bytes).map_err(|source| CliError::FatElf {
         context: format!("cannot load embedded plugin `{plugin}`"),
         source,
     })?;
+    let params = spec.load_params();
+    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params)
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let record = plan.record().map_or_else(
         || "plain ELF (no FatELF container)".to_owned(),
         |record| {
@@ -201,8 +207,9 @@ fn print_human(report: &Report) {
     let sanitizer = sanitizer_name(report.info.sanitizer);
     let style = Style::stdout();
     let mut table = Table::new(Vec::<String>::new());
-    table.row([style.bold("name"), report.info.name.clone()]);
-    table.row([style.bold("description"), report.info.description.clone()]);
+    // Plugin strings are escaped: they may hold terminal control codes.
+    table.row([style.bold("name"), safe(&report.info.name)]);
+    table.row([style.bold("description"), safe(&report.info.description)]);
     table.row([style.bold("version"), report.info.version.to_string()]);
     table.row([
         style.bold("features"),
@@ -225,6 +232,6 @@ fn print_human(report: &Report) {
     }
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {
-        println!("  {name}");
+        println!("  {}", safe(name));
     }
 }

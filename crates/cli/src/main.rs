@@ -5,6 +5,11 @@
 //! terminal) or, with `--json`, exactly one JSON object on stdout. Errors go
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
 //! load or check failure, 2 a usage error.
+//!
+//! `inspect`, `check` and `bench` exercise the plugin in a child process
+//! (this binary re-run with `--in-process`), so a plugin that crashes or
+//! hangs is reported ("crashed with SIGSEGV during load") instead of
+//! killing the tool; `check` runs each check in a child of its own.
 
 #![expect(
     clippy::result_large_err,
@@ -22,6 +27,7 @@ mod demo;
 mod error;
 mod fatelf;
 mod inspect;
+mod isolate;
 mod output;
 mod resolve;
 mod trust;
@@ -45,6 +51,15 @@ struct Cli {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
     json: bool,
+    /// Run the plugin in this process instead of in a child process (a
+    /// plugin crash then kills xplug; useful under a debugger).
+    #[arg(long, global = true)]
+    in_process: bool,
+    /// Seconds a plugin may run without progress before its child process
+    /// is killed (inspect, check and bench).
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    timeout: u32,
     #[command(subcommand)]
     command: Command,
 }
@@ -147,15 +162,25 @@ enum Command {
 /// Prints `error` on stderr: the message, then each cause on its own line.
 pub(crate) fn report_error(error: &CliError) {
     let style = Style::stderr();
-    eprintln!("{} {error}", style.bad("error:"));
+    // Messages quote plugin strings: escaped, like every plugin string
+    // in the human output.
+    eprintln!("{} {}", style.bad("error:"), output::terminal_safe(&error.to_string()));
     for cause in error.causes() {
-        eprintln!("  caused by: {cause}");
+        eprintln!("  caused by: {}", output::terminal_safe(&cause));
     }
 }
 
 fn run(cli: &Cli) -> Result<u8, CliError> {
+    let isolation = if cli.in_process {
+        isolate::Isolation::InProcess
+    } else {
+        isolate::Isolation::Child(std::time::Duration::from_secs(u64::from(cli.timeout)))
+    };
     match &cli.command {
-        Command::Inspect { plugin } => inspect::run(plugin, cli.json),
+        Command::Inspect { plugin } => match isolation {
+            isolate::Isolation::InProcess => inspect::run(plugin, cli.json),
+            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
+        },
         Command::Resolve { plugins, with_static, symbols } => {
             resolve::run(plugins, *with_static, symbols, cli.json)
         }
@@ -177,10 +202,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             let Some(plugin) = plugin else {
                 return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
             };
-            check::run(plugin, symbols, single_check.as_deref(), cli.json)
-        }
-        Command::Bench { plugin, symbols, runs, call } => {
-            bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call }, cli.json)
+            check::run(plugin, symbols, single_check.as_deref(), cli.json, isolation)
         }
         Command::Call { plugin, import, fields, hex, file } => {
             let params = if let Some(hex) = hex {
@@ -201,6 +223,13 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             call::run(&call::Options { plugin, import, params }, cli.json)
         }
         Command::Fatelf { action } => fatelf::run(action, cli.json),
+        Command::Bench { plugin, symbols, runs, call } => match isolation {
+            isolate::Isolation::InProcess => bench::run(
+                &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },
+                cli.json,
+            ),
+            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
+        },
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),
@@ -226,6 +255,7 @@ fn main() -> ExitCode {
                         "code": error.code().to_string(),
                         "message": error.to_string(),
                         "causes": error.causes(),
+                        "fault": error.fault().map(isolate::fault_json),
                     },
                 }));
             }

@@ -58,6 +58,39 @@ impl Style {
     }
 }
 
+/// `text` made safe to print to a terminal: control characters (ESC, CR,
+/// BEL, ...) and the Unicode controls that reorder or hide text (bidi
+/// overrides, zero-width marks) are written as escapes (`\x1b`, `\n`,
+/// `\u{202e}`), so a plugin's strings cannot move the cursor, recolour or
+/// rewrite what the report shows. A string without such characters is
+/// returned as it is.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) && u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`terminal_safe`], owned.
+pub(crate) fn safe(text: &str) -> String {
+    terminal_safe(text).into_owned()
+}
+
 /// Width of `text` on screen, ignoring ANSI escape sequences.
 fn visible_width(text: &str) -> usize {
     let mut width = 0;
@@ -212,6 +245,14 @@ mod tests {
         assert_eq!(lines[0], "name         provider");
         assert_eq!(lines[1], "a            \x1b[32mlong_provider\x1b[0m");
         assert_eq!(lines[2], "longer_name  p");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert!(matches!(terminal_safe("plain name é"), std::borrow::Cow::Borrowed("plain name é")));
+        assert_eq!(terminal_safe("evil\x1b[2J\r\n\t\x07"), "evil\\x1b[2J\\r\\n\\t\\x07");
+        assert_eq!(terminal_safe("a\u{202e}b\u{7f}"), "a\\u{202e}b\\x7f");
+        assert_eq!(terminal_safe("\u{9b}31m"), "\\u{9b}31m", "the C1 control sequence introducer");
     }
 
     #[test]

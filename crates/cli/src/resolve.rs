@@ -10,7 +10,7 @@ use xplug_manager::{Manager, SlotSource};
 use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json};
+use crate::output::{Style, Table, print_json, safe};
 use crate::report_error;
 use crate::trust;
 
@@ -202,8 +202,8 @@ pub(crate) fn run(
         for index in runtime.scan_order() {
             order.row([
                 index.to_string(),
-                runtime.labels[index].name.clone(),
-                runtime.labels[index].source.clone(),
+                safe(&runtime.labels[index].name),
+                safe(&runtime.labels[index].source),
             ]);
         }
         if runtime.labels.is_empty() {
@@ -221,10 +221,10 @@ pub(crate) fn run(
                 (None, false) => style.bad("MISSING"),
             };
             table.row([
-                name.clone(),
+                safe(name),
                 if optional { "optional".to_owned() } else { "required".to_owned() },
                 status,
-                provider.map_or_else(|| "-".to_owned(), |i| format!("#{i} {}", runtime.describe(i))),
+                provider.map_or_else(|| "-".to_owned(), |i| format!("#{i} {}", safe(&runtime.describe(i)))),
             ]);
         }
         print!("{}", table.render(style));

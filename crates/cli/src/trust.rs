@@ -9,7 +9,8 @@
 use std::path::Path;
 
 use xplug_manager::Manager;
-use xplug_providers::raw::RawLibrary;
+use xplug_providers::embedded_elf::ElfImage;
+use xplug_providers::raw::{RawLibrary, RawQuery};
 use xplug_providers::{LoadParamList, Plugin};
 
 /// Loads the shared-library plugin at `path` through `xplug-providers`.
@@ -21,6 +22,24 @@ pub(crate) fn load_system_plugin(
     // to load into this process; the CLI holds no state a misbehaving plugin
     // could corrupt beyond what the user chose to run.
     unsafe { Plugin::load_system_library(path, params) }
+}
+
+/// Loads the embedded-ELF plugin whose bytes were read from `name`.
+pub(crate) fn load_embedded_image(
+    name: &str,
+    bytes: &[u8],
+    params: &LoadParamList,
+) -> Result<Plugin, xplug_providers::Error> {
+    // SAFETY: as in `load_system_plugin`: the user named this file as a
+    // plugin to run; xplug's loader validates it completely before mapping.
+    unsafe { Plugin::load_embedded_elf_image(name, bytes, params) }
+}
+
+/// The query function of a mapped embedded-ELF plugin, as a raw step.
+pub(crate) fn embedded_query(image: &ElfImage) -> RawQuery<'_> {
+    // SAFETY: as in `load_system_plugin`: the user named this file as a
+    // plugin to examine; xplug's loader validated and mapped it.
+    unsafe { image.raw_query() }
 }
 
 /// Opens the shared-library plugin at `path` for raw inspection and checks.

@@ -69,16 +69,6 @@ pub enum Error {
         /// What is wrong with it and how to write it instead.
         reason: String,
     },
-    /// A spec selects the embedded ELF loader (`embedded:` prefix or `.sos`
-    /// suffix), which xplug does not have yet.
-    #[error(
-        "plugin spec `{spec}` selects the embedded ELF loader (`embedded:` prefix or `.sos` suffix): \
-         embedded ELF loader not available yet; build the plugin as a shared library instead"
-    )]
-    EmbeddedUnsupported {
-        /// The spec as given.
-        spec: String,
-    },
     /// Loading the plugin a spec names failed.
     #[error("cannot load plugin from spec `{spec}`")]
     PluginLoad {
@@ -187,8 +177,8 @@ impl Error {
     /// use xplug_manager::Error;
     /// use xplug_manager::providers::abi::StatusCode;
     ///
-    /// let error = Error::EmbeddedUnsupported { spec: "embedded:x.sos".into() };
-    /// assert_eq!(error.code(), StatusCode::UNIMPLEMENTED);
+    /// let error = Error::InvalidSpec { spec: "?x".into(), reason: "no path".into() };
+    /// assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT);
     /// ```
     #[must_use]
     pub fn code(&self) -> StatusCode {
@@ -204,7 +194,6 @@ impl Error {
             | Self::InvalidRequest { .. }
             | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
-            Self::EmbeddedUnsupported { .. } => StatusCode::UNIMPLEMENTED,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
         }
     }

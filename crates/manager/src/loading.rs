@@ -43,11 +43,10 @@ impl Manager {
     ///
     /// # Platform-specific behaviour
     /// An `embedded:` spec or a `.sos` path (IREE's rule,
-    /// `docs/specs.md`) goes to xplug's own embedded ELF loader
-    /// (`Plugin::load_embedded_elf`, Unix hosts); anything else to the
-    /// system loader (`dlopen` on Unix, `LoadLibrary` on Windows) through
-    /// `Plugin::load_system_library`, whose search rules for relative paths
-    /// are the platform's.
+    /// `docs/specs.md#loader-selection`) goes to xplug's own embedded ELF
+    /// loader ([`Plugin::load_embedded_elf`], Unix hosts); anything else to
+    /// the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
+    /// through [`Plugin::load_system_library`].
     pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
         let spec = PluginSpec::parse(spec)?;
         // SAFETY: forwarded to the caller.
@@ -76,7 +75,7 @@ impl Manager {
     /// A manager holding the plugins `specs` name, registered in order, so a
     /// later spec overrides an earlier one (like IREE's repeatable
     /// `--executable_plugin` flag; `docs/specs.md#order`). Every spec is
-    /// parsed before any library is opened.
+    /// parsed before any plugin is opened.
     ///
     /// ```no_run
     /// use xplug_manager::Manager;

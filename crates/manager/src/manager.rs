@@ -430,15 +430,16 @@ impl Manager {
         exported.sort_unstable();
         exported.dedup();
         let missing = missing
-            .into_iter()
-            .map(|index| {
+            .iter()
+            .enumerate()
+            .map(|(position, &index)| {
                 let name = request.names()[index];
-                let bare = String::from_utf8_lossy(name.bare());
-                MissingImport {
-                    index,
-                    name: name.as_c_str().to_string_lossy().into_owned(),
-                    suggestion: suggest::closest(&bare, exported.iter()).map(str::to_owned),
-                }
+                // Bounded: only the first few missing names get one.
+                let suggestion = (position < suggest::MAX_SUGGESTED_NAMES)
+                    .then(|| suggest::closest(&String::from_utf8_lossy(name.bare()), exported.iter()))
+                    .flatten()
+                    .map(str::to_owned);
+                MissingImport { index, name: name.as_c_str().to_string_lossy().into_owned(), suggestion }
             })
             .collect();
         Error::MissingImports { missing, providers: count }

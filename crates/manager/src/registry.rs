@@ -32,13 +32,31 @@
 //! `OnceLock` itself, the ordering argument above only guarantees that the
 //! `get` calls succeed (a failure would be reported, not undefined behaviour).
 //!
+//! # Model checking
+//!
+//! Built with `--cfg loom` (`cargo xtask loom`), the mutex and the count are
+//! `loom`'s, and every `OnceLock` carries a `loom` flag published with
+//! `Release` after the value is set and read with `Acquire` before it is
+//! looked at ([`loom_once::OnceLock`]). The model in `loom_tests` runs
+//! writers and a reader under every interleaving `loom` explores and
+//! asserts the argument above: each entry below a count a reader loaded is
+//! there, and readers see a prefix of the registration order.
+//!
 //! # Drop order
 //!
 //! Dropping the registry drops entries newest first, so plugins are unloaded
 //! in reverse registration order.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+#[cfg(loom)]
+use loom::sync::{Mutex, atomic::AtomicUsize};
+#[cfg(not(loom))]
+use std::sync::{Mutex, OnceLock, atomic::AtomicUsize};
+
+#[cfg(loom)]
+use loom_once::OnceLock;
 
 use xplug_providers::{ImportProvider, Plugin};
 
@@ -143,8 +161,10 @@ impl Registry {
 
     /// Removes every entry, newest first. Needs exclusive access.
     pub(crate) fn drain_newest_first(&mut self) -> Vec<Entry> {
-        let count = *self.count.get_mut();
-        *self.count.get_mut() = 0;
+        // `&mut self`: no other thread can observe the count (a plain load
+        // and store, which `loom`'s atomics also offer, unlike `get_mut`).
+        let count = self.count.load(Ordering::Relaxed);
+        self.count.store(0, Ordering::Relaxed);
         let mut drained = Vec::with_capacity(count);
         for index in (0..count).rev() {
             let (segment, offset) = locate(index);
@@ -193,6 +213,139 @@ impl Drop for Registry {
             tracing::trace!(provider = &*entry.name, owned = entry.owned, "dropping provider");
             drop(entry);
         }
+    }
+}
+
+/// A `OnceLock` whose publication `loom` can see: the value lives in a
+/// `std` `OnceLock` (memory safety stays `std`'s), and a `loom` flag set with
+/// `Release` after it, read with `Acquire` before it, carries the
+/// happens-before edge the real `OnceLock` provides. A reader that finds
+/// the flag unset gets `None`, as a real `OnceLock` would before its
+/// initialisation is visible.
+#[cfg(loom)]
+mod loom_once {
+    use loom::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering;
+
+    pub(crate) struct OnceLock<T> {
+        ready: AtomicBool,
+        value: std::sync::OnceLock<T>,
+    }
+
+    impl<T> OnceLock<T> {
+        pub(crate) fn new() -> Self {
+            Self { ready: AtomicBool::new(false), value: std::sync::OnceLock::new() }
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            if self.ready.load(Ordering::Acquire) { self.value.get() } else { None }
+        }
+
+        pub(crate) fn set(&self, value: T) -> Result<(), T> {
+            self.value.set(value)?;
+            self.ready.store(true, Ordering::Release);
+            Ok(())
+        }
+
+        pub(crate) fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
+            if let Some(value) = self.get() {
+                return value;
+            }
+            let value = self.value.get_or_init(init);
+            self.ready.store(true, Ordering::Release);
+            value
+        }
+
+        pub(crate) fn get_mut(&mut self) -> Option<&mut T> {
+            self.value.get_mut()
+        }
+
+        pub(crate) fn take(&mut self) -> Option<T> {
+            self.ready.store(false, Ordering::Relaxed);
+            self.value.take()
+        }
+    }
+}
+
+/// The registry's publish/read protocol under `loom`
+/// (`RUSTFLAGS="--cfg loom" cargo test -p xplug-manager --release --lib
+/// registry_loom`, which `cargo xtask loom` runs).
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use xplug_providers::FnTableProvider;
+
+    fn entry(name: &'static str) -> Entry {
+        let provider = FnTableProvider::new(name, []).expect("an empty table is valid");
+        Entry { provider: Arc::new(provider), name: Arc::from(name), owned: false }
+    }
+
+    /// The names a reader sees: every counted entry must be there.
+    fn snapshot(registry: &Registry) -> Vec<Arc<str>> {
+        let count = registry.len();
+        (0..count)
+            .map(|index| {
+                registry
+                    .get(index)
+                    .unwrap_or_else(|| panic!("entry {index} of {count} is not visible"))
+                    .name
+                    .clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn registry_loom_readers_see_every_counted_entry_across_a_segment_boundary() {
+        loom::model(|| {
+            let registry = loom::sync::Arc::new(Registry::new(None));
+            // Fill the first segment but one, before any thread starts.
+            for _ in 0..FIRST_SEGMENT - 1 {
+                registry.push(entry("early")).ok().expect("unbounded");
+            }
+            let writer = {
+                let registry = registry.clone();
+                loom::thread::spawn(move || {
+                    // Index 7 (last of segment 0), then 8 (allocates segment 1).
+                    registry.push(entry("w1")).ok().expect("unbounded");
+                    registry.push(entry("w2")).ok().expect("unbounded");
+                })
+            };
+            let reader = {
+                let registry = registry.clone();
+                loom::thread::spawn(move || {
+                    let first = snapshot(&registry);
+                    let second = snapshot(&registry);
+                    // Counts only grow, and a later read extends an earlier one.
+                    assert!(second.len() >= first.len());
+                    assert_eq!(&second[..first.len()], &first[..]);
+                    let written: Vec<&str> =
+                        second.iter().map(|name| &**name).filter(|name| name.starts_with('w')).collect();
+                    assert!(written.is_empty() || written[0] == "w1", "registration order: {written:?}");
+                })
+            };
+            writer.join().unwrap();
+            reader.join().unwrap();
+            assert_eq!(snapshot(&registry).len(), FIRST_SEGMENT + 1);
+        });
+    }
+
+    #[test]
+    fn registry_loom_two_writers_get_distinct_slots() {
+        loom::model(|| {
+            let registry = loom::sync::Arc::new(Registry::new(Some(2)));
+            let spawn = |name: &'static str| {
+                let registry = registry.clone();
+                loom::thread::spawn(move || registry.push(entry(name)).ok())
+            };
+            let (a, b) = (spawn("a"), spawn("b"));
+            let mut indices = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
+            indices.sort_unstable();
+            assert_eq!(indices, [0, 1]);
+            let names = snapshot(&registry);
+            assert!(names.iter().any(|n| &**n == "a") && names.iter().any(|n| &**n == "b"));
+            // The bounded registry is full.
+            assert!(registry.push(entry("c")).is_err());
+        });
     }
 }
 

@@ -77,6 +77,39 @@ pub enum Error {
         #[source]
         cause: LoaderError,
     },
+    /// The OS loader refused a library because it uses a symbol that
+    /// neither it nor any library it depends on defines (libraries are
+    /// opened binding every reference at once, so this shows at load, not
+    /// at the first call).
+    #[error(
+        "plugin library {} uses `{symbol}`, which no loaded library defines; link the plugin against \
+         the library that provides it (build with -Wl,--no-undefined to catch this when linking)",
+        path.display()
+    )]
+    UndefinedSymbol {
+        /// The file.
+        path: PathBuf,
+        /// The symbol nothing defines.
+        symbol: String,
+        /// The loader's full message.
+        #[source]
+        cause: LoaderError,
+    },
+    /// A symbol the host would call is not a function in the library's
+    /// symbol table.
+    #[error(
+        "plugin library {} exports `{symbol}` as {found}, not as a function; export it as a function \
+         with C linkage",
+        path.display()
+    )]
+    NotAFunction {
+        /// The file.
+        path: PathBuf,
+        /// The symbol.
+        symbol: String,
+        /// What the symbol table says it is.
+        found: String,
+    },
     /// A library does not export a symbol the loader needs.
     #[error("plugin library {} does not export `{symbol}`{}", path.display(), fmt_hint(hint))]
     MissingExport {
@@ -216,6 +249,8 @@ impl Error {
                 StatusCode::INVALID_ARGUMENT
             }
             Self::LibraryOpen { .. } | Self::Io { .. } => StatusCode::UNAVAILABLE,
+            Self::UndefinedSymbol { .. } => StatusCode::NOT_FOUND,
+            Self::NotAFunction { .. } => StatusCode::INVALID_ARGUMENT,
             Self::FileNotFound { .. } => StatusCode::NOT_FOUND,
             Self::WrongArchitecture { .. } => StatusCode::FAILED_PRECONDITION,
             Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,

@@ -13,13 +13,12 @@
 //!   functions, [`FnTableEntry`]) and [`Plugin`], an owned, loaded v0 plugin
 //!   from a query function linked in ([`Plugin::from_static_query`], or a
 //!   link-time [`StaticPluginRegistration`] through
-//!   [`Plugin::from_registration`] and [`static_plugins`]) or a shared
+//!   [`Plugin::from_registration`] and [`static_plugins`]), a shared
 //!   library opened by the OS loader ([`Plugin::load_system_library`], from
-//!   a file, or [`Plugin::load_system_library_image`], from bytes) or a
-//!   standalone ELF validated and mapped by xplug itself
-//!   ([`Plugin::load_embedded_elf`] from a `.sos` file, possibly a FatELF
-//!   container, or [`Plugin::load_embedded_elf_image`] from bytes; see
-//!   [`embedded_elf`]);
+//!   a file, or [`Plugin::load_system_library_image`], from bytes), or a
+//!   standalone ELF (`.sos`, possibly a FatELF container) validated and
+//!   mapped by xplug itself ([`Plugin::load_embedded_elf`],
+//!   [`Plugin::load_embedded_elf_image`], on [`embedded_elf`]);
 //! - the **raw layer**, [`raw`]: each v0 step alone (open, query, header,
 //!   load, resolve, unload once, the exports list), for tools that must see
 //!   what a broken plugin answers; [`Plugin`] is built on it. The load
@@ -101,6 +100,7 @@ mod fn_table;
 mod name;
 mod params;
 mod plugin;
+pub mod probe;
 mod provider;
 pub mod raw;
 mod registry;

@@ -74,8 +74,8 @@ impl fmt::Display for PluginSource {
                     None => write!(f, "memory image `{name}`")?,
                 }
                 match record {
-                    Some(record) => write!(f, ", FatELF record {}: {record}", record.index),
-                    None => Ok(()),
+                    Some(record) => write!(f, " (embedded ELF, FatELF record {}: {record})", record.index),
+                    None => f.write_str(" (embedded ELF)"),
                 }
             }
         }
@@ -91,6 +91,15 @@ impl fmt::Display for PluginSource {
 /// succeeded. Dropping it (or [`Plugin::unload`]) calls the plugin's
 /// `unload` exactly once, then releases the code it came from, then the
 /// host allocator (so library finalizers may still free through it).
+///
+/// # Unload policy
+/// A library built with `xplug-sdk` (it exports `xplug_plugin_exports`) is
+/// a Rust library, and is pinned when opened ([`RawLibrary::pin`]): its
+/// plugin is unloaded as any other, but its code stays mapped for the rest
+/// of the process, because Rust thread-locals with destructors may still
+/// be alive on threads that outlive the plugin. Other libraries (C, C++)
+/// are closed when their plugin drops. See
+/// `docs/loading.md#unload-policy`.
 ///
 /// Function and context pointers the plugin handed out through `resolve`
 /// are valid only while the `Plugin` lives.
@@ -475,6 +484,12 @@ unsafe fn from_library(
         .file_name()
         .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
     let query = library.query()?.as_fn();
+    // The unload policy (`docs/loading.md#unload-policy`): a Rust library
+    // stays mapped after its plugin is dropped, before any of its code that
+    // could leave thread-local destructors behind (its `load`) runs.
+    if library.is_xplug_sdk() {
+        library.pin()?;
+    }
     let library = Arc::new(library);
     let site = LoadSite {
         fallback_name,

@@ -11,11 +11,10 @@
 //! 2. the mapping step: one private reservation, segments copied in, the
 //!    planned (range-checked) relocations applied, final protections set.
 //!
-//! [`Plugin::load_embedded_elf`] (a file) and
-//! [`Plugin::load_embedded_elf_image`] (bytes) run both and hand the image's
-//! query function to the checked loader, which additionally requires the
-//! plugin to declare the `STANDALONE` feature. [`ElfImage`] is the mapped
-//! image alone, for tools (its query is a [`RawQuery`]).
+//! [`Plugin::load_embedded_elf`] runs both and hands the image's query
+//! function ([`ElfImage::raw_query`] in the raw layer's terms) to the
+//! checked loader, which additionally requires the plugin to declare the
+//! `STANDALONE` feature.
 //!
 //! # Calling convention
 //! The plugin's functions are called with the C convention of the host,
@@ -33,7 +32,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use xplug_abi::Features;
+use xplug_abi::{Features, QueryFn};
 
 pub use error::EmbeddedElfError;
 pub use fatelf::FatElfRecord;
@@ -89,31 +88,69 @@ impl ElfImage {
         self.mapping.address(0)
     }
 
-    /// The plugin's `iree_hal_executable_plugin_query`, valid while `self`
-    /// lives.
+    /// The plugin's `iree_hal_executable_plugin_query`.
     ///
     /// # Safety
-    /// The image must be a v0 plugin whose query symbol really is a v0
-    /// query function in this host's C calling convention, obeying the
-    /// contract of [`RawQuery::new`] (validation checked only that the
-    /// symbol points into executable memory).
+    /// The image must be a v0 plugin whose query symbol really is a
+    /// function of [`QueryFn`]'s type in this host's C calling convention
+    /// (validation checked only that it points into executable memory); the
+    /// pointer is valid while `self` lives.
     #[must_use]
-    pub unsafe fn query(&self) -> RawQuery<'_> {
+    pub unsafe fn query(&self) -> QueryFn {
         let address = self.mapping.address(self.plan.query_offset());
         // SAFETY: `address` is inside an executable segment of the mapping
         // (validated); the caller vouches that it is a `QueryFn`. Function
         // pointers and addresses have the same size on supported hosts.
-        let query = unsafe { std::mem::transmute::<usize, xplug_abi::QueryFn>(address) };
-        // SAFETY: the caller's promise; the code lives as long as `self`.
-        unsafe { RawQuery::new(query) }
+        unsafe { std::mem::transmute::<usize, QueryFn>(address) }
     }
 }
 
+/// Reads a `.sos` file, mapping a missing file to [`Error::FileNotFound`].
+fn read_image_file(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            Error::FileNotFound { path: path.to_path_buf() }
+        } else {
+            Error::io(format!("cannot read embedded ELF plugin {}", path.display()), error)
+        }
+    })
+}
+
+impl ElfImage {
+    /// Reads the `.sos` (or plain ELF) at `path`, validates and maps it: the
+    /// raw layer's "open" step for embedded plugins.
+    ///
+    /// # Errors
+    /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
+    /// read, [`Error::EmbeddedElf`] (with the [`EmbeddedElfError`] as its
+    /// source) when it is refused or cannot be mapped.
+    pub fn load_file(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let bytes = read_image_file(path)?;
+        Self::load(&bytes).map_err(|source| Error::EmbeddedElf {
+            plugin: path.display().to_string(),
+            source: Box::new(source),
+        })
+    }
+
+    /// The plugin's query function as a step of the raw layer
+    /// ([`crate::raw`]), borrowing the image.
+    ///
+    /// # Safety
+    /// As [`ElfImage::query`], plus the v0 query contract of
+    /// [`RawQuery::new`].
+    #[must_use]
+    pub unsafe fn raw_query(&self) -> RawQuery<'_> {
+        // SAFETY: forwarded to the caller; the image outlives the borrow.
+        unsafe { RawQuery::new(self.query()) }
+    }
+}
+
+/// Embedded ELF plugins (`.sos` files or bytes), loaded by xplug itself.
 impl Plugin {
-    /// Reads the `.sos` (or plain ELF) at `path` and loads the plugin in it
-    /// with xplug's embedded ELF loader: the record for this host is
-    /// validated ([`validate`]) and mapped, then the plugin is queried,
-    /// checked (it must declare `STANDALONE`) and loaded with `params`.
+    /// Reads the `.sos` (or plain ELF) at `path`, validates and maps it
+    /// ([`ElfImage::load`]) and loads the plugin with the checks of
+    /// [`crate::checks`], requiring the `STANDALONE` feature.
     ///
     /// ```no_run
     /// use xplug_providers::{LoadParamList, Plugin};
@@ -122,7 +159,7 @@ impl Plugin {
     /// let plugin = unsafe {
     ///     Plugin::load_embedded_elf("target/plugins/release/sample_standalone.sos", &LoadParamList::new())
     /// }?;
-    /// println!("loaded {} ({})", plugin.name(), plugin.info().description);
+    /// println!("loaded {} ({})", plugin.name(), plugin.source());
     /// # Ok::<(), xplug_providers::Error>(())
     /// ```
     ///
@@ -134,45 +171,40 @@ impl Plugin {
     /// As [`Plugin::load_embedded_elf_image`].
     ///
     /// # Platform-specific behaviour
-    /// Unix hosts only (x86_64, aarch64, riscv64); elsewhere
+    /// Unix hosts only (`mmap`/`mprotect`); elsewhere
     /// [`EmbeddedElfError::UnsupportedHost`].
-    pub unsafe fn load_embedded_elf(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Plugin, Error> {
+    pub unsafe fn load_embedded_elf(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| {
-            if error.kind() == std::io::ErrorKind::NotFound {
-                Error::FileNotFound { path: path.to_path_buf() }
-            } else {
-                Error::io(format!("cannot read embedded ELF plugin {}", path.display()), error)
-            }
-        })?;
+        let bytes = read_image_file(path)?;
+        let label = path.display().to_string();
         // SAFETY: forwarded to the caller.
-        unsafe { load(&bytes, path.display().to_string(), Some(path.to_path_buf()), String::new(), params) }
+        unsafe { load(&bytes, label, Some(path.to_path_buf()), params) }
     }
 
     /// Loads a plugin from the bytes of a `.sos` file (a FatELF container
     /// or one ELF), as if read from a file called `name`. The bytes are
-    /// copied into the new mapping; `bytes` may be dropped afterwards.
+    /// copied; `bytes` may be dropped afterwards.
     ///
     /// # Errors
     /// [`Error::EmbeddedElf`] when the image is refused or cannot be mapped
-    /// (its source says why); then the query, check and load errors of
-    /// [`Plugin::from_static_query`], including the refusal of a plugin
+    /// (its source says why); then the errors of
+    /// [`Plugin::from_static_query`], including a refusal of a plugin
     /// without the `STANDALONE` feature.
     ///
     /// # Safety
-    /// The image's code runs in this process: validation refuses malformed,
-    /// hostile-looking and non-standalone files but cannot judge what the
-    /// code does. It must be a trusted v0 plugin.
+    /// The image's code runs in this process: validation refuses malformed
+    /// and non-standalone files but cannot judge what the code does. It must
+    /// be a trusted v0 plugin.
     ///
     /// # Thread-safety
-    /// Any thread; every call maps a fresh image.
+    /// Any thread; every call maps its own copy of the image.
     pub unsafe fn load_embedded_elf_image(
         name: &str,
         bytes: &[u8],
         params: &LoadParamList,
-    ) -> Result<Plugin, Error> {
+    ) -> Result<Self, Error> {
         // SAFETY: forwarded to the caller.
-        unsafe { load(bytes, format!("memory image `{name}`"), None, name.to_owned(), params) }
+        unsafe { load(bytes, format!("memory image `{name}`"), None, params) }
     }
 }
 
@@ -182,27 +214,25 @@ impl Plugin {
 /// As [`Plugin::load_embedded_elf_image`].
 unsafe fn load(
     bytes: &[u8],
-    shown: String,
+    label: String,
     path: Option<PathBuf>,
-    name: String,
     params: &LoadParamList,
 ) -> Result<Plugin, Error> {
-    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %shown, size = bytes.len());
+    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %label, size = bytes.len());
     let image = span
         .in_scope(|| ElfImage::load(bytes))
-        .map_err(|source| Error::EmbeddedElf { plugin: shown.clone(), source: Box::new(source) })?;
+        .map_err(|source| Error::EmbeddedElf { plugin: label.clone(), source: Box::new(source) })?;
     let record = image.plan().record().copied();
+    // SAFETY: the caller vouches for the plugin.
+    let query = unsafe { image.query() };
     let fallback_name = path
         .as_deref()
         .and_then(Path::file_stem)
-        .map_or_else(|| shown.clone(), |stem| stem.to_string_lossy().into_owned());
-    let source = PluginSource::EmbeddedElf { path, name, record };
-    // SAFETY: the caller vouches for the plugin; the query lives in the
-    // image, which the plugin keeps mapped (`site.code`) until after its
-    // unload, so `'static` is never observed beyond the image's life.
-    let query = unsafe { image.query() }.as_fn();
-    // SAFETY: as above.
-    let query = unsafe { RawQuery::new(query) };
+        .map_or_else(|| label.clone(), |stem| stem.to_string_lossy().into_owned());
+    let source = match path {
+        Some(path) => PluginSource::EmbeddedElf { path: Some(path), name: String::new(), record },
+        None => PluginSource::EmbeddedElf { path: None, name: label, record },
+    };
     let site = LoadSite {
         fallback_name,
         source,
@@ -210,5 +240,9 @@ unsafe fn load(
         loader: "embedded ELF",
         code: Some(Arc::new(image)),
     };
+    // SAFETY: `query` is the image's v0 query function (the caller's
+    // promise); the image stays mapped while the plugin holds `site.code`,
+    // which outlives the plugin's instance.
+    let query = unsafe { RawQuery::new(query) };
     load_checked(query, site, params)
 }

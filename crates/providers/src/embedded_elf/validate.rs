@@ -5,9 +5,7 @@
 //! Every offset, size and address is computed with checked arithmetic and
 //! every table is checked to lie inside the input before it is read; symbol
 //! hash chains are walked at most once around the symbol table, so a cyclic
-//! or huge chain is refused instead of looping. What is accepted and why:
-//! `docs/embedded-elf.md#elf-acceptance`, `docs/embedded-elf.md#relocations`
-//! and `docs/embedded-elf.md#unsupported-features`.
+//! or huge chain is refused instead of looping.
 
 use std::ops::Range;
 

@@ -43,6 +43,10 @@ pub struct RawLibrary {
     library: Library,
     /// How messages name the library: its path, or `memory image `name``.
     shown: PathBuf,
+    /// The name the OS loader was given (`./file`, `/proc/self/fd/N`), to
+    /// reopen it ([`RawLibrary::pin`]).
+    #[cfg_attr(not(unix), expect(dead_code, reason = "pinning is a Unix loader feature"))]
+    opened_as: PathBuf,
     /// The in-memory file behind an image, open for the library's life so
     /// that no later image can get the same `/proc/self/fd/N` name (the OS
     /// loader would hand out the already-open library for it).
@@ -59,6 +63,13 @@ impl std::fmt::Debug for RawLibrary {
     }
 }
 
+impl Drop for RawLibrary {
+    fn drop(&mut self) {
+        // The library closes right after this (its finalisers run).
+        crate::probe::mark(crate::probe::Stage::Close);
+    }
+}
+
 impl RawLibrary {
     /// Opens the shared library at `path`.
     ///
@@ -68,9 +79,12 @@ impl RawLibrary {
     /// - [`Error::NotSharedObject`] for a file that is not a shared library
     ///   (ELF platforms read the header to say what it is instead);
     /// - [`Error::WrongArchitecture`] for an ELF built for another machine;
-    /// - [`Error::LibraryOpen`] when the OS loader refuses it (missing
-    ///   dependencies, unresolved symbols...), with the loader's message as
-    ///   its source.
+    /// - [`Error::UndefinedSymbol`] when the library uses a function or
+    ///   variable that neither it nor any library it depends on defines
+    ///   (every reference is bound at open, not at first call);
+    /// - [`Error::LibraryOpen`] when the OS loader refuses it for another
+    ///   reason (a missing dependency...), with the loader's message as its
+    ///   source.
     ///
     /// # Safety
     /// Opening a library runs its initialisers, and the safe methods of the
@@ -85,25 +99,31 @@ impl RawLibrary {
     /// library's globals.
     ///
     /// # Platform-specific behaviour
-    /// `dlopen(RTLD_LOCAL | RTLD_LAZY)` on Unix, `LoadLibraryW` on Windows.
-    /// A relative path is opened relative to the current directory (never
+    /// `dlopen(RTLD_NOW | RTLD_LOCAL)` on Unix, `LoadLibraryW` on Windows:
+    /// a library with an unresolvable reference is refused here, instead of
+    /// killing the process at the reference's first use
+    /// (`docs/loading.md#finding-the-query`). A relative path is opened relative to the current directory (never
     /// searched in the loader's library path). When the OS loader refuses
     /// the file, its ELF header is read to report the precise cause (ELF
     /// platforms only).
     pub unsafe fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
+        // Only a regular file goes to the loader: it would block forever
+        // reading a FIFO or a terminal.
+        require_regular_file(path)?;
         // `dlopen` searches the library path for names without a slash; a
         // file name given by the caller means the file here.
         let open_path = if path.is_relative() { Path::new(".").join(path) } else { path.to_path_buf() };
-        let library = Library::open(&open_path).map_err(|error| {
+        crate::probe::mark(crate::probe::Stage::Open);
+        let library = open_now(&open_path).map_err(|error| {
             // The success path costs exactly one `dlopen`; only a failure pays
             // for reading the file, to name the precise cause as a typed error.
             match read_head(path).and_then(|head| check_image(path, &head)) {
                 Err(precise) => precise,
-                Ok(()) => Error::LibraryOpen { path: path.to_path_buf(), cause: loader_error(&error) },
+                Ok(()) => refusal(path, &error),
             }
         })?;
-        Ok(Self { library, shown: path.to_path_buf(), _memory_file: None })
+        Ok(Self { library, shown: path.to_path_buf(), opened_as: open_path, _memory_file: None })
     }
 
     /// Opens the bytes of a shared library, as if read from a file called
@@ -142,17 +162,27 @@ impl RawLibrary {
     ///
     /// # Errors
     /// [`Error::MissingExport`] when the library does not export it, with a
-    /// hint that works for any plugin crate.
+    /// hint that works for any plugin crate; [`Error::NotAFunction`] when
+    /// the symbol of that name is not a function ([`SymbolKind`]).
     pub fn query(&self) -> Result<RawQuery<'_>, Error> {
-        // SAFETY: `QueryFn` is a pointer-sized function pointer type; the
-        // export has that type by the v0 contract the opener vouched for.
-        let query = unsafe { self.library.symbol_cstr::<QueryFn>(EXPORT_NAME) }.map_err(|_| {
-            Error::MissingExport {
+        let missing = || Error::MissingExport {
+            path: self.shown.clone(),
+            symbol: EXPORT_NAME.to_string_lossy().into_owned(),
+            hint: EXPORT_HINT,
+        };
+        let address = self.symbol_address(EXPORT_NAME).ok_or_else(missing)?;
+        let kind = symbol_kind(address);
+        if !kind.may_be_called() {
+            return Err(Error::NotAFunction {
                 path: self.shown.clone(),
                 symbol: EXPORT_NAME.to_string_lossy().into_owned(),
-                hint: EXPORT_HINT,
-            }
-        })?;
+                found: kind.describe(),
+            });
+        }
+        // SAFETY: `QueryFn` is a pointer-sized function pointer type; the
+        // export is a function (checked above) with that type by the v0
+        // contract the opener vouched for.
+        let query = unsafe { self.library.symbol_cstr::<QueryFn>(EXPORT_NAME) }.map_err(|_| missing())?;
         // SAFETY: the export obeys the v0 query contract (promised at open)
         // and its code stays mapped while `self` is borrowed.
         Ok(unsafe { RawQuery::new(query) })
@@ -163,10 +193,24 @@ impl RawLibrary {
     /// it), copied; `None` when it has no such export, returns NULL, or
     /// claims more than [`MAX_LISTED_EXPORTS`] names. NULL entries are
     /// skipped.
+    ///
+    /// The symbol is called only when nothing says it is not a function
+    /// ([`SymbolKind`]): a library with a variable of that name, or whose
+    /// symbol lies outside executable memory, lists nothing.
     #[must_use]
     pub fn exports(&self) -> Option<Vec<String>> {
+        let address = self.symbol_address(EXPORTS_LIST_NAME)?;
+        if !symbol_kind(address).may_be_called() {
+            tracing::debug!(
+                library = %self.shown.display(),
+                "`{}` is not a function; its exports list is ignored",
+                EXPORTS_LIST_NAME.to_string_lossy()
+            );
+            return None;
+        }
         // SAFETY: `ExportsListFn` is a pointer-sized function pointer type;
-        // the export has that type by the contract the opener vouched for.
+        // the export is a function (checked above) with that type by the
+        // contract the opener vouched for.
         let list = unsafe { self.library.symbol_cstr::<ExportsListFn>(EXPORTS_LIST_NAME) }.ok()?;
         let mut count = 0usize;
         // SAFETY: the export's contract; `count` is a valid out-pointer.
@@ -187,8 +231,255 @@ impl RawLibrary {
                 .collect(),
         )
     }
+    /// True when the library has xplug's `xplug_plugin_exports` function,
+    /// the mark of a library built with `xplug-sdk` (a Rust library).
+    #[must_use]
+    pub fn is_xplug_sdk(&self) -> bool {
+        self.symbol_address(EXPORTS_LIST_NAME).is_some_and(|address| symbol_kind(address).may_be_called())
+    }
+
+    /// Keeps the library's code mapped for the rest of the process, even
+    /// after every handle is closed: its finalisers never run and its
+    /// memory is never unmapped (`docs/loading.md#unload-policy`).
+    ///
+    /// This is the unload policy for Rust libraries: a Rust library may
+    /// have registered thread-local destructors on threads that outlive the
+    /// plugin, and unmapping their code would make those threads crash when
+    /// they end. Pinning the same library twice is harmless.
+    ///
+    /// # Errors
+    /// [`Error::LibraryOpen`] when the OS loader refuses to pin it.
+    ///
+    /// # Platform-specific behaviour
+    /// `dlopen(RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)` on the already-open
+    /// library, then `dlclose` of that extra handle (the flag stays). A
+    /// no-op on other platforms.
+    pub fn pin(&self) -> Result<(), Error> {
+        #[cfg(unix)]
+        {
+            let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NOLOAD | libc::RTLD_NODELETE;
+            let extra = Library::open_with_flags(&self.opened_as, Some(flags)).map_err(|error| {
+                Error::LibraryOpen { path: self.shown.clone(), cause: loader_error(&error) }
+            })?;
+            // Dropping the extra handle closes it; the library stays open
+            // through `self.library` and, once that closes, through the flag.
+            drop(extra);
+        }
+        Ok(())
+    }
+
+    /// The address the loader gives for `name` in this library; `None` when
+    /// it has no such symbol (or it is NULL).
+    fn symbol_address(&self, name: &std::ffi::CStr) -> Option<*const ()> {
+        // SAFETY: a raw pointer is asked for, nothing is read or called
+        // through it here.
+        let address = unsafe { self.library.symbol_cstr::<*const ()>(name) }.ok()?;
+        (!address.is_null()).then_some(address)
+    }
 }
 
+/// What the OS loader's symbol table says a symbol is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SymbolKind {
+    /// A function (`STT_FUNC` or `STT_GNU_IFUNC`).
+    Function,
+    /// A variable (`STT_OBJECT`, `STT_TLS`, `STT_COMMON`).
+    Data,
+    /// Neither, or the symbol's ELF type is one this host does not know.
+    Other(u8),
+    /// Whatever the symbol table says, its address is not in executable
+    /// memory (Linux reads `/proc/self/maps`).
+    NotExecutable,
+    /// This platform cannot tell (neither `dladdr1` nor `/proc/self/maps`).
+    Unknown,
+}
+
+impl SymbolKind {
+    /// True unless the loader's table says the symbol is not a function.
+    fn may_be_called(self) -> bool {
+        matches!(self, Self::Function | Self::Unknown)
+    }
+
+    /// How an error describes it.
+    fn describe(self) -> String {
+        match self {
+            Self::Function => "a function".to_owned(),
+            Self::Data => "a variable".to_owned(),
+            Self::Other(kind) => format!("a symbol of ELF type {kind}"),
+            Self::NotExecutable => "an address outside executable memory".to_owned(),
+            Self::Unknown => "a symbol of unknown kind".to_owned(),
+        }
+    }
+}
+
+/// What the symbol at `address` is: its ELF type from the loader's own
+/// symbol table entry ([`elf_symbol_kind`], glibc), then, on Linux, whether
+/// the address lies in an executable mapping of this process (a symbol the
+/// table calls a function, or whose type cannot be read, must).
+fn symbol_kind(address: *const ()) -> SymbolKind {
+    let kind = elf_symbol_kind(address);
+    if !matches!(kind, SymbolKind::Function | SymbolKind::Unknown) {
+        return kind;
+    }
+    match executable_mapping(address) {
+        Some(false) => SymbolKind::NotExecutable,
+        Some(true) | None => kind,
+    }
+}
+
+/// Whether `address` lies in an executable mapping: `None` when this
+/// cannot be told; `Some(false)` also for an address in no mapping.
+#[cfg(target_os = "linux")]
+fn executable_mapping(address: *const ()) -> Option<bool> {
+    let address = address as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    for line in maps.lines() {
+        // `start-end perms offset dev inode path`, addresses in hex.
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((start, end)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16)) else {
+            continue;
+        };
+        if (start..end).contains(&address) {
+            return Some(perms.as_bytes().get(2) == Some(&b'x'));
+        }
+    }
+    Some(false)
+}
+
+/// Elsewhere the mappings are not read.
+#[cfg(not(target_os = "linux"))]
+fn executable_mapping(_address: *const ()) -> Option<bool> {
+    None
+}
+
+/// The ELF type of the dynamic symbol at `address`, read from the symbol
+/// table entry the loader itself holds for it (`dladdr1(RTLD_DL_SYMENT)`).
+///
+/// Why this is sound: the entry is the one the loader resolved the name to
+/// (its address equals the symbol's), so its type is what the library's
+/// linker recorded; a library exporting a variable called
+/// `xplug_plugin_exports` is recognised as such instead of having its bytes
+/// executed. It guards against mistakes, not malice: a library can lie in
+/// its symbol table, and it runs code at open anyway.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn elf_symbol_kind(address: *const ()) -> SymbolKind {
+    /// glibc's `RTLD_DL_SYMENT` (`<dlfcn.h>`): `dladdr1` returns the
+    /// `ElfW(Sym)` of the symbol.
+    const RTLD_DL_SYMENT: libc::c_int = 1;
+    const STT_OBJECT: u8 = 1;
+    const STT_FUNC: u8 = 2;
+    const STT_COMMON: u8 = 5;
+    const STT_TLS: u8 = 6;
+    const STT_GNU_IFUNC: u8 = 10;
+
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut entry: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: `info` and `entry` are valid out-pointers; `dladdr1` only
+    // reads the loader's own tables for `address`.
+    let found = unsafe { libc::dladdr1(address.cast(), info.as_mut_ptr(), &mut entry, RTLD_DL_SYMENT) };
+    // SAFETY: `dladdr1` filled `info` when it returned non-zero (and it
+    // was zeroed before, so it is initialised either way).
+    let info = unsafe { info.assume_init() };
+    if found == 0 || entry.is_null() || info.dli_saddr.cast_const() != address.cast() {
+        return SymbolKind::Unknown;
+    }
+    // `st_info` follows `st_name` (4 bytes) in an `Elf64_Sym`, and
+    // `st_name`, `st_value`, `st_size` (4 bytes each) in an `Elf32_Sym`.
+    const ST_INFO_OFFSET: usize = if cfg!(target_pointer_width = "64") { 4 } else { 12 };
+    // SAFETY: a non-NULL `entry` points to the loader's `ElfW(Sym)` for
+    // the symbol (16 bytes for ELF32, 24 for ELF64), which contains the
+    // byte at `ST_INFO_OFFSET`.
+    let st_info = unsafe { entry.cast::<u8>().add(ST_INFO_OFFSET).read() };
+    match st_info & 0xf {
+        STT_FUNC | STT_GNU_IFUNC => SymbolKind::Function,
+        STT_OBJECT | STT_COMMON | STT_TLS => SymbolKind::Data,
+        other => SymbolKind::Other(other),
+    }
+}
+
+/// Where the loader has no `dladdr1`, the ELF type cannot be read.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn elf_symbol_kind(_address: *const ()) -> SymbolKind {
+    SymbolKind::Unknown
+}
+
+/// Opens `path` binding every reference now (`RTLD_NOW | RTLD_LOCAL`).
+fn open_now(path: &Path) -> Result<Library, dlopen2::Error> {
+    #[cfg(unix)]
+    {
+        Library::open_with_flags(path, Some(libc::RTLD_NOW | libc::RTLD_LOCAL))
+    }
+    #[cfg(not(unix))]
+    {
+        Library::open(path)
+    }
+}
+
+/// Refuses anything at `path` that is not a regular file (symbolic links
+/// are followed).
+fn require_regular_file(path: &Path) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_file() => Ok(()),
+        Ok(metadata) => Err(Error::NotSharedObject {
+            path: path.to_path_buf(),
+            reason: format!(
+                "it is {}, not a regular file; pass the path of a shared library file",
+                file_kind(&metadata.file_type())
+            ),
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::FileNotFound { path: path.to_path_buf() })
+        }
+        Err(error) => Err(Error::io(format!("cannot read plugin library {}", path.display()), error)),
+    }
+}
+
+/// "a directory", "a FIFO"...
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() { "a directory" } else { "not a regular file" }
+}
+
+/// The typed error for a loader refusal: [`Error::UndefinedSymbol`] when
+/// the loader names a symbol nothing defines, else [`Error::LibraryOpen`].
+fn refusal(shown: &Path, error: &dlopen2::Error) -> Error {
+    let cause = loader_error(error);
+    match undefined_symbol(cause.message()) {
+        Some(symbol) => Error::UndefinedSymbol { path: shown.to_path_buf(), symbol, cause },
+        None => Error::LibraryOpen { path: shown.to_path_buf(), cause },
+    }
+}
+
+/// The symbol in a glibc or musl loader message about an unresolvable
+/// reference ("...: undefined symbol: foo", "Error relocating ...: foo:
+/// symbol not found").
+fn undefined_symbol(message: &str) -> Option<String> {
+    if let Some((_, rest)) = message.rsplit_once("undefined symbol: ") {
+        let symbol = rest.split([',', ' ', '\n', '\t']).next().unwrap_or_default();
+        return (!symbol.is_empty()).then(|| symbol.to_owned());
+    }
+    let before = message.strip_suffix(": symbol not found")?;
+    let symbol = before.rsplit(": ").next().unwrap_or_default();
+    (!symbol.is_empty()).then(|| symbol.to_owned())
+}
 fn loader_error(error: &dlopen2::Error) -> LoaderError {
     LoaderError::new(match error {
         dlopen2::Error::OpeningLibraryError(cause) | dlopen2::Error::SymbolGettingError(cause) => {
@@ -349,13 +640,13 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes).map_err(|error| io("write the in-memory file", error))?;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let library = Library::open(&proc_path)
-        .map_err(|error| Error::LibraryOpen { path: shown.clone(), cause: loader_error(&error) })?;
+    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    crate::probe::mark(crate::probe::Stage::Open);
+    let library = open_now(&proc_path).map_err(|error| refusal(&shown, &error))?;
     // The descriptor stays open as long as the library: while it is, no
     // other image gets its number, so the loader never mistakes a new image
     // for this already-open one.
-    Ok(RawLibrary { library, shown, _memory_file: Some(file) })
+    Ok(RawLibrary { library, shown, opened_as: proc_path, _memory_file: Some(file) })
 }
 
 /// Writes `bytes` to a temporary file and opens it.
@@ -375,14 +666,26 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
         .map_err(|error| io("create a temporary file", error))?;
     file.write_all(bytes).map_err(|error| io("write the temporary file", error))?;
     file.flush().map_err(|error| io("write the temporary file", error))?;
-    let library = Library::open(file.path())
-        .map_err(|error| Error::LibraryOpen { path: shown.clone(), cause: loader_error(&error) })?;
-    Ok(RawLibrary { library, shown, _memory_file: Some(file) })
+    crate::probe::mark(crate::probe::Stage::Open);
+    let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
+    Ok(RawLibrary { library, shown, opened_as: file.path().to_path_buf(), _memory_file: Some(file) })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static NOT_CODE: [u8; 16] = [0xcc; 16];
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn code_and_data_are_told_apart_by_their_mapping() {
+        let code = elf_symbol_kind as fn(*const ()) -> SymbolKind as *const ();
+        assert_eq!(executable_mapping(code), Some(true));
+        assert_eq!(executable_mapping(NOT_CODE.as_ptr().cast()), Some(false));
+        assert_eq!(executable_mapping(std::ptr::without_provenance(8)), Some(false), "in no mapping");
+        assert_eq!(symbol_kind(NOT_CODE.as_ptr().cast()), SymbolKind::NotExecutable);
+    }
 
     fn elf(class: u8, data: u8, kind: u16, machine: u16) -> Vec<u8> {
         let mut head = vec![0u8; 64];

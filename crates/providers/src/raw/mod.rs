@@ -55,7 +55,7 @@ use std::sync::Arc;
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
 pub use instance::RawInstance;
-pub use library::{MAX_LISTED_EXPORTS, RawLibrary};
+pub use library::{MAX_LISTED_EXPORTS, RawLibrary, SymbolKind};
 
 use crate::{CountingAllocator, LoadParamList};
 
@@ -98,6 +98,7 @@ impl<'code> RawQuery<'code> {
     /// `max_version`).
     #[must_use]
     pub fn query(self, max_version: Version) -> Option<RawTable<'code>> {
+        crate::probe::mark(crate::probe::Stage::Query);
         // SAFETY: the v0 query contract (promised in `new`).
         let table = unsafe { (self.query)(max_version, std::ptr::null_mut()) };
         if table.is_null() {
@@ -222,6 +223,7 @@ impl<'code> RawTable<'code> {
         let pairs = params.as_string_pairs();
         let pairs_ptr = if pairs.is_empty() { std::ptr::null() } else { pairs.as_ptr() };
         let mut state = std::ptr::null_mut();
+        crate::probe::mark(crate::probe::Stage::Load);
         // SAFETY: `load` is the table's non-NULL v0 load function (valid for
         // `'code`); the environment, the `pairs.len()` pairs (borrowing
         // `params`) and `state` outlive the call; the allocator's `self`

@@ -15,7 +15,17 @@
  *   -DLYING_RESOLVE           resolve returns OK without filling anything
  *   -DRESOLVE_FAILS=code      resolve returns this status code
  *   -DNO_EXPORT               the query function is exported under another name
+ *   -DCRASH_IN=stage          segfault (write through NULL) in that stage
+ *   -DABORT_IN=stage          abort() in that stage
+ *   -DHANG_IN=stage           never return from that stage (sleeps in pause())
+ *
+ * A stage is one of: open (a library constructor), query, load, resolve,
+ * unload, close (a library destructor).
  */
+#if defined(HANG_IN)
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+#endif
 #include <stdlib.h>
 
 #include "xplug/executable_plugin.h"
@@ -34,6 +44,56 @@
 #endif
 
 #define UNUSED __attribute__((unused))
+
+/* Stage numbers for the fault flags: -DCRASH_IN=load pastes to
+ * FAULT_STAGE_load, which is 3. */
+#define FAULT_STAGE_open 1
+#define FAULT_STAGE_query 2
+#define FAULT_STAGE_load 3
+#define FAULT_STAGE_resolve 4
+#define FAULT_STAGE_unload 5
+#define FAULT_STAGE_close 6
+#define FAULT_PASTE(a, b) a##b
+#define FAULT_STAGE(name) FAULT_PASTE(FAULT_STAGE_, name)
+#ifdef CRASH_IN
+#define CRASH_STAGE FAULT_STAGE(CRASH_IN)
+#else
+#define CRASH_STAGE 0
+#endif
+#ifdef ABORT_IN
+#define ABORT_STAGE FAULT_STAGE(ABORT_IN)
+#else
+#define ABORT_STAGE 0
+#endif
+#ifdef HANG_IN
+#define HANG_STAGE FAULT_STAGE(HANG_IN)
+#else
+#define HANG_STAGE 0
+#endif
+
+/* Misbehaves as the flags say when entering stage `stage`. */
+static void fault_point(int stage) {
+  if (stage == CRASH_STAGE) {
+    /* Through a volatile pointer, so no compiler can see the NULL and
+     * replace the store with a trap instruction. */
+    int* volatile nowhere = NULL;
+    *nowhere = 1;
+  }
+  if (stage == ABORT_STAGE) abort();
+#ifdef HANG_IN
+  if (stage == HANG_STAGE) {
+    for (;;) pause();
+  }
+#endif
+}
+
+__attribute__((constructor)) static void fault_on_open(void) {
+  fault_point(FAULT_STAGE_open);
+}
+
+__attribute__((destructor)) static void fault_on_close(void) {
+  fault_point(FAULT_STAGE_close);
+}
 
 typedef struct {
   int32_t a;
@@ -67,6 +127,7 @@ static UNUSED iree_hal_executable_plugin_status_t plugin_load(
     void** out_self) {
   (void)param_count;
   (void)params;
+  fault_point(FAULT_STAGE_load);
 #ifdef LOAD_FAILS
   (void)environment;
   (void)out_self;
@@ -98,6 +159,7 @@ static UNUSED iree_hal_executable_plugin_status_t plugin_load(
 }
 
 static UNUSED void plugin_unload(void* self) {
+  fault_point(FAULT_STAGE_unload);
 #ifdef UNLOAD_ABORTS_ON_NULL
   if (self == NULL) abort();
 #endif
@@ -108,6 +170,7 @@ static UNUSED void plugin_unload(void* self) {
 static UNUSED iree_hal_executable_plugin_status_t plugin_resolve(
     void* self, const iree_hal_executable_plugin_resolve_params_v0_t* params,
     iree_hal_executable_plugin_resolution_t* out_resolution) {
+  fault_point(FAULT_STAGE_resolve);
   *out_resolution = 0;
 #ifdef RESOLVE_FAILS
   (void)self;
@@ -151,6 +214,7 @@ static UNUSED iree_hal_executable_plugin_status_t plugin_resolve(
 IREE_HAL_EXECUTABLE_PLUGIN_EXPORT const iree_hal_executable_plugin_header_t**
 QUERY_NAME(iree_hal_executable_plugin_version_t max_version, void* reserved) {
   (void)reserved;
+  fault_point(FAULT_STAGE_query);
   static const iree_hal_executable_plugin_header_t header = {
       .version = HEADER_VERSION,
       .name = PLUGIN_NAME,

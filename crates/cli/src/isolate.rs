@@ -1,0 +1,93 @@
+//! Running a command's plugin work in a child process: this binary re-run
+//! with `--in-process`, watched by `xplug_providers::probe`.
+//!
+//! The protocol (stage marks, timeout, signal decoding) lives in the
+//! library; this module only builds the child's command line and turns its
+//! end into this command's output.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use xplug_providers::probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus};
+
+use crate::error::CliError;
+
+/// How commands that exercise a plugin run it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Isolation {
+    /// In this process (`--in-process`): a crash takes the tool down.
+    InProcess,
+    /// In a child process, killed after this long without progress.
+    Child(Duration),
+}
+
+/// Runs this binary with `args` (after `--in-process`) as a probe child.
+pub(crate) fn probe(plugin: &str, args: &[OsString], timeout: Duration) -> Result<ProbeOutput, CliError> {
+    let program = std::env::current_exe().map_err(|error| CliError::ProbeUnavailable {
+        plugin: plugin.to_owned(),
+        source: xplug_providers::Error::Io {
+            context: "cannot find the path of the running xplug binary".to_owned(),
+            source: std::sync::Arc::new(error),
+        },
+    })?;
+    let mut command = Command::new(program);
+    command.arg("--in-process").args(args);
+    Probe::new(command)
+        .timeout(timeout)
+        .run()
+        .map_err(|source| CliError::ProbeUnavailable { plugin: plugin.to_owned(), source })
+}
+
+/// Re-runs the whole command line in a child: its output is passed on
+/// unchanged when it ends by itself, and a crash or hang becomes
+/// [`CliError::PluginFault`].
+pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8, CliError> {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let output = probe(plugin, &args, timeout)?;
+    match output.status {
+        ProbeStatus::Exited(code) => {
+            forward(&output.stdout, &output.stderr);
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
+        ProbeStatus::Failed(failure) => {
+            // Whatever it printed before it died is partial: stdout is
+            // dropped (the report is the error), stderr kept for context.
+            forward(&[], &output.stderr);
+            Err(CliError::PluginFault { plugin: plugin.to_owned(), failure })
+        }
+        _ => Err(CliError::ProbeUnavailable {
+            plugin: plugin.to_owned(),
+            source: xplug_providers::Error::InvalidRequest {
+                reason: "the probe child ended in an unknown way".to_owned(),
+            },
+        }),
+    }
+}
+
+/// Writes a child's output to ours.
+pub(crate) fn forward(stdout: &[u8], stderr: &[u8]) {
+    // A closed stdout or stderr is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(stdout);
+    let _ = std::io::stderr().lock().write_all(stderr);
+}
+
+/// The JSON description of a fault: kind, signal (for a crash), stage,
+/// timeout (for a hang).
+pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
+    match failure {
+        ProbeFailure::Crashed { signal, stage } => json!({
+            "kind": failure.kind(),
+            "signal": signal.to_string(),
+            "stage": stage.map(|s| s.as_str()),
+        }),
+        ProbeFailure::TimedOut { stage, limit } => json!({
+            "kind": failure.kind(),
+            "stage": stage.map(|s| s.as_str()),
+            "timeout_s": limit.as_secs_f64(),
+        }),
+        _ => json!({ "kind": failure.kind(), "stage": failure.stage().map(|s| s.as_str()) }),
+    }
+}

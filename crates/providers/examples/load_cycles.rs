@@ -1,0 +1,94 @@
+//! Load, resolve, call and unload plugins in a loop: what `cargo xtask
+//! valgrind` runs under valgrind to show the host side leaks nothing and
+//! touches no memory it should not.
+//!
+//! ```text
+//! cargo run -p xplug-providers --example load_cycles -- CYCLES LIBRARY...
+//! ```
+//!
+//! Each library must export `simple_mul_workgroup` with the parameters of
+//! IREE's custom-dispatch sample (the example plugins `sample_system` and
+//! `c_sample` do). Every cycle loads each library, resolves the import,
+//! multiplies four floats through it, checks the result, and unloads the
+//! plugin, which must hold no host memory afterwards.
+
+use std::ffi::c_void;
+use std::process::ExitCode;
+
+use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+
+/// IREE's sample workgroup parameters.
+#[repr(C)]
+struct WorkgroupParams {
+    lhs: *const f32,
+    lhs_offset: usize,
+    rhs: *const f32,
+    rhs_offset: usize,
+    out: *mut f32,
+    out_offset: usize,
+    size: usize,
+    tid: usize,
+    processor_id: u32,
+    processor_data: *const u64,
+}
+
+/// One load/resolve/call/unload cycle of the plugin at `path`.
+fn cycle(path: &str) -> Result<(), String> {
+    // SAFETY: the operator names v0 plugins on the command line.
+    let plugin = unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
+        .map_err(|error| format!("{path}: {error}"))?;
+    let names = [SymbolName::new(c"simple_mul_workgroup")];
+    let (mut fns, mut contexts) = ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
+    let mut request =
+        ResolveRequest::new(&names, &mut fns, &mut contexts).map_err(|error| error.to_string())?;
+    plugin.resolve(&mut request).map_err(|error| format!("{path}: {error}"))?;
+    let (lhs, rhs, mut out) = ([1.0f32, 2.0, 3.0, 4.0], [2.0f32, 3.0, 4.0, 5.0], [0.0f32; 4]);
+    let mut params = WorkgroupParams {
+        lhs: lhs.as_ptr(),
+        lhs_offset: 0,
+        rhs: rhs.as_ptr(),
+        rhs_offset: 0,
+        out: out.as_mut_ptr(),
+        out_offset: 0,
+        size: 4,
+        tid: 0,
+        processor_id: 0,
+        processor_data: std::ptr::null(),
+    };
+    // SAFETY: the slot holds the plugin's `simple_mul_workgroup`, a v0
+    // import function taking `WorkgroupParams`; the buffers outlive the call.
+    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
+    // SAFETY: as above; the context is the one the plugin resolved.
+    let code =
+        unsafe { function(std::ptr::from_mut(&mut params).cast(), request.context(0), std::ptr::null_mut()) };
+    if code != 0 || out != [2.0, 6.0, 12.0, 20.0] {
+        return Err(format!("{path}: simple_mul_workgroup returned {code} with {out:?}"));
+    }
+    let after = plugin.unload();
+    if after.live_allocations != 0 {
+        return Err(format!("{path}: {} allocation(s) held after unload", after.live_allocations));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((cycles, libraries)) = args.split_first() else {
+        eprintln!("usage: load_cycles CYCLES LIBRARY...");
+        return ExitCode::from(2);
+    };
+    let Ok(cycles) = cycles.parse::<usize>() else {
+        eprintln!("error: CYCLES must be a number, not {cycles:?}");
+        return ExitCode::from(2);
+    };
+    for _ in 0..cycles {
+        for library in libraries {
+            if let Err(error) = cycle(library) {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("{cycles} cycle(s) of {} librar(ies): load, resolve, call, unload OK", libraries.len());
+    ExitCode::SUCCESS
+}
