@@ -214,7 +214,17 @@ fn flush_instruction_cache(start: *mut u8, size: usize) {
         // SAFETY: barriers; no memory operands.
         unsafe { core::arch::asm!("dsb ish", "isb", options(nostack)) };
     }
-    #[cfg(not(target_arch = "aarch64"))]
+    #[cfg(all(target_arch = "riscv64", target_os = "linux"))]
+    {
+        /// Linux's `riscv_flush_icache` system call (`__NR_arch_specific_syscall
+        /// + 15`); the libc crate has no constant for it.
+        const SYS_RISCV_FLUSH_ICACHE: libc::c_long = 259;
+        // SAFETY: the system call only synchronises the instruction cache
+        // for the range (a segment of the mapping) on every hart running
+        // this process (flags 0); it reads no memory.
+        unsafe { libc::syscall(SYS_RISCV_FLUSH_ICACHE, start, start.wrapping_add(size), 0usize) };
+    }
+    #[cfg(not(any(target_arch = "aarch64", all(target_arch = "riscv64", target_os = "linux"))))]
     let _ = (start, size);
 }
 
