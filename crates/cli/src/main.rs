@@ -21,6 +21,7 @@ mod check;
 mod demo;
 mod error;
 mod inspect;
+mod new;
 mod output;
 mod resolve;
 mod trust;
@@ -121,6 +122,19 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
     },
+    /// Create a plugin crate that `cargo build --release` turns into a
+    /// loadable shared library (one import and a test that loads it).
+    New {
+        /// The crate and plugin name (`my_plugin`).
+        name: String,
+        /// The directory to create (default: ./NAME).
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// The xplug checkout the crate depends on (default: the one this
+        /// xplug was built from).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
     Demo {
@@ -193,6 +207,9 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 )
             };
             call::run(&call::Options { plugin, import, params }, cli.json)
+        }
+        Command::New { name, path, sdk } => {
+            new::run(&new::Options { name, path: path.as_deref(), checkout: sdk.as_deref() }, cli.json)
         }
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {

@@ -117,9 +117,11 @@
 //! The macro adds to the module:
 //! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
 //!   function) for Rust code and tests;
-//! * with the plugin crate's `export` feature on, the C symbols
-//!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
-//!   without it, a registration in `xplug_providers::static_plugins()`.
+//! * by default, the C symbols `iree_hal_executable_plugin_query` and
+//!   `xplug_plugin_exports`; with the plugin crate's `static` feature on
+//!   (or in a test build), a registration in
+//!   `xplug_providers::static_plugins()` instead (see
+//!   [below](#shared-library-and-static-linking-from-one-crate)).
 //!
 //! # How the generated plugin resolves
 //!
@@ -157,19 +159,26 @@
 //! crate-type = ["cdylib", "rlib"]
 //!
 //! [features]
-//! # Export the C entry points (shared-library build). Off when linked into
-//! # a binary, so several plugins can share one binary without clashing.
-//! export = []
+//! # Link the plugin into a binary instead of exporting C entry points.
+//! static = []
 //! ```
 //!
-//! `cargo xtask build-plugins` builds each plugin with `--features export`
-//! into `target/plugins/lib<name>.so`, which IREE's runtime
-//! (`--executable_plugin=...`) and xplug's manager load.
+//! and `cargo build --release` makes `target/release/lib<crate>.so`, which
+//! IREE's runtime (`--executable_plugin=...`) and xplug's manager load: by
+//! default the macro exports the C entry points. (`xplug new NAME`
+//! scaffolds such a crate.)
 //!
-//! Without `export`, nothing global is exported and the plugin registers
-//! itself with `inventory` (through `xplug_abi::StaticPluginRegistration`;
-//! the plugin does not depend on the host crates), so a binary that depends
-//! on the crate finds it in `xplug_providers::static_plugins()`.
+//! **Linking into a runtime is the opt-in.** A runtime that links the
+//! plugin crate depends on it with `features = ["static"]`: then nothing
+//! global is exported and the plugin registers itself with `inventory`
+//! (through `xplug_abi::StaticPluginRegistration`; the plugin does not
+//! depend on the host crates), so the binary finds it in
+//! `xplug_providers::static_plugins()`. Test builds (`cfg(test)`) behave as
+//! if `static` were on. Two plugins linked into one binary without
+//! `static` would both define the C entry points: the link fails with a
+//! duplicate symbol named
+//! `xplug_two_plugins_export_c_entry_points__enable_the_static_feature_of_plugins_linked_into_a_binary`.
+//! A crate that never links statically need not declare the feature.
 //!
 //! **The linker trap:** the registration is a constructor in the plugin's
 //! object code, and rustc links a dependency only when the binary refers to

@@ -3,11 +3,6 @@
 //! bytes (as an executable may) sees exactly those bytes and never crashes.
 //! The refused kinds are the compile-fail cases in `tests/ui/field_*.rs`.
 
-#![expect(
-    unexpected_cfgs,
-    reason = "the generated code checks the plugin crate's `export` feature, which a test target of the SDK does not declare"
-)]
-
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{offset_of, size_of};

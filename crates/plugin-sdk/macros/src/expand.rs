@@ -1,6 +1,7 @@
 //! The items `#[plugin]` adds to the module: one marker type per import, the
 //! header and v0 table, the sorted export table and its hash index, the
-//! `PLUGIN` descriptor, and either the C exports or a static registration.
+//! `PLUGIN` descriptor, and either the C exports (by default) or a static
+//! registration (the plugin crate's `static` feature, or a test build).
 
 use std::ffi::CString;
 
@@ -128,14 +129,30 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         pub const PLUGIN: ::xplug_sdk::PluginDescriptor =
             ::xplug_sdk::__private::descriptor::<__XplugPlugin>(#description_lit, &[#(#symbols),*]);
 
-        #[cfg(feature = "export")]
+        // The C entry points, unless the plugin crate is linked into a
+        // binary: its `static` feature (which the crate need not declare,
+        // hence the `unexpected_cfgs` allowance) or a test build.
+        #[allow(unexpected_cfgs)]
         const _: () = {
+        #[cfg(not(any(test, feature = "static")))]
+        const _: () = {
+            /// Present in every plugin that exports the C entry points: when
+            /// two such plugins are linked into one binary, the linker's
+            /// "duplicate symbol" error names this symbol, which says the fix.
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            pub static xplug_two_plugins_export_c_entry_points__enable_the_static_feature_of_plugins_linked_into_a_binary: u8 = 0;
+
             /// The v0 query function IREE's runtime looks up.
             #[unsafe(no_mangle)]
             pub extern "C" fn iree_hal_executable_plugin_query(
                 max_version: ::xplug_sdk::abi::Version,
                 reserved: *mut ::core::ffi::c_void,
             ) -> *mut *const ::xplug_sdk::abi::Header {
+                // Keeps the marker in any link that keeps this function.
+                ::core::hint::black_box(
+                    &xplug_two_plugins_export_c_entry_points__enable_the_static_feature_of_plugins_linked_into_a_binary,
+                );
                 ::xplug_sdk::__private::query::<__XplugPlugin>(max_version, reserved)
             }
 
@@ -148,8 +165,9 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
             }
         };
 
-        #[cfg(not(feature = "export"))]
+        #[cfg(any(test, feature = "static"))]
         ::xplug_sdk::__register_static!(__XplugPlugin);
+        };
     });
 
     for tokens in generated {

@@ -11,9 +11,11 @@ use super::RawQuery;
 use crate::{Error, LoaderError};
 
 /// The hint attached to a missing query export.
-const EXPORT_HINT: &str = "an xplug-sdk plugin exports it when built with its `export` feature \
-                           (`cargo build --features export`; `cargo xtask build-plugins` does that for \
-                           the examples); a C plugin must export it with C linkage and default visibility";
+const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
+                           `[lib] crate-type = [\"cdylib\", \"rlib\"]`, leave its `static` feature off \
+                           and build with `cargo build --release` (the library is \
+                           `target/release/lib<crate>.so`); a C plugin must export it with C linkage \
+                           and default visibility";
 
 /// More names than any real plugin exports: a larger count from
 /// `xplug_plugin_exports` is garbage and the list is ignored.
