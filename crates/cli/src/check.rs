@@ -73,7 +73,8 @@ pub(crate) const CHECKS: &[Check] = &[
     },
     Check {
         name: "load-unload-params",
-        description: "load with an extra unknown param succeeds; unload frees everything",
+        description: "an unknown load param is refused (INVALID_ARGUMENT, nothing held) by a plugin that declares \
+                      its params, else accepted and unload frees everything",
         run: load_with_params,
     },
     Check { name: "resolve-nothing", description: "resolving zero names is OK", run: resolve_nothing },
@@ -216,7 +217,44 @@ fn load_plain(subject: &Subject<'_>) -> Verdict {
 }
 
 fn load_with_params(subject: &Subject<'_>) -> Verdict {
-    load_cycle(subject, &[CHECK_PARAM])
+    let Some(declared) = subject.library.params() else {
+        return load_cycle(subject, &[CHECK_PARAM]);
+    };
+    // A plugin that declares its parameters must refuse any other key.
+    let table = table_for(subject)?;
+    checks::check_plugin(table.header().as_ref(), table.entry_points(), "system library", Features::NONE)
+        .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
+    let mut params = subject.params.clone();
+    params.push(CHECK_PARAM.0, CHECK_PARAM.1);
+    let allocator = CountingAllocator::new();
+    let declared_names = declared.iter().map(|param| param.name.as_str()).collect::<Vec<_>>().join(", ");
+    match table.load(&allocator, &params) {
+        Ok(instance) => {
+            let _ = instance.unload();
+            Err(format!(
+                "the plugin declares its params ({declared_names}) but accepted the unknown key `{}`",
+                CHECK_PARAM.0
+            ))
+        }
+        Err(RawLoadError::Refused { code }) if code == StatusCode::INVALID_ARGUMENT => {
+            let stats = allocator.stats();
+            if stats.live_allocations != 0 {
+                return Err(format!(
+                    "refused the unknown key but still holds {} block(s), {} byte(s)",
+                    stats.live_allocations, stats.live_bytes
+                ));
+            }
+            Ok(format!(
+                "refused the unknown key `{}` with INVALID_ARGUMENT (declared: {})",
+                CHECK_PARAM.0,
+                if declared_names.is_empty() { "none" } else { &declared_names }
+            ))
+        }
+        Err(RawLoadError::Refused { code }) => {
+            Err(format!("refused the unknown key with {code}; a bad parameter is INVALID_ARGUMENT"))
+        }
+        Err(other) => Err(other.to_string()),
+    }
 }
 
 /// Resolves `names` with the given pre-filled slots; returns the code,
@@ -342,7 +380,10 @@ fn repeated_resolve_stable(subject: &Subject<'_>) -> Verdict {
 }
 
 fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
-    let instance = instance(subject, &[CHECK_PARAM])?;
+    // An unknown key too, unless the plugin declares its params (it then
+    // refuses the key; `load-unload-params` checks that).
+    let extra: &[(&str, &str)] = if subject.library.params().is_some() { &[] } else { &[CHECK_PARAM] };
+    let instance = instance(subject, extra)?;
     let mut names = subject.exports.clone();
     names.push(format!("?{UNKNOWN}"));
     let names = c_names(&names);
@@ -392,6 +433,9 @@ pub(crate) fn run_checks(
     };
     let library = trust::open_raw_library(path)
         .map_err(|source| CliError::Load { what: path.display().to_string(), source })?;
+    if let Some(declared) = library.params() {
+        refuse_undeclared(path, &declared, params)?;
+    }
     let mut exports = library.exports().unwrap_or_default();
     exports.extend(symbols.iter().cloned());
     exports.sort();
@@ -407,7 +451,31 @@ pub(crate) fn run_checks(
         .collect())
 }
 
-/// Runs the command; returns the exit code.
+/// Refuses, before any check runs, a load parameter the plugin does not
+/// declare: every check would fail on it, and the plugin's own refusal only
+/// reaches stderr.
+fn refuse_undeclared(
+    path: &Path,
+    declared: &[xplug_providers::raw::ParamInfo],
+    params: &LoadParamList,
+) -> Result<(), CliError> {
+    for (key, _) in params.iter() {
+        if declared.iter().any(|param| param.name.as_bytes() == key) {
+            continue;
+        }
+        let key = String::from_utf8_lossy(key).into_owned();
+        let names: Vec<&str> = declared.iter().map(|param| param.name.as_str()).collect();
+        let suggestion = xplug_manager::suggest::closest(&key, names.iter()).map(str::to_owned);
+        return Err(CliError::UnknownParam {
+            plugin: path.display().to_string(),
+            key,
+            suggestion,
+            declared: names.iter().map(|&name| name.to_owned()).collect(),
+        });
+    }
+    Ok(())
+}
+
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
 pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
@@ -435,6 +503,8 @@ pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool
             table.row([result.name.to_owned(), verdict, result.detail.clone()]);
         }
         print!("{}", table.render(style));
+        let summary = format!("{} of {} checks passed for {spec}", results.len() - failed, results.len());
+        println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
     }
     if failed > 0 {
         crate::report_error(&CliError::ChecksFailed {

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::raw::RawHeader;
+use xplug_providers::raw::{ParamInfo, RawHeader};
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
@@ -34,6 +34,8 @@ struct Report {
     info: PluginInfo,
     loader: &'static str,
     exports: Option<Vec<String>>,
+    /// The load parameters the plugin declares (`xplug_plugin_params`).
+    params: Option<Vec<ParamInfo>>,
     /// Why the loader refused the plugin, when it did (the header was then
     /// read directly from the library).
     load_error: Option<CliError>,
@@ -51,7 +53,13 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             })?;
         let loaded = Plugin::from_registration(registration, &LoadParamList::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-        return Ok(Report { info: loaded.info().clone(), loader: "static", exports: None, load_error: None });
+        return Ok(Report {
+            info: loaded.info().clone(),
+            loader: "static",
+            exports: None,
+            params: None,
+            load_error: None,
+        });
     }
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
@@ -78,6 +86,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
         }
     };
     let exports = raw.exports();
+    let declared = raw.params();
     let info = match loaded {
         Ok(loaded) => loaded.info().clone(),
         // Refused by the loader (version, features, sanitizer, load): show
@@ -88,10 +97,16 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             let Some(header) = header else {
                 return Err(CliError::Load { what: plugin.to_owned(), source });
             };
-            return Ok(Report { info: info_from(header), loader: "system library", exports, load_error });
+            return Ok(Report {
+                info: info_from(header),
+                loader: "system library",
+                exports,
+                params: declared,
+                load_error,
+            });
         }
     };
-    Ok(Report { info, loader: "system library", exports, load_error: None })
+    Ok(Report { info, loader: "system library", exports, params: declared, load_error: None })
 }
 
 /// The header as `inspect` shows it (a NULL name or description as empty).
@@ -119,6 +134,12 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "sanitizer": sanitizer,
             "loader": report.loader,
             "exports": report.exports,
+            "params": report.params.as_ref().map(|params| params.iter().map(|param| json!({
+                "name": param.name,
+                "type": param.kind,
+                "default": param.default,
+                "description": param.description,
+            })).collect::<Vec<_>>()),
             "load_error": report.load_error.as_ref().map(crate::resolve::chain),
         }));
     } else {
@@ -156,8 +177,26 @@ fn print_human(report: &Report) {
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
     };
     table.row([style.bold("exports"), exports]);
+    let params = match &report.params {
+        Some(params) if params.is_empty() => "none (the plugin refuses every key)".to_owned(),
+        Some(params) => format!("{} declared (other keys are refused)", params.len()),
+        None => "not declared (the plugin has no xplug_plugin_params)".to_owned(),
+    };
+    table.row([style.bold("params"), params]);
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {
         println!("  {name}");
+    }
+    if let Some(params) = report.params.as_ref().filter(|params| !params.is_empty()) {
+        let mut table = Table::new(["param", "type", "default", "description"]);
+        for param in params {
+            table.row([
+                param.name.clone(),
+                param.kind.clone(),
+                param.default.clone().unwrap_or_else(|| "-".to_owned()),
+                param.description.clone(),
+            ]);
+        }
+        print!("{}", table.render(style));
     }
 }

@@ -19,6 +19,38 @@ pub const EXPORTS_LIST_NAME: &CStr = c"xplug_plugin_exports";
 /// `xplug_plugin_exports_fn_t`.
 pub type ExportsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const *const c_char;
 
+/// Name of xplug's optional extra export declaring a plugin's load
+/// parameters (see [`ParamsListFn`]); hosts that do not know it ignore it.
+pub const PARAMS_LIST_NAME: &CStr = c"xplug_plugin_params";
+
+/// One load parameter a plugin declares (an element of the array
+/// [`ParamsListFn`] returns). C name: `xplug_plugin_param_t`.
+///
+/// Every field is a NUL-terminated string owned by the plugin, valid while
+/// it is loaded; only `default_value` may be NULL (no default).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ParamDecl {
+    /// The key, as passed in `key=value`.
+    pub name: *const c_char,
+    /// The value's type: `str`, `bool`, `i32`, `i64`, `u32`, `u64`,
+    /// `usize`, `f32` or `f64` (a host shows other names as they are).
+    pub kind: *const c_char,
+    /// The value used when the key is absent, as text; NULL for none.
+    pub default_value: *const c_char,
+    /// What the parameter does, for people.
+    pub description: *const c_char,
+}
+
+/// xplug's optional extra export: the load parameters a plugin accepts.
+///
+/// Returns an array of `*out_count` [`ParamDecl`]s that lives as long as
+/// the library is loaded (or NULL with a count of 0), writing the count
+/// when `out_count` is not NULL. A plugin that has this export refuses any
+/// key it does not list; an empty list means it takes no parameters. C
+/// name: `xplug_plugin_params_fn_t`.
+pub type ParamsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
+
 /// The function a plugin exports to be discovered.
 ///
 /// C name: `iree_hal_executable_plugin_query_fn_t`.

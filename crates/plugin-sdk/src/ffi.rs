@@ -17,14 +17,15 @@ use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
 use xplug_abi::{
-    EnvironmentV0, Features, Header, ImportFn, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
-    StatusCode, StringPair, Version,
+    EnvironmentV0, Features, Header, ImportFn, ParamDecl, PluginV0, Resolution, ResolveParamsV0, Sanitizer,
+    Status, StatusCode, StringPair, Version,
 };
 
 pub use crate::resolve::HashIndex;
 use crate::resolve::{Exports, resolve_with};
 use crate::{
-    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginDescriptor, PluginState,
+    DeclaredParam, Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams,
+    PluginDescriptor, PluginState,
 };
 
 /// What the `#[plugin]` macro generates for one plugin.
@@ -51,6 +52,51 @@ pub unsafe trait PluginDef: 'static {
     fn export_names() -> &'static [CName];
     /// The hash index of `exports()`, for sparse requests.
     fn hash_index() -> HashIndex<'static>;
+    /// The declared load parameters (`params(...)`), if the plugin
+    /// declares them.
+    const PARAMS: Option<&'static [DeclaredParam]>;
+    /// The same declarations as C structs, for `xplug_plugin_params`.
+    fn param_decls() -> &'static [CParamDecl];
+}
+
+/// A declared load parameter as C sees it, shareable in a `static` array.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct CParamDecl(ParamDecl);
+
+// SAFETY: every pointer comes from a `&'static CStr` (see `new`), immutable
+// and valid for the whole program.
+unsafe impl Sync for CParamDecl {}
+
+impl CParamDecl {
+    /// The C declaration of one parameter.
+    #[must_use]
+    pub const fn new(
+        name: &'static CStr,
+        kind: &'static CStr,
+        default_value: Option<&'static CStr>,
+        description: &'static CStr,
+    ) -> Self {
+        Self(ParamDecl {
+            name: name.as_ptr(),
+            kind: kind.as_ptr(),
+            default_value: match default_value {
+                Some(value) => value.as_ptr(),
+                None => ptr::null(),
+            },
+            description: description.as_ptr(),
+        })
+    }
+}
+
+/// `xplug_plugin_params`: the declared load parameters of `D` and their
+/// count.
+pub extern "C" fn params_list<D: PluginDef>(out_count: Option<&mut usize>) -> *const ParamDecl {
+    let decls = D::param_decls();
+    if let Some(count) = out_count {
+        *count = decls.len();
+    }
+    decls.as_ptr().cast::<ParamDecl>()
 }
 
 /// One `#[import]` function, as the macro describes it.
@@ -149,7 +195,7 @@ pub const fn descriptor<D: PluginDef>(
     description: &'static str,
     symbols: &'static [&'static str],
 ) -> PluginDescriptor {
-    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols }
+    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols, params: D::PARAMS }
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1
@@ -307,7 +353,13 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         };
         // SAFETY: the pairs' views are valid for the call; the borrow given
         // to the author's `load` cannot outlive it (the state is 'static).
-        let params = unsafe { LoadParams::from_pairs(pairs) };
+        let mut params = unsafe { LoadParams::from_pairs(pairs) };
+        if let Some(declared) = D::PARAMS {
+            if let Err(error) = params.check_declared(declared) {
+                return report_load_error(D::NAME, &error);
+            }
+            params = params.with_declared(declared);
+        }
         let state = match D::State::load(&Environment::new(allocator), &params) {
             Ok(state) => state,
             Err(error) => return report_load_error(D::NAME, &error),

@@ -68,6 +68,22 @@
 //!   says NONE unless you set this when building with `-Zsanitizer`; a host
 //!   refuses a plugin whose sanitizer differs from its own.
 //!
+//! * `params(name: type [= default] "description", ...)` (optional): the
+//!   load parameters the plugin takes. `type` is one of `str`, `bool`,
+//!   `i32`, `i64`, `u32`, `u64`, `usize`, `f32`, `f64` ([`ParamKind`]); a
+//!   default is a literal of that type, checked at compile time. A plugin
+//!   that declares its parameters (even `params()`, "none"):
+//!   - exports them as `xplug_plugin_params` (see below), so `xplug
+//!     inspect` lists them;
+//!   - refuses in `load`, before [`PluginState::load`] runs, any key it does
+//!     not declare ([`Error::UnknownParam`], naming the closest declared
+//!     key: `multplier=3` → "did you mean `multiplier`?") and any value
+//!     not of the declared type ([`Error::InvalidParam`]);
+//!   - sees the declared default for an absent key in [`LoadParams::get`]
+//!     and friends.
+//!
+//!   Without `params`, every key reaches [`PluginState::load`] unchecked.
+//!
 //! Paths in the attribute (the state type) and in the module resolve inside
 //! the module, so start it with `use super::*;`.
 //!
@@ -203,6 +219,19 @@
 //! byte value, without `?`) and writing their number to `*out_count` when
 //! `out_count` is not NULL. The array lives as long as the library is loaded.
 //!
+//! # `xplug_plugin_params`
+//!
+//! A plugin with `params(...)` also exports
+//!
+//! ```c
+//! const xplug_plugin_param_t* xplug_plugin_params(size_t* out_count);
+//! ```
+//!
+//! returning its declared parameters ([`abi::ParamDecl`]: name, type
+//! name, default or NULL, description; static NUL-terminated strings) and
+//! writing their number to `*out_count` when `out_count` is not NULL. A
+//! host that finds it may refuse undeclared keys before loading.
+//!
 //! # Panics and errors
 //!
 //! With the default `std` feature, a panic in `load`, `resolve`
@@ -244,7 +273,7 @@ pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError};
-pub use params::{Environment, LoadParams, Param};
+pub use params::{DeclaredParam, Environment, LoadParams, Param, ParamKind};
 pub use xplug_abi as abi;
 pub use xplug_sdk_macros::{ImportParams, plugin};
 
@@ -344,9 +373,17 @@ pub struct PluginDescriptor {
     description: &'static str,
     query: abi::QueryFn,
     symbols: &'static [&'static str],
+    params: Option<&'static [DeclaredParam]>,
 }
 
 impl PluginDescriptor {
+    /// The load parameters the plugin declares (`params(...)`), or `None`
+    /// when it does not declare them (and so accepts any key).
+    #[must_use]
+    pub const fn params(&self) -> Option<&'static [DeclaredParam]> {
+        self.params
+    }
+
     /// The plugin's name, as in its header.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -379,6 +416,7 @@ impl fmt::Debug for PluginDescriptor {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("symbols", &self.symbols)
+            .field("params", &self.params)
             .finish_non_exhaustive()
     }
 }

@@ -135,6 +135,8 @@ pub struct Plugin {
     source: PluginSource,
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
     exports: Option<Vec<String>>,
+    /// Load parameters declared by the plugin's `xplug_plugin_params`, if any.
+    params: Option<Vec<crate::raw::ParamInfo>>,
     /// What keeps the plugin's code mapped (an open library): released
     /// after `unload`.
     _code: Option<Arc<dyn Any + Send + Sync>>,
@@ -297,6 +299,14 @@ impl Plugin {
         self.exports.as_deref()
     }
 
+    /// The load parameters the plugin declares through xplug's optional
+    /// `xplug_plugin_params` export (`xplug-sdk` plugins with
+    /// `params(...)`), or `None` when it has no such export.
+    #[must_use]
+    pub fn params(&self) -> Option<&[crate::raw::ParamInfo]> {
+        self.params.as_deref()
+    }
+
     /// The current counters of the host allocator this plugin was given.
     #[must_use]
     pub fn allocation_stats(&self) -> AllocationStats {
@@ -444,6 +454,7 @@ unsafe fn from_library(
     let mut plugin = load_checked(query, site, params)?;
     // Only a plugin that passed every check is asked for its names.
     plugin.exports = library.exports();
+    plugin.params = library.params();
     Ok(plugin)
 }
 
@@ -514,6 +525,7 @@ pub(crate) fn load_checked(
         },
         source: site.source,
         exports: None,
+        params: None,
         _code: site.code,
         allocator,
     })

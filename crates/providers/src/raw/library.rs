@@ -5,7 +5,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use dlopen2::raw::Library;
-use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, QueryFn};
+use xplug_abi::{
+    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, PARAMS_LIST_NAME, ParamDecl, ParamsListFn, QueryFn,
+};
 
 use super::RawQuery;
 use crate::{Error, LoaderError};
@@ -20,6 +22,24 @@ const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib
 /// More names than any real plugin exports: a larger count from
 /// `xplug_plugin_exports` is garbage and the list is ignored.
 pub const MAX_LISTED_EXPORTS: usize = 1 << 20;
+
+/// More load parameters than any real plugin declares: a larger count from
+/// `xplug_plugin_params` is garbage and the declaration is ignored.
+pub const MAX_DECLARED_PARAMS: usize = 1 << 12;
+
+/// One load parameter a plugin declares through `xplug_plugin_params`,
+/// copied out of the library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The key.
+    pub name: String,
+    /// The value's type as the plugin names it (`f32`, `str`, ...).
+    pub kind: String,
+    /// The value used when the key is absent, if any.
+    pub default: Option<String>,
+    /// What the parameter does.
+    pub description: String,
+}
 
 /// A plugin library opened by the OS loader (`dlopen`), the first step of
 /// hosting a system-library plugin.
@@ -186,6 +206,50 @@ impl RawLibrary {
                 // SAFETY: each non-NULL entry is a NUL-terminated string of
                 // the library's (the export's contract).
                 .map(|&name| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+                .collect(),
+        )
+    }
+}
+
+impl RawLibrary {
+    /// The load parameters the library declares through xplug's optional
+    /// `xplug_plugin_params` export, copied; `None` when it has no such
+    /// export, returns NULL with a non-zero count, or claims more than
+    /// [`MAX_DECLARED_PARAMS`]. Entries without a name are skipped. A
+    /// plugin with the export refuses keys it does not declare.
+    #[must_use]
+    pub fn params(&self) -> Option<Vec<ParamInfo>> {
+        // SAFETY: `ParamsListFn` is a pointer-sized function pointer type;
+        // the export has that type by the contract the opener vouched for.
+        let list = unsafe { self.library.symbol_cstr::<ParamsListFn>(PARAMS_LIST_NAME) }.ok()?;
+        let mut count = 0usize;
+        // SAFETY: the export's contract; `count` is a valid out-pointer.
+        let decls = unsafe { list(&mut count) };
+        if count == 0 {
+            return Some(Vec::new());
+        }
+        if decls.is_null() || count > MAX_DECLARED_PARAMS {
+            return None;
+        }
+        // SAFETY: the export returned `count` declarations valid while the
+        // library is open (it is borrowed for this call).
+        let decls: &[ParamDecl] = unsafe { std::slice::from_raw_parts(decls, count) };
+        let text = |pointer: *const std::ffi::c_char| {
+            // SAFETY: each non-NULL field is a NUL-terminated string of the
+            // library's (the export's contract).
+            (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
+        };
+        Some(
+            decls
+                .iter()
+                .filter_map(|decl| {
+                    Some(ParamInfo {
+                        name: text(decl.name)?,
+                        kind: text(decl.kind).unwrap_or_default(),
+                        default: text(decl.default_value),
+                        description: text(decl.description).unwrap_or_default(),
+                    })
+                })
                 .collect(),
         )
     }
