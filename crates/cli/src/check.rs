@@ -490,9 +490,15 @@ pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool
     let plugin = Path::new(parsed.path());
     let results = run_checks(plugin, &parsed.load_params(), symbols, only)?;
     let failed = results.iter().filter(|result| !result.ok).count();
+    let failure = (failed > 0).then(|| CliError::ChecksFailed {
+        plugin: spec.to_owned(),
+        failed,
+        total: results.len(),
+    });
     if json {
         print_json(&json!({
             "ok": failed == 0,
+            "error": failure.as_ref().map(CliError::to_json),
             "checks": results.iter().map(|r| json!({"name": r.name, "ok": r.ok, "detail": r.detail})).collect::<Vec<_>>(),
         }));
     } else {
@@ -506,12 +512,8 @@ pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool
         let summary = format!("{} of {} checks passed for {spec}", results.len() - failed, results.len());
         println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
     }
-    if failed > 0 {
-        crate::report_error(&CliError::ChecksFailed {
-            plugin: spec.to_owned(),
-            failed,
-            total: results.len(),
-        });
+    if let Some(failure) = failure {
+        crate::report_error(&failure);
         return Ok(1);
     }
     Ok(0)

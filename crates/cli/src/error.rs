@@ -104,6 +104,17 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
+    /// The `error` object of every command's `--json` failure output:
+    /// `{"kind", "code", "message", "causes"}`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": self.kind(),
+            "code": self.code().to_string(),
+            "message": self.to_string(),
+            "causes": self.causes(),
+        })
+    }
+
     /// The process exit code for this error.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {

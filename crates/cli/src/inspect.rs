@@ -127,6 +127,8 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
         let features = feature_names(report.info.features);
         let sanitizer = sanitizer_name(report.info.sanitizer);
         print_json(&json!({
+            "ok": report.load_error.is_none(),
+            "error": report.load_error.as_ref().map(CliError::to_json),
             "name": report.info.name,
             "description": report.info.description,
             "version": report.info.version.0,
@@ -140,7 +142,6 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
                 "default": param.default,
                 "description": param.description,
             })).collect::<Vec<_>>()),
-            "load_error": report.load_error.as_ref().map(crate::resolve::chain),
         }));
     } else {
         print_human(&report);

@@ -229,15 +229,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             if cli.json {
-                print_json(&json!({
-                    "ok": false,
-                    "error": {
-                        "kind": error.kind(),
-                        "code": error.code().to_string(),
-                        "message": error.to_string(),
-                        "causes": error.causes(),
-                    },
-                }));
+                print_json(&json!({ "ok": false, "error": error.to_json() }));
             }
             report_error(&error);
             ExitCode::from(error.exit_code())

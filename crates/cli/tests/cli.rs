@@ -81,8 +81,7 @@ fn resolve_shows_the_provider_of_each_symbol() {
     let plugin = minimal_plugin(dir.path());
     let value = json(&["resolve", "--plugin", path_str(&plugin), "c_mul_i32", "?c_div_i32", "c_add_i32"], 0);
     assert_eq!(value["ok"], true);
-    assert_eq!(value["code"], "OK");
-    assert!(value["message"].is_null());
+    assert!(value["error"].is_null());
     assert_eq!(value["missing_optional"], true);
     let symbols = value["symbols"].as_array().unwrap();
     // Sorted by bare name, as IREE's compiler emits import tables.
@@ -120,8 +119,8 @@ fn failing_resolve_exits_1_and_lists_the_missing_names() {
     let plugin = minimal_plugin(dir.path());
     let value = json(&["resolve", "--plugin", path_str(&plugin), "c_add_i32", "c_sub_i32", "c_div_i32"], 1);
     assert_eq!(value["ok"], false);
-    assert_eq!(value["code"], "NOT_FOUND");
-    let message = value["message"].as_str().unwrap();
+    assert_eq!(value["error"]["code"], "NOT_FOUND");
+    let message = value["error"]["causes"].to_string();
     assert!(message.contains("`c_sub_i32`") && message.contains("`c_div_i32`"), "{message}");
     let symbols = value["symbols"].as_array().unwrap();
     // The found one is still attributed; the missing ones have no provider.
@@ -133,10 +132,13 @@ fn failing_resolve_exits_1_and_lists_the_missing_names() {
 #[test]
 fn resolve_with_a_bad_plugin_path_exits_1_with_the_path() {
     let value = json(&["resolve", "--plugin", "/nonexistent/libnothing.so", "c_add_i32"], 1);
+    // The same shape, kind and code as every other command's load failure.
     assert_eq!(value["ok"], false);
-    assert_eq!(value["code"], "NOT_FOUND");
-    let message = value["message"].as_str().unwrap();
-    assert!(message.contains("/nonexistent/libnothing.so does not exist"), "{message}");
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found", "{value}");
+    assert_eq!(value["error"]["code"], "NOT_FOUND");
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("/nonexistent/libnothing.so does not exist"), "{causes}");
+    assert_eq!(value.as_object().unwrap().keys().collect::<Vec<_>>(), ["error", "ok"], "{value}");
 }
 
 #[test]
@@ -234,7 +236,10 @@ fn inspect_shows_the_header_of_a_plugin_the_loader_refuses() {
     let value = json(&["inspect", path_str(&plugin)], 1);
     assert_eq!(value["name"], "c_minimal");
     assert_eq!(value["sanitizer"], "address");
-    let reason = value["load_error"].as_str().unwrap();
+    // The loader's refusal in the one error shape every command uses.
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "incompatible", "{value}");
+    let reason = value["error"].to_string();
     assert!(reason.contains("-fsanitize=address"), "{reason}");
 
     let check = json(&["check", path_str(&plugin)], 1);
@@ -271,4 +276,26 @@ fn check_of_a_missing_file_prints_an_error_object() {
     assert_eq!(value["ok"], false);
     assert_eq!(value["error"]["kind"], "plugin_file_not_found");
     assert!(value["error"]["message"].as_str().unwrap().contains("/nonexistent/libnothing.so"));
+}
+
+#[test]
+fn every_command_reports_a_failure_in_one_json_shape() {
+    let missing = "/nonexistent/libnothing.so";
+    let commands: [&[&str]; 5] = [
+        &["inspect", missing],
+        &["check", missing],
+        &["bench", missing, "f"],
+        &["resolve", "--plugin", missing, "f"],
+        &["call", missing, "f", "--hex", "00"],
+    ];
+    for command in commands {
+        let value = json(command, 1);
+        assert_eq!(value["ok"], false, "{command:?}: {value}");
+        let error = value["error"].as_object().unwrap_or_else(|| panic!("{command:?}: {value}"));
+        let mut keys: Vec<&str> = error.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["causes", "code", "kind", "message"], "{command:?}: {value}");
+        assert_eq!(error["kind"], "plugin_file_not_found", "{command:?}: {value}");
+        assert_eq!(error["code"], "NOT_FOUND", "{command:?}: {value}");
+    }
 }

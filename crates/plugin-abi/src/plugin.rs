@@ -75,8 +75,18 @@ pub struct EnvironmentV0 {
 /// Bits describing how a resolve went.
 ///
 /// C name: `iree_hal_executable_plugin_resolution_t`.
+///
+/// `Debug` and `Display` name the bits (`MISSING_OPTIONAL`, unknown bits in
+/// hex, `NONE` for none):
+///
+/// ```
+/// use xplug_abi::Resolution;
+/// assert_eq!(Resolution::MISSING_OPTIONAL.to_string(), "MISSING_OPTIONAL");
+/// assert_eq!(format!("{:?}", Resolution(0b11)), "Resolution(MISSING_OPTIONAL | 0x2)");
+/// assert_eq!(Resolution::NONE.to_string(), "NONE");
+/// ```
 #[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Resolution(pub u32);
 
 // The C spelling of these constants is in the header prelude.
@@ -91,6 +101,50 @@ impl Resolution {
     #[must_use]
     pub const fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// The names of the known bits set, in bit order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        [(Self::MISSING_OPTIONAL, "MISSING_OPTIONAL")]
+            .into_iter()
+            .filter(move |(bit, _)| self.contains(*bit))
+            .map(|(_, name)| name)
+    }
+
+    /// The bits set that this crate has no name for.
+    #[must_use]
+    pub const fn unknown(self) -> Self {
+        Self(self.0 & !Self::MISSING_OPTIONAL.0)
+    }
+}
+
+impl core::fmt::Display for Resolution {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut first = true;
+        for name in self.names() {
+            if !first {
+                f.write_str(" | ")?;
+            }
+            f.write_str(name)?;
+            first = false;
+        }
+        if self.unknown().0 != 0 {
+            if !first {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{:#x}", self.unknown().0)?;
+            first = false;
+        }
+        if first {
+            f.write_str("NONE")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::fmt::Debug for Resolution {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Resolution({self})")
     }
 }
 
