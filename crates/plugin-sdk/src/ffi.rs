@@ -267,10 +267,18 @@ unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
 fn guard<R>(plugin: &str, what: impl fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
     #[cfg(feature = "std")]
     {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        panic_log::install_hook();
+        let outcome = {
+            let _inside = panic_log::Inside::enter();
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        };
+        match outcome {
             Ok(value) => value,
             Err(payload) => {
-                std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref()));
+                let what = std::format!("{what}");
+                if let Some(count) = panic_log::count(plugin, &what) {
+                    std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref(), count));
+                }
                 on_panic
             }
         }
@@ -291,21 +299,96 @@ impl<I: Import> fmt::Display for ImportName<I> {
     }
 }
 
-/// The line printed for a panic caught in `what` of `plugin`.
+/// How panics caught at the C boundary are reported: once per entry
+/// point, then at the 2nd, 4th, 8th, ... occurrence, each as one line
+/// (the standard library's own panic message is held back for panics
+/// inside a guard, its location folded into the report).
+#[cfg(feature = "std")]
+mod panic_log {
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeMap;
+    use std::string::String;
+    use std::sync::{Mutex, Once, PoisonError};
+
+    std::thread_local! {
+        /// How many guards are active on this thread.
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+        /// Where the last panic inside a guard happened.
+        static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Marks the current thread as inside a guard while alive.
+    pub(super) struct Inside;
+
+    impl Inside {
+        pub(super) fn enter() -> Self {
+            DEPTH.with(|depth| depth.set(depth.get() + 1));
+            Self
+        }
+    }
+
+    impl Drop for Inside {
+        fn drop(&mut self) {
+            DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        }
+    }
+
+    /// Installs (once per copy of the standard library) a panic hook that
+    /// stays silent for panics inside a guard and hands every other panic
+    /// to the hook that was there before.
+    pub(super) fn install_hook() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(std::boxed::Box::new(move |info| {
+                if DEPTH.with(Cell::get) > 0 {
+                    let location = info.location().map(std::string::ToString::to_string);
+                    LOCATION.with(|slot| *slot.borrow_mut() = location);
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
+    /// The location of the panic just caught on this thread, if known.
+    pub(super) fn take_location() -> Option<String> {
+        LOCATION.with(|slot| slot.borrow_mut().take())
+    }
+
+    /// Counts a panic of `what` in `plugin`; `Some(n)` when the `n`th
+    /// occurrence is to be printed (n = 1, 2, 4, 8, ...).
+    pub(super) fn count(plugin: &str, what: &str) -> Option<u64> {
+        static COUNTS: Mutex<BTreeMap<(String, String), u64>> = Mutex::new(BTreeMap::new());
+        let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = counts.entry((plugin.into(), what.into())).or_insert(0);
+        *count += 1;
+        count.is_power_of_two().then_some(*count)
+    }
+}
+
+/// The line printed for the `count`th panic caught in `what` of `plugin`.
 #[cfg(feature = "std")]
 fn panic_report(
     plugin: &str,
-    what: &dyn fmt::Display,
+    what: &str,
     payload: &(dyn core::any::Any + Send),
+    count: u64,
 ) -> std::string::String {
     let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
         .unwrap_or("(non-string panic payload)");
+    let location = panic_log::take_location().map(|at| std::format!(" at {at}")).unwrap_or_default();
+    let repeat = if count == 1 {
+        std::string::String::from("repeats are reported at the 2nd, 4th, 8th, ... occurrence")
+    } else {
+        std::format!("occurrence {count}; the next report is at occurrence {}", count.saturating_mul(2))
+    };
     std::format!(
-        "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
-         reporting failure to the host"
+        "xplug plugin `{plugin}`: panic in {what}{location} caught at the C boundary: {message}; \
+         reporting failure to the host ({repeat})"
     )
 }
 
@@ -519,13 +602,39 @@ mod tests {
     #[test]
     fn a_panic_report_names_the_plugin_the_import_and_the_message() {
         let payload: Box<dyn core::any::Any + Send> = Box::new("index out of bounds".to_string());
-        let report = panic_report("sample", &format_args!("import `{}`", "boom"), payload.as_ref());
+        let report = panic_report("sample", "import `boom`", payload.as_ref(), 1);
         assert_eq!(
             report,
             "xplug plugin `sample`: panic in import `boom` caught at the C boundary: index out of bounds; \
-             reporting failure to the host"
+             reporting failure to the host (repeats are reported at the 2nd, 4th, 8th, ... occurrence)"
         );
         let payload: Box<dyn core::any::Any + Send> = Box::new(7_u32);
-        assert!(panic_report("sample", &"load", payload.as_ref()).contains("in load caught"));
+        let report = panic_report("sample", "load", payload.as_ref(), 4);
+        assert!(report.contains("in load caught"), "{report}");
+        assert!(report.contains("occurrence 4; the next report is at occurrence 8"), "{report}");
+    }
+
+    #[test]
+    fn repeated_panics_are_reported_at_powers_of_two() {
+        let printed: std::vec::Vec<u64> =
+            (0..20).filter_map(|_| panic_log::count("rate_test", "import `x`")).collect();
+        assert_eq!(printed, [1, 2, 4, 8, 16]);
+        // Each entry point counts on its own.
+        assert_eq!(panic_log::count("rate_test", "import `y`"), Some(1));
+        assert_eq!(panic_log::count("other_plugin", "import `x`"), Some(1));
+    }
+
+    #[test]
+    fn a_caught_panic_records_its_location_and_stays_out_of_the_default_hook() {
+        let code = guard("location_test", "import `z`", -1, || -> i32 { panic!("deliberate") });
+        assert_eq!(code, -1);
+        // The guard's report consumed the location the hook recorded.
+        assert_eq!(panic_log::take_location(), None);
+        panic_log::install_hook();
+        let _inside = panic_log::Inside::enter();
+        let caught = std::panic::catch_unwind(|| panic!("inside"));
+        assert!(caught.is_err());
+        let location = panic_log::take_location().expect("the hook recorded where the panic happened");
+        assert!(location.contains("ffi.rs"), "{location}");
     }
 }

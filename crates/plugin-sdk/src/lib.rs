@@ -237,8 +237,11 @@
 //! With the default `std` feature, a panic in `load`, `resolve`
 //! ([`PluginState::provides`]) or an import is caught before it reaches the
 //! host: `load`/`resolve` return `INTERNAL`, an import returns
-//! [`ImportError::INTERNAL`] (13), and the panic message is printed to
-//! stderr. A `load` error is returned as its [`Error::code`] and printed to
+//! [`ImportError::INTERNAL`] (13), and one line naming the plugin, the
+//! entry point (the import's symbol), the panic's location and message is
+//! printed to stderr (the standard library's own panic message is held back
+//! for these). Repeated panics of one entry point are rate-limited: printed
+//! at the 1st, 2nd, 4th, 8th, ... occurrence, with the count. A `load` error is returned as its [`Error::code`] and printed to
 //! stderr with the plugin's name.
 //!
 //! # `no_std`
