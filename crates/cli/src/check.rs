@@ -481,6 +481,14 @@ fn refuse_undeclared(
 pub(crate) fn run(spec: &str, symbols: &[String], only: Option<&str>, json: bool) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    if parsed.loader() == LoaderKind::Static {
+        return Err(CliError::Usage {
+            message: format!(
+                "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
+                 (`cargo build --release`) and check its library, or `xplug inspect {spec}`"
+            ),
+        });
+    }
     if parsed.loader() == LoaderKind::Embedded {
         return Err(CliError::Manager {
             context: format!("cannot check plugin `{spec}`"),

@@ -165,7 +165,9 @@ impl CliError {
         while let Some(error) = next {
             if let Some(error) = error.downcast_ref::<LoadError>() {
                 return Some(match error {
-                    LoadError::FileNotFound { .. } => "plugin_file_not_found",
+                    LoadError::FileNotFound { .. } | LoadError::LibraryNotFound { .. } => {
+                        "plugin_file_not_found"
+                    }
                     LoadError::NotSharedObject { .. } => "not_shared_object",
                     LoadError::WrongArchitecture { .. } => "wrong_architecture",
                     LoadError::LibraryOpen { .. } => "library_open",

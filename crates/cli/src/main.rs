@@ -58,10 +58,12 @@ enum Command {
         plugin: String,
     },
     /// Resolve import names through a manager and show which provider
-    /// supplies each.
+    /// supplies each. The plugins listed in the XPLUG_PLUGINS environment
+    /// variable (specs separated by `:`) are registered before --plugin ones.
     Resolve {
         /// A plugin spec as IREE's `--executable_plugin` takes it
-        /// (`path[?key=value&...]`); repeatable, later ones are asked first.
+        /// (`path[?key=value&...]`, or `static:NAME`); repeatable, later
+        /// ones are asked first.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
         /// Register the plugins linked into xplug first (`sample_static`).

@@ -32,8 +32,14 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// Static plugins first (when `with_static`), then each spec in order.
+    /// Static plugins first (when `with_static`), then the specs of the
+    /// `XPLUG_PLUGINS` environment variable, then each spec in order (so
+    /// `--plugin` overrides the environment, as later specs override earlier
+    /// ones).
     pub(crate) fn build(with_static: bool, specs: &[String]) -> Result<Self, CliError> {
+        let mut all = env_specs()?;
+        all.extend(specs.iter().cloned());
+        let specs = &all;
         let mut labels = Vec::new();
         let manager = if with_static {
             let manager = Manager::new().with_static_plugins().map_err(|source| CliError::Manager {
@@ -67,6 +73,23 @@ impl Runtime {
     /// Registration indices, newest first (the scan order).
     pub(crate) fn scan_order(&self) -> Vec<usize> {
         (0..self.labels.len()).rev().collect()
+    }
+}
+
+/// The specs listed in `XPLUG_PLUGINS` (`:`-separated on Unix, `;` on
+/// Windows), as `xplug_manager::Manager::from_env` reads them.
+fn env_specs() -> Result<Vec<String>, CliError> {
+    use xplug_manager::spec::{ENV_SEPARATOR, ENV_VAR, split_spec_list};
+    match std::env::var(ENV_VAR) {
+        Ok(value) => Ok(split_spec_list(&value, ENV_SEPARATOR)),
+        Err(std::env::VarError::NotPresent) => Ok(Vec::new()),
+        Err(std::env::VarError::NotUnicode(raw)) => Err(CliError::Manager {
+            context: format!("cannot use the plugins listed in {ENV_VAR}"),
+            source: xplug_manager::Error::InvalidEnvironment {
+                variable: ENV_VAR,
+                reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
+            },
+        }),
     }
 }
 
@@ -184,7 +207,7 @@ pub(crate) fn run(
             ]);
         }
         if runtime.labels.is_empty() {
-            println!("  (no providers; pass --plugin PLUGIN or --static)");
+            println!("  (no providers; pass --plugin PLUGIN or --static, or list specs in XPLUG_PLUGINS)");
         } else {
             print!("{}", order.render(style));
         }

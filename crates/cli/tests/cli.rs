@@ -299,3 +299,67 @@ fn every_command_reports_a_failure_in_one_json_shape() {
         assert_eq!(error["code"], "NOT_FOUND", "{command:?}: {value}");
     }
 }
+
+#[test]
+fn static_specs_and_xplug_plugins_are_accepted_like_paths() {
+    // `static:NAME` wherever a spec is: resolve --plugin and call.
+    let value = json(&["resolve", "--plugin", "static:sample_static", "static_fma_i64"], 0);
+    assert_eq!(value["symbols"][0]["provider"], "sample_static", "{value}");
+    let value = json(
+        &["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"]
+            .into_iter()
+            .chain(["--field", "i64:7", "--field", "i64:1"])
+            .collect::<Vec<_>>(),
+        0,
+    );
+    assert_eq!(value["fields"][0]["value"], 43, "{value}");
+    let value = json(&["resolve", "--plugin", "static:no_such_plugin", "f"], 1);
+    assert_eq!(value["error"]["code"], "NOT_FOUND", "{value}");
+    assert!(value["error"]["causes"].to_string().contains("linked: [sample_static]"), "{value}");
+
+    // `resolve` without --plugin takes its plugins from XPLUG_PLUGINS.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "resolve", "static_fma_i64"])
+        .env("XPLUG_PLUGINS", "static:sample_static")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["scan_order"][0]["source"], "static:sample_static", "{value}");
+}
+
+#[test]
+fn a_bare_library_name_is_searched_like_dlopen_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let name = plugin.file_name().unwrap().to_str().unwrap();
+    // Found through LD_LIBRARY_PATH, as `dlopen` finds it.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", name])
+        .env("LD_LIBRARY_PATH", dir.path())
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["name"], "c_minimal");
+    // Not searched for in the current directory (as `dlopen`), and the
+    // error says how to name a file there.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", name])
+        .env_remove("LD_LIBRARY_PATH")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found", "{value}");
+    assert!(value["error"]["causes"].to_string().contains(&format!("./{name}")), "{value}");
+    // `./NAME` is the file in the current directory.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", &format!("./{name}")])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+}

@@ -95,6 +95,18 @@ pub enum Error {
         /// The loader's error.
         source: xplug_providers::Error,
     },
+    /// A `static:NAME` spec names no plugin linked into the binary.
+    #[error(
+        "no plugin `{name}` is linked into this binary (spec `static:{name}`); linked: [{}]; \
+         link the plugin crate with its `static` feature and name it once (`use my_plugin as _;`)",
+        linked.join(", ")
+    )]
+    StaticPluginNotFound {
+        /// The name asked for.
+        name: String,
+        /// The names of the plugins that are linked in.
+        linked: Vec<String>,
+    },
     /// An environment variable holding plugin specs cannot be read.
     #[error("environment variable `{variable}` cannot be used: {reason}")]
     InvalidEnvironment {
@@ -204,6 +216,7 @@ impl Error {
             | Self::InvalidRequest { .. }
             | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
+            Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::EmbeddedUnsupported { .. } => StatusCode::UNIMPLEMENTED,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
         }

@@ -127,6 +127,22 @@ pub enum Error {
         /// The file looked for.
         path: PathBuf,
     },
+    /// A bare library name (`libfoo.so`) the OS loader's search did not
+    /// find or could not open.
+    #[error(
+        "the OS loader cannot find or open plugin library `{}` in its search path (LD_LIBRARY_PATH, \
+         the loader cache, the system directories; not the current directory); give its path \
+         (`./{}` for a file here) or add its directory to LD_LIBRARY_PATH",
+        name.display(),
+        name.display()
+    )]
+    LibraryNotFound {
+        /// The name searched for.
+        name: PathBuf,
+        /// The loader's explanation.
+        #[source]
+        cause: LoaderError,
+    },
     /// The file exists but is not a shared library the OS loader can open.
     #[error("{} is not a shared library: {reason}", path.display())]
     NotSharedObject {
@@ -203,7 +219,7 @@ impl Error {
                 StatusCode::INVALID_ARGUMENT
             }
             Self::LibraryOpen { .. } | Self::Io { .. } => StatusCode::UNAVAILABLE,
-            Self::FileNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::FileNotFound { .. } | Self::LibraryNotFound { .. } => StatusCode::NOT_FOUND,
             Self::WrongArchitecture { .. } => StatusCode::FAILED_PRECONDITION,
             Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,

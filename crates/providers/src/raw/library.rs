@@ -108,16 +108,24 @@ impl RawLibrary {
     ///
     /// # Platform-specific behaviour
     /// `dlopen(RTLD_LOCAL | RTLD_LAZY)` on Unix, `LoadLibraryW` on Windows.
-    /// A relative path is opened relative to the current directory (never
-    /// searched in the loader's library path). When the OS loader refuses
+    /// A bare file name (no directory: `libfoo.so`) is searched for as the
+    /// OS loader searches (`LD_LIBRARY_PATH`, the loader cache, the system
+    /// directories; on Linux not the current directory: write
+    /// `./libfoo.so` for that); any other relative path is relative to the
+    /// current directory. When the OS loader refuses
     /// the file, its ELF header is read to report the precise cause (ELF
     /// platforms only).
     pub unsafe fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        // `dlopen` searches the library path for names without a slash; a
-        // file name given by the caller means the file here.
-        let open_path = if path.is_relative() { Path::new(".").join(path) } else { path.to_path_buf() };
-        let library = Library::open(&open_path).map_err(|error| {
+        // Passed to the OS loader as given: a bare name (`libfoo.so`, no
+        // directory) is searched for as `dlopen` searches (LD_LIBRARY_PATH,
+        // the cache, the system directories; not the current directory), as
+        // IREE does; a path with a directory names that file.
+        let library = Library::open(path).map_err(|error| {
+            if is_bare_name(path) {
+                // There is no one file to read: the loader's search failed.
+                return Error::LibraryNotFound { name: path.to_path_buf(), cause: loader_error(&error) };
+            }
             // The success path costs exactly one `dlopen`; only a failure pays
             // for reading the file, to name the precise cause as a typed error.
             match read_head(path).and_then(|head| check_image(path, &head)) {
@@ -253,6 +261,14 @@ impl RawLibrary {
                 .collect(),
         )
     }
+}
+
+/// True for a name without any directory part (`libfoo.so`), which the OS
+/// loader searches for.
+fn is_bare_name(path: &Path) -> bool {
+    let mut components = path.components();
+    matches!((components.next(), components.next()), (Some(std::path::Component::Normal(_)), None))
+        && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
 }
 
 fn loader_error(error: &dlopen2::Error) -> LoaderError {
