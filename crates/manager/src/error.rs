@@ -165,6 +165,18 @@ pub enum Error {
         /// The declared name.
         name: String,
     },
+    /// A name that is not in a resolved-imports table
+    /// (`ResolvedImports::typed`).
+    #[error(
+        "`{name}` is not in this import table{}; resolve a table that declares it",
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+    )]
+    ImportNotInTable {
+        /// The name asked for.
+        name: String,
+        /// The closest declared name, when one is close.
+        suggestion: Option<String>,
+    },
     /// An import index past the end of a resolved-imports table.
     #[error(
         "import index {index} is out of range for an import table of {len} import(s); \
@@ -205,7 +217,9 @@ impl Error {
     #[must_use]
     pub fn code(&self) -> StatusCode {
         match self {
-            Self::MissingImports { .. } | Self::UnresolvedImport { .. } => StatusCode::NOT_FOUND,
+            Self::MissingImports { .. } | Self::UnresolvedImport { .. } | Self::ImportNotInTable { .. } => {
+                StatusCode::NOT_FOUND
+            }
             Self::ProviderFailed { source, .. }
             | Self::PluginLoad { source, .. }
             | Self::StaticPluginLoad { source, .. } => source.code(),

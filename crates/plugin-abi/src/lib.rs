@@ -61,6 +61,7 @@
 #![no_std]
 
 mod allocator;
+mod bits;
 mod header;
 mod import;
 mod layout;
@@ -72,6 +73,7 @@ mod status;
 mod strings;
 
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
+pub use bits::{AnyBitPattern, assert_any_bit_pattern};
 pub use header::{Features, Header, Sanitizer, Version};
 pub use import::{
     ImportFn, ImportThunkFn, bare_name, import_fn_from_ptr, is_optional, is_optional_bytes, strip_optional,

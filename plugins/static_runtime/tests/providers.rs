@@ -314,3 +314,18 @@ fn a_plugin_built_with_its_static_feature_is_diagnosed_with_the_fix() {
     assert!(message.contains("`static` feature off"), "{message}");
     assert!(message.contains("cargo build --release"), "{message}");
 }
+
+#[test]
+fn a_runtime_calls_a_plugin_import_with_the_plugins_own_params_type() {
+    // `sample_static::FmaParams` derives `ImportParams`, so it is
+    // `AnyBitPattern` and a runtime can call with it directly.
+    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
+    // SAFETY: `static_fma_i64` takes `FmaParams`: it is the plugin's own type.
+    let fma = unsafe { imports.typed::<sample_static::FmaParams>("static_fma_i64") }.unwrap();
+    let mut params = sample_static::FmaParams { result: 0, a: 6, b: 7, c: 1 };
+    assert_eq!(fma.call(&mut params), 0);
+    assert_eq!(params.result, 43);
+    params.a = i64::MAX;
+    assert_ne!(fma.call(&mut params), 0, "overflow is reported as a failure");
+}
