@@ -232,11 +232,30 @@ fn loads_and_adds() {{
 }}
 "#
     );
+    let header_rs = format!(
+        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
+//! structs (for C hosts and kernels), in step with the Rust ones: written
+//! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
+
+#[test]
+fn params_header_is_current() {{
+    let generated = {ident}::plugin::PLUGIN.c_header();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
+    if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &generated).unwrap();
+    }}
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(committed, generated, "{{}} drifted; rerun with XPLUG_BLESS=1", path.display());
+}}
+"#
+    );
     let gitignore = "/target\n".to_owned();
     vec![
         ("Cargo.toml", cargo_toml),
         ("src/lib.rs", lib_rs),
         ("tests/load.rs", test_rs),
+        ("tests/c_header.rs", header_rs),
         (".gitignore", gitignore),
     ]
 }

@@ -76,6 +76,12 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
 
     cargo(&dir, &["build", "--release", "--quiet"]);
     cargo(&dir, &["test", "--quiet"]);
+    // Its test wrote the C header of its params struct.
+    let header = std::fs::read_to_string(dir.join("include/new_adder_params.h")).unwrap();
+    assert!(
+        header.contains("typedef struct AddParams {\n  float a;\n  float b;\n  float result;\n} AddParams;"),
+        "{header}"
+    );
 
     let library = shared_target_dir().join("release").join(format!(
         "{}new_adder{}",

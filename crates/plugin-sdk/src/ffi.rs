@@ -115,6 +115,10 @@ pub trait Import: 'static {
     /// Calls the author's function; `state` is `None` only when a stateful
     /// import was called without its context.
     fn call(params: &mut Self::Params, state: Option<&Self::State>) -> c_int;
+    /// Declares the params struct in C (for `PluginDescriptor::c_header`).
+    fn declare_c(out: &mut crate::cheader::CDeclarations) {
+        out.import::<Self::Params>(Self::SYMBOL);
+    }
 }
 
 /// A NUL-terminated export name, shareable in a `static` array handed to C.
@@ -194,8 +198,16 @@ pub const fn v0_table<D: PluginDef>(header: &'static Header) -> PluginV0 {
 pub const fn descriptor<D: PluginDef>(
     description: &'static str,
     symbols: &'static [&'static str],
+    c_declarations: fn(&mut crate::cheader::CDeclarations),
 ) -> PluginDescriptor {
-    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols, params: D::PARAMS }
+    PluginDescriptor {
+        name: D::NAME,
+        description,
+        query: query::<D>,
+        symbols,
+        params: D::PARAMS,
+        c_declarations,
+    }
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1

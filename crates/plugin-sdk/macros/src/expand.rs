@@ -83,6 +83,12 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         quote! { ::xplug_sdk::__private::CName::new(#c_name) }
     });
     let symbols = imports.iter().map(|import| LitStr::new(&import.symbol, import.symbol_span));
+    // Through the marker's `Params`, so a params type without the derive is
+    // reported once (at the marker's impl), not again here.
+    let c_imports = imports.iter().map(|import| {
+        let marker = marker_ident(import);
+        quote! { <#marker as ::xplug_sdk::__private::Import>::declare_c(out); }
+    });
 
     let count = imports.len();
     let (index_static, index_value) = hash_index(&imports)?;
@@ -132,9 +138,16 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
             }
         }
 
+        fn __xplug_c_declarations(out: &mut ::xplug_sdk::__private::CDeclarations) {
+            #(#c_imports)*
+        }
+
         #[doc = #plugin_doc]
-        pub const PLUGIN: ::xplug_sdk::PluginDescriptor =
-            ::xplug_sdk::__private::descriptor::<__XplugPlugin>(#description_lit, &[#(#symbols),*]);
+        pub const PLUGIN: ::xplug_sdk::PluginDescriptor = ::xplug_sdk::__private::descriptor::<__XplugPlugin>(
+            #description_lit,
+            &[#(#symbols),*],
+            __xplug_c_declarations,
+        );
 
         // The C entry points, unless the plugin crate is linked into a
         // binary: its `static` feature (which the crate need not declare,
