@@ -82,6 +82,10 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
  * (see xplug_plugin_params_fn_t); a plugin with it refuses unlisted keys. */
 #define XPLUG_PLUGIN_PARAMS_NAME "xplug_plugin_params"
 
+/* xplug's optional extra export giving the message of the last refused load
+ * on the calling thread (see xplug_plugin_load_error_fn_t). */
+#define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)
@@ -303,6 +307,9 @@ typedef struct xplug_plugin_param_t {
 
 // xplug's optional extra export: the load parameters a plugin accepts.
 typedef const struct xplug_plugin_param_t *(*xplug_plugin_params_fn_t)(size_t *out_count);
+
+// xplug's optional extra export: why the last `load` on the calling thread
+typedef const char *(*xplug_plugin_load_error_fn_t)(void);
 
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */

@@ -137,7 +137,7 @@ fn c_host_runs_the_c_sample() {
 }
 
 #[test]
-fn exported_symbols_are_exactly_the_entry_points_and_the_link_conflict_marker() {
+fn exported_symbols_are_exactly_the_entry_points_the_tool_exports_and_the_link_conflict_marker() {
     built();
     let library = plugin_dir().join("libsample_system.so");
     let Ok(output) = Command::new("nm").args(["-D", "--defined-only"]).arg(&library).output() else {
@@ -154,6 +154,8 @@ fn exported_symbols_are_exactly_the_entry_points_and_the_link_conflict_marker() 
         [
             "iree_hal_executable_plugin_query",
             "xplug_plugin_exports",
+            "xplug_plugin_load_error",
+            "xplug_plugin_params",
             "xplug_two_plugins_export_c_entry_points__enable_the_static_feature_of_plugins_linked_into_a_binary"
         ],
         "{text}"

@@ -119,4 +119,7 @@ fn declared_params_are_shown_checked_and_refused_with_a_suggestion() {
         json(&["call", &format!("{system}?multiplier=lots"), "sample_system_calls", "--field", "u64:0"], 1);
     assert_eq!(value["ok"], false, "{value}");
     assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
+    // The plugin's own message is one of the causes, not only on stderr.
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("the plugin says: load parameter `multiplier` has the value `lots`"), "{value}");
 }

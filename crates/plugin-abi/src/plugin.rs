@@ -51,6 +51,18 @@ pub struct ParamDecl {
 /// name: `xplug_plugin_params_fn_t`.
 pub type ParamsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
 
+/// Name of xplug's optional extra export giving the message of a refused
+/// `load` (see [`LoadErrorFn`]); hosts that do not know it ignore it.
+pub const LOAD_ERROR_NAME: &CStr = c"xplug_plugin_load_error";
+
+/// xplug's optional extra export: why the last `load` on the calling thread
+/// failed, as a NUL-terminated message owned by the plugin (valid until the
+/// next `load` on that thread), or NULL when it did not fail or the plugin
+/// keeps no message. The v0 ABI returns only a status code from `load`;
+/// this lets a host show the plugin's own explanation. C name:
+/// `xplug_plugin_load_error_fn_t`.
+pub type LoadErrorFn = unsafe extern "C" fn() -> *const c_char;
+
 /// The function a plugin exports to be discovered.
 ///
 /// C name: `iree_hal_executable_plugin_query_fn_t`.

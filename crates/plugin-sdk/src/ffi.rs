@@ -404,9 +404,43 @@ fn panic_report(
     )
 }
 
+#[cfg(feature = "std")]
+std::thread_local! {
+    /// The message of the last refused `load` on this thread, for
+    /// `xplug_plugin_load_error`.
+    static LAST_LOAD_ERROR: core::cell::RefCell<Option<std::ffi::CString>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Remembers (with `std`) why `load` failed on this thread; `None` clears it.
+fn set_load_error(message: Option<alloc::string::String>) {
+    #[cfg(feature = "std")]
+    LAST_LOAD_ERROR.with(|slot| {
+        *slot.borrow_mut() =
+            message.map(|text| std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default());
+    });
+    #[cfg(not(feature = "std"))]
+    let _ = message;
+}
+
+/// `xplug_plugin_load_error`: the message of the last refused `load` on
+/// this thread (valid until the next `load` here), or NULL.
+pub extern "C" fn last_load_error() -> *const c_char {
+    #[cfg(feature = "std")]
+    {
+        LAST_LOAD_ERROR.with(|slot| slot.borrow().as_ref().map_or(ptr::null(), |text| text.as_ptr()))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        ptr::null()
+    }
+}
+
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
     #[cfg(feature = "std")]
     std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    #[cfg(feature = "std")]
+    set_load_error(Some(std::format!("{error}")));
     #[cfg(not(feature = "std"))]
     let _ = plugin;
     Status::from_code(error.code())
@@ -434,6 +468,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         }
         // SAFETY: `out_self` is non-NULL and writable per the contract.
         unsafe { out_self.write(ptr::null_mut()) };
+        set_load_error(None);
         // SAFETY: non-NULL and valid for the call per the contract.
         let environment = unsafe { &*environment };
         // SAFETY: the host promises its allocator obeys the allocator

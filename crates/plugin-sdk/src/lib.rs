@@ -133,8 +133,9 @@
 //! The macro adds to the module:
 //! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
 //!   function) for Rust code and tests;
-//! * by default, the C symbols `iree_hal_executable_plugin_query` and
-//!   `xplug_plugin_exports`; with the plugin crate's `static` feature on
+//! * by default, the C symbols `iree_hal_executable_plugin_query`,
+//!   `xplug_plugin_exports`, `xplug_plugin_load_error` (and
+//!   `xplug_plugin_params` with `params(...)`); with the plugin crate's `static` feature on
 //!   (or in a test build), a registration in
 //!   `xplug_providers::static_plugins()` instead (see
 //!   [below](#shared-library-and-static-linking-from-one-crate)).
@@ -241,8 +242,18 @@
 //! entry point (the import's symbol), the panic's location and message is
 //! printed to stderr (the standard library's own panic message is held back
 //! for these). Repeated panics of one entry point are rate-limited: printed
-//! at the 1st, 2nd, 4th, 8th, ... occurrence, with the count. A `load` error is returned as its [`Error::code`] and printed to
-//! stderr with the plugin's name.
+//! at the 1st, 2nd, 4th, 8th, ... occurrence, with the count.
+//!
+//! A `load` error is returned as its [`Error::code`], printed to stderr
+//! with the plugin's name, and kept (per thread, until the next `load`) for
+//! the optional export
+//!
+//! ```c
+//! const char* xplug_plugin_load_error(void);
+//! ```
+//!
+//! which xplug's host reads after a refused `load`, so the plugin's own
+//! explanation reaches the error (`xplug --json` prints it as a cause).
 //!
 //! # `no_std`
 //!

@@ -10,10 +10,32 @@ use crate::checks::Incompatibility;
 
 /// What the OS loader said when it refused a library (`dlerror()` on
 /// Unix): the source of [`Error::LibraryOpen`].
+///
+/// (See also [`PluginMessage`], a plugin's own explanation of a refusal.)
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LoaderError {
     message: String,
+}
+
+/// What a plugin said about its refused `load` (through xplug's optional
+/// `xplug_plugin_load_error` export): the source of [`Error::LoadFailed`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the plugin says: {message}")]
+pub struct PluginMessage {
+    message: String,
+}
+
+impl PluginMessage {
+    pub(crate) fn new(message: String) -> Self {
+        Self { message }
+    }
+
+    /// The plugin's message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl LoaderError {
@@ -120,6 +142,10 @@ pub enum Error {
         code: StatusCode,
         /// How many load parameters it was given.
         params: usize,
+        /// The plugin's own explanation (`xplug_plugin_load_error`), when
+        /// it gives one.
+        #[source]
+        reported: Option<PluginMessage>,
     },
     /// The plugin file does not exist.
     #[error("plugin library {} does not exist; check the path", path.display())]

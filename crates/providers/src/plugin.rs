@@ -451,7 +451,16 @@ unsafe fn from_library(
     // which outlives the plugin's instance, so `'static` is never observed
     // beyond the library's life.
     let query = unsafe { RawQuery::new(query) };
-    let mut plugin = load_checked(query, site, params)?;
+    let mut plugin = load_checked(query, site, params).map_err(|error| match error {
+        // The plugin's own explanation, when it keeps one.
+        Error::LoadFailed { plugin, code, params, reported: None } => Error::LoadFailed {
+            plugin,
+            code,
+            params,
+            reported: library.load_error().map(crate::error::PluginMessage::new),
+        },
+        other => other,
+    })?;
     // Only a plugin that passed every check is asked for its names.
     plugin.exports = library.exports();
     plugin.params = library.params();
@@ -505,7 +514,7 @@ pub(crate) fn load_checked(
                 );
             }
             // Never `unload` after a failed `load` (there is no instance).
-            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len() }
+            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len(), reported: None }
         }
         RawLoadError::MissingFunction { function } => Error::Incompatible {
             plugin: plugin.clone(),

@@ -184,6 +184,12 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
                 ::xplug_sdk::__private::export_list::<__XplugPlugin>(out_count)
             }
 
+            /// Why the last `load` on this thread failed, for tools.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn xplug_plugin_load_error() -> *const ::core::ffi::c_char {
+                ::xplug_sdk::__private::last_load_error()
+            }
+
             #params_export
         };
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use dlopen2::raw::Library;
 use xplug_abi::{
-    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, PARAMS_LIST_NAME, ParamDecl, ParamsListFn, QueryFn,
+    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl,
+    ParamsListFn, QueryFn,
 };
 
 use super::RawQuery;
@@ -220,6 +221,22 @@ impl RawLibrary {
 }
 
 impl RawLibrary {
+    /// The plugin's own message for the last `load` it refused on this
+    /// thread, through xplug's optional `xplug_plugin_load_error` export
+    /// (`xplug-sdk` plugins have it); `None` without the export or message.
+    /// Call it right after the refused `load`, on the same thread.
+    #[must_use]
+    pub fn load_error(&self) -> Option<String> {
+        // SAFETY: `LoadErrorFn` is a pointer-sized function pointer type;
+        // the export has that type by the contract the opener vouched for.
+        let function = unsafe { self.library.symbol_cstr::<LoadErrorFn>(LOAD_ERROR_NAME) }.ok()?;
+        // SAFETY: the export's contract: no arguments, any thread.
+        let message = unsafe { function() };
+        // SAFETY: non-NULL: a NUL-terminated string of the library's, valid
+        // until the next `load` on this thread (none runs meanwhile).
+        (!message.is_null()).then(|| unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
+    }
+
     /// The load parameters the library declares through xplug's optional
     /// `xplug_plugin_params` export, copied; `None` when it has no such
     /// export, returns NULL with a non-zero count, or claims more than
