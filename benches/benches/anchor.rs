@@ -47,7 +47,7 @@ impl Request {
 /// the same machine load, however it drifts during the run (this machine is
 /// shared), and their ratio compares like with like.
 fn interleaved(iters: u64, a: &mut dyn FnMut(), b: &mut dyn FnMut(), which: Which) -> Duration {
-    // Batches of at least ~5 µs, so reading the clock costs under 1 %.
+    // Batches of about 20 µs, so reading the clock costs well under 1 %.
     let batch = batch_length(a, b);
     let mut total = Duration::ZERO;
     let mut done = 0;
@@ -113,15 +113,23 @@ fn pair(
     }
 }
 
-/// Batch length (iterations) so one batch of a pair lasts about 5 µs.
+/// Batch length (iterations) so one batch of a pair lasts about 20 µs: far
+/// above the clock's resolution, short against the machine's load changes.
 fn batch_length(a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> u64 {
-    let probe = Instant::now();
-    for _ in 0..4 {
-        a();
-        b();
+    let mut probes = 1u32;
+    loop {
+        let probe = Instant::now();
+        for _ in 0..probes {
+            a();
+            b();
+        }
+        let elapsed = probe.elapsed().as_nanos();
+        if elapsed >= 100_000 || probes >= 1 << 16 {
+            let per_pair = elapsed / u128::from(probes);
+            return u64::try_from((20_000 / per_pair.max(1)).clamp(1, 4096)).expect("at most 4096");
+        }
+        probes *= 4;
     }
-    let per_pair = probe.elapsed().as_nanos() / 4;
-    u64::try_from((5_000 / per_pair.max(1)).clamp(1, 256)).expect("at most 256")
 }
 
 /// The paired estimate of a row: for about two seconds, a batch of `a` and
@@ -133,7 +141,7 @@ fn batch_length(a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> u64 {
 /// criterion's separate runs of `a` and `b`; the pairs cancel that drift.
 fn paired_estimate(name: &str, parameter: Option<usize>, a: &mut dyn FnMut(), b: &mut dyn FnMut()) {
     let batch = batch_length(a, b);
-    #[expect(clippy::cast_precision_loss, reason = "a batch holds at most 256 iterations")]
+    #[expect(clippy::cast_precision_loss, reason = "a batch holds at most 4096 iterations")]
     let per_batch = batch as f64;
     let time = |f: &mut dyn FnMut()| {
         let start = Instant::now();
