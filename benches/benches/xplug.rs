@@ -340,8 +340,9 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-/// (5) The same standalone plugin file loaded by the embedded ELF loader and
-/// by the OS loader: load + first resolve + unload.
+/// (7) The same standalone plugin file loaded by xplug's embedded ELF
+/// loader, by the OS loader and by IREE's embedded ELF loader: load + first
+/// resolve + unload.
 fn embedded_load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = xplug_tests::build_standalone_c_sample(dir.path());
@@ -366,6 +367,18 @@ fn embedded_load(c: &mut Criterion) {
             // SAFETY: as above; the same file is also a valid shared library.
             let plugin = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
             resolve(&plugin);
+        });
+    });
+    group.bench_function("iree_embedded_elf", |b| {
+        b.iter(|| {
+            // SAFETY: as above.
+            let plugin =
+                unsafe { xplug_iree_reference::IreePlugin::embedded_elf(&path, &[]) }.expect("loads");
+            let names = [SymbolName::new(&name)];
+            let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+            let outcome = plugin.resolve(&names, &mut fns, &mut contexts).expect("equal lengths");
+            assert_eq!(outcome.code, StatusCode::OK);
+            black_box(fns[0]);
         });
     });
     group.finish();
