@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use xplug_abi::{Resolution, StatusCode};
-use xplug_benches::{SDK_PLUGIN, build_strcmp_c_plugin, request_names};
+use xplug_benches::{SDK_PLUGIN, batch_length, build_strcmp_c_plugin, paired_estimate, request_names};
 use xplug_iree_reference::fixtures::build_probe_plugin;
 use xplug_iree_reference::{IreeManager, IreePlugin, RawProvider};
 use xplug_manager::Manager;
@@ -47,14 +47,8 @@ impl Request {
 /// the same machine load, however it drifts during the run (this machine is
 /// shared), and their ratio compares like with like.
 fn interleaved(iters: u64, a: &mut dyn FnMut(), b: &mut dyn FnMut(), which: Which) -> Duration {
-    // Batches of at least ~5 µs, so reading the clock costs under 1 %.
-    let probe = Instant::now();
-    for _ in 0..4 {
-        a();
-        b();
-    }
-    let per_pair = probe.elapsed().as_nanos() / 4;
-    let batch = u64::try_from((5_000 / per_pair.max(1)).clamp(1, 256)).expect("at most 256");
+    // Batches of about 20 µs, so reading the clock costs well under 1 %.
+    let batch = batch_length(a, b);
     let mut total = Duration::ZERO;
     let mut done = 0;
     let mut a_first = true;
@@ -104,13 +98,23 @@ fn pair(
         None => BenchmarkId::from_parameter(side),
     };
     let mut group = c.benchmark_group(name);
+    let mut selected = false;
     group.bench_function(id(a_name), |bencher| {
-        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A))
+        selected = true;
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A));
     });
     group.bench_function(id(b_name), |bencher| {
-        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B))
+        selected = true;
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B));
     });
     group.finish();
+    if selected {
+        let stem = match parameter {
+            Some(parameter) => format!("paired-{parameter}"),
+            None => "paired".to_owned(),
+        };
+        paired_estimate(name, &stem, a, b);
+    }
 }
 
 /// A resolve through IREE's manager as IREE's executable loader makes it:

@@ -15,7 +15,8 @@ use xplug_abi::{
     Resolution, ResolveParamsV0, Status, StatusCode, Version,
 };
 use xplug_benches::{
-    SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, reference_table, request_names,
+    SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, paired_estimate, reference_table,
+    request_names,
 };
 use xplug_manager::Manager;
 use xplug_providers::{
@@ -228,6 +229,33 @@ fn import_call(c: &mut Criterion) {
     });
     group.finish();
     assert_eq!(params.out, 3);
+
+    // Paired estimates (the rows `cargo xtask bench` prints): each call
+    // kind in batches back to back with the direct call.
+    let (mut direct_params, mut handle_params, mut index_params) = (
+        AddParams { a: 1, b: 2, out: 0 },
+        AddParams { a: 1, b: 2, out: 0 },
+        AddParams { a: 1, b: 2, out: 0 },
+    );
+    let mut direct_call = || {
+        let &(function, context) = black_box(&entry);
+        // SAFETY: `add` takes `AddParams`.
+        black_box(unsafe {
+            function(std::ptr::from_mut(&mut direct_params).cast(), context, std::ptr::null_mut())
+        });
+    };
+    let mut handle_call = || {
+        let handle = black_box(&handle);
+        // SAFETY: `add` takes `AddParams`.
+        black_box(unsafe { handle.call(&mut handle_params) });
+    };
+    paired_estimate("call", "paired-handle", &mut direct_call, &mut handle_call);
+    let mut index_call = || {
+        // SAFETY: `add` takes `AddParams`.
+        black_box(unsafe { imports.call(black_box(0), &mut index_params) }.expect("resolved"));
+    };
+    paired_estimate("call", "paired-index", &mut direct_call, &mut index_call);
+    assert_eq!((direct_params.out, handle_params.out, index_params.out), (3, 3, 3));
 }
 
 /// The allocator of the hand-made load: C `malloc`/`free`.

@@ -6,6 +6,7 @@
 use std::ffi::{CString, c_int, c_void};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use xplug_sdk::ImportParams;
 
@@ -122,4 +123,75 @@ pub fn binary_search(table: &[(Vec<u8>, *mut c_void)], names: &[&[u8]], fns: &mu
             }
         }
     }
+}
+
+/// Batch length (iterations) so one batch of a pair lasts about 20 µs: far
+/// above the clock's resolution, short against the machine's load changes.
+pub fn batch_length(a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> u64 {
+    let mut probes = 1u32;
+    loop {
+        let probe = Instant::now();
+        for _ in 0..probes {
+            a();
+            b();
+        }
+        let elapsed = probe.elapsed().as_nanos();
+        if elapsed >= 100_000 || probes >= 1 << 16 {
+            let per_pair = elapsed / u128::from(probes);
+            return u64::try_from((20_000 / per_pair.max(1)).clamp(1, 4096)).expect("at most 4096");
+        }
+        probes *= 4;
+    }
+}
+
+/// The paired estimate of a row: for about two seconds, a batch of `a` and
+/// a batch of `b` run back to back (alternating which goes first); each
+/// pair gives one ratio `b / a` measured under the same machine load. The
+/// medians of the per-iteration times and of the ratios are written to
+/// `target/criterion/<group>/<stem>.json`, where `cargo xtask bench` reads
+/// them. On a shared machine the load changes between
+/// criterion's separate runs of `a` and `b`; the pairs cancel that drift.
+pub fn paired_estimate(group: &str, stem: &str, a: &mut dyn FnMut(), b: &mut dyn FnMut()) {
+    let batch = batch_length(a, b);
+    #[expect(clippy::cast_precision_loss, reason = "a batch holds at most 4096 iterations")]
+    let per_batch = batch as f64;
+    let time = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..batch {
+            f();
+        }
+        start.elapsed().as_secs_f64() * 1e9 / per_batch
+    };
+    let (mut a_ns, mut b_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline || ratios.len() < 21 {
+        let (ta, tb) = if ratios.len() % 2 == 0 {
+            let ta = time(a);
+            (ta, time(b))
+        } else {
+            let tb = time(b);
+            (time(a), tb)
+        };
+        a_ns.push(ta);
+        b_ns.push(tb);
+        ratios.push(tb / ta);
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let json = format!(
+        "{{\"a_ns\": {}, \"b_ns\": {}, \"ratio_b_over_a\": {}, \"pairs\": {}, \"batch\": {batch}}}\n",
+        median(&mut a_ns),
+        median(&mut b_ns),
+        median(&mut ratios),
+        ratios.len()
+    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| xplug_tests::workspace_root().join("target"), PathBuf::from);
+    let dir = target.join("criterion").join(group);
+    let file = dir.join(format!("{stem}.json"));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, json))
+        .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
 }

@@ -78,6 +78,14 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
  * (see xplug_plugin_exports_fn_t); other hosts ignore it. */
 #define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
 
+/* xplug's optional extra export declaring a plugin's load parameters
+ * (see xplug_plugin_params_fn_t); a plugin with it refuses unlisted keys. */
+#define XPLUG_PLUGIN_PARAMS_NAME "xplug_plugin_params"
+
+/* xplug's optional extra export giving the message of the last refused load
+ * on the calling thread (see xplug_plugin_load_error_fn_t). */
+#define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)
@@ -284,6 +292,24 @@ typedef int (*xplug_import_thunk_fn_t)(xplug_import_fn_t function,
 
 // xplug's optional extra export: the plugin's import names for tools.
 typedef const char *const *(*xplug_plugin_exports_fn_t)(size_t *out_count);
+
+// One load parameter a plugin declares (an element of the array
+typedef struct xplug_plugin_param_t {
+  // The key, as passed in `key=value`.
+  const char *name;
+  // The value's type: `str`, `bool`, `i32`, `i64`, `u32`, `u64`,
+  const char *kind;
+  // The value used when the key is absent, as text; NULL for none.
+  const char *default_value;
+  // What the parameter does, for people.
+  const char *description;
+} xplug_plugin_param_t;
+
+// xplug's optional extra export: the load parameters a plugin accepts.
+typedef const struct xplug_plugin_param_t *(*xplug_plugin_params_fn_t)(size_t *out_count);
+
+// xplug's optional extra export: why the last `load` on the calling thread
+typedef const char *(*xplug_plugin_load_error_fn_t)(void);
 
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */

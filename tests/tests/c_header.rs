@@ -9,8 +9,8 @@ use std::mem::{align_of, offset_of, size_of};
 use std::path::Path;
 
 use xplug_abi::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, PluginV0, QueryFn,
-    Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ParamDecl, PluginV0,
+    QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
 };
 use xplug_tests::{build_minimal_c_plugin, c_compiler, cxx_compiler, include_dir, run_compiler};
 
@@ -51,6 +51,8 @@ fn static_assert_source() -> String {
     layout!(ResolveParamsV0, "iree_hal_executable_plugin_resolve_params_v0_t",
         count => "count", symbol_names => "symbol_names", out_fn_ptrs => "out_fn_ptrs",
         out_fn_contexts => "out_fn_contexts");
+    layout!(ParamDecl, "xplug_plugin_param_t",
+        name => "name", kind => "kind", default_value => "default_value", description => "description");
     layout!(Status, "iree_hal_executable_plugin_status_t");
     layout!(Version, "iree_hal_executable_plugin_version_t");
     layout!(Features, "iree_hal_executable_plugin_features_t");

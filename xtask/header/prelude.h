@@ -62,6 +62,14 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
  * (see xplug_plugin_exports_fn_t); other hosts ignore it. */
 #define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
 
+/* xplug's optional extra export declaring a plugin's load parameters
+ * (see xplug_plugin_params_fn_t); a plugin with it refuses unlisted keys. */
+#define XPLUG_PLUGIN_PARAMS_NAME "xplug_plugin_params"
+
+/* xplug's optional extra export giving the message of the last refused load
+ * on the calling thread (see xplug_plugin_load_error_fn_t). */
+#define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)

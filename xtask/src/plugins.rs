@@ -6,9 +6,11 @@
 //! build-plugins --release` (or `cargo xtask demo`) made, and a user handing
 //! `target/plugins/release/` to IREE gets release plugins.
 //!
-//! Rust plugins are built with their `export` feature (which emits the C
-//! entry points) into a separate target directory, `target/plugin-build`,
-//! so the feature change does not invalidate the main build; release builds
+//! Rust plugins are built as plain `cargo build` makes them (an SDK plugin
+//! exports its C entry points unless its `static` feature is on) into a
+//! separate target directory, `target/plugin-build`, so the workspace's
+//! feature unification (`static_runtime` turns on `sample_static/static`)
+//! does not apply and the main build is not invalidated; release builds
 //! use the workspace's `plugin` cargo profile (stripped, LTO, one codegen
 //! unit). The C plugin is compiled against `include/` with `$CC` (default
 //! `cc`). Re-running is cheap and leaves the same files.
@@ -166,8 +168,6 @@ pub fn build(root: &Path, profile: PluginProfile) -> Result<Vec<BuiltPlugin>, Bu
     for package in RUST_PLUGINS {
         command.arg("-p").arg(package);
     }
-    let features: Vec<String> = RUST_PLUGINS.iter().map(|package| format!("{package}/export")).collect();
-    command.arg("--features").arg(features.join(","));
     command.arg("--profile").arg(profile.cargo_profile());
     let command_line = format!("{command:?}");
     let status = command

@@ -136,8 +136,14 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     progress.finish();
 
     let per_name = if names.is_empty() { 0.0 } else { resolve_ns / names.len() as f64 };
+    let failure = verdict.as_ref().err().map(|source| CliError::Manager {
+        context: format!("resolving through `{}`", options.plugin),
+        source: source.clone(),
+    });
     if json {
         print_json(&json!({
+            "ok": failure.is_none(),
+            "error": failure.as_ref().map(CliError::to_json),
             "plugin": plugin_name,
             "runs": options.runs,
             "load_and_unload_ns": load_ns,
@@ -169,11 +175,8 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         }
         print!("{}", table.render(style));
     }
-    if let Err(source) = verdict {
-        crate::report_error(&CliError::Manager {
-            context: format!("resolving through `{}`", options.plugin),
-            source,
-        });
+    if let Some(failure) = failure {
+        crate::report_error(&failure);
         return Ok(1);
     }
     Ok(0)

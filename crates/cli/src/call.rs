@@ -342,9 +342,11 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             json!({"field": index, "type": element.name(), "values": values})
         })
         .collect();
+    let failure = (result != 0).then(|| CliError::ImportFailed { name: options.import.to_owned(), result });
     if json {
         print_json(&json!({
             "ok": result == 0,
+            "error": failure.as_ref().map(CliError::to_json),
             "plugin": options.plugin,
             "import": options.import,
             "result": result,

@@ -43,6 +43,9 @@ pub(crate) struct Subject<'a> {
     loader: &'static str,
     required: Features,
     params: LoadParamList,
+    /// The load parameters the plugin declares (`xplug_plugin_params`), if
+    /// it declares any.
+    declared: Option<Vec<xplug_providers::raw::ParamInfo>>,
     exports: Vec<String>,
 }
 
@@ -82,7 +85,8 @@ pub(crate) const CHECKS: &[Check] = &[
     },
     Check {
         name: "load-unload-params",
-        description: "load with an extra unknown param succeeds; unload frees everything",
+        description: "an unknown load param is refused (INVALID_ARGUMENT, nothing held) by a plugin that declares \
+                      its params, else accepted and unload frees everything",
         run: load_with_params,
     },
     Check { name: "resolve-nothing", description: "resolving zero names is OK", run: resolve_nothing },
@@ -225,7 +229,44 @@ fn load_plain(subject: &Subject<'_>) -> Verdict {
 }
 
 fn load_with_params(subject: &Subject<'_>) -> Verdict {
-    load_cycle(subject, &[CHECK_PARAM])
+    let Some(declared) = &subject.declared else {
+        return load_cycle(subject, &[CHECK_PARAM]);
+    };
+    // A plugin that declares its parameters must refuse any other key.
+    let table = table_for(subject)?;
+    checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
+        .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
+    let mut params = subject.params.clone();
+    params.push(CHECK_PARAM.0, CHECK_PARAM.1);
+    let allocator = CountingAllocator::new();
+    let declared_names = declared.iter().map(|param| param.name.as_str()).collect::<Vec<_>>().join(", ");
+    match table.load(&allocator, &params) {
+        Ok(instance) => {
+            let _ = instance.unload();
+            Err(format!(
+                "the plugin declares its params ({declared_names}) but accepted the unknown key `{}`",
+                CHECK_PARAM.0
+            ))
+        }
+        Err(RawLoadError::Refused { code }) if code == StatusCode::INVALID_ARGUMENT => {
+            let stats = allocator.stats();
+            if stats.live_allocations != 0 {
+                return Err(format!(
+                    "refused the unknown key but still holds {} block(s), {} byte(s)",
+                    stats.live_allocations, stats.live_bytes
+                ));
+            }
+            Ok(format!(
+                "refused the unknown key `{}` with INVALID_ARGUMENT (declared: {})",
+                CHECK_PARAM.0,
+                if declared_names.is_empty() { "none" } else { &declared_names }
+            ))
+        }
+        Err(RawLoadError::Refused { code }) => {
+            Err(format!("refused the unknown key with {code}; a bad parameter is INVALID_ARGUMENT"))
+        }
+        Err(other) => Err(other.to_string()),
+    }
 }
 
 /// Resolves `names` with the given pre-filled slots; returns the code,
@@ -351,7 +392,10 @@ fn repeated_resolve_stable(subject: &Subject<'_>) -> Verdict {
 }
 
 fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
-    let instance = instance(subject, &[CHECK_PARAM])?;
+    // An unknown key too, unless the plugin declares its params (it then
+    // refuses the key; `load-unload-params` checks that).
+    let extra: &[(&str, &str)] = if subject.declared.is_some() { &[] } else { &[CHECK_PARAM] };
+    let instance = instance(subject, extra)?;
     let mut names = subject.exports.clone();
     names.push(format!("?{UNKNOWN}"));
     let names = c_names(&names);
@@ -395,18 +439,28 @@ pub(crate) fn run_checks(
     let load_error = |source| CliError::Load { what: path.display().to_string(), source };
     // One of the two is opened; the subject borrows it.
     let (library, image);
-    let (query, loader, required, mut exports) = if embedded {
+    let (query, loader, required, declared, mut exports) = if embedded {
         image = ElfImage::load_file(path).map_err(load_error)?;
-        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, Vec::new())
+        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, None, Vec::new())
     } else {
         library = trust::open_raw_library(path).map_err(load_error)?;
+        let declared = library.params();
+        if let Some(declared) = &declared {
+            refuse_undeclared(path, declared, params)?;
+        }
         let exports = library.exports().unwrap_or_default();
-        (library.query().map_err(|error| error.to_string()), "system library", Features::NONE, exports)
+        (
+            library.query().map_err(|error| error.to_string()),
+            "system library",
+            Features::NONE,
+            declared,
+            exports,
+        )
     };
     exports.extend(symbols.iter().cloned());
     exports.sort();
     exports.dedup();
-    let subject = Subject { query, loader, required, params: params.clone(), exports };
+    let subject = Subject { query, loader, required, params: params.clone(), declared, exports };
     Ok(selected
         .into_iter()
         .map(|check| {
@@ -511,6 +565,30 @@ fn run_checks_isolated(
     Ok(Isolated::Results(results))
 }
 
+/// Refuses, before any check runs, a load parameter the plugin does not
+/// declare: every check would fail on it, and the plugin's own refusal only
+/// reaches stderr.
+fn refuse_undeclared(
+    path: &Path,
+    declared: &[xplug_providers::raw::ParamInfo],
+    params: &LoadParamList,
+) -> Result<(), CliError> {
+    for (key, _) in params.iter() {
+        if declared.iter().any(|param| param.name.as_bytes() == key) {
+            continue;
+        }
+        let key = String::from_utf8_lossy(key).into_owned();
+        let names: Vec<&str> = declared.iter().map(|param| param.name.as_str()).collect();
+        let suggestion = xplug_manager::suggest::closest(&key, names.iter()).map(str::to_owned);
+        return Err(CliError::UnknownParam {
+            plugin: path.display().to_string(),
+            key,
+            suggestion,
+            declared: names.iter().map(|&name| name.to_owned()).collect(),
+        });
+    }
+    Ok(())
+}
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
 pub(crate) fn run(
@@ -522,6 +600,14 @@ pub(crate) fn run(
 ) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    if parsed.loader() == LoaderKind::Static {
+        return Err(CliError::Usage {
+            message: format!(
+                "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
+                 (`cargo build --release`) and check its library, or `xplug inspect {spec}`"
+            ),
+        });
+    }
     let embedded = parsed.loader() == LoaderKind::Embedded;
     let results = match isolation {
         Isolation::InProcess => {
@@ -533,9 +619,15 @@ pub(crate) fn run(
         },
     };
     let failed = results.iter().filter(|result| !result.ok).count();
+    let failure = (failed > 0).then(|| CliError::ChecksFailed {
+        plugin: spec.to_owned(),
+        failed,
+        total: results.len(),
+    });
     if json {
         print_json(&json!({
             "ok": failed == 0,
+            "error": failure.as_ref().map(CliError::to_json),
             "checks": results.iter().map(|r| json!({
                 "name": r.name,
                 "ok": r.ok,
@@ -551,13 +643,11 @@ pub(crate) fn run(
             table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }
         print!("{}", table.render(style));
+        let summary = format!("{} of {} checks passed for {spec}", results.len() - failed, results.len());
+        println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
     }
-    if failed > 0 {
-        crate::report_error(&CliError::ChecksFailed {
-            plugin: spec.to_owned(),
-            failed,
-            total: results.len(),
-        });
+    if let Some(failure) = failure {
+        crate::report_error(&failure);
         return Ok(1);
     }
     Ok(0)

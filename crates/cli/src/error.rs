@@ -35,6 +35,22 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_manager::Error,
     },
+    /// A load parameter the plugin does not declare (it would refuse it).
+    #[error(
+        "plugin {plugin} does not take the load parameter `{key}`{}; it declares: {}",
+        suggestion.as_ref().map(|name| format!(" (did you mean `{name}`?)")).unwrap_or_default(),
+        if declared.is_empty() { "no parameters".to_owned() } else { declared.join(", ") }
+    )]
+    UnknownParam {
+        /// The plugin library.
+        plugin: String,
+        /// The undeclared key.
+        key: String,
+        /// The closest declared name, when one is close.
+        suggestion: Option<String>,
+        /// Every declared name.
+        declared: Vec<String>,
+    },
     /// `xplug check` found non-conforming behaviour.
     #[error("{failed} of {total} conformance check(s) failed for {plugin}")]
     ChecksFailed {
@@ -123,6 +139,18 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
+    /// The `error` object of every command's `--json` failure output:
+    /// `{"kind", "code", "message", "causes"}`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "kind": self.kind(),
+            "code": self.code().to_string(),
+            "message": self.to_string(),
+            "causes": self.causes(),
+            "fault": self.fault().map(crate::isolate::fault_json),
+        })
+    }
+
     /// The process exit code for this error.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
@@ -134,7 +162,9 @@ impl CliError {
     /// The IREE status code a C host would report for the same failure.
     pub(crate) fn code(&self) -> StatusCode {
         match self {
-            Self::Usage { .. } | Self::Mismatch { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::Usage { .. } | Self::Mismatch { .. } | Self::UnknownParam { .. } => {
+                StatusCode::INVALID_ARGUMENT
+            }
             Self::PluginsNotBuilt { .. } => StatusCode::NOT_FOUND,
             Self::Load { source, .. } => source.code(),
             Self::Manager { source, .. } => source.code(),
@@ -161,6 +191,7 @@ impl CliError {
                 Self::Load { .. } => "load",
                 _ => "manager",
             }),
+            Self::UnknownParam { .. } => "unknown_param",
             Self::ChecksFailed { .. } => "checks_failed",
             Self::PluginsNotBuilt { .. } => "plugins_not_built",
             Self::ImportFailed { .. } => "import_failed",
@@ -191,7 +222,9 @@ impl CliError {
         while let Some(error) = next {
             if let Some(error) = error.downcast_ref::<LoadError>() {
                 return Some(match error {
-                    LoadError::FileNotFound { .. } => "plugin_file_not_found",
+                    LoadError::FileNotFound { .. } | LoadError::LibraryNotFound { .. } => {
+                        "plugin_file_not_found"
+                    }
                     LoadError::NotSharedObject { .. } => "not_shared_object",
                     LoadError::WrongArchitecture { .. } => "wrong_architecture",
                     LoadError::LibraryOpen { .. } => "library_open",

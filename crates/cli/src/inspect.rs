@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::raw::RawHeader;
+use xplug_providers::raw::{ParamInfo, RawHeader};
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
@@ -34,6 +34,8 @@ struct Report {
     info: PluginInfo,
     loader: &'static str,
     exports: Option<Vec<String>>,
+    /// The load parameters the plugin declares (`xplug_plugin_params`).
+    params: Option<Vec<ParamInfo>>,
     /// Why the loader refused the plugin, when it did (the header was then
     /// read directly from the library).
     load_error: Option<CliError>,
@@ -92,6 +94,7 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError>
         info: loaded.info().clone(),
         loader: "embedded ELF",
         exports: None,
+        params: None,
         load_error: None,
         embedded: Some(Embedded { record, segments }),
     })
@@ -113,6 +116,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             info: loaded.info().clone(),
             loader: "static",
             exports: None,
+            params: None,
             load_error: None,
             embedded: None,
         });
@@ -139,6 +143,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
         }
     };
     let exports = raw.exports();
+    let declared = raw.params();
     let info = match loaded {
         Ok(loaded) => loaded.info().clone(),
         // Refused by the loader (version, features, sanitizer, load): show
@@ -153,12 +158,13 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
                 info: info_from(header),
                 loader: "system library",
                 exports,
+                params: declared,
                 load_error,
                 embedded: None,
             });
         }
     };
-    Ok(Report { info, loader: "system library", exports, load_error: None, embedded: None })
+    Ok(Report { info, loader: "system library", exports, params: declared, load_error: None, embedded: None })
 }
 
 /// The header as `inspect` shows it (a NULL name or description as empty).
@@ -179,6 +185,8 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
         let features = feature_names(report.info.features);
         let sanitizer = sanitizer_name(report.info.sanitizer);
         print_json(&json!({
+            "ok": report.load_error.is_none(),
+            "error": report.load_error.as_ref().map(CliError::to_json),
             "name": report.info.name,
             "description": report.info.description,
             "version": report.info.version.0,
@@ -186,7 +194,12 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "sanitizer": sanitizer,
             "loader": report.loader,
             "exports": report.exports,
-            "load_error": report.load_error.as_ref().map(crate::resolve::chain),
+            "params": report.params.as_ref().map(|params| params.iter().map(|param| json!({
+                "name": param.name,
+                "type": param.kind,
+                "default": param.default,
+                "description": param.description,
+            })).collect::<Vec<_>>()),
             "record": report.embedded.as_ref().map(|embedded| embedded.record.clone()),
             "segments": report.embedded.as_ref().map(|embedded| embedded.segments.clone()),
         }));
@@ -226,6 +239,12 @@ fn print_human(report: &Report) {
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
     };
     table.row([style.bold("exports"), exports]);
+    let params = match &report.params {
+        Some(params) if params.is_empty() => "none (the plugin refuses every key)".to_owned(),
+        Some(params) => format!("{} declared (other keys are refused)", params.len()),
+        None => "not declared (the plugin has no xplug_plugin_params)".to_owned(),
+    };
+    table.row([style.bold("params"), params]);
     if let Some(embedded) = &report.embedded {
         table.row([style.bold("record"), embedded.record.clone()]);
         table.row([style.bold("segments"), embedded.segments.join(", ")]);
@@ -233,5 +252,17 @@ fn print_human(report: &Report) {
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {
         println!("  {}", safe(name));
+    }
+    if let Some(params) = report.params.as_ref().filter(|params| !params.is_empty()) {
+        let mut table = Table::new(["param", "type", "default", "description"]);
+        for param in params {
+            table.row([
+                param.name.clone(),
+                param.kind.clone(),
+                param.default.clone().unwrap_or_else(|| "-".to_owned()),
+                param.description.clone(),
+            ]);
+        }
+        print!("{}", table.render(style));
     }
 }

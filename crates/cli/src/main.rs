@@ -28,6 +28,7 @@ mod error;
 mod fatelf;
 mod inspect;
 mod isolate;
+mod new;
 mod output;
 mod resolve;
 mod trust;
@@ -73,10 +74,12 @@ enum Command {
         plugin: String,
     },
     /// Resolve import names through a manager and show which provider
-    /// supplies each.
+    /// supplies each. The plugins listed in the XPLUG_PLUGINS environment
+    /// variable (specs separated by `:`) are registered before --plugin ones.
     Resolve {
         /// A plugin spec as IREE's `--executable_plugin` takes it
-        /// (`path[?key=value&...]`); repeatable, later ones are asked first.
+        /// (`path[?key=value&...]`, or `static:NAME`); repeatable, later
+        /// ones are asked first.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
         /// Register the plugins linked into xplug first (`sample_static`).
@@ -141,6 +144,19 @@ enum Command {
     Fatelf {
         #[command(subcommand)]
         action: fatelf::Action,
+    },
+    /// Create a plugin crate that `cargo build --release` turns into a
+    /// loadable shared library (one import and a test that loads it).
+    New {
+        /// The crate and plugin name (`my_plugin`).
+        name: String,
+        /// The directory to create (default: ./NAME).
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// The xplug checkout the crate depends on (default: the one this
+        /// xplug was built from).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
     },
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
@@ -230,6 +246,9 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             ),
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
+        Command::New { name, path, sdk } => {
+            new::run(&new::Options { name, path: path.as_deref(), checkout: sdk.as_deref() }, cli.json)
+        }
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),
@@ -248,16 +267,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             if cli.json {
-                print_json(&json!({
-                    "ok": false,
-                    "error": {
-                        "kind": error.kind(),
-                        "code": error.code().to_string(),
-                        "message": error.to_string(),
-                        "causes": error.causes(),
-                        "fault": error.fault().map(isolate::fault_json),
-                    },
-                }));
+                print_json(&json!({ "ok": false, "error": error.to_json() }));
             }
             report_error(&error);
             ExitCode::from(error.exit_code())

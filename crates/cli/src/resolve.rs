@@ -5,7 +5,7 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use serde_json::json;
-use xplug_abi::{Resolution, StatusCode, bare_name};
+use xplug_abi::{Resolution, bare_name};
 use xplug_manager::{Manager, SlotSource};
 use xplug_providers::{ResolveRequest, SymbolName};
 
@@ -32,8 +32,14 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// Static plugins first (when `with_static`), then each spec in order.
+    /// Static plugins first (when `with_static`), then the specs of the
+    /// `XPLUG_PLUGINS` environment variable, then each spec in order (so
+    /// `--plugin` overrides the environment, as later specs override earlier
+    /// ones).
     pub(crate) fn build(with_static: bool, specs: &[String]) -> Result<Self, CliError> {
+        let mut all = env_specs()?;
+        all.extend(specs.iter().cloned());
+        let specs = &all;
         let mut labels = Vec::new();
         let manager = if with_static {
             let manager = Manager::new().with_static_plugins().map_err(|source| CliError::Manager {
@@ -67,6 +73,23 @@ impl Runtime {
     /// Registration indices, newest first (the scan order).
     pub(crate) fn scan_order(&self) -> Vec<usize> {
         (0..self.labels.len()).rev().collect()
+    }
+}
+
+/// The specs listed in `XPLUG_PLUGINS` (`:`-separated on Unix, `;` on
+/// Windows), as `xplug_manager::Manager::from_env` reads them.
+fn env_specs() -> Result<Vec<String>, CliError> {
+    use xplug_manager::spec::{ENV_SEPARATOR, ENV_VAR, split_spec_list};
+    match std::env::var(ENV_VAR) {
+        Ok(value) => Ok(split_spec_list(&value, ENV_SEPARATOR)),
+        Err(std::env::VarError::NotPresent) => Ok(Vec::new()),
+        Err(std::env::VarError::NotUnicode(raw)) => Err(CliError::Manager {
+            context: format!("cannot use the plugins listed in {ENV_VAR}"),
+            source: xplug_manager::Error::InvalidEnvironment {
+                variable: ENV_VAR,
+                reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
+            },
+        }),
     }
 }
 
@@ -145,37 +168,21 @@ pub(crate) fn run(
 ) -> Result<u8, CliError> {
     let mut names = symbols.to_vec();
     sort_imports(&mut names);
-    let runtime = match Runtime::build(with_static, specs) {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            if json {
-                print_json(&json!({
-                    "ok": false,
-                    "code": error.code().to_string(),
-                    "message": chain(&error),
-                    "missing_optional": false,
-                    "symbols": names.iter().map(|name| json!({
-                        "name": name,
-                        "optional": name.starts_with('?'),
-                        "resolved": false,
-                        "provider": null,
-                    })).collect::<Vec<_>>(),
-                }));
-            }
-            report_error(&error);
-            return Ok(error.exit_code());
-        }
-    };
+    // A plugin that cannot be loaded is an error like any other command's
+    // (one JSON shape, printed by `main`).
+    let runtime = Runtime::build(with_static, specs)?;
     let outcome = resolve_names(&runtime.manager, &names)?;
-    let (ok, code, message, missing_optional) = match &outcome.result {
-        Ok(resolution) => (true, StatusCode::OK, None, resolution.contains(Resolution::MISSING_OPTIONAL)),
-        Err(error) => (false, error.code(), Some(error.to_string()), false),
-    };
+    let missing_optional =
+        outcome.result.as_ref().is_ok_and(|resolution| resolution.contains(Resolution::MISSING_OPTIONAL));
+    let failure = outcome
+        .result
+        .as_ref()
+        .err()
+        .map(|error| CliError::Manager { context: "resolution failed".to_owned(), source: error.clone() });
     if json {
         print_json(&json!({
-            "ok": ok,
-            "code": code.to_string(),
-            "message": message,
+            "ok": failure.is_none(),
+            "error": failure.as_ref().map(CliError::to_json),
             "missing_optional": missing_optional,
             "scan_order": runtime.scan_order().iter().map(|&i| json!({
                 "index": i,
@@ -207,7 +214,7 @@ pub(crate) fn run(
             ]);
         }
         if runtime.labels.is_empty() {
-            println!("  (no providers; pass --plugin PLUGIN or --static)");
+            println!("  (no providers; pass --plugin PLUGIN or --static, or list specs in XPLUG_PLUGINS)");
         } else {
             print!("{}", order.render(style));
         }
@@ -244,21 +251,11 @@ pub(crate) fn run(
             Err(_) => {}
         }
     }
-    if let Err(error) = outcome.result {
-        report_error(&CliError::Manager { context: "resolution failed".to_owned(), source: error });
+    if let Some(failure) = failure {
+        report_error(&failure);
         return Ok(1);
     }
     Ok(0)
-}
-
-/// The error and its causes on one line.
-pub(crate) fn chain(error: &CliError) -> String {
-    let mut text = error.to_string();
-    for cause in error.causes() {
-        text.push_str(": ");
-        text.push_str(&cause);
-    }
-    text
 }
 
 #[cfg(test)]

@@ -81,8 +81,7 @@ fn resolve_shows_the_provider_of_each_symbol() {
     let plugin = minimal_plugin(dir.path());
     let value = json(&["resolve", "--plugin", path_str(&plugin), "c_mul_i32", "?c_div_i32", "c_add_i32"], 0);
     assert_eq!(value["ok"], true);
-    assert_eq!(value["code"], "OK");
-    assert!(value["message"].is_null());
+    assert!(value["error"].is_null());
     assert_eq!(value["missing_optional"], true);
     let symbols = value["symbols"].as_array().unwrap();
     // Sorted by bare name, as IREE's compiler emits import tables.
@@ -120,8 +119,8 @@ fn failing_resolve_exits_1_and_lists_the_missing_names() {
     let plugin = minimal_plugin(dir.path());
     let value = json(&["resolve", "--plugin", path_str(&plugin), "c_add_i32", "c_sub_i32", "c_div_i32"], 1);
     assert_eq!(value["ok"], false);
-    assert_eq!(value["code"], "NOT_FOUND");
-    let message = value["message"].as_str().unwrap();
+    assert_eq!(value["error"]["code"], "NOT_FOUND");
+    let message = value["error"]["causes"].to_string();
     assert!(message.contains("`c_sub_i32`") && message.contains("`c_div_i32`"), "{message}");
     let symbols = value["symbols"].as_array().unwrap();
     // The found one is still attributed; the missing ones have no provider.
@@ -133,10 +132,13 @@ fn failing_resolve_exits_1_and_lists_the_missing_names() {
 #[test]
 fn resolve_with_a_bad_plugin_path_exits_1_with_the_path() {
     let value = json(&["resolve", "--plugin", "/nonexistent/libnothing.so", "c_add_i32"], 1);
+    // The same shape, kind and code as every other command's load failure.
     assert_eq!(value["ok"], false);
-    assert_eq!(value["code"], "NOT_FOUND");
-    let message = value["message"].as_str().unwrap();
-    assert!(message.contains("/nonexistent/libnothing.so does not exist"), "{message}");
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found", "{value}");
+    assert_eq!(value["error"]["code"], "NOT_FOUND");
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("/nonexistent/libnothing.so does not exist"), "{causes}");
+    assert_eq!(value.as_object().unwrap().keys().collect::<Vec<_>>(), ["error", "ok"], "{value}");
 }
 
 #[test]
@@ -234,7 +236,10 @@ fn inspect_shows_the_header_of_a_plugin_the_loader_refuses() {
     let value = json(&["inspect", path_str(&plugin)], 1);
     assert_eq!(value["name"], "c_minimal");
     assert_eq!(value["sanitizer"], "address");
-    let reason = value["load_error"].as_str().unwrap();
+    // The loader's refusal in the one error shape every command uses.
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "incompatible", "{value}");
+    let reason = value["error"].to_string();
     assert!(reason.contains("-fsanitize=address"), "{reason}");
 
     let check = json(&["check", path_str(&plugin)], 1);
@@ -271,4 +276,90 @@ fn check_of_a_missing_file_prints_an_error_object() {
     assert_eq!(value["ok"], false);
     assert_eq!(value["error"]["kind"], "plugin_file_not_found");
     assert!(value["error"]["message"].as_str().unwrap().contains("/nonexistent/libnothing.so"));
+}
+
+#[test]
+fn every_command_reports_a_failure_in_one_json_shape() {
+    let missing = "/nonexistent/libnothing.so";
+    let commands: [&[&str]; 5] = [
+        &["inspect", missing],
+        &["check", missing],
+        &["bench", missing, "f"],
+        &["resolve", "--plugin", missing, "f"],
+        &["call", missing, "f", "--hex", "00"],
+    ];
+    for command in commands {
+        let value = json(command, 1);
+        assert_eq!(value["ok"], false, "{command:?}: {value}");
+        let error = value["error"].as_object().unwrap_or_else(|| panic!("{command:?}: {value}"));
+        let mut keys: Vec<&str> = error.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["causes", "code", "fault", "kind", "message"], "{command:?}: {value}");
+        assert_eq!(error["kind"], "plugin_file_not_found", "{command:?}: {value}");
+        assert_eq!(error["code"], "NOT_FOUND", "{command:?}: {value}");
+    }
+}
+
+#[test]
+fn static_specs_and_xplug_plugins_are_accepted_like_paths() {
+    // `static:NAME` wherever a spec is: resolve --plugin and call.
+    let value = json(&["resolve", "--plugin", "static:sample_static", "static_fma_i64"], 0);
+    assert_eq!(value["symbols"][0]["provider"], "sample_static", "{value}");
+    let value = json(
+        &["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"]
+            .into_iter()
+            .chain(["--field", "i64:7", "--field", "i64:1"])
+            .collect::<Vec<_>>(),
+        0,
+    );
+    assert_eq!(value["fields"][0]["value"], 43, "{value}");
+    let value = json(&["resolve", "--plugin", "static:no_such_plugin", "f"], 1);
+    assert_eq!(value["error"]["code"], "NOT_FOUND", "{value}");
+    assert!(value["error"]["causes"].to_string().contains("linked: [sample_static]"), "{value}");
+
+    // `resolve` without --plugin takes its plugins from XPLUG_PLUGINS.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "resolve", "static_fma_i64"])
+        .env("XPLUG_PLUGINS", "static:sample_static")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["scan_order"][0]["source"], "static:sample_static", "{value}");
+}
+
+#[test]
+fn a_bare_library_name_is_searched_like_dlopen_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = minimal_plugin(dir.path());
+    let name = plugin.file_name().unwrap().to_str().unwrap();
+    // Found through LD_LIBRARY_PATH, as `dlopen` finds it.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", name])
+        .env("LD_LIBRARY_PATH", dir.path())
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["name"], "c_minimal");
+    // Not searched for in the current directory (as `dlopen`), and the
+    // error says how to name a file there.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", name])
+        .env_remove("LD_LIBRARY_PATH")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["error"]["kind"], "plugin_file_not_found", "{value}");
+    assert!(value["error"]["causes"].to_string().contains(&format!("./{name}")), "{value}");
+    // `./NAME` is the file in the current directory.
+    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(["--json", "inspect", &format!("./{name}")])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }

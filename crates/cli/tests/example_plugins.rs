@@ -146,3 +146,37 @@ fn call_runs_an_import_on_real_values() {
     assert_eq!(value["ok"], false, "{value}");
     assert_ne!(value["result"], 0, "NULL bindings with a non-empty slice are refused: {value}");
 }
+
+#[test]
+fn declared_params_are_shown_checked_and_refused_with_a_suggestion() {
+    let system = library("sample_system");
+    let value = json(&["inspect", &system], 0);
+    assert_eq!(value["params"][0]["name"], "multiplier", "{value}");
+    assert_eq!(value["params"][0]["type"], "f32");
+    assert_eq!(value["params"][0]["default"], "1.0");
+    assert_eq!(value["params"][1]["name"], "disable");
+    assert!(value["params"][1]["default"].is_null());
+    // A plugin without `params(...)` declares nothing.
+    assert!(json(&["inspect", &library("sample_standalone")], 0)["params"].is_null());
+
+    // Every check passes with a declared parameter, including the one that
+    // expects an unknown key to be refused.
+    let value = json(&["check", &format!("{system}?multiplier=3")], 0);
+    assert_eq!(value["ok"], true, "{value}");
+    let params_check =
+        value["checks"].as_array().unwrap().iter().find(|c| c["name"] == "load-unload-params").unwrap();
+    assert!(params_check["detail"].as_str().unwrap().contains("refused the unknown key"), "{params_check}");
+
+    // A misspelled key is refused before any check runs, naming the fix.
+    let value = json(&["check", &format!("{system}?multplier=3")], 1);
+    assert_eq!(value["error"]["kind"], "unknown_param", "{value}");
+    assert!(value["error"]["message"].as_str().unwrap().contains("did you mean `multiplier`?"), "{value}");
+    // A value of the wrong type is the plugin's refusal.
+    let value =
+        json(&["call", &format!("{system}?multiplier=lots"), "sample_system_calls", "--field", "u64:0"], 1);
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
+    // The plugin's own message is one of the causes, not only on stderr.
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("the plugin says: load parameter `multiplier` has the value `lots`"), "{value}");
+}

@@ -85,6 +85,18 @@ pub enum Error {
         /// The loader's error.
         source: xplug_providers::Error,
     },
+    /// A `static:NAME` spec names no plugin linked into the binary.
+    #[error(
+        "no plugin `{name}` is linked into this binary (spec `static:{name}`); linked: [{}]; \
+         link the plugin crate with its `static` feature and name it once (`use my_plugin as _;`)",
+        linked.join(", ")
+    )]
+    StaticPluginNotFound {
+        /// The name asked for.
+        name: String,
+        /// The names of the plugins that are linked in.
+        linked: Vec<String>,
+    },
     /// An environment variable holding plugin specs cannot be read.
     #[error("environment variable `{variable}` cannot be used: {reason}")]
     InvalidEnvironment {
@@ -143,6 +155,18 @@ pub enum Error {
         /// The declared name.
         name: String,
     },
+    /// A name that is not in a resolved-imports table
+    /// (`ResolvedImports::typed`).
+    #[error(
+        "`{name}` is not in this import table{}; resolve a table that declares it",
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+    )]
+    ImportNotInTable {
+        /// The name asked for.
+        name: String,
+        /// The closest declared name, when one is close.
+        suggestion: Option<String>,
+    },
     /// An import index past the end of a resolved-imports table.
     #[error(
         "import index {index} is out of range for an import table of {len} import(s); \
@@ -183,7 +207,9 @@ impl Error {
     #[must_use]
     pub fn code(&self) -> StatusCode {
         match self {
-            Self::MissingImports { .. } | Self::UnresolvedImport { .. } => StatusCode::NOT_FOUND,
+            Self::MissingImports { .. } | Self::UnresolvedImport { .. } | Self::ImportNotInTable { .. } => {
+                StatusCode::NOT_FOUND
+            }
             Self::ProviderFailed { source, .. }
             | Self::PluginLoad { source, .. }
             | Self::StaticPluginLoad { source, .. } => source.code(),
@@ -194,6 +220,7 @@ impl Error {
             | Self::InvalidRequest { .. }
             | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
+            Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
         }
     }

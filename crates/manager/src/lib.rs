@@ -113,11 +113,14 @@ mod manager;
 mod registry;
 pub mod spec;
 pub mod suggest;
+mod typed;
 
 pub use c_provider::{CImportProvider, CResolveFn};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
+pub use typed::TypedImport;
+pub use xplug_providers::abi::AnyBitPattern;
 
 pub use xplug_providers as providers;
 

@@ -61,6 +61,18 @@ impl Manager {
         let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
+        if spec.loader() == LoaderKind::Static {
+            let registrations = static_plugins();
+            let Some(registration) = registrations.iter().find(|r| r.name() == spec.path()) else {
+                return Err(Error::StaticPluginNotFound {
+                    name: spec.path().to_owned(),
+                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                });
+            };
+            let plugin = Plugin::from_registration(registration, &params)
+                .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+            return self.register_plugin(plugin);
+        }
         // SAFETY: the caller vouches for the plugin (see `load_spec`).
         let loaded = unsafe {
             match spec.loader() {

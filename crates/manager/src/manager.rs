@@ -285,8 +285,9 @@ impl Manager {
         }
         // The spans of the traced path cost more than a plugin's resolve;
         // take it only when a subscriber wants them.
-        if tracing::enabled!(target: "xplug_manager::manager", tracing::Level::DEBUG)
-            || tracing::enabled!(target: "xplug_providers::plugin", tracing::Level::DEBUG)
+        if tracing::level_enabled!(tracing::Level::DEBUG)
+            && (tracing::enabled!(target: "xplug_manager::manager", tracing::Level::DEBUG)
+                || tracing::enabled!(target: "xplug_providers::plugin", tracing::Level::DEBUG))
         {
             return self.resolve_with(request, None);
         }

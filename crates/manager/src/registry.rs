@@ -3,7 +3,9 @@
 //! # Design
 //!
 //! Entries live in segments whose sizes double (8, 16, 32, ... entries).
-//! A segment is allocated on demand, never moved and never freed before the
+//! The first segment is allocated with the registry (most managers hold a
+//! handful of providers, and resolution then reads it without a lookup);
+//! later ones are allocated on demand. A segment is never moved and never freed before the
 //! registry is dropped, so a reference to an entry stays valid for the
 //! registry's life even while later entries are appended. Every segment and
 //! every entry sits in a [`OnceLock`]: written once, then read-only.
@@ -84,6 +86,9 @@ type Segment = Box<[OnceLock<Entry>]>;
 
 /// Append-only, lock-free-to-read list of providers.
 pub(crate) struct Registry {
+    /// Segment 0, allocated up front.
+    first: Box<[OnceLock<Entry>; FIRST_SEGMENT]>,
+    /// Segments 1 and up (index 0 unused).
     segments: [OnceLock<Segment>; SEGMENTS],
     /// Number of published entries.
     count: AtomicUsize,
@@ -106,6 +111,7 @@ fn locate(index: usize) -> (usize, usize) {
 impl Registry {
     pub(crate) fn new(capacity: Option<usize>) -> Self {
         Self {
+            first: Box::new(std::array::from_fn(|_| OnceLock::new())),
             segments: std::array::from_fn(|_| OnceLock::new()),
             count: AtomicUsize::new(0),
             writer: Mutex::new(()),
@@ -126,7 +132,13 @@ impl Registry {
     /// [`Registry::len`]; `None` otherwise.
     pub(crate) fn get(&self, index: usize) -> Option<&Entry> {
         let (segment, offset) = locate(index);
-        self.segments.get(segment)?.get()?.get(offset)?.get()
+        self.segment(segment)?.get(offset)?.get()
+    }
+
+    /// Segment `k`, if allocated.
+    #[inline]
+    fn segment(&self, k: usize) -> Option<&[OnceLock<Entry>]> {
+        if k == 0 { Some(&self.first[..]) } else { self.segments.get(k)?.get().map(|slots| &slots[..]) }
     }
 
     /// Entries `0..count` newest first, each with its index (`None` for an
@@ -147,11 +159,14 @@ impl Registry {
             return Err(entry);
         }
         let (segment, offset) = locate(index);
-        let Some(segment_cell) = self.segments.get(segment) else {
-            return Err(entry);
+        let slots: &[OnceLock<Entry>] = if segment == 0 {
+            &self.first[..]
+        } else {
+            let Some(segment_cell) = self.segments.get(segment) else {
+                return Err(entry);
+            };
+            segment_cell.get_or_init(|| (0..FIRST_SEGMENT << segment).map(|_| OnceLock::new()).collect())
         };
-        let slots =
-            segment_cell.get_or_init(|| (0..FIRST_SEGMENT << segment).map(|_| OnceLock::new()).collect());
         // The slot is fresh: `index` was never published and writers are
         // serialised, so `set` cannot find it initialised.
         slots[offset].set(entry)?;
@@ -168,7 +183,12 @@ impl Registry {
         let mut drained = Vec::with_capacity(count);
         for index in (0..count).rev() {
             let (segment, offset) = locate(index);
-            if let Some(entry) = self.segments[segment].get_mut().and_then(|slots| slots[offset].take()) {
+            let slot = if segment == 0 {
+                Some(&mut self.first[offset])
+            } else {
+                self.segments[segment].get_mut().map(|slots| &mut slots[offset])
+            };
+            if let Some(entry) = slot.and_then(OnceLock::take) {
                 drained.push(entry);
             }
         }
@@ -194,12 +214,15 @@ impl<'a> Iterator for NewestFirst<'a> {
         let index = self.remaining.checked_sub(1)?;
         self.remaining = index;
         if index < self.segment_start {
-            // Most managers hold fewer than FIRST_SEGMENT providers: skip
-            // the arithmetic for segment 0.
-            let (segment, offset) = if index < FIRST_SEGMENT { (0, index) } else { locate(index) };
-            self.segment =
-                self.registry.segments.get(segment).and_then(OnceLock::get).map_or(&[], |s| &s[..]);
-            self.segment_start = index - offset;
+            if index < FIRST_SEGMENT {
+                // Most managers hold fewer than FIRST_SEGMENT providers.
+                self.segment = &self.registry.first[..];
+                self.segment_start = 0;
+            } else {
+                let (segment, offset) = locate(index);
+                self.segment = self.registry.segment(segment).unwrap_or(&[]);
+                self.segment_start = index - offset;
+            }
         }
         Some((index, self.segment.get(index - self.segment_start).and_then(OnceLock::get)))
     }

@@ -4,7 +4,7 @@
 //! # Grammar
 //!
 //! ```text
-//! spec   = ["embedded:"] path ["?" params]
+//! spec   = ["embedded:" | "static:"] path ["?" params]
 //! params = pair *("&" pair)
 //! pair   = key ["=" value]
 //! ```
@@ -12,7 +12,9 @@
 //! - `path` is everything before the first `?`, taken literally (no
 //!   decoding), so a library path cannot contain `?`. It must not be empty.
 //! - The `embedded:` prefix, or a path ending in `.sos`, selects the embedded
-//!   ELF loader ([`LoaderKind::Embedded`]); anything else the system loader.
+//!   ELF loader ([`LoaderKind::Embedded`]); `static:NAME` names a plugin
+//!   linked into the binary ([`LoaderKind::Static`], `path` is the name);
+//!   anything else the system loader.
 //! - `key` and `value` are percent-decoded: `%XX` (two hex digits, either
 //!   case) is the byte `0xXX`, so any byte, including `&`, `=`, `%`, `:` and
 //!   `;`, can be passed. `+` is **not** a space: it stays a literal `+`
@@ -44,6 +46,9 @@ use crate::Error;
 
 /// The prefix that selects the embedded ELF loader.
 pub const EMBEDDED_PREFIX: &str = "embedded:";
+/// The prefix naming a plugin linked into the binary (`static:NAME`).
+pub const STATIC_PREFIX: &str = "static:";
+
 /// The file suffix that selects the embedded ELF loader.
 pub const EMBEDDED_SUFFIX: &str = ".sos";
 /// The environment variable [`crate::Manager::from_env`] reads.
@@ -60,6 +65,9 @@ pub enum LoaderKind {
     SystemLibrary,
     /// The portable embedded-ELF loader (`.sos` files); not available yet.
     Embedded,
+    /// A plugin linked into the binary, found by name among
+    /// `xplug_providers::static_plugins()` (`static:NAME`).
+    Static,
 }
 
 /// A parsed plugin spec.
@@ -85,6 +93,10 @@ impl PluginSpec {
         let (explicit_embedded, rest) = match spec.strip_prefix(EMBEDDED_PREFIX) {
             Some(rest) => (true, rest),
             None => (false, spec),
+        };
+        let (is_static, rest) = match rest.strip_prefix(STATIC_PREFIX) {
+            Some(name) if !explicit_embedded => (true, name),
+            _ => (false, rest),
         };
         let (path, query) = match rest.split_once('?') {
             Some((path, query)) => (path, Some(query)),
@@ -112,7 +124,9 @@ impl PluginSpec {
                 params.push((key, value));
             }
         }
-        let loader = if explicit_embedded || path.ends_with(EMBEDDED_SUFFIX) {
+        let loader = if is_static {
+            LoaderKind::Static
+        } else if explicit_embedded || path.ends_with(EMBEDDED_SUFFIX) {
             LoaderKind::Embedded
         } else {
             LoaderKind::SystemLibrary
@@ -194,33 +208,34 @@ fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Splits the value of [`ENV_VAR`] into specs: on `separator`, skipping
-/// empty entries. On Unix the separator `:` also splits `embedded:x`; an
-/// entry that is exactly `embedded` is therefore joined back to the entry
-/// after it. A `:` inside a parameter value must be written `%3A`.
+/// empty entries. On Unix the separator `:` also splits `embedded:x` and
+/// `static:x`; an entry that is exactly `embedded` or `static` is therefore
+/// joined back to the entry after it. A `:` inside a parameter value must be
+/// written `%3A`.
 #[must_use]
 pub fn split_spec_list(value: &str, separator: char) -> Vec<String> {
-    let prefix_word = EMBEDDED_PREFIX.trim_end_matches(':');
+    let prefixes = [EMBEDDED_PREFIX, STATIC_PREFIX];
     let mut specs = Vec::new();
-    let mut pending_prefix = false;
+    let mut pending_prefix: Option<&str> = None;
     for entry in value.split(separator) {
         if entry.is_empty() {
             continue;
         }
-        if separator == ':' && entry == prefix_word && !pending_prefix {
-            pending_prefix = true;
-            continue;
+        if separator == ':' && pending_prefix.is_none() {
+            if let Some(prefix) = prefixes.into_iter().find(|prefix| prefix.trim_end_matches(':') == entry) {
+                pending_prefix = Some(prefix);
+                continue;
+            }
         }
-        if pending_prefix {
-            specs.push(format!("{EMBEDDED_PREFIX}{entry}"));
-            pending_prefix = false;
-        } else {
-            specs.push(entry.to_owned());
+        match pending_prefix.take() {
+            Some(prefix) => specs.push(format!("{prefix}{entry}")),
+            None => specs.push(entry.to_owned()),
         }
     }
-    if pending_prefix {
-        // A dangling `embedded:` with nothing after it: keep it so parsing
-        // reports it as an embedded spec with an empty path.
-        specs.push(EMBEDDED_PREFIX.to_owned());
+    if let Some(prefix) = pending_prefix {
+        // A dangling prefix with nothing after it: keep it so parsing
+        // reports it with an empty path.
+        specs.push(prefix.to_owned());
     }
     specs
 }
@@ -228,6 +243,19 @@ pub fn split_spec_list(value: &str, separator: char) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn static_specs_name_a_linked_plugin() {
+        let spec = PluginSpec::parse("static:sample_static?k=v").unwrap();
+        assert_eq!(spec.loader(), LoaderKind::Static);
+        assert_eq!(spec.path(), "sample_static");
+        assert_eq!(spec.params(), [(b"k".to_vec(), b"v".to_vec())]);
+        assert!(PluginSpec::parse("static:").is_err());
+        assert_eq!(
+            split_spec_list("static:a:/x/libb.so:embedded:c.bin", ':'),
+            ["static:a", "/x/libb.so", "embedded:c.bin"]
+        );
+    }
 
     fn pairs(spec: &str) -> Vec<(String, String)> {
         PluginSpec::parse(spec)

@@ -9,8 +9,8 @@
 use core::mem::{align_of, offset_of, size_of};
 
 use crate::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, PluginV0, Resolution,
-    ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ParamDecl, PluginV0,
+    Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
 };
 
 /// Size of a C pointer (and of `size_t`) on the target.
@@ -122,4 +122,14 @@ const _: () = {
     assert!(size_of::<StringView>() == 8);
     assert!(size_of::<StringPair>() == 16);
     assert!(size_of::<ResolveParamsV0>() == 16);
+};
+
+// xplug_plugin_param_t: four string pointers.
+const _: () = {
+    assert!(size_of::<ParamDecl>() == 4 * P && align_of::<ParamDecl>() == P);
+    assert!(offset_of!(ParamDecl, name) == 0);
+    assert!(offset_of!(ParamDecl, kind) == P);
+    assert!(offset_of!(ParamDecl, default_value) == 2 * P);
+    assert!(offset_of!(ParamDecl, description) == 3 * P);
+    assert!(size_of::<crate::ParamsListFn>() == P);
 };

@@ -61,6 +61,7 @@
 #![no_std]
 
 mod allocator;
+mod bits;
 mod header;
 mod import;
 mod layout;
@@ -72,14 +73,16 @@ mod status;
 mod strings;
 
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
+pub use bits::{AnyBitPattern, assert_any_bit_pattern};
 pub use header::{Features, Header, Sanitizer, Version};
 pub use import::{
     ImportFn, ImportThunkFn, bare_name, import_fn_from_ptr, is_optional, is_optional_bytes, strip_optional,
 };
 pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_hash};
 pub use plugin::{
-    EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, LoadFnV0, PluginV0, QueryFn, Resolution,
-    ResolveFnV0, ResolveParamsV0, UnloadFnV0,
+    EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, LOAD_ERROR_NAME, LoadErrorFn, LoadFnV0,
+    PARAMS_LIST_NAME, ParamDecl, ParamsListFn, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
+    UnloadFnV0,
 };
 #[cfg(feature = "inventory")]
 pub use registration::{StaticPluginRegistration, registered_plugins};

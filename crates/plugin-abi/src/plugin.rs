@@ -19,6 +19,50 @@ pub const EXPORTS_LIST_NAME: &CStr = c"xplug_plugin_exports";
 /// `xplug_plugin_exports_fn_t`.
 pub type ExportsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const *const c_char;
 
+/// Name of xplug's optional extra export declaring a plugin's load
+/// parameters (see [`ParamsListFn`]); hosts that do not know it ignore it.
+pub const PARAMS_LIST_NAME: &CStr = c"xplug_plugin_params";
+
+/// One load parameter a plugin declares (an element of the array
+/// [`ParamsListFn`] returns). C name: `xplug_plugin_param_t`.
+///
+/// Every field is a NUL-terminated string owned by the plugin, valid while
+/// it is loaded; only `default_value` may be NULL (no default).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ParamDecl {
+    /// The key, as passed in `key=value`.
+    pub name: *const c_char,
+    /// The value's type: `str`, `bool`, `i32`, `i64`, `u32`, `u64`,
+    /// `usize`, `f32` or `f64` (a host shows other names as they are).
+    pub kind: *const c_char,
+    /// The value used when the key is absent, as text; NULL for none.
+    pub default_value: *const c_char,
+    /// What the parameter does, for people.
+    pub description: *const c_char,
+}
+
+/// xplug's optional extra export: the load parameters a plugin accepts.
+///
+/// Returns an array of `*out_count` [`ParamDecl`]s that lives as long as
+/// the library is loaded (or NULL with a count of 0), writing the count
+/// when `out_count` is not NULL. A plugin that has this export refuses any
+/// key it does not list; an empty list means it takes no parameters. C
+/// name: `xplug_plugin_params_fn_t`.
+pub type ParamsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
+
+/// Name of xplug's optional extra export giving the message of a refused
+/// `load` (see [`LoadErrorFn`]); hosts that do not know it ignore it.
+pub const LOAD_ERROR_NAME: &CStr = c"xplug_plugin_load_error";
+
+/// xplug's optional extra export: why the last `load` on the calling thread
+/// failed, as a NUL-terminated message owned by the plugin (valid until the
+/// next `load` on that thread), or NULL when it did not fail or the plugin
+/// keeps no message. The v0 ABI returns only a status code from `load`;
+/// this lets a host show the plugin's own explanation. C name:
+/// `xplug_plugin_load_error_fn_t`.
+pub type LoadErrorFn = unsafe extern "C" fn() -> *const c_char;
+
 /// The function a plugin exports to be discovered.
 ///
 /// C name: `iree_hal_executable_plugin_query_fn_t`.
@@ -43,8 +87,18 @@ pub struct EnvironmentV0 {
 /// Bits describing how a resolve went.
 ///
 /// C name: `iree_hal_executable_plugin_resolution_t`.
+///
+/// `Debug` and `Display` name the bits (`MISSING_OPTIONAL`, unknown bits in
+/// hex, `NONE` for none):
+///
+/// ```
+/// use xplug_abi::Resolution;
+/// assert_eq!(Resolution::MISSING_OPTIONAL.to_string(), "MISSING_OPTIONAL");
+/// assert_eq!(format!("{:?}", Resolution(0b11)), "Resolution(MISSING_OPTIONAL | 0x2)");
+/// assert_eq!(Resolution::NONE.to_string(), "NONE");
+/// ```
 #[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Resolution(pub u32);
 
 // The C spelling of these constants is in the header prelude.
@@ -59,6 +113,50 @@ impl Resolution {
     #[must_use]
     pub const fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// The names of the known bits set, in bit order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        [(Self::MISSING_OPTIONAL, "MISSING_OPTIONAL")]
+            .into_iter()
+            .filter(move |(bit, _)| self.contains(*bit))
+            .map(|(_, name)| name)
+    }
+
+    /// The bits set that this crate has no name for.
+    #[must_use]
+    pub const fn unknown(self) -> Self {
+        Self(self.0 & !Self::MISSING_OPTIONAL.0)
+    }
+}
+
+impl core::fmt::Display for Resolution {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut first = true;
+        for name in self.names() {
+            if !first {
+                f.write_str(" | ")?;
+            }
+            f.write_str(name)?;
+            first = false;
+        }
+        if self.unknown().0 != 0 {
+            if !first {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{:#x}", self.unknown().0)?;
+            first = false;
+        }
+        if first {
+            f.write_str("NONE")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::fmt::Debug for Resolution {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Resolution({self})")
     }
 }
 

@@ -1,6 +1,8 @@
 //! The errors a plugin's `load` reports, and the code an import returns.
 
+use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 use core::num::NonZeroI32;
 
@@ -67,6 +69,17 @@ pub enum Error {
         /// What the plugin accepts, e.g. "a positive integer".
         expected: &'static str,
     },
+    /// A load parameter the plugin does not declare (only plugins that
+    /// declare their parameters refuse unknown keys).
+    #[error("unknown load parameter `{key}`{}", unknown_param_hint(.suggestion.as_deref(), .known))]
+    UnknownParam {
+        /// The key received (lossily decoded when it is not UTF-8).
+        key: String,
+        /// The declared name closest to `key`, when one is close.
+        suggestion: Option<String>,
+        /// Every declared name.
+        known: Vec<String>,
+    },
     /// Anything else the plugin's own `load` wants to report.
     #[error("{message}")]
     Custom {
@@ -91,7 +104,9 @@ impl Error {
             }
             Self::NoAllocator { .. } => StatusCode::FAILED_PRECONDITION,
             Self::OverAligned { .. } => StatusCode::INVALID_ARGUMENT,
-            Self::MissingParam { .. } | Self::InvalidParam { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::MissingParam { .. } | Self::InvalidParam { .. } | Self::UnknownParam { .. } => {
+                StatusCode::INVALID_ARGUMENT
+            }
             Self::Custom { code, .. } => {
                 if code.is_ok() {
                     StatusCode::UNKNOWN
@@ -106,6 +121,20 @@ impl Error {
     #[must_use]
     pub fn custom(code: StatusCode, message: impl Into<String>) -> Self {
         Self::Custom { code, message: message.into() }
+    }
+}
+
+/// The end of an [`Error::UnknownParam`] message: the suggestion and what
+/// the plugin takes.
+fn unknown_param_hint(suggestion: Option<&str>, known: &[String]) -> String {
+    let takes = if known.is_empty() {
+        String::from("this plugin takes no load parameters; remove it")
+    } else {
+        format!("this plugin takes {}", known.join(", "))
+    };
+    match suggestion {
+        Some(name) => format!("; did you mean `{name}`? ({takes})"),
+        None => format!(" ({takes})"),
     }
 }
 

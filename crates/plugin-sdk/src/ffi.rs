@@ -17,14 +17,15 @@ use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
 use xplug_abi::{
-    EnvironmentV0, Features, Header, ImportFn, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
-    StatusCode, StringPair, Version,
+    EnvironmentV0, Features, Header, ImportFn, ParamDecl, PluginV0, Resolution, ResolveParamsV0, Sanitizer,
+    Status, StatusCode, StringPair, Version,
 };
 
 pub use crate::resolve::HashIndex;
 use crate::resolve::{Exports, resolve_with};
 use crate::{
-    Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams, PluginDescriptor, PluginState,
+    DeclaredParam, Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams,
+    PluginDescriptor, PluginState,
 };
 
 /// What the `#[plugin]` macro generates for one plugin.
@@ -51,6 +52,51 @@ pub unsafe trait PluginDef: 'static {
     fn export_names() -> &'static [CName];
     /// The hash index of `exports()`, for sparse requests.
     fn hash_index() -> HashIndex<'static>;
+    /// The declared load parameters (`params(...)`), if the plugin
+    /// declares them.
+    const PARAMS: Option<&'static [DeclaredParam]>;
+    /// The same declarations as C structs, for `xplug_plugin_params`.
+    fn param_decls() -> &'static [CParamDecl];
+}
+
+/// A declared load parameter as C sees it, shareable in a `static` array.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct CParamDecl(ParamDecl);
+
+// SAFETY: every pointer comes from a `&'static CStr` (see `new`), immutable
+// and valid for the whole program.
+unsafe impl Sync for CParamDecl {}
+
+impl CParamDecl {
+    /// The C declaration of one parameter.
+    #[must_use]
+    pub const fn new(
+        name: &'static CStr,
+        kind: &'static CStr,
+        default_value: Option<&'static CStr>,
+        description: &'static CStr,
+    ) -> Self {
+        Self(ParamDecl {
+            name: name.as_ptr(),
+            kind: kind.as_ptr(),
+            default_value: match default_value {
+                Some(value) => value.as_ptr(),
+                None => ptr::null(),
+            },
+            description: description.as_ptr(),
+        })
+    }
+}
+
+/// `xplug_plugin_params`: the declared load parameters of `D` and their
+/// count.
+pub extern "C" fn params_list<D: PluginDef>(out_count: Option<&mut usize>) -> *const ParamDecl {
+    let decls = D::param_decls();
+    if let Some(count) = out_count {
+        *count = decls.len();
+    }
+    decls.as_ptr().cast::<ParamDecl>()
 }
 
 /// One `#[import]` function, as the macro describes it.
@@ -69,6 +115,10 @@ pub trait Import: 'static {
     /// Calls the author's function; `state` is `None` only when a stateful
     /// import was called without its context.
     fn call(params: &mut Self::Params, state: Option<&Self::State>) -> c_int;
+    /// Declares the params struct in C (for `PluginDescriptor::c_header`).
+    fn declare_c(out: &mut crate::cheader::CDeclarations) {
+        out.import::<Self::Params>(Self::SYMBOL);
+    }
 }
 
 /// A NUL-terminated export name, shareable in a `static` array handed to C.
@@ -148,8 +198,16 @@ pub const fn v0_table<D: PluginDef>(header: &'static Header) -> PluginV0 {
 pub const fn descriptor<D: PluginDef>(
     description: &'static str,
     symbols: &'static [&'static str],
+    c_declarations: fn(&mut crate::cheader::CDeclarations),
 ) -> PluginDescriptor {
-    PluginDescriptor { name: D::NAME, description, query: query::<D>, symbols }
+    PluginDescriptor {
+        name: D::NAME,
+        description,
+        query: query::<D>,
+        symbols,
+        params: D::PARAMS,
+        c_declarations,
+    }
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1
@@ -221,10 +279,18 @@ unsafe fn state_ref<'a, S: PluginState>(context: *mut c_void) -> Option<&'a S> {
 fn guard<R>(plugin: &str, what: impl fmt::Display, on_panic: R, body: impl FnOnce() -> R) -> R {
     #[cfg(feature = "std")]
     {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        panic_log::install_hook();
+        let outcome = {
+            let _inside = panic_log::Inside::enter();
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        };
+        match outcome {
             Ok(value) => value,
             Err(payload) => {
-                std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref()));
+                let what = std::format!("{what}");
+                if let Some(count) = panic_log::count(plugin, &what) {
+                    std::eprintln!("{}", panic_report(plugin, &what, payload.as_ref(), count));
+                }
                 on_panic
             }
         }
@@ -245,27 +311,136 @@ impl<I: Import> fmt::Display for ImportName<I> {
     }
 }
 
-/// The line printed for a panic caught in `what` of `plugin`.
+/// How panics caught at the C boundary are reported: once per entry
+/// point, then at the 2nd, 4th, 8th, ... occurrence, each as one line
+/// (the standard library's own panic message is held back for panics
+/// inside a guard, its location folded into the report).
+#[cfg(feature = "std")]
+mod panic_log {
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeMap;
+    use std::string::String;
+    use std::sync::{Mutex, Once, PoisonError};
+
+    std::thread_local! {
+        /// How many guards are active on this thread.
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+        /// Where the last panic inside a guard happened.
+        static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Marks the current thread as inside a guard while alive.
+    pub(super) struct Inside;
+
+    impl Inside {
+        pub(super) fn enter() -> Self {
+            DEPTH.with(|depth| depth.set(depth.get() + 1));
+            Self
+        }
+    }
+
+    impl Drop for Inside {
+        fn drop(&mut self) {
+            DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        }
+    }
+
+    /// Installs (once per copy of the standard library) a panic hook that
+    /// stays silent for panics inside a guard and hands every other panic
+    /// to the hook that was there before.
+    pub(super) fn install_hook() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(std::boxed::Box::new(move |info| {
+                if DEPTH.with(Cell::get) > 0 {
+                    let location = info.location().map(std::string::ToString::to_string);
+                    LOCATION.with(|slot| *slot.borrow_mut() = location);
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
+    /// The location of the panic just caught on this thread, if known.
+    pub(super) fn take_location() -> Option<String> {
+        LOCATION.with(|slot| slot.borrow_mut().take())
+    }
+
+    /// Counts a panic of `what` in `plugin`; `Some(n)` when the `n`th
+    /// occurrence is to be printed (n = 1, 2, 4, 8, ...).
+    pub(super) fn count(plugin: &str, what: &str) -> Option<u64> {
+        static COUNTS: Mutex<BTreeMap<(String, String), u64>> = Mutex::new(BTreeMap::new());
+        let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = counts.entry((plugin.into(), what.into())).or_insert(0);
+        *count += 1;
+        count.is_power_of_two().then_some(*count)
+    }
+}
+
+/// The line printed for the `count`th panic caught in `what` of `plugin`.
 #[cfg(feature = "std")]
 fn panic_report(
     plugin: &str,
-    what: &dyn fmt::Display,
+    what: &str,
     payload: &(dyn core::any::Any + Send),
+    count: u64,
 ) -> std::string::String {
     let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
         .unwrap_or("(non-string panic payload)");
+    let location = panic_log::take_location().map(|at| std::format!(" at {at}")).unwrap_or_default();
+    let repeat = if count == 1 {
+        std::string::String::from("repeats are reported at the 2nd, 4th, 8th, ... occurrence")
+    } else {
+        std::format!("occurrence {count}; the next report is at occurrence {}", count.saturating_mul(2))
+    };
     std::format!(
-        "xplug plugin `{plugin}`: panic in {what} caught at the C boundary: {message}; \
-         reporting failure to the host"
+        "xplug plugin `{plugin}`: panic in {what}{location} caught at the C boundary: {message}; \
+         reporting failure to the host ({repeat})"
     )
+}
+
+#[cfg(feature = "std")]
+std::thread_local! {
+    /// The message of the last refused `load` on this thread, for
+    /// `xplug_plugin_load_error`.
+    static LAST_LOAD_ERROR: core::cell::RefCell<Option<std::ffi::CString>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Remembers (with `std`) why `load` failed on this thread; `None` clears it.
+fn set_load_error(message: Option<alloc::string::String>) {
+    #[cfg(feature = "std")]
+    LAST_LOAD_ERROR.with(|slot| {
+        *slot.borrow_mut() =
+            message.map(|text| std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default());
+    });
+    #[cfg(not(feature = "std"))]
+    let _ = message;
+}
+
+/// `xplug_plugin_load_error`: the message of the last refused `load` on
+/// this thread (valid until the next `load` here), or NULL.
+pub extern "C" fn last_load_error() -> *const c_char {
+    #[cfg(feature = "std")]
+    {
+        LAST_LOAD_ERROR.with(|slot| slot.borrow().as_ref().map_or(ptr::null(), |text| text.as_ptr()))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        ptr::null()
+    }
 }
 
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
     #[cfg(feature = "std")]
     std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    #[cfg(feature = "std")]
+    set_load_error(Some(std::format!("{error}")));
     #[cfg(not(feature = "std"))]
     let _ = plugin;
     Status::from_code(error.code())
@@ -293,6 +468,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         }
         // SAFETY: `out_self` is non-NULL and writable per the contract.
         unsafe { out_self.write(ptr::null_mut()) };
+        set_load_error(None);
         // SAFETY: non-NULL and valid for the call per the contract.
         let environment = unsafe { &*environment };
         // SAFETY: the host promises its allocator obeys the allocator
@@ -307,7 +483,13 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         };
         // SAFETY: the pairs' views are valid for the call; the borrow given
         // to the author's `load` cannot outlive it (the state is 'static).
-        let params = unsafe { LoadParams::from_pairs(pairs) };
+        let mut params = unsafe { LoadParams::from_pairs(pairs) };
+        if let Some(declared) = D::PARAMS {
+            if let Err(error) = params.check_declared(declared) {
+                return report_load_error(D::NAME, &error);
+            }
+            params = params.with_declared(declared);
+        }
         let state = match D::State::load(&Environment::new(allocator), &params) {
             Ok(state) => state,
             Err(error) => return report_load_error(D::NAME, &error),
@@ -467,13 +649,39 @@ mod tests {
     #[test]
     fn a_panic_report_names_the_plugin_the_import_and_the_message() {
         let payload: Box<dyn core::any::Any + Send> = Box::new("index out of bounds".to_string());
-        let report = panic_report("sample", &format_args!("import `{}`", "boom"), payload.as_ref());
+        let report = panic_report("sample", "import `boom`", payload.as_ref(), 1);
         assert_eq!(
             report,
             "xplug plugin `sample`: panic in import `boom` caught at the C boundary: index out of bounds; \
-             reporting failure to the host"
+             reporting failure to the host (repeats are reported at the 2nd, 4th, 8th, ... occurrence)"
         );
         let payload: Box<dyn core::any::Any + Send> = Box::new(7_u32);
-        assert!(panic_report("sample", &"load", payload.as_ref()).contains("in load caught"));
+        let report = panic_report("sample", "load", payload.as_ref(), 4);
+        assert!(report.contains("in load caught"), "{report}");
+        assert!(report.contains("occurrence 4; the next report is at occurrence 8"), "{report}");
+    }
+
+    #[test]
+    fn repeated_panics_are_reported_at_powers_of_two() {
+        let printed: std::vec::Vec<u64> =
+            (0..20).filter_map(|_| panic_log::count("rate_test", "import `x`")).collect();
+        assert_eq!(printed, [1, 2, 4, 8, 16]);
+        // Each entry point counts on its own.
+        assert_eq!(panic_log::count("rate_test", "import `y`"), Some(1));
+        assert_eq!(panic_log::count("other_plugin", "import `x`"), Some(1));
+    }
+
+    #[test]
+    fn a_caught_panic_records_its_location_and_stays_out_of_the_default_hook() {
+        let code = guard("location_test", "import `z`", -1, || -> i32 { panic!("deliberate") });
+        assert_eq!(code, -1);
+        // The guard's report consumed the location the hook recorded.
+        assert_eq!(panic_log::take_location(), None);
+        panic_log::install_hook();
+        let _inside = panic_log::Inside::enter();
+        let caught = std::panic::catch_unwind(|| panic!("inside"));
+        assert!(caught.is_err());
+        let location = panic_log::take_location().expect("the hook recorded where the panic happened");
+        assert!(location.contains("ffi.rs"), "{location}");
     }
 }

@@ -68,6 +68,22 @@
 //!   says NONE unless you set this when building with `-Zsanitizer`; a host
 //!   refuses a plugin whose sanitizer differs from its own.
 //!
+//! * `params(name: type [= default] "description", ...)` (optional): the
+//!   load parameters the plugin takes. `type` is one of `str`, `bool`,
+//!   `i32`, `i64`, `u32`, `u64`, `usize`, `f32`, `f64` ([`ParamKind`]); a
+//!   default is a literal of that type, checked at compile time. A plugin
+//!   that declares its parameters (even `params()`, "none"):
+//!   - exports them as `xplug_plugin_params` (see below), so `xplug
+//!     inspect` lists them;
+//!   - refuses in `load`, before [`PluginState::load`] runs, any key it does
+//!     not declare ([`Error::UnknownParam`], naming the closest declared
+//!     key: `multplier=3` → "did you mean `multiplier`?") and any value
+//!     not of the declared type ([`Error::InvalidParam`]);
+//!   - sees the declared default for an absent key in [`LoadParams::get`]
+//!     and friends.
+//!
+//!   Without `params`, every key reaches [`PluginState::load`] unchecked.
+//!
 //! Paths in the attribute (the state type) and in the module resolve inside
 //! the module, so start it with `use super::*;`.
 //!
@@ -117,9 +133,12 @@
 //! The macro adds to the module:
 //! * `pub const PLUGIN: xplug_sdk::PluginDescriptor` (name, symbols, the query
 //!   function) for Rust code and tests;
-//! * with the plugin crate's `export` feature on, the C symbols
-//!   `iree_hal_executable_plugin_query` and `xplug_plugin_exports`;
-//!   without it, a registration in `xplug_providers::static_plugins()`.
+//! * by default, the C symbols `iree_hal_executable_plugin_query`,
+//!   `xplug_plugin_exports`, `xplug_plugin_load_error` (and
+//!   `xplug_plugin_params` with `params(...)`); with the plugin crate's `static` feature on
+//!   (or in a test build), a registration in
+//!   `xplug_providers::static_plugins()` instead (see
+//!   [below](#shared-library-and-static-linking-from-one-crate)).
 //!
 //! # How the generated plugin resolves
 //!
@@ -157,19 +176,26 @@
 //! crate-type = ["cdylib", "rlib"]
 //!
 //! [features]
-//! # Export the C entry points (shared-library build). Off when linked into
-//! # a binary, so several plugins can share one binary without clashing.
-//! export = []
+//! # Link the plugin into a binary instead of exporting C entry points.
+//! static = []
 //! ```
 //!
-//! `cargo xtask build-plugins` builds each plugin with `--features export`
-//! into `target/plugins/lib<name>.so`, which IREE's runtime
-//! (`--executable_plugin=...`) and xplug's manager load.
+//! and `cargo build --release` makes `target/release/lib<crate>.so`, which
+//! IREE's runtime (`--executable_plugin=...`) and xplug's manager load: by
+//! default the macro exports the C entry points. (`xplug new NAME`
+//! scaffolds such a crate.)
 //!
-//! Without `export`, nothing global is exported and the plugin registers
-//! itself with `inventory` (through `xplug_abi::StaticPluginRegistration`;
-//! the plugin does not depend on the host crates), so a binary that depends
-//! on the crate finds it in `xplug_providers::static_plugins()`.
+//! **Linking into a runtime is the opt-in.** A runtime that links the
+//! plugin crate depends on it with `features = ["static"]`: then nothing
+//! global is exported and the plugin registers itself with `inventory`
+//! (through `xplug_abi::StaticPluginRegistration`; the plugin does not
+//! depend on the host crates), so the binary finds it in
+//! `xplug_providers::static_plugins()`. Test builds (`cfg(test)`) behave as
+//! if `static` were on. Two plugins linked into one binary without
+//! `static` would both define the C entry points: the link fails with a
+//! duplicate symbol named
+//! `xplug_two_plugins_export_c_entry_points__enable_the_static_feature_of_plugins_linked_into_a_binary`.
+//! A crate that never links statically need not declare the feature.
 //!
 //! **The linker trap:** the registration is a constructor in the plugin's
 //! object code, and rustc links a dependency only when the binary refers to
@@ -194,14 +220,40 @@
 //! byte value, without `?`) and writing their number to `*out_count` when
 //! `out_count` is not NULL. The array lives as long as the library is loaded.
 //!
+//! # `xplug_plugin_params`
+//!
+//! A plugin with `params(...)` also exports
+//!
+//! ```c
+//! const xplug_plugin_param_t* xplug_plugin_params(size_t* out_count);
+//! ```
+//!
+//! returning its declared parameters ([`abi::ParamDecl`]: name, type
+//! name, default or NULL, description; static NUL-terminated strings) and
+//! writing their number to `*out_count` when `out_count` is not NULL. A
+//! host that finds it may refuse undeclared keys before loading.
+//!
 //! # Panics and errors
 //!
 //! With the default `std` feature, a panic in `load`, `resolve`
 //! ([`PluginState::provides`]) or an import is caught before it reaches the
 //! host: `load`/`resolve` return `INTERNAL`, an import returns
-//! [`ImportError::INTERNAL`] (13), and the panic message is printed to
-//! stderr. A `load` error is returned as its [`Error::code`] and printed to
-//! stderr with the plugin's name.
+//! [`ImportError::INTERNAL`] (13), and one line naming the plugin, the
+//! entry point (the import's symbol), the panic's location and message is
+//! printed to stderr (the standard library's own panic message is held back
+//! for these). Repeated panics of one entry point are rate-limited: printed
+//! at the 1st, 2nd, 4th, 8th, ... occurrence, with the count.
+//!
+//! A `load` error is returned as its [`Error::code`], printed to stderr
+//! with the plugin's name, and kept (per thread, until the next `load`) for
+//! the optional export
+//!
+//! ```c
+//! const char* xplug_plugin_load_error(void);
+//! ```
+//!
+//! which xplug's host reads after a refused `load`, so the plugin's own
+//! explanation reaches the error (`xplug --json` prints it as a cause).
 //!
 //! # `no_std`
 //!
@@ -221,11 +273,13 @@ extern crate self as xplug_sdk;
 mod allocator;
 mod bits;
 mod buffer;
+mod cheader;
 mod error;
 mod ffi;
 mod params;
 mod resolve;
 
+use alloc::string::String;
 use core::ffi::c_int;
 use core::fmt;
 #[cfg(doc)]
@@ -235,7 +289,7 @@ pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError};
-pub use params::{Environment, LoadParams, Param};
+pub use params::{DeclaredParam, Environment, LoadParams, Param, ParamKind};
 pub use xplug_abi as abi;
 pub use xplug_sdk_macros::{ImportParams, plugin};
 
@@ -287,7 +341,15 @@ impl PluginState for () {
     label = "does not implement `xplug_sdk::ImportParams`",
     note = "declare the struct with `#[derive(xplug_sdk::ImportParams)]` and `#[repr(C)]`, matching the C struct the executable passes"
 )]
-pub unsafe trait ImportParams: AnyBitPattern + 'static {}
+pub unsafe trait ImportParams: AnyBitPattern + 'static {
+    /// Appends the C declaration of this struct (and of the params structs
+    /// it nests) to `out`; generated by the derive, empty for a hand
+    /// implementation. See [`PluginDescriptor::c_header`].
+    #[doc(hidden)]
+    fn __c_declarations(out: &mut __private::CDeclarations) {
+        let _ = out;
+    }
+}
 
 /// What an import function may return.
 ///
@@ -335,9 +397,67 @@ pub struct PluginDescriptor {
     description: &'static str,
     query: abi::QueryFn,
     symbols: &'static [&'static str],
+    params: Option<&'static [DeclaredParam]>,
+    c_declarations: fn(&mut __private::CDeclarations),
 }
 
 impl PluginDescriptor {
+    /// A C header declaring the params struct of every import (and the
+    /// structs they nest), so C hosts and kernels share the Rust
+    /// definitions: `typedef struct Name { ... } Name;` per struct, with C
+    /// types for the fields (`f32` → `float`, `usize` → `size_t`,
+    /// `Buffer<f32>` → `const float*`, `[u32; 4]` → `uint32_t x[4]`, ...).
+    ///
+    /// ```
+    /// #[derive(xplug_sdk::ImportParams)]
+    /// #[repr(C)]
+    /// pub struct AxpyParams {
+    ///     pub x: xplug_sdk::Buffer<f32>,
+    ///     pub y: xplug_sdk::BufferMut<f32>,
+    ///     pub n: usize,
+    ///     pub a: f32,
+    /// }
+    ///
+    /// #[xplug_sdk::plugin(name = "doc_axpy")]
+    /// mod plugin {
+    ///     use super::*;
+    ///     #[import]
+    ///     fn axpy(_params: &mut AxpyParams) {}
+    /// }
+    ///
+    /// fn main() {
+    ///     let header = plugin::PLUGIN.c_header();
+    ///     assert!(header.contains(
+    ///         "typedef struct AxpyParams {\n  const float* x;\n  float* y;\n  size_t n;\n  float a;\n} AxpyParams;"
+    ///     ));
+    ///     assert!(header.contains("/* import `axpy` takes a `AxpyParams*` */"));
+    /// }
+    /// ```
+    #[must_use]
+    pub fn c_header(&self) -> String {
+        let mut out = __private::CDeclarations::new();
+        (self.c_declarations)(&mut out);
+        out.header(self.name)
+    }
+
+    /// C declarations that compile only when a C compiler lays out the
+    /// structs of [`Self::c_header`] exactly as Rust does on this target
+    /// (each size and field offset); compile them after including the
+    /// header to check it.
+    #[must_use]
+    pub fn c_layout_checks(&self) -> String {
+        let mut out = __private::CDeclarations::new();
+        (self.c_declarations)(&mut out);
+        out.layout_checks()
+    }
+
+    /// The load parameters the plugin declares (`params(...)`), or `None`
+    /// when it does not declare them (and so accepts any key).
+    #[must_use]
+    pub const fn params(&self) -> Option<&'static [DeclaredParam]> {
+        self.params
+    }
+
     /// The plugin's name, as in its header.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -370,6 +490,7 @@ impl fmt::Debug for PluginDescriptor {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("symbols", &self.symbols)
+            .field("params", &self.params)
             .finish_non_exhaustive()
     }
 }
@@ -378,7 +499,12 @@ impl fmt::Debug for PluginDescriptor {
 /// here may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use alloc::format;
+    pub use alloc::string::String;
+    pub use alloc::vec::Vec;
+
     pub use crate::bits::assert_any_bit_pattern;
+    pub use crate::cheader::{CDeclarations, DeclareNothing, DeclareParams, Probe};
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;

@@ -2,6 +2,7 @@
 
 use alloc::borrow::ToOwned;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::str::FromStr;
 
@@ -77,14 +78,20 @@ impl<'a> Param<'a> {
 /// When a key appears several times, the **last** occurrence wins in
 /// [`LoadParams::get`] (later flags override earlier ones);
 /// [`LoadParams::iter`] yields every pair in the host's order.
+///
+/// A plugin that declares its parameters (`params(...)` in `#[plugin]`)
+/// gets a view that knows the declarations: an absent key yields its
+/// declared default, and `load` has already refused unknown keys and values
+/// that are not of the declared type.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadParams<'a> {
     pairs: &'a [StringPair],
+    declared: Option<&'static [DeclaredParam]>,
 }
 
 impl<'a> LoadParams<'a> {
     /// No parameters.
-    pub const EMPTY: LoadParams<'static> = LoadParams { pairs: &[] };
+    pub const EMPTY: LoadParams<'static> = LoadParams { pairs: &[], declared: None };
 
     /// A view over pairs whose strings are valid for `'a`.
     ///
@@ -93,7 +100,45 @@ impl<'a> LoadParams<'a> {
     /// `size` readable bytes that stay unchanged for `'a` (or `size` is 0).
     #[must_use]
     pub const unsafe fn from_pairs(pairs: &'a [StringPair]) -> Self {
-        Self { pairs }
+        Self { pairs, declared: None }
+    }
+
+    /// The same pairs, with the plugin's declared parameters: absent keys
+    /// then yield their declared defaults.
+    #[must_use]
+    pub const fn with_declared(self, declared: &'static [DeclaredParam]) -> Self {
+        Self { pairs: self.pairs, declared: Some(declared) }
+    }
+
+    /// The declared parameters, when the plugin declares them.
+    #[must_use]
+    pub const fn declared(&self) -> Option<&'static [DeclaredParam]> {
+        self.declared
+    }
+
+    /// Checks every pair against `declared`: each key must be declared and
+    /// each value must be of the declared type.
+    ///
+    /// # Errors
+    /// [`Error::UnknownParam`] (with the closest declared name, if any is
+    /// close) or [`Error::InvalidParam`], for the first offending pair.
+    pub fn check_declared(&self, declared: &'static [DeclaredParam]) -> Result<(), Error> {
+        for param in self.iter() {
+            let Some(decl) = declared.iter().find(|decl| decl.name.as_bytes() == param.key) else {
+                let key = String::from_utf8_lossy(param.key).into_owned();
+                let suggestion = closest(&key, declared.iter().map(|decl| decl.name)).map(str::to_owned);
+                let known = declared.iter().map(|decl| decl.name.to_owned()).collect();
+                return Err(Error::UnknownParam { key, suggestion, known });
+            };
+            if !decl.kind.accepts(param.value) {
+                return Err(Error::InvalidParam {
+                    key: decl.name.to_owned(),
+                    value: String::from_utf8_lossy(param.value).into_owned(),
+                    expected: decl.kind.expected(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Number of pairs.
@@ -114,9 +159,16 @@ impl<'a> LoadParams<'a> {
     }
 
     /// The raw value of the last pair whose key is `key`.
+    ///
+    /// When the key is absent and the plugin declares a default for it,
+    /// the default.
     #[must_use]
     pub fn get_bytes(&self, key: &str) -> Option<&'a [u8]> {
-        self.iter().filter(|param| param.key == key.as_bytes()).last().map(|param| param.value)
+        self.iter()
+            .filter(|param| param.key == key.as_bytes())
+            .last()
+            .map(|param| param.value)
+            .or_else(|| self.declared?.iter().find(|decl| decl.name == key)?.default.map(str::as_bytes))
     }
 
     /// The value of the last pair whose key is `key`, if it is UTF-8.
@@ -152,6 +204,172 @@ impl<'a> LoadParams<'a> {
     }
 }
 
+/// The type of a declared load parameter's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParamKind {
+    /// Any UTF-8 text.
+    Str,
+    /// `true`, `false`, `1` or `0`.
+    Bool,
+    /// A 32-bit signed integer.
+    I32,
+    /// A 64-bit signed integer.
+    I64,
+    /// A 32-bit unsigned integer.
+    U32,
+    /// A 64-bit unsigned integer.
+    U64,
+    /// A pointer-sized unsigned integer.
+    Usize,
+    /// A finite 32-bit float.
+    F32,
+    /// A finite 64-bit float.
+    F64,
+}
+
+impl ParamKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 9] = [
+        Self::Str,
+        Self::Bool,
+        Self::I32,
+        Self::I64,
+        Self::U32,
+        Self::U64,
+        Self::Usize,
+        Self::F32,
+        Self::F64,
+    ];
+
+    /// The name used in `params(...)` and in the exported declaration.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Str => "str",
+            Self::Bool => "bool",
+            Self::I32 => "i32",
+            Self::I64 => "i64",
+            Self::U32 => "u32",
+            Self::U64 => "u64",
+            Self::Usize => "usize",
+            Self::F32 => "f32",
+            Self::F64 => "f64",
+        }
+    }
+
+    /// The kind called `name`, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Describes valid values, for error messages.
+    #[must_use]
+    pub const fn expected(self) -> &'static str {
+        match self {
+            Self::Str => "UTF-8 text",
+            Self::Bool => "`true`, `false`, `1` or `0`",
+            Self::I32 => "a 32-bit signed integer",
+            Self::I64 => "a 64-bit signed integer",
+            Self::U32 => "a 32-bit unsigned integer",
+            Self::U64 => "a 64-bit unsigned integer",
+            Self::Usize => "an unsigned integer",
+            Self::F32 | Self::F64 => "a finite number",
+        }
+    }
+
+    /// Whether `value` is a valid value of this kind.
+    #[must_use]
+    pub fn accepts(self, value: &[u8]) -> bool {
+        let Ok(text) = core::str::from_utf8(value) else { return false };
+        match self {
+            Self::Str => true,
+            Self::Bool => matches!(text, "true" | "false" | "1" | "0"),
+            Self::I32 => text.parse::<i32>().is_ok(),
+            Self::I64 => text.parse::<i64>().is_ok(),
+            Self::U32 => text.parse::<u32>().is_ok(),
+            Self::U64 => text.parse::<u64>().is_ok(),
+            Self::Usize => text.parse::<usize>().is_ok(),
+            Self::F32 => text.parse::<f32>().is_ok_and(f32::is_finite),
+            Self::F64 => text.parse::<f64>().is_ok_and(f64::is_finite),
+        }
+    }
+}
+
+/// One load parameter a plugin declares in `#[plugin(params(...))]`:
+/// name, type, optional default, description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeclaredParam {
+    name: &'static str,
+    kind: ParamKind,
+    default: Option<&'static str>,
+    description: &'static str,
+}
+
+impl DeclaredParam {
+    /// A declaration (the macro checks that `default` is of `kind`).
+    #[must_use]
+    pub const fn new(
+        name: &'static str,
+        kind: ParamKind,
+        default: Option<&'static str>,
+        description: &'static str,
+    ) -> Self {
+        Self { name, kind, default, description }
+    }
+
+    /// The key.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The value's type.
+    #[must_use]
+    pub const fn kind(&self) -> ParamKind {
+        self.kind
+    }
+
+    /// The value used when the key is absent.
+    #[must_use]
+    pub const fn default(&self) -> Option<&'static str> {
+        self.default
+    }
+
+    /// What the parameter does.
+    #[must_use]
+    pub const fn description(&self) -> &'static str {
+        self.description
+    }
+}
+
+/// The candidate closest to `wanted` by edit distance, if it is close
+/// enough to be a likely typo (at most a third of the longer name).
+fn closest<'c>(wanted: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+    candidates
+        .map(|candidate| (edit_distance(wanted, candidate), candidate))
+        .filter(|&(distance, candidate)| distance * 3 <= wanted.len().max(candidate.len()).max(3))
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 fn view_bytes<'a>(view: StringView) -> &'a [u8] {
     if view.size == 0 || view.data.is_null() {
         return &[];
@@ -167,6 +385,73 @@ mod tests {
     use alloc::string::ToString;
 
     use super::*;
+
+    const DECLARED: [DeclaredParam; 2] = [
+        DeclaredParam::new("multiplier", ParamKind::F32, Some("1.0"), "scales"),
+        DeclaredParam::new("disable", ParamKind::Str, None, "an import to decline"),
+    ];
+
+    fn pair(key: &'static [u8], value: &'static [u8]) -> StringPair {
+        StringPair { key: StringView::from_bytes(key), value: StringView::from_bytes(value) }
+    }
+
+    #[test]
+    fn declared_params_refuse_unknown_keys_with_a_suggestion() {
+        let pairs = [pair(b"multplier", b"3")];
+        // SAFETY: the views borrow static byte strings.
+        let params = unsafe { LoadParams::from_pairs(&pairs) };
+        let error = params.check_declared(&DECLARED).unwrap_err();
+        assert_eq!(
+            error,
+            Error::UnknownParam {
+                key: "multplier".to_owned(),
+                suggestion: Some("multiplier".to_owned()),
+                known: alloc::vec!["multiplier".to_owned(), "disable".to_owned()],
+            }
+        );
+        assert!(error.to_string().contains("did you mean `multiplier`?"), "{error}");
+
+        let pairs = [pair(b"zzz", b"3")];
+        // SAFETY: as above.
+        let error = unsafe { LoadParams::from_pairs(&pairs) }.check_declared(&DECLARED).unwrap_err();
+        assert!(!error.to_string().contains("did you mean"), "{error}");
+        assert!(error.to_string().contains("multiplier, disable"), "{error}");
+        // SAFETY: as above.
+        let error = unsafe { LoadParams::from_pairs(&pairs) }.check_declared(&[]).unwrap_err();
+        assert!(error.to_string().contains("takes no load parameters"), "{error}");
+    }
+
+    #[test]
+    fn declared_params_check_types_and_supply_defaults() {
+        let pairs = [pair(b"multiplier", b"lots")];
+        // SAFETY: the views borrow static byte strings.
+        let error = unsafe { LoadParams::from_pairs(&pairs) }.check_declared(&DECLARED).unwrap_err();
+        assert!(matches!(error, Error::InvalidParam { expected: "a finite number", .. }), "{error:?}");
+
+        let pairs = [pair(b"disable", b"x")];
+        // SAFETY: as above.
+        let params = unsafe { LoadParams::from_pairs(&pairs) }.with_declared(&DECLARED);
+        assert_eq!(params.check_declared(&DECLARED), Ok(()));
+        assert_eq!(params.parse::<f32>("multiplier", "a number"), Ok(Some(1.0)));
+        assert_eq!(params.get("disable"), Some("x"));
+        // Without declarations there is no default.
+        // SAFETY: as above.
+        let bare = unsafe { LoadParams::from_pairs(&pairs) };
+        assert_eq!(bare.get("multiplier"), None);
+    }
+
+    #[test]
+    fn kinds_accept_their_values_only() {
+        assert!(ParamKind::Bool.accepts(b"true") && !ParamKind::Bool.accepts(b"yes"));
+        assert!(ParamKind::U32.accepts(b"7") && !ParamKind::U32.accepts(b"-7"));
+        assert!(ParamKind::I64.accepts(b"-7") && !ParamKind::I64.accepts(b"7.5"));
+        assert!(ParamKind::F64.accepts(b"7.5") && !ParamKind::F64.accepts(b"inf"));
+        assert!(ParamKind::Str.accepts(b"anything") && !ParamKind::Str.accepts(b"\xff"));
+        for kind in ParamKind::ALL {
+            assert_eq!(ParamKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(edit_distance("multplier", "multiplier"), 1);
+    }
 
     #[test]
     fn last_key_wins_and_values_parse() {

@@ -2,11 +2,6 @@
 //! host does: query, header, load with a counting host allocator, resolve,
 //! call imports, unload; and proves panics never cross the C boundary.
 
-#![expect(
-    unexpected_cfgs,
-    reason = "the generated code checks the plugin crate's `export` feature, which a test target of the SDK does not declare"
-)]
-
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr;
 use std::sync::Mutex;

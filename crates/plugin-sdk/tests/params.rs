@@ -3,11 +3,6 @@
 //! bytes (as an executable may) sees exactly those bytes and never crashes.
 //! The refused kinds are the compile-fail cases in `tests/ui/field_*.rs`.
 
-#![expect(
-    unexpected_cfgs,
-    reason = "the generated code checks the plugin crate's `export` feature, which a test target of the SDK does not declare"
-)]
-
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{offset_of, size_of};
@@ -173,4 +168,47 @@ proptest! {
         let summary = unsafe { storage.as_ptr().cast::<u8>().add(offset_of!(Everything, summary)).cast::<u64>().read() };
         prop_assert_eq!(summary, expected);
     }
+}
+
+/// The generated C header declares every accepted field kind, and a C
+/// compiler lays the structs out exactly as Rust does.
+#[test]
+fn the_c_header_declares_every_kind_with_the_rust_layout() {
+    let header = plugin::PLUGIN.c_header();
+    // A type alias (`Callback`) is invisible to the derive: its bytes.
+    let alias =
+        format!("  uint8_t callback[{}]; /* no C spelling for `Callback` */\n", size_of::<Callback>());
+    for line in [
+        "typedef struct Range {\n  uint16_t _0;\n  uint16_t _1;\n} Range;",
+        "  uint8_t flag;\n  uint32_t mode;\n  float scale;\n  float* data;\n",
+        &alias,
+        "  const uint8_t* input;\n  uint8_t* output;\n",
+        "  const struct Everything* next;\n  uint32_t letters[3];\n  struct Range ranges[2];\n  uint64_t summary;\n",
+        "/* import `observe` takes a `Everything*` */",
+    ] {
+        assert!(header.contains(line), "missing {line:?} in:\n{header}");
+    }
+    // `Range` (nested) is declared before `Everything`, and only once.
+    assert!(header.find("} Range;").unwrap() < header.find("} Everything;").unwrap());
+    assert_eq!(header.matches("} Range;").count(), 1);
+
+    let checks = plugin::PLUGIN.c_layout_checks();
+    assert!(checks.contains(&format!("sizeof(Everything)) == {}", size_of::<Everything>())), "{checks}");
+    assert!(
+        checks.contains(&format!("offsetof(Everything, summary)) == {}", offset_of!(Everything, summary)))
+    );
+    let dir = std::env::temp_dir().join(format!("xplug_params_header_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("params_kinds.c");
+    std::fs::write(&source, format!("{header}\n{checks}")).unwrap();
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let output = std::process::Command::new(&compiler)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(dir.join("params_kinds.o"))
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run `{compiler}` (set CC): {error}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(output.status.success(), "{}\n{header}\n{checks}", String::from_utf8_lossy(&output.stderr));
 }

@@ -10,10 +10,32 @@ use crate::checks::Incompatibility;
 
 /// What the OS loader said when it refused a library (`dlerror()` on
 /// Unix): the source of [`Error::LibraryOpen`].
+///
+/// (See also [`PluginMessage`], a plugin's own explanation of a refusal.)
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct LoaderError {
     message: String,
+}
+
+/// What a plugin said about its refused `load` (through xplug's optional
+/// `xplug_plugin_load_error` export): the source of [`Error::LoadFailed`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the plugin says: {message}")]
+pub struct PluginMessage {
+    message: String,
+}
+
+impl PluginMessage {
+    pub(crate) fn new(message: String) -> Self {
+        Self { message }
+    }
+
+    /// The plugin's message.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl LoaderError {
@@ -153,12 +175,32 @@ pub enum Error {
         code: StatusCode,
         /// How many load parameters it was given.
         params: usize,
+        /// The plugin's own explanation (`xplug_plugin_load_error`), when
+        /// it gives one.
+        #[source]
+        reported: Option<PluginMessage>,
     },
     /// The plugin file does not exist.
     #[error("plugin library {} does not exist; check the path", path.display())]
     FileNotFound {
         /// The file looked for.
         path: PathBuf,
+    },
+    /// A bare library name (`libfoo.so`) the OS loader's search did not
+    /// find or could not open.
+    #[error(
+        "the OS loader cannot find or open plugin library `{}` in its search path (LD_LIBRARY_PATH, \
+         the loader cache, the system directories; not the current directory); give its path \
+         (`./{}` for a file here) or add its directory to LD_LIBRARY_PATH",
+        name.display(),
+        name.display()
+    )]
+    LibraryNotFound {
+        /// The name searched for.
+        name: PathBuf,
+        /// The loader's explanation.
+        #[source]
+        cause: LoaderError,
     },
     /// The file exists but is not a shared library the OS loader can open.
     #[error("{} is not a shared library: {reason}", path.display())]
@@ -251,7 +293,7 @@ impl Error {
             Self::LibraryOpen { .. } | Self::Io { .. } => StatusCode::UNAVAILABLE,
             Self::UndefinedSymbol { .. } => StatusCode::NOT_FOUND,
             Self::NotAFunction { .. } => StatusCode::INVALID_ARGUMENT,
-            Self::FileNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::FileNotFound { .. } | Self::LibraryNotFound { .. } => StatusCode::NOT_FOUND,
             Self::WrongArchitecture { .. } => StatusCode::FAILED_PRECONDITION,
             Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,

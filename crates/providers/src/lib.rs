@@ -107,7 +107,7 @@ mod registry;
 mod request;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
-pub use error::{Error, LoaderError};
+pub use error::{Error, LoaderError, PluginMessage};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use name::ProviderName;
 pub use params::LoadParamList;

@@ -164,6 +164,8 @@ pub struct Plugin {
     source: PluginSource,
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
     exports: Option<Vec<String>>,
+    /// Load parameters declared by the plugin's `xplug_plugin_params`, if any.
+    params: Option<Vec<crate::raw::ParamInfo>>,
     /// What keeps the plugin's code mapped (an open library): released
     /// after `unload`.
     _code: Option<Arc<dyn Any + Send + Sync>>,
@@ -324,6 +326,14 @@ impl Plugin {
     #[must_use]
     pub fn exports(&self) -> Option<&[String]> {
         self.exports.as_deref()
+    }
+
+    /// The load parameters the plugin declares through xplug's optional
+    /// `xplug_plugin_params` export (`xplug-sdk` plugins with
+    /// `params(...)`), or `None` when it has no such export.
+    #[must_use]
+    pub fn params(&self) -> Option<&[crate::raw::ParamInfo]> {
+        self.params.as_deref()
     }
 
     /// The current counters of the host allocator this plugin was given.
@@ -503,9 +513,19 @@ unsafe fn from_library(
     // which outlives the plugin's instance, so `'static` is never observed
     // beyond the library's life.
     let query = unsafe { RawQuery::new(query) };
-    let mut plugin = load_checked(query, site, params)?;
+    let mut plugin = load_checked(query, site, params).map_err(|error| match error {
+        // The plugin's own explanation, when it keeps one.
+        Error::LoadFailed { plugin, code, params, reported: None } => Error::LoadFailed {
+            plugin,
+            code,
+            params,
+            reported: library.load_error().map(crate::error::PluginMessage::new),
+        },
+        other => other,
+    })?;
     // Only a plugin that passed every check is asked for its names.
     plugin.exports = library.exports();
+    plugin.params = library.params();
     Ok(plugin)
 }
 
@@ -556,7 +576,7 @@ pub(crate) fn load_checked(
                 );
             }
             // Never `unload` after a failed `load` (there is no instance).
-            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len() }
+            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len(), reported: None }
         }
         RawLoadError::MissingFunction { function } => Error::Incompatible {
             plugin: plugin.clone(),
@@ -576,6 +596,7 @@ pub(crate) fn load_checked(
         },
         source: site.source,
         exports: None,
+        params: None,
         _code: site.code,
         allocator,
     })

@@ -196,7 +196,7 @@ fn missing_query_export_has_the_build_hint() {
         "no_export",
         &["-DNO_EXPORT"],
         StatusCode::NOT_FOUND,
-        &["iree_hal_executable_plugin_query", "--features export"],
+        &["iree_hal_executable_plugin_query", "crate-type = [\"cdylib\"", "cargo build --release"],
     );
     assert!(matches!(error, Error::MissingExport { .. }));
     assert!(error.to_string().contains(&path.display().to_string()));

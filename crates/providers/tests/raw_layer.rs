@@ -93,5 +93,5 @@ fn a_missing_query_export_is_typed() {
     assert!(
         matches!(&error, Error::MissingExport { symbol, .. } if symbol == "iree_hal_executable_plugin_query")
     );
-    assert!(error.to_string().contains("--features export"), "{error}");
+    assert!(error.to_string().contains("cargo build --release"), "{error}");
 }

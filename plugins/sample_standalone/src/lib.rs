@@ -18,10 +18,11 @@
 //! element of *this call's* slice and `size` its length; `tid` says which
 //! workgroup is calling and is never used as an element position.
 //!
-//! Build the shared library with `cargo xtask build-plugins` (it turns on
-//! the `export` feature) and load `target/plugins/release/libsample_standalone.so` (with `--release`)
-//! with IREE's `--executable_plugin=` or xplug's manager. Without `export`
-//! the crate is an ordinary library that registers the plugin statically.
+//! Build the shared library with `cargo build --release -p sample_standalone`
+//! (or `cargo xtask build-plugins --release`, which copies it to
+//! `target/plugins/release/libsample_standalone.so`) and load it with IREE's
+//! `--executable_plugin=` or xplug's manager. With the `static` feature the
+//! crate is an ordinary library that registers the plugin statically.
 //!
 //! Without default features the crate builds without `std` (the SDK's
 //! no-`std` path); panics then abort instead of being reported.

@@ -1,9 +1,10 @@
 //! `sample_static`: a plugin meant to be linked into a runtime binary.
 //!
-//! Built without the `export` feature (the normal dependency build), it
-//! exports no C symbol and registers itself in
-//! `xplug_providers::static_plugins()` under the name `sample_static`.
-//! A binary must name the crate for the registration to survive linking:
+//! A runtime depends on it with its `static` feature, so it exports no C
+//! symbol and registers itself in `xplug_providers::static_plugins()` under
+//! the name `sample_static` (`cargo build --release` of the crate alone makes
+//! a loadable shared library, as for any SDK plugin). A binary must name the
+//! crate for the registration to survive linking:
 //!
 //! ```ignore
 //! use sample_static as _;

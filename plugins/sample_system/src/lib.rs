@@ -5,10 +5,12 @@
 //! allocator and keeps the result as plugin state (itself a host
 //! allocation); every import receives the state as its context.
 //!
-//! Load parameters (`key=value`):
-//! * `multiplier` (float, default 1): `simple_mul_workgroup` computes
+//! Load parameters (`key=value`, declared in `#[plugin(params(...))]`, so
+//! `xplug inspect` lists them and `load` refuses any other key, suggesting
+//! the closest declared one):
+//! * `multiplier` (`f32`, default 1): `simple_mul_workgroup` computes
 //!   `out = lhs * rhs * multiplier`;
-//! * `disable` (symbol name, optional): the plugin declines to resolve that
+//! * `disable` (`str`, optional): the plugin declines to resolve that
 //!   import, leaving it to the next provider.
 //!
 //! Imports:
@@ -68,14 +70,9 @@ pub struct SystemState {
 
 impl PluginState for SystemState {
     fn load(env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
-        let multiplier: f32 = params.parse("multiplier", "a finite number")?.unwrap_or(1.0);
-        if !multiplier.is_finite() {
-            return Err(Error::InvalidParam {
-                key: "multiplier".to_owned(),
-                value: multiplier.to_string(),
-                expected: "a finite number",
-            });
-        }
+        // Declared `f32` with a default: `load` has checked the value is a
+        // finite number, and an absent key reads as the default.
+        let multiplier: f32 = params.require("multiplier", "a finite number")?;
         Ok(Self {
             multiplier,
             disabled: params.get("disable").map(str::to_owned),
@@ -91,7 +88,11 @@ impl PluginState for SystemState {
 #[xplug_sdk::plugin(
     name = "sample_system",
     description = "stateful system plugin (xplug sample, Rust)",
-    state = SystemState
+    state = SystemState,
+    params(
+        multiplier: f32 = 1.0 "scales every product of simple_mul_workgroup",
+        disable: str "an import name this instance declines to resolve",
+    )
 )]
 mod plugin {
     use super::*;

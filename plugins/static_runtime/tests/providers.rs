@@ -1,7 +1,7 @@
 //! Every example plugin loaded through `xplug-providers` and
 //! `xplug-manager` with real data: `sample_static` statically (it is named
 //! below, so its registration is linked in), the Rust plugins as shared
-//! libraries built with their `export` feature (the command `cargo xtask
+//! libraries as a plain `cargo build` makes them (the command `cargo xtask
 //! build-plugins` runs), and the C sample compiled against `include/`.
 
 use std::ffi::{c_int, c_void};
@@ -290,16 +290,17 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
 }
 
 #[test]
-fn a_plugin_built_without_its_export_feature_is_diagnosed_with_the_fix() {
-    // A plugin crate built as a cdylib *without* `--features export` (a plain
-    // `cargo build`) exports nothing; the loader must say how to fix that.
+fn a_plugin_built_with_its_static_feature_is_diagnosed_with_the_fix() {
+    // A plugin crate's cdylib built *with* its `static` feature (as when a
+    // runtime in the same build links it) exports nothing; the loader must
+    // say how to fix that.
     let build_dir = root().join("target").join("plugin-build-no-export");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(cargo)
         .current_dir(root())
         .args(["build", "--lib", "--target-dir"])
         .arg(&build_dir)
-        .args(["-p", "sample_static"])
+        .args(["-p", "sample_static", "--features", "sample_static/static"])
         .status()
         .unwrap();
     assert!(status.success(), "building sample_static failed");
@@ -310,5 +311,21 @@ fn a_plugin_built_without_its_export_feature_is_diagnosed_with_the_fix() {
     assert!(matches!(error, xplug_providers::Error::MissingExport { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("iree_hal_executable_plugin_query"), "{message}");
-    assert!(message.contains("cargo xtask build-plugins"), "{message}");
+    assert!(message.contains("`static` feature off"), "{message}");
+    assert!(message.contains("cargo build --release"), "{message}");
+}
+
+#[test]
+fn a_runtime_calls_a_plugin_import_with_the_plugins_own_params_type() {
+    // `sample_static::FmaParams` derives `ImportParams`, so it is
+    // `AnyBitPattern` and a runtime can call with it directly.
+    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
+    // SAFETY: `static_fma_i64` takes `FmaParams`: it is the plugin's own type.
+    let fma = unsafe { imports.typed::<sample_static::FmaParams>("static_fma_i64") }.unwrap();
+    let mut params = sample_static::FmaParams { result: 0, a: 6, b: 7, c: 1 };
+    assert_eq!(fma.call(&mut params), 0);
+    assert_eq!(params.result, 43);
+    params.a = i64::MAX;
+    assert_ne!(fma.call(&mut params), 0, "overflow is reported as a failure");
 }

@@ -16,6 +16,7 @@
 
 use proc_macro::TokenStream;
 
+mod cdecl;
 mod expand;
 mod params;
 mod parse;

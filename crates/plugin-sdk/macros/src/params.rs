@@ -76,6 +76,7 @@ pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStre
             ::xplug_sdk::__private::assert_any_bit_pattern::<#ty>();
         }
     });
+    let c_declarations = crate::cdecl::declarations(name, &data.fields);
     Ok(quote! {
         // Every field type must be valid for any bit pattern (checked by the
         // compiler here, with the error at the field).
@@ -89,7 +90,9 @@ pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStre
         unsafe impl ::xplug_sdk::AnyBitPattern for #name {}
         // SAFETY: as above; the author vouches that the fields match the
         // executable's C struct.
-        unsafe impl ::xplug_sdk::ImportParams for #name {}
+        unsafe impl ::xplug_sdk::ImportParams for #name {
+            #c_declarations
+        }
     })
 }
 
@@ -233,7 +236,7 @@ fn show(ty: &Type) -> String {
 
 /// `tokens` with `Self` replaced by `name`, so a field type such as
 /// `*const Self` can be named outside the struct.
-fn replace_self(tokens: TokenStream2, name: &syn::Ident) -> TokenStream2 {
+pub(crate) fn replace_self(tokens: TokenStream2, name: &syn::Ident) -> TokenStream2 {
     tokens
         .into_iter()
         .map(|tree| match tree {

@@ -2,8 +2,10 @@
 //! markers and `#[repr]` attributes.
 
 use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, Item, ItemFn, LitStr, Type};
+use syn::{Attribute, Ident, Item, ItemFn, Lit, LitStr, Token, Type};
 use xplug_abi::{Features, Sanitizer};
 
 /// The arguments of `#[plugin(...)]`.
@@ -19,6 +21,95 @@ pub(crate) struct PluginArgs {
     pub(crate) state: Option<Type>,
     /// `sanitizer = "..."`, already mapped to its ABI value.
     pub(crate) sanitizer: Option<Sanitizer>,
+    /// `params(...)`: the declared load parameters; `None` when the
+    /// plugin does not declare them.
+    pub(crate) params: Option<Vec<ParamArg>>,
+}
+
+/// The value types a declared parameter may have (the names of
+/// `xplug_sdk::ParamKind`'s variants in lower case).
+pub(crate) const PARAM_KINDS: [&str; 9] = ["str", "bool", "i32", "i64", "u32", "u64", "usize", "f32", "f64"];
+
+/// One `name: kind [= default] "description"` in `params(...)`.
+pub(crate) struct ParamArg {
+    /// The key.
+    pub(crate) name: Ident,
+    /// The type name (one of [`PARAM_KINDS`]).
+    pub(crate) kind: Ident,
+    /// The default as text, with the span of the literal.
+    pub(crate) default: Option<(String, Span)>,
+    /// What the parameter does.
+    pub(crate) description: LitStr,
+}
+
+impl Parse for ParamArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![:]>().map_err(|error| {
+            syn::Error::new(error.span(), "write a parameter as `name: type [= default] \"description\"`")
+        })?;
+        let kind: Ident = input.parse()?;
+        if !PARAM_KINDS.contains(&kind.to_string().as_str()) {
+            return Err(syn::Error::new(
+                kind.span(),
+                format!("unknown parameter type `{kind}`; use one of {}", PARAM_KINDS.join(", ")),
+            ));
+        }
+        let default = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            let negative = input.peek(Token![-]);
+            if negative {
+                input.parse::<Token![-]>()?;
+            }
+            let literal: Lit = input.parse()?;
+            let text = match &literal {
+                Lit::Str(value) if !negative => value.value(),
+                Lit::Int(value) => value.base10_digits().to_owned(),
+                Lit::Float(value) => value.base10_digits().to_owned(),
+                Lit::Bool(value) if !negative => value.value.to_string(),
+                _ => {
+                    return Err(syn::Error::new(
+                        literal.span(),
+                        "a default is a number, `true`/`false`, or a string literal",
+                    ));
+                }
+            };
+            let text = if negative { format!("-{text}") } else { text };
+            if !default_fits(&kind.to_string(), &text) {
+                return Err(syn::Error::new(
+                    literal.span(),
+                    format!("the default `{text}` is not a valid `{kind}`"),
+                ));
+            }
+            Some((text, literal.span()))
+        } else {
+            None
+        };
+        let description: LitStr = input.parse().map_err(|error| {
+            syn::Error::new(
+                error.span(),
+                "each parameter needs a description string: `name: type \"what it does\"`",
+            )
+        })?;
+        Ok(Self { name, kind, default, description })
+    }
+}
+
+/// Whether `text` is a valid value of parameter type `kind` (the rule
+/// `xplug_sdk::ParamKind::accepts` applies at load time).
+fn default_fits(kind: &str, text: &str) -> bool {
+    match kind {
+        "str" => true,
+        "bool" => matches!(text, "true" | "false" | "1" | "0"),
+        "i32" => text.parse::<i32>().is_ok(),
+        "i64" => text.parse::<i64>().is_ok(),
+        "u32" => text.parse::<u32>().is_ok(),
+        "u64" => text.parse::<u64>().is_ok(),
+        "usize" => text.parse::<u64>().is_ok(),
+        "f32" => text.parse::<f32>().is_ok_and(f32::is_finite),
+        "f64" => text.parse::<f64>().is_ok_and(f64::is_finite),
+        _ => false,
+    }
 }
 
 impl PluginArgs {
@@ -40,6 +131,30 @@ impl PluginArgs {
                 ));
             };
             self.sanitizer = Some(sanitizer);
+        } else if meta.path.is_ident("params") {
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let list = Punctuated::<ParamArg, Token![,]>::parse_terminated(&content)?;
+            let mut params: Vec<ParamArg> = Vec::new();
+            for param in list {
+                if params.iter().any(|seen| seen.name == param.name) {
+                    return Err(syn::Error::new(
+                        param.name.span(),
+                        format!("parameter `{}` is declared twice", param.name),
+                    ));
+                }
+                if param.description.value().contains('\0') {
+                    return Err(syn::Error::new(
+                        param.description.span(),
+                        "a description must not contain NUL",
+                    ));
+                }
+                if param.default.as_ref().is_some_and(|(text, _)| text.contains('\0')) {
+                    return Err(syn::Error::new(param.name.span(), "a default must not contain NUL"));
+                }
+                params.push(param);
+            }
+            self.params = Some(params);
         } else if meta.path.is_ident("features") {
             meta.parse_nested_meta(|feature| {
                 if feature.path.is_ident("standalone") {
@@ -55,7 +170,7 @@ impl PluginArgs {
             })?;
         } else {
             return Err(meta.error(
-                "unknown `plugin` argument; expected `name`, `description`, `features(...)`, `state` or `sanitizer`",
+                "unknown `plugin` argument; expected `name`, `description`, `features(...)`, `state`, `sanitizer` or `params(...)`",
             ));
         }
         Ok(())

@@ -5,19 +5,42 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use dlopen2::raw::Library;
-use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, QueryFn};
+use xplug_abi::{
+    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl,
+    ParamsListFn, QueryFn,
+};
 
 use super::RawQuery;
 use crate::{Error, LoaderError};
 
 /// The hint attached to a missing query export.
-const EXPORT_HINT: &str = "an xplug-sdk plugin exports it when built with its `export` feature \
-                           (`cargo build --features export`; `cargo xtask build-plugins` does that for \
-                           the examples); a C plugin must export it with C linkage and default visibility";
+const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
+                           `[lib] crate-type = [\"cdylib\", \"rlib\"]`, leave its `static` feature off \
+                           and build with `cargo build --release` (the library is \
+                           `target/release/lib<crate>.so`); a C plugin must export it with C linkage \
+                           and default visibility";
 
 /// More names than any real plugin exports: a larger count from
 /// `xplug_plugin_exports` is garbage and the list is ignored.
 pub const MAX_LISTED_EXPORTS: usize = 1 << 20;
+
+/// More load parameters than any real plugin declares: a larger count from
+/// `xplug_plugin_params` is garbage and the declaration is ignored.
+pub const MAX_DECLARED_PARAMS: usize = 1 << 12;
+
+/// One load parameter a plugin declares through `xplug_plugin_params`,
+/// copied out of the library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The key.
+    pub name: String,
+    /// The value's type as the plugin names it (`f32`, `str`, ...).
+    pub kind: String,
+    /// The value used when the key is absent, if any.
+    pub default: Option<String>,
+    /// What the parameter does.
+    pub description: String,
+}
 
 /// A plugin library opened by the OS loader (`dlopen`), the first step of
 /// hosting a system-library plugin.
@@ -102,20 +125,31 @@ impl RawLibrary {
     /// `dlopen(RTLD_NOW | RTLD_LOCAL)` on Unix, `LoadLibraryW` on Windows:
     /// a library with an unresolvable reference is refused here, instead of
     /// killing the process at the reference's first use
-    /// (`docs/loading.md#finding-the-query`). A relative path is opened relative to the current directory (never
-    /// searched in the loader's library path). When the OS loader refuses
+    /// (`docs/loading.md#finding-the-query`). A bare file name (no
+    /// directory: `libfoo.so`) is searched for as the OS loader searches
+    /// (`LD_LIBRARY_PATH`, the loader cache, the system directories; on
+    /// Linux not the current directory: write `./libfoo.so` for that); any
+    /// other relative path is relative to the current directory. When the OS loader refuses
     /// the file, its ELF header is read to report the precise cause (ELF
     /// platforms only).
     pub unsafe fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        // Only a regular file goes to the loader: it would block forever
-        // reading a FIFO or a terminal.
-        require_regular_file(path)?;
-        // `dlopen` searches the library path for names without a slash; a
-        // file name given by the caller means the file here.
-        let open_path = if path.is_relative() { Path::new(".").join(path) } else { path.to_path_buf() };
+        let bare = is_bare_name(path);
+        if !bare {
+            // Only a regular file goes to the loader: it would block forever
+            // reading a FIFO or a terminal.
+            require_regular_file(path)?;
+        }
+        // Passed to the OS loader as given: a bare name is searched for as
+        // `dlopen` searches, as IREE does; a path with a directory names
+        // that file.
+        let open_path = path.to_path_buf();
         crate::probe::mark(crate::probe::Stage::Open);
         let library = open_now(&open_path).map_err(|error| {
+            if bare {
+                // There is no one file to read: the loader's search failed.
+                return Error::LibraryNotFound { name: path.to_path_buf(), cause: loader_error(&error) };
+            }
             // The success path costs exactly one `dlopen`; only a failure pays
             // for reading the file, to name the precise cause as a typed error.
             match read_head(path).and_then(|head| check_image(path, &head)) {
@@ -480,6 +514,85 @@ fn undefined_symbol(message: &str) -> Option<String> {
     let symbol = before.rsplit(": ").next().unwrap_or_default();
     (!symbol.is_empty()).then(|| symbol.to_owned())
 }
+
+impl RawLibrary {
+    /// The plugin's own message for the last `load` it refused on this
+    /// thread, through xplug's optional `xplug_plugin_load_error` export
+    /// (`xplug-sdk` plugins have it); `None` without the export or message.
+    /// Call it right after the refused `load`, on the same thread.
+    #[must_use]
+    pub fn load_error(&self) -> Option<String> {
+        let address = self.symbol_address(LOAD_ERROR_NAME)?;
+        if !symbol_kind(address).may_be_called() {
+            return None;
+        }
+        // SAFETY: `LoadErrorFn` is a pointer-sized function pointer type;
+        // the export is a function (checked above) with that type by the
+        // contract the opener vouched for.
+        let function = unsafe { self.library.symbol_cstr::<LoadErrorFn>(LOAD_ERROR_NAME) }.ok()?;
+        // SAFETY: the export's contract: no arguments, any thread.
+        let message = unsafe { function() };
+        // SAFETY: non-NULL: a NUL-terminated string of the library's, valid
+        // until the next `load` on this thread (none runs meanwhile).
+        (!message.is_null()).then(|| unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
+    }
+
+    /// The load parameters the library declares through xplug's optional
+    /// `xplug_plugin_params` export, copied; `None` when it has no such
+    /// export, returns NULL with a non-zero count, or claims more than
+    /// [`MAX_DECLARED_PARAMS`]. Entries without a name are skipped. A
+    /// plugin with the export refuses keys it does not declare.
+    #[must_use]
+    pub fn params(&self) -> Option<Vec<ParamInfo>> {
+        let address = self.symbol_address(PARAMS_LIST_NAME)?;
+        if !symbol_kind(address).may_be_called() {
+            return None;
+        }
+        // SAFETY: `ParamsListFn` is a pointer-sized function pointer type;
+        // the export is a function (checked above) with that type by the
+        // contract the opener vouched for.
+        let list = unsafe { self.library.symbol_cstr::<ParamsListFn>(PARAMS_LIST_NAME) }.ok()?;
+        let mut count = 0usize;
+        // SAFETY: the export's contract; `count` is a valid out-pointer.
+        let decls = unsafe { list(&mut count) };
+        if count == 0 {
+            return Some(Vec::new());
+        }
+        if decls.is_null() || count > MAX_DECLARED_PARAMS {
+            return None;
+        }
+        // SAFETY: the export returned `count` declarations valid while the
+        // library is open (it is borrowed for this call).
+        let decls: &[ParamDecl] = unsafe { std::slice::from_raw_parts(decls, count) };
+        let text = |pointer: *const std::ffi::c_char| {
+            // SAFETY: each non-NULL field is a NUL-terminated string of the
+            // library's (the export's contract).
+            (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
+        };
+        Some(
+            decls
+                .iter()
+                .filter_map(|decl| {
+                    Some(ParamInfo {
+                        name: text(decl.name)?,
+                        kind: text(decl.kind).unwrap_or_default(),
+                        default: text(decl.default_value),
+                        description: text(decl.description).unwrap_or_default(),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// True for a name without any directory part (`libfoo.so`), which the OS
+/// loader searches for.
+fn is_bare_name(path: &Path) -> bool {
+    let mut components = path.components();
+    matches!((components.next(), components.next()), (Some(std::path::Component::Normal(_)), None))
+        && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
+}
+
 fn loader_error(error: &dlopen2::Error) -> LoaderError {
     LoaderError::new(match error {
         dlopen2::Error::OpeningLibraryError(cause) | dlopen2::Error::SymbolGettingError(cause) => {

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
 pub use instance::RawInstance;
-pub use library::{MAX_LISTED_EXPORTS, RawLibrary, SymbolKind};
+pub use library::{MAX_DECLARED_PARAMS, MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind};
 
 use crate::{CountingAllocator, LoadParamList};
 
