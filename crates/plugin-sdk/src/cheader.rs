@@ -118,11 +118,11 @@ impl CDeclarations {
 }
 
 /// Asks whether `T` is a params struct (autoref specialisation: the
-/// generated code calls `(&&Probe::<T>::new()).declare(out)`).
+/// generated code calls `(&&CDeclDispatch::<T>::new()).declare(out)`).
 #[derive(Debug)]
-pub struct Probe<T>(PhantomData<T>);
+pub struct CDeclDispatch<T>(PhantomData<T>);
 
-impl<T> Probe<T> {
+impl<T> CDeclDispatch<T> {
     /// The probe for `T`.
     #[must_use]
     pub const fn new() -> Self {
@@ -130,7 +130,7 @@ impl<T> Probe<T> {
     }
 }
 
-impl<T> Default for Probe<T> {
+impl<T> Default for CDeclDispatch<T> {
     fn default() -> Self {
         Self::new()
     }
@@ -142,7 +142,7 @@ pub trait DeclareParams {
     fn declare(&self, out: &mut CDeclarations) -> bool;
 }
 
-impl<T: ImportParams> DeclareParams for &Probe<T> {
+impl<T: ImportParams> DeclareParams for &CDeclDispatch<T> {
     fn declare(&self, out: &mut CDeclarations) -> bool {
         T::__c_declarations(out);
         true
@@ -155,7 +155,7 @@ pub trait DeclareNothing {
     fn declare(&self, out: &mut CDeclarations) -> bool;
 }
 
-impl<T> DeclareNothing for Probe<T> {
+impl<T> DeclareNothing for CDeclDispatch<T> {
     fn declare(&self, _out: &mut CDeclarations) -> bool {
         false
     }

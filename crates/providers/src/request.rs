@@ -282,7 +282,15 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn any_filled(&self) -> bool {
-        self.fns.iter().any(|function| !function.is_null())
+        // Blocks of 16 OR-ed without branches vectorise; an empty request
+        // (the common case before the first provider) costs one pass.
+        let mut blocks = self.fns.chunks_exact(16);
+        for block in &mut blocks {
+            if block.iter().fold(0usize, |bits, f| bits | f.addr()) != 0 {
+                return true;
+            }
+        }
+        blocks.remainder().iter().any(|f| !f.is_null())
     }
 
     /// Empties every slot (functions and contexts), so the same request can

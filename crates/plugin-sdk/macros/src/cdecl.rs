@@ -228,7 +228,7 @@ pub(crate) fn declarations(name: &syn::Ident, fields: &Fields) -> TokenStream2 {
                 ($ty:ty) => {{
                     #[allow(unused_imports)]
                     use ::xplug_sdk::__private::{DeclareNothing as _, DeclareParams as _};
-                    (&&::xplug_sdk::__private::Probe::<$ty>::new()).declare(out)
+                    (&&::xplug_sdk::__private::CDeclDispatch::<$ty>::new()).declare(out)
                 }};
             }
             let mut text = ::xplug_sdk::__private::String::from(#open);
