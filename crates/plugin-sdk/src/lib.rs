@@ -504,7 +504,7 @@ pub mod __private {
     pub use alloc::vec::Vec;
 
     pub use crate::bits::assert_any_bit_pattern;
-    pub use crate::cheader::{CDeclarations, DeclareNothing, DeclareParams, CDeclDispatch};
+    pub use crate::cheader::{CDeclDispatch, CDeclarations, DeclareNothing, DeclareParams};
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;
