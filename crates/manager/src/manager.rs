@@ -122,14 +122,21 @@ pub struct SlotRewrite {
 const GUARD_INLINE: usize = 32;
 
 /// The filled slots before a provider call, to undo changes to them.
+/// Its buffers are set up on first use: a resolve that never calls a
+/// provider with filled slots pays nothing for them.
 struct SlotGuard {
+    buffers: Option<Box<GuardBuffers>>,
+}
+
+/// Where a [`SlotGuard`] keeps a snapshot.
+struct GuardBuffers {
     inline: [[*mut c_void; GUARD_INLINE]; 2],
     heap: Vec<*mut c_void>,
 }
 
 impl SlotGuard {
-    fn new() -> Self {
-        Self { inline: [[std::ptr::null_mut(); GUARD_INLINE]; 2], heap: Vec::new() }
+    fn lazy() -> Self {
+        Self { buffers: None }
     }
 
     /// Calls `call` on `request`; when slots were filled before, any change
@@ -147,13 +154,16 @@ impl SlotGuard {
             return call(request);
         }
         let len = request.len();
+        let buffers = self.buffers.get_or_insert_with(|| {
+            Box::new(GuardBuffers { inline: [[std::ptr::null_mut(); GUARD_INLINE]; 2], heap: Vec::new() })
+        });
         let (fns, contexts): (&mut [*mut c_void], &mut [*mut c_void]) = if len <= GUARD_INLINE {
-            let [fns, contexts] = &mut self.inline;
+            let [fns, contexts] = &mut buffers.inline;
             (&mut fns[..len], &mut contexts[..len])
         } else {
-            self.heap.clear();
-            self.heap.resize(2 * len, std::ptr::null_mut());
-            self.heap.split_at_mut(len)
+            buffers.heap.clear();
+            buffers.heap.resize(2 * len, std::ptr::null_mut());
+            buffers.heap.split_at_mut(len)
         };
         request.snapshot(fns, contexts);
         let result = call(request);
@@ -300,7 +310,7 @@ impl Manager {
     #[inline]
     fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         let count = self.registry.len();
-        let mut guard = SlotGuard::new();
+        let mut guard = SlotGuard::lazy();
         for (index, entry) in self.registry.newest_first(count) {
             if request.all_filled() {
                 return Ok(Resolution::NONE);
@@ -373,7 +383,7 @@ impl Manager {
         let count = self.registry.len();
         let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
         let _entered = span.enter();
-        let mut guard = SlotGuard::new();
+        let mut guard = SlotGuard::lazy();
 
         for index in (0..count).rev() {
             if request.all_filled() {

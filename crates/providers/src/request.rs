@@ -94,6 +94,10 @@ pub struct ResolveRequest<'a> {
     names: &'a [SymbolName<'a>],
     fns: &'a mut [*mut c_void],
     contexts: &'a mut [*mut c_void],
+    /// False only while every slot is known to be empty (after `clear`, or
+    /// when built over empty slots, until anything may have written them):
+    /// lets [`ResolveRequest::any_filled`] answer without a scan.
+    maybe_filled: bool,
 }
 
 impl<'a> ResolveRequest<'a> {
@@ -116,7 +120,8 @@ impl<'a> ResolveRequest<'a> {
                 ),
             });
         }
-        Ok(Self { names, fns, contexts })
+        let maybe_filled = fns.iter().any(|function| !function.is_null());
+        Ok(Self { names, fns, contexts, maybe_filled })
     }
 
     /// A request over raw C arrays, as a C host passes them.
@@ -136,7 +141,7 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Self {
         if count == 0 {
-            return Self { names: &[], fns: &mut [], contexts: &mut [] };
+            return Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false };
         }
         // SAFETY: the caller guarantees `count` valid, non-null name pointers;
         // `SymbolName` is `repr(transparent)` over a non-null pointer.
@@ -145,7 +150,7 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        Self { names, fns, contexts }
+        Self { names, fns, contexts, maybe_filled: true }
     }
 
     /// A request over a v0 resolve-params struct.
@@ -164,6 +169,8 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn as_params(&mut self) -> ResolveParamsV0 {
+        // Foreign code may write the slots through these pointers.
+        self.maybe_filled = true;
         ResolveParamsV0 {
             count: self.names.len(),
             symbol_names: self.names.as_ptr().cast(),
@@ -234,6 +241,7 @@ impl<'a> ResolveRequest<'a> {
         }
         self.fns[index] = function;
         self.contexts[index] = context;
+        self.maybe_filled = true;
         true
     }
 
@@ -282,6 +290,9 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn any_filled(&self) -> bool {
+        if !self.maybe_filled {
+            return false;
+        }
         // Blocks of 16 OR-ed without branches vectorise; an empty request
         // (the common case before the first provider) costs one pass.
         let mut blocks = self.fns.chunks_exact(16);
@@ -299,6 +310,7 @@ impl<'a> ResolveRequest<'a> {
     pub fn clear(&mut self) {
         self.fns.fill(std::ptr::null_mut());
         self.contexts.fill(std::ptr::null_mut());
+        self.maybe_filled = false;
     }
 
     /// Indices of required (non-`?`) names whose slot is still empty.
