@@ -300,7 +300,7 @@ mod loom_tests {
 
     fn entry(name: &'static str) -> Entry {
         let provider = FnTableProvider::new(name, []).expect("an empty table is valid");
-        Entry { provider: Arc::new(provider), name: Arc::from(name), owned: false }
+        Entry { provider: Arc::new(provider), plugin: None, name: Arc::from(name), owned: false }
     }
 
     /// The names a reader sees: every counted entry must be there.
