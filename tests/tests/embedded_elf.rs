@@ -5,23 +5,18 @@
 //! is refused with its own typed error.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use xplug_tests::WorkgroupParams;
 
 use xplug_abi::StatusCode;
 use xplug_manager::Manager;
 use xplug_manager::providers::embedded_elf::{self, EmbeddedElfError, fatelf, validate};
 use xplug_manager::providers::{Error as ProviderError, LoadParamList, Plugin, PluginSource};
 
-/// Builds the example plugins once per test process; returns their directory.
+/// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = xtask::workspace_root();
-        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
-            .expect("the example plugins build");
-        assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
-        xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
-    })
+    xtask::plugins::built_for_tests()
 }
 
 fn sos(name: &str) -> PathBuf {
@@ -36,22 +31,6 @@ fn rust_elf() -> Vec<u8> {
     bytes[plan.elf()].to_vec()
 }
 
-/// IREE's custom-dispatch params (three bindings with offsets, size, tid,
-/// processor id and data).
-#[repr(C)]
-struct WorkgroupParams {
-    lhs: *const f32,
-    lhs_offset: usize,
-    rhs: *const f32,
-    rhs_offset: usize,
-    out: *mut f32,
-    out_offset: usize,
-    size: usize,
-    tid: usize,
-    processor_id: u32,
-    processor_data: *const u64,
-}
-
 /// Resolves and runs `simple_mul_workgroup` on 48 elements (one call, slice
 /// from element 0, so either reading of `tid` gives the same result).
 fn run_simple_mul(manager: &Arc<Manager>) {
@@ -59,18 +38,7 @@ fn run_simple_mul(manager: &Arc<Manager>) {
     let lhs: Vec<f32> = (0..48).map(|i| i as f32 + 0.5).collect();
     let rhs: Vec<f32> = (0..48).map(|i| 3.0 - i as f32).collect();
     let mut out = vec![f32::NAN; 48];
-    let mut params = WorkgroupParams {
-        lhs: lhs.as_ptr(),
-        lhs_offset: 0,
-        rhs: rhs.as_ptr(),
-        rhs_offset: 0,
-        out: out.as_mut_ptr(),
-        out_offset: 0,
-        size: out.len(),
-        tid: 0,
-        processor_id: 0,
-        processor_data: std::ptr::null(),
-    };
+    let mut params = WorkgroupParams::whole(&lhs, &rhs, &mut out);
     // SAFETY: `simple_mul_workgroup` takes IREE's sample params; the three
     // buffers hold `size` elements and outlive the call.
     assert_eq!(unsafe { imports.call(0, &mut params) }.unwrap(), 0);

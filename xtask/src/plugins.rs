@@ -277,3 +277,19 @@ pub fn table(root: &Path, plugins: &[BuiltPlugin]) -> String {
     let header = ["name", "kind", "path", "size"].map(str::to_owned);
     crate::text_table(&header, &rows)
 }
+
+/// The debug example plugins, built once per process (the first caller
+/// builds them, later callers wait for and reuse the result): what the test
+/// suites load. Panics when a plugin cannot be built or was skipped (no C
+/// compiler), since a test without it would prove nothing.
+#[must_use]
+pub fn built_for_tests() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = crate::workspace_root();
+        let built = build(&root, PluginProfile::Debug)
+            .unwrap_or_else(|error| panic!("the example plugins build: {error}"));
+        assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
+        output_dir(&root, PluginProfile::Debug)
+    })
+}

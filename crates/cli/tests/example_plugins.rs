@@ -1,22 +1,14 @@
 //! Runs `xplug` on the example plugins, built by the function behind
 //! `cargo xtask build-plugins`.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// Builds the example plugins once per test binary; returns their directory.
-fn plugins() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = xtask::workspace_root();
-        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
-            .expect("the example plugins build");
-        assert!(built.iter().all(|p| p.path.is_some()), "every example plugin is built: {built:?}");
-        xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
-    })
+/// The debug example plugins, built once per test process.
+fn plugins() -> &'static Path {
+    xtask::plugins::built_for_tests()
 }
 
 fn json(args: &[&str], expected_code: i32) -> Value {

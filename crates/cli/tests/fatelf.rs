@@ -1,20 +1,13 @@
 //! `xplug fatelf join` / `list` on the `.sos` files the example build writes.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
-fn plugins() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let root = xtask::workspace_root();
-        let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Debug)
-            .expect("the example plugins build");
-        assert!(built.iter().all(|p| p.path.is_some()), "every example plugin is built: {built:?}");
-        xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Debug)
-    })
+/// The debug example plugins, built once per test process.
+fn plugins() -> &'static Path {
+    xtask::plugins::built_for_tests()
 }
 
 fn xplug_json(args: &[&str]) -> (Option<i32>, Value) {

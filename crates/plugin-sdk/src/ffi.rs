@@ -415,9 +415,12 @@ std::thread_local! {
 /// Remembers (with `std`) why `load` failed on this thread; `None` clears it.
 fn set_load_error(message: Option<alloc::string::String>) {
     #[cfg(feature = "std")]
-    LAST_LOAD_ERROR.with(|slot| {
-        *slot.borrow_mut() =
-            message.map(|text| std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default());
+    // Runs on the way out of the C `load` entry point: never panics (a
+    // thread-local being torn down just keeps no message).
+    let _ = LAST_LOAD_ERROR.try_with(|slot| {
+        if let Ok(mut slot) = slot.try_borrow_mut() {
+            *slot = message.map(|text| std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default());
+        }
     });
     #[cfg(not(feature = "std"))]
     let _ = message;
@@ -428,7 +431,13 @@ fn set_load_error(message: Option<alloc::string::String>) {
 pub extern "C" fn last_load_error() -> *const c_char {
     #[cfg(feature = "std")]
     {
-        LAST_LOAD_ERROR.with(|slot| slot.borrow().as_ref().map_or(ptr::null(), |text| text.as_ptr()))
+        // `try_*`: no panic may cross this C boundary (a thread-local being
+        // torn down, or a message being written, reads as "no message").
+        LAST_LOAD_ERROR
+            .try_with(|slot| slot.try_borrow().ok()?.as_ref().map(|text| text.as_ptr()))
+            .ok()
+            .flatten()
+            .unwrap_or(ptr::null())
     }
     #[cfg(not(feature = "std"))]
     {

@@ -16,21 +16,7 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-
-/// IREE's sample workgroup parameters.
-#[repr(C)]
-struct WorkgroupParams {
-    lhs: *const f32,
-    lhs_offset: usize,
-    rhs: *const f32,
-    rhs_offset: usize,
-    out: *mut f32,
-    out_offset: usize,
-    size: usize,
-    tid: usize,
-    processor_id: u32,
-    processor_data: *const u64,
-}
+use xplug_tests::WorkgroupParams;
 
 /// One load/resolve/call/unload cycle of the plugin at `path`.
 fn cycle(path: &str) -> Result<(), String> {
@@ -43,21 +29,11 @@ fn cycle(path: &str) -> Result<(), String> {
         ResolveRequest::new(&names, &mut fns, &mut contexts).map_err(|error| error.to_string())?;
     plugin.resolve(&mut request).map_err(|error| format!("{path}: {error}"))?;
     let (lhs, rhs, mut out) = ([1.0f32, 2.0, 3.0, 4.0], [2.0f32, 3.0, 4.0, 5.0], [0.0f32; 4]);
-    let mut params = WorkgroupParams {
-        lhs: lhs.as_ptr(),
-        lhs_offset: 0,
-        rhs: rhs.as_ptr(),
-        rhs_offset: 0,
-        out: out.as_mut_ptr(),
-        out_offset: 0,
-        size: 4,
-        tid: 0,
-        processor_id: 0,
-        processor_data: std::ptr::null(),
-    };
+    let mut params = WorkgroupParams::whole(&lhs, &rhs, &mut out);
     // SAFETY: the slot holds the plugin's `simple_mul_workgroup`, a v0
     // import function taking `WorkgroupParams`; the buffers outlive the call.
-    let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
+    let function = unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }
+        .ok_or("the slot is empty")?;
     // SAFETY: as above; the context is the one the plugin resolved.
     let code =
         unsafe { function(std::ptr::from_mut(&mut params).cast(), request.context(0), std::ptr::null_mut()) };

@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use sample_static as _;
 use static_runtime::Fma;
@@ -34,16 +34,9 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
 }
 
-/// Builds the shared libraries once per test process; returns their directory.
+/// The debug example plugins, built once per test process.
 fn libraries() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        // Exactly what `cargo xtask build-plugins` does.
-        let built = xtask::plugins::build(&root(), xtask::plugins::PluginProfile::Debug)
-            .expect("the example plugins build");
-        assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
-        xtask::plugins::output_dir(&root(), xtask::plugins::PluginProfile::Debug)
-    })
+    xtask::plugins::built_for_tests()
 }
 
 fn library(name: &str) -> PathBuf {

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use xplug_abi::{Allocator, AllocatorCommand, QueryFn, Resolution, Status, StringPair, StringView};
+use xplug_abi::{Allocator, AllocatorCommand, QueryFn, Status, StringPair, StringView};
 
 /// `iree_hal_executable_plugin_manager_t` (opaque).
 #[repr(C)]
@@ -18,15 +18,9 @@ pub(crate) struct RawPlugin {
     _opaque: [u8; 0],
 }
 
-/// `iree_hal_executable_import_provider_resolve_fn_t`.
-pub type ProviderResolveFn = unsafe extern "C" fn(
-    provider_self: *mut c_void,
-    count: usize,
-    symbol_names: *const *const c_char,
-    out_fn_ptrs: *mut *mut c_void,
-    out_fn_contexts: *mut *mut c_void,
-    out_resolution: *mut Resolution,
-) -> Status;
+/// `iree_hal_executable_import_provider_resolve_fn_t`: the one declaration
+/// xplug's C provider view already makes.
+pub use xplug_manager::CResolveFn as ProviderResolveFn;
 
 /// `iree_hal_executable_import_provider_t`: `{ void* self; resolve }`.
 #[repr(C)]

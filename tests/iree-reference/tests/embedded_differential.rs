@@ -15,22 +15,7 @@ use xplug_abi::{Resolution, StatusCode};
 use xplug_iree_reference::IreePlugin;
 use xplug_manager::providers::embedded_elf::{fatelf, validate};
 use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-
-/// IREE's custom-dispatch params: three bindings with element offsets,
-/// the slice length, the workgroup id and the processor information.
-#[repr(C)]
-struct WorkgroupParams {
-    lhs: *const f32,
-    lhs_offset: usize,
-    rhs: *const f32,
-    rhs_offset: usize,
-    out: *mut f32,
-    out_offset: usize,
-    size: usize,
-    tid: usize,
-    processor_id: u32,
-    processor_data: *const u64,
-}
+use xplug_tests::WorkgroupParams;
 
 /// Calls a resolved `simple_mul_workgroup` on a fixed slice and returns its
 /// result code and output.
