@@ -307,39 +307,65 @@ impl Manager {
     /// [`Manager::resolve`] without tracing: the same walk and judgement,
     /// with plugins called through their C entry point directly and no error
     /// value built unless the resolve fails.
+    ///
+    /// This is a runtime's hot path, so it does the least work the semantics
+    /// allow. The common case, a fresh request that the newest provider
+    /// fills completely, is handled here: one provider call and one pass
+    /// over the slots to judge them. Everything else (filled slots to guard,
+    /// older providers to ask, empty slots to judge) continues in
+    /// [`Manager::resolve_rest`].
     #[inline]
     fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         let count = self.registry.len();
+        let Some(newest) = count.checked_sub(1) else {
+            return self.judge(request, 0);
+        };
+        if request.any_filled() {
+            return self.resolve_rest(request, count, count);
+        }
+        let Some(entry) = self.registry.get(newest) else {
+            return Err(unreadable_provider(newest, count));
+        };
+        if let Err(source) = call_provider(entry, request) {
+            return Err(provider_failed(newest, entry, source));
+        }
+        if request.all_filled() {
+            return Ok(Resolution::NONE);
+        }
+        self.resolve_rest(request, newest, count)
+    }
+
+    /// The rest of [`Manager::resolve_quiet`]'s walk: providers `0..below`
+    /// newest first (of the `count` the resolve saw), each called with the
+    /// filled-slot guard when slots are already filled, then the judgement.
+    #[inline(never)]
+    fn resolve_rest(
+        &self,
+        request: &mut ResolveRequest<'_>,
+        below: usize,
+        count: usize,
+    ) -> Result<Resolution, Error> {
+        if request.all_filled() {
+            return Ok(Resolution::NONE);
+        }
         let mut guard = SlotGuard::lazy();
-        for (index, entry) in self.registry.newest_first(count) {
-            if request.all_filled() {
-                return Ok(Resolution::NONE);
-            }
+        for (index, entry) in self.registry.newest_first(below) {
             let Some(entry) = entry else {
                 return Err(unreadable_provider(index, count));
             };
-            let mut rewritten = Vec::new();
-            let answer = guard.call(
-                request,
-                |request| match &entry.plugin {
-                    Some(plugin) => plugin.resolve_unjudged(request).map(drop),
-                    None => match entry.provider.resolve(request) {
-                        Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => {
-                            Err(error)
-                        }
-                        _ => Ok(()),
-                    },
-                },
-                |slot| rewritten.push(slot),
-            );
-            for slot in rewritten {
-                report_rewrite(request, slot, index, &entry.name);
-            }
+            let answer = if request.any_filled() {
+                call_guarded(&mut guard, request, index, entry)
+            } else {
+                call_provider(entry, request)
+            };
             if let Err(source) = answer {
                 return Err(provider_failed(index, entry, source));
             }
+            if request.all_filled() {
+                return Ok(Resolution::NONE);
+            }
         }
-        self.judge(request, count)
+        self.judge_unfilled(request, count)
     }
 
     /// The outcome the slots show after the walk over the first `count`
@@ -348,6 +374,12 @@ impl Manager {
         if request.all_filled() {
             return Ok(Resolution::NONE);
         }
+        self.judge_unfilled(request, count)
+    }
+
+    /// [`Manager::judge`] for a request known to have an empty slot.
+    #[cold]
+    fn judge_unfilled(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
         if request.missing_required().next().is_some() {
             return Err(self.missing_error(request, count));
         }
@@ -455,6 +487,40 @@ impl Manager {
             .collect();
         Error::MissingImports { missing, providers: count }
     }
+}
+
+/// Asks `entry` to fill `request`: a plugin through its C entry point
+/// (status unjudged), any other provider through its trait. `NOT_FOUND` and
+/// OK both continue the walk; any other failure is returned.
+#[inline(always)]
+fn call_provider(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
+    match &entry.plugin {
+        Some(plugin) => match plugin.resolve_unjudged(request) {
+            StatusCode::OK | StatusCode::NOT_FOUND => Ok(()),
+            code => Err(plugin.resolve_failed(code, request.len())),
+        },
+        None => match entry.provider.resolve(request) {
+            Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => Err(error),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// [`call_provider`] for a request with filled slots: any change the
+/// provider makes to them is undone and reported.
+#[inline(never)]
+fn call_guarded(
+    guard: &mut SlotGuard,
+    request: &mut ResolveRequest<'_>,
+    index: usize,
+    entry: &Entry,
+) -> Result<(), xplug_providers::Error> {
+    let mut rewritten = Vec::new();
+    let answer = guard.call(request, |request| call_provider(entry, request), |slot| rewritten.push(slot));
+    for slot in rewritten {
+        report_rewrite(request, slot, index, &entry.name);
+    }
+    answer
 }
 
 /// The error for a registry entry counted but not readable: unreachable by

@@ -130,7 +130,12 @@ impl Registry {
 
     /// Entry `index`, which must be below a count previously returned by
     /// [`Registry::len`]; `None` otherwise.
+    #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<&Entry> {
+        // Most managers hold fewer than FIRST_SEGMENT providers.
+        if let Some(slot) = self.first.get(index) {
+            return slot.get();
+        }
         let (segment, offset) = locate(index);
         self.segment(segment)?.get(offset)?.get()
     }

@@ -407,12 +407,12 @@ impl ImportProvider for Plugin {
         let result = match self.resolve_unjudged(request) {
             // Judge from the slots, not from the plugin's word: a plugin
             // claiming success with a required slot empty gets NotFound.
-            Ok(StatusCode::OK) => request.outcome(&self.name),
-            Ok(_) => Err(Error::NotFound {
+            StatusCode::OK => request.outcome(&self.name),
+            StatusCode::NOT_FOUND => Err(Error::NotFound {
                 provider: self.name.clone(),
                 missing: request.missing_required().count(),
             }),
-            Err(error) => Err(error),
+            code => Err(self.resolve_failed(code, request.len())),
         };
         if !span.is_disabled() {
             match &result {
@@ -428,31 +428,28 @@ impl ImportProvider for Plugin {
 }
 
 impl Plugin {
-    /// Calls the plugin's `resolve` once on `request` and returns its status
-    /// code when it is `OK` or `NOT_FOUND`, without judging the slots,
-    /// tracing or building an error: for a manager that asks several
-    /// providers and judges the slots once at the end. Any other code is a
-    /// real failure, returned as [`Error::ResolveFailed`]. An empty request
+    /// Calls the plugin's `resolve` once on `request` and returns the status
+    /// code it gave, without judging the slots, tracing or building an
+    /// error: for a manager that asks several providers and judges the slots
+    /// once at the end. `OK` and `NOT_FOUND` let such a walk go on; any other
+    /// code is a real failure, which [`Plugin::resolve_failed`] turns into
+    /// the error [`ImportProvider::resolve`] would return. An empty request
     /// is `OK` without calling the plugin.
-    ///
-    /// # Errors
-    /// [`Error::ResolveFailed`] when the plugin's status is neither `OK` nor
-    /// `NOT_FOUND`.
     #[inline]
-    pub fn resolve_unjudged(&self, request: &mut ResolveRequest<'_>) -> Result<StatusCode, Error> {
+    #[must_use]
+    pub fn resolve_unjudged(&self, request: &mut ResolveRequest<'_>) -> StatusCode {
         if request.is_empty() {
-            return Ok(StatusCode::OK);
+            return StatusCode::OK;
         }
-        match self.instance.resolve(request).0 {
-            code @ (StatusCode::OK | StatusCode::NOT_FOUND) => Ok(code),
-            code => Err(self.resolve_failed(code, request.len())),
-        }
+        self.instance.resolve(request).0
     }
 
-    /// The error for a resolve that failed with `code`.
+    /// The [`Error::ResolveFailed`] for a [`Plugin::resolve_unjudged`] of
+    /// `names` imports that returned `code`.
     #[cold]
     #[inline(never)]
-    fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
+    #[must_use]
+    pub fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
         Error::ResolveFailed {
             provider: self.name.to_string(),
             code,

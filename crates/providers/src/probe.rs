@@ -409,14 +409,20 @@ static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 /// Marks that this process enters `stage` (the child side). Nothing
 /// happens outside a probe child, or when `stage` is the stage already
 /// marked.
+#[inline]
 pub fn mark(stage: Stage) {
-    match IS_CHILD.load(Ordering::Relaxed) {
-        1 => {}
-        _ => {
-            if LAST_MARK.swap(stage.code(), Ordering::Relaxed) != stage.code() {
-                write_mark(stage);
-            }
-        }
+    // Outside a probe child (every host), one relaxed load.
+    if IS_CHILD.load(Ordering::Relaxed) != 1 {
+        mark_in_child(stage);
+    }
+}
+
+/// [`mark`] when this process may be a probe child.
+#[cold]
+#[inline(never)]
+fn mark_in_child(stage: Stage) {
+    if LAST_MARK.swap(stage.code(), Ordering::Relaxed) != stage.code() {
+        write_mark(stage);
     }
 }
 
@@ -430,6 +436,8 @@ pub fn heartbeat() {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn write_mark(stage: Stage) {
     let Some(mut file) = stage_file() else {
         IS_CHILD.store(1, Ordering::Relaxed);
