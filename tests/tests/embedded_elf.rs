@@ -109,6 +109,32 @@ fn a_sos_built_by_a_plain_c_toolchain_loads() {
 }
 
 #[test]
+fn only_existing_regular_files_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: nothing is loaded: both paths are refused before any mapping.
+    let error = unsafe { Plugin::load_embedded_elf(dir.path(), &LoadParamList::new()) }.unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::NotSharedObject { path, reason }
+            if path == dir.path() && reason.contains("a directory, not a regular file")),
+        "{error:?}"
+    );
+    let missing = dir.path().join("missing.sos");
+    // SAFETY: as above.
+    let error = unsafe { Plugin::load_embedded_elf(&missing, &LoadParamList::new()) }.unwrap_err();
+    assert!(matches!(&error, ProviderError::FileNotFound { path } if *path == missing), "{error:?}");
+    // A FIFO is refused at once, not waited on (nobody ever writes to it).
+    let fifo = dir.path().join("plugin.sos");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    // SAFETY: as above.
+    let error = unsafe { Plugin::load_embedded_elf(&fifo, &LoadParamList::new()) }.unwrap_err();
+    assert!(
+        matches!(&error, ProviderError::NotSharedObject { reason, .. } if reason.contains("a FIFO")),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn a_plugin_without_the_standalone_feature_is_refused() {
     // Flip STANDALONE off in the C plugin's header: the bytes are the
     // `.features = 1` of a static const header; find them next to its

@@ -552,11 +552,12 @@ pub(crate) fn load_checked(
     let header = table.header();
     let shown_name = header.as_ref().and_then(|header| header.name.clone()).unwrap_or(site.fallback_name);
     span.record("name", shown_name.as_str());
-    let plugin = label(&shown_name, &site.source);
+    // How errors name the plugin; formatted only when one is built.
+    let plugin = || label(&shown_name, &site.source);
     checks::check_plugin(header.as_ref(), table.entry_points(), site.loader, site.required_features)
-        .map_err(|reason| Error::Incompatible { plugin: plugin.clone(), reason })?;
+        .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
     let Some(header) = header else {
-        return Err(Error::Incompatible { plugin, reason: checks::Incompatibility::NullHeader });
+        return Err(Error::Incompatible { plugin: plugin(), reason: checks::Incompatibility::NullHeader });
     };
 
     let allocator = CountingAllocator::new();
@@ -564,6 +565,7 @@ pub(crate) fn load_checked(
         RawLoadError::Refused { code } => {
             let held = allocator.stats();
             if held.live_allocations != 0 {
+                let plugin = plugin();
                 tracing::warn!(
                     plugin = %plugin,
                     leaked_allocations = held.live_allocations,
@@ -573,10 +575,10 @@ pub(crate) fn load_checked(
                 );
             }
             // Never `unload` after a failed `load` (there is no instance).
-            Error::LoadFailed { plugin: plugin.clone(), code, params: params.len(), reported: None }
+            Error::LoadFailed { plugin: plugin(), code, params: params.len(), reported: None }
         }
         RawLoadError::MissingFunction { function } => Error::Incompatible {
-            plugin: plugin.clone(),
+            plugin: plugin(),
             reason: checks::Incompatibility::MissingFunction { function },
         },
     })?;

@@ -106,14 +106,39 @@ impl ElfImage {
 }
 
 /// Reads a `.sos` file, mapping a missing file to [`Error::FileNotFound`].
+/// Only regular files are read (a FIFO or device would block or never
+/// end; the file is opened non-blocking, so a FIFO is refused rather than
+/// waited on), in one `read` of the size the file has when opened.
 fn read_image_file(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|error| {
+    use std::io::Read as _;
+    let io_error = |error: std::io::Error| {
         if error.kind() == std::io::ErrorKind::NotFound {
             Error::FileNotFound { path: path.to_path_buf() }
         } else {
             Error::io(format!("cannot read embedded ELF plugin {}", path.display()), error)
         }
-    })
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let mut file = options.open(path).map_err(io_error)?;
+    let metadata = file.metadata().map_err(io_error)?;
+    if !metadata.is_file() {
+        return Err(crate::raw::not_a_regular_file(path, &metadata));
+    }
+    let too_large = || {
+        io_error(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("the file is {} bytes, more than this process can hold", metadata.len()),
+        ))
+    };
+    let size = usize::try_from(metadata.len()).map_err(|_| too_large())?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size).map_err(|_| too_large())?;
+    bytes.resize(size, 0);
+    file.read_exact(&mut bytes).map_err(io_error)?;
+    Ok(bytes)
 }
 
 impl ElfImage {

@@ -485,17 +485,23 @@ fn open_now(path: &Path) -> Result<Library, dlopen2::Error> {
 fn require_regular_file(path: &Path) -> Result<(), Error> {
     match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_file() => Ok(()),
-        Ok(metadata) => Err(Error::NotSharedObject {
-            path: path.to_path_buf(),
-            reason: format!(
-                "it is {}, not a regular file; pass the path of a shared library file",
-                file_kind(&metadata.file_type())
-            ),
-        }),
+        Ok(metadata) => Err(not_a_regular_file(path, &metadata)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             Err(Error::FileNotFound { path: path.to_path_buf() })
         }
         Err(error) => Err(Error::io(format!("cannot read plugin library {}", path.display()), error)),
+    }
+}
+
+/// The refusal of a path that names something other than a regular file
+/// (a directory, a FIFO...): plugins are only ever read from files.
+pub(crate) fn not_a_regular_file(path: &Path, metadata: &std::fs::Metadata) -> Error {
+    Error::NotSharedObject {
+        path: path.to_path_buf(),
+        reason: format!(
+            "it is {}, not a regular file; pass the path of a plugin file",
+            file_kind(&metadata.file_type())
+        ),
     }
 }
 

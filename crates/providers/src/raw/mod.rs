@@ -55,6 +55,7 @@ use std::sync::Arc;
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
 pub use instance::RawInstance;
+pub(crate) use library::not_a_regular_file;
 pub use library::{MAX_DECLARED_PARAMS, MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind};
 
 use crate::{CountingAllocator, LoadParamList};
