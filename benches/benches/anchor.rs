@@ -312,6 +312,17 @@ fn exports_4096(c: &mut Criterion) {
         side_by_side(c, "anchor_sdk_4096", Some(count), &iree, &xplug, &Request::new(&names));
     }
 
+    // What xplug does that IREE's manager does not: judge the resolve from
+    // the slots, one pass over them, here 4 096 filled ones.
+    let names = request_names(4096);
+    let symbols: Vec<SymbolName<'_>> = names.iter().map(|n| SymbolName::new(n)).collect();
+    let (mut fns, mut contexts) =
+        (vec![std::ptr::dangling_mut::<c_void>(); 4096], vec![std::ptr::null_mut(); 4096]);
+    let request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("equal lengths");
+    c.benchmark_group("anchor_judging_pass").bench_function(BenchmarkId::from_parameter(4096), |b| {
+        b.iter(|| black_box(black_box(&request).all_filled()));
+    });
+
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = build_strcmp_c_plugin(dir.path());
     let plugins: [(&Path, &[(&str, &str)]); 1] = [(&path, &[])];

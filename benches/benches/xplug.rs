@@ -374,6 +374,71 @@ fn embedded_load(c: &mut Criterion) {
             resolve(&plugin);
         });
     });
+    // The floor: the system calls xplug's loader makes for this file (open,
+    // fstat, one read, close; one populated read-write mapping of the image,
+    // the segments copied in, `mprotect` of the whole image to read-only and
+    // of the code pages to read-execute, `munmap`) with nothing else: no
+    // validation, relocation, plugin call or bookkeeping. Any loader that
+    // copies the file into fresh pages with W^X protections and unmaps them
+    // on unload pays at least this.
+    let bytes = std::fs::read(&path).expect("the standalone sample");
+    let plan = xplug_providers::embedded_elf::validate(&bytes).expect("valid for this host");
+    let elf_start = plan.elf().start;
+    let image_size = usize::try_from(plan.image_size()).expect("small image");
+    // SAFETY: `sysconf` has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).expect("page size");
+    let code = plan.segments().iter().find(|segment| segment.flags.execute).expect("a code segment");
+    let code_pages = {
+        let start = usize::try_from(code.image_offset).expect("small") / page * page;
+        let end = usize::try_from(code.image_offset + code.mem_size).expect("small").div_ceil(page) * page;
+        (start, end - start)
+    };
+    group.bench_function("syscall_floor", |b| {
+        b.iter(|| {
+            use std::io::Read as _;
+            let mut file = std::fs::File::open(&path).expect("opens");
+            let size = usize::try_from(file.metadata().expect("fstat").len()).expect("small");
+            let mut bytes = vec![0u8; size];
+            file.read_exact(&mut bytes).expect("reads");
+            drop(file);
+            // SAFETY: a fresh private anonymous mapping of `image_size`
+            // bytes; every copy below stays inside it (the plan's segments
+            // were validated to lie inside the image and the file); the
+            // protection changes and the unmapping cover only this mapping.
+            unsafe {
+                let base = libc::mmap(
+                    std::ptr::null_mut(),
+                    image_size,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                    -1,
+                    0,
+                );
+                assert_ne!(base, libc::MAP_FAILED);
+                for segment in plan.segments() {
+                    let start = elf_start + usize::try_from(segment.file_range.start).expect("small");
+                    let end = elf_start + usize::try_from(segment.file_range.end).expect("small");
+                    std::ptr::copy_nonoverlapping(
+                        bytes[start..end].as_ptr(),
+                        base.cast::<u8>().add(usize::try_from(segment.image_offset).expect("small")),
+                        end - start,
+                    );
+                }
+                assert_eq!(libc::mprotect(base, image_size, libc::PROT_READ), 0);
+                let (offset, length) = code_pages;
+                assert_eq!(
+                    libc::mprotect(
+                        base.cast::<u8>().add(offset).cast(),
+                        length,
+                        libc::PROT_READ | libc::PROT_EXEC
+                    ),
+                    0
+                );
+                black_box(base);
+                libc::munmap(base, image_size);
+            }
+        });
+    });
     group.bench_function("iree_embedded_elf", |b| {
         b.iter(|| {
             // SAFETY: as above.
