@@ -329,10 +329,12 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn all_filled(&self) -> bool {
-        if self.fns.len() < 16 {
-            return self.fns.iter().all(|f| !f.is_null());
+        match self.fns.len() {
+            0..16 => self.fns.iter().all(|f| !f.is_null()),
+            // One or a few blocks: inline, no run-time dispatch.
+            16..128 => !self.fns.iter().fold(false, |empty, f| empty | f.is_null()),
+            _ => all_filled_blocks(self.fns),
         }
-        all_filled_blocks(self.fns)
     }
 
     /// The outcome the slots show, judged exactly as
