@@ -331,6 +331,12 @@ fn format_ns(ns: f64) -> String {
     }
 }
 
+/// Two decimals, or three where two would show 1.00x: a level row then
+/// still shows on which side of its target it fell.
+fn format_ratio(ratio: f64) -> String {
+    if (0.995..1.005).contains(&ratio) { format!("{ratio:.3}x") } else { format!("{ratio:.2}x") }
+}
+
 /// The summary as a Markdown table (what the README records).
 #[must_use]
 pub fn table(ratios: &[Ratio]) -> String {
@@ -339,11 +345,11 @@ pub fn table(ratios: &[Ratio]) -> String {
     for r in ratios {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2}x | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             r.comparison,
             format_ns(r.xplug_ns),
             format_ns(r.baseline_ns),
-            r.ratio,
+            format_ratio(r.ratio),
             r.target,
             if r.target == REPORT_ONLY {
                 "n/a"
