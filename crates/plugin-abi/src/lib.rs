@@ -71,6 +71,7 @@ mod plugin;
 mod registration;
 mod status;
 mod strings;
+pub mod suggest;
 
 pub use allocator::{Allocator, AllocatorAllocParams, AllocatorCommand, AllocatorCtlFn};
 pub use bits::{AnyBitPattern, assert_any_bit_pattern};

@@ -2,7 +2,6 @@
 
 use alloc::borrow::ToOwned;
 use alloc::string::String;
-use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::str::FromStr;
 
@@ -126,7 +125,8 @@ impl<'a> LoadParams<'a> {
         for param in self.iter() {
             let Some(decl) = declared.iter().find(|decl| decl.name.as_bytes() == param.key) else {
                 let key = String::from_utf8_lossy(param.key).into_owned();
-                let suggestion = closest(&key, declared.iter().map(|decl| decl.name)).map(str::to_owned);
+                let suggestion = xplug_abi::suggest::closest(&key, declared.iter().map(|decl| decl.name))
+                    .map(str::to_owned);
                 let known = declared.iter().map(|decl| decl.name.to_owned()).collect();
                 return Err(Error::UnknownParam { key, suggestion, known });
             };
@@ -344,32 +344,6 @@ impl DeclaredParam {
     }
 }
 
-/// The candidate closest to `wanted` by edit distance, if it is close
-/// enough to be a likely typo (at most a third of the longer name).
-fn closest<'c>(wanted: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
-    candidates
-        .map(|candidate| (edit_distance(wanted, candidate), candidate))
-        .filter(|&(distance, candidate)| distance * 3 <= wanted.len().max(candidate.len()).max(3))
-        .min_by_key(|&(distance, _)| distance)
-        .map(|(_, candidate)| candidate)
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 fn view_bytes<'a>(view: StringView) -> &'a [u8] {
     if view.size == 0 || view.data.is_null() {
         return &[];
@@ -450,7 +424,7 @@ mod tests {
         for kind in ParamKind::ALL {
             assert_eq!(ParamKind::from_name(kind.name()), Some(kind));
         }
-        assert_eq!(edit_distance("multplier", "multiplier"), 1);
+        assert_eq!(xplug_abi::suggest::closest("multplier", ["multiplier", "offset"]), Some("multiplier"));
     }
 
     #[test]
