@@ -136,3 +136,30 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[test]
+fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
+    // `sample_system` lists its parameters (`multiplier`): the host refuses
+    // any other key itself, naming the closest declared one, so the plugin's
+    // `load` never sees it.
+    let library = xtask::plugins::built_for_tests().join(xtask::plugins::library_file_name("sample_system"));
+    let spec = format!("{}?multplier=3", library.display());
+    let manager = Manager::new();
+    // SAFETY: the repository's example plugin.
+    let error = unsafe { manager.load_spec(&spec) }.unwrap_err();
+    assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT, "{error}");
+    let chain = error_chain(&error);
+    assert!(
+        chain.contains(
+            "declares no load parameter `multplier` (did you mean `multiplier`?); it declares multiplier"
+        ),
+        "{chain}"
+    );
+    assert!(manager.is_empty(), "nothing is registered");
+
+    // A declared key loads, and the plugin keeps its declarations.
+    let spec = format!("{}?multiplier=3", library.display());
+    // SAFETY: as above.
+    unsafe { manager.load_spec(&spec) }.unwrap();
+    assert_eq!(manager.len(), 1);
+}

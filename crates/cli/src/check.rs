@@ -566,29 +566,27 @@ fn run_checks_isolated(
 }
 
 /// Refuses, before any check runs, a load parameter the plugin does not
-/// declare: every check would fail on it, and the plugin's own refusal only
-/// reaches stderr.
+/// declare ([`xplug_providers::checks::check_params`], the refusal the
+/// loaders make): every check would fail on it.
 fn refuse_undeclared(
     path: &Path,
     declared: &[xplug_providers::raw::ParamInfo],
     params: &LoadParamList,
 ) -> Result<(), CliError> {
-    for (key, _) in params.iter() {
-        if declared.iter().any(|param| param.name.as_bytes() == key) {
-            continue;
+    match checks::check_params(declared, params) {
+        Err(checks::Incompatibility::UndeclaredParam { key, suggestion, declared }) => {
+            Err(CliError::UnknownParam {
+                plugin: path.display().to_string(),
+                key: key.into(),
+                suggestion: suggestion.map(String::from),
+                declared: declared.into(),
+            })
         }
-        let key = String::from_utf8_lossy(key).into_owned();
-        let names: Vec<&str> = declared.iter().map(|param| param.name.as_str()).collect();
-        let suggestion = xplug_manager::suggest::closest(&key, names.iter()).map(str::to_owned);
-        return Err(CliError::UnknownParam {
-            plugin: path.display().to_string(),
-            key,
-            suggestion,
-            declared: names.iter().map(|&name| name.to_owned()).collect(),
-        });
+        Err(other) => Err(CliError::Usage { message: other.to_string() }),
+        Ok(()) => Ok(()),
     }
-    Ok(())
 }
+
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
 pub(crate) fn run(

@@ -25,7 +25,8 @@
 
 use xplug_abi::{Features, Sanitizer, StatusCode, Version};
 
-use crate::raw::{EntryPoints, RawHeader};
+use crate::LoadParamList;
+use crate::raw::{EntryPoints, ParamInfo, RawHeader};
 
 /// The sanitizer this host is built with.
 ///
@@ -115,6 +116,21 @@ pub enum Incompatibility {
         /// `load` or `resolve`.
         function: &'static str,
     },
+    /// A load parameter the plugin does not declare (it lists its
+    /// parameters, and this key is not among them).
+    #[error(
+        "it declares no load parameter `{key}`{}; it declares {}",
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
+        if declared.is_empty() { "no parameters".to_owned() } else { declared.join(", ") }
+    )]
+    UndeclaredParam {
+        /// The key given.
+        key: Box<str>,
+        /// The closest declared name, when one is close.
+        suggestion: Option<Box<str>>,
+        /// Every declared name.
+        declared: Box<[String]>,
+    },
 }
 
 fn sanitizer_advice(found: Sanitizer) -> String {
@@ -139,7 +155,8 @@ impl Incompatibility {
             Self::NullHeader
             | Self::NullName
             | Self::InvalidVersion { .. }
-            | Self::MissingFunction { .. } => StatusCode::INVALID_ARGUMENT,
+            | Self::MissingFunction { .. }
+            | Self::UndeclaredParam { .. } => StatusCode::INVALID_ARGUMENT,
             Self::NewerVersion { .. }
             | Self::FullStatus
             | Self::UnknownFeatures { .. }
@@ -260,6 +277,27 @@ pub fn check_plugin(
     check_entry_points(entry_points)
 }
 
+/// Every key in `params` is one the plugin declares.
+///
+/// # Errors
+/// [`Incompatibility::UndeclaredParam`] for the first key that is not,
+/// with the closest declared name as a suggestion.
+pub fn check_params(declared: &[ParamInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
+    for (key, _) in params.iter() {
+        if declared.iter().any(|param| param.name.as_bytes() == key) {
+            continue;
+        }
+        let key: Box<str> = String::from_utf8_lossy(key).into();
+        let names = declared.iter().map(|param| param.name.as_str());
+        return Err(Incompatibility::UndeclaredParam {
+            suggestion: xplug_abi::suggest::closest(&key, names.clone()).map(Box::from),
+            declared: names.map(str::to_owned).collect(),
+            key,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +313,36 @@ mod tests {
     }
 
     const ALL: EntryPoints = EntryPoints { load: true, unload: true, resolve: true };
+
+    #[test]
+    fn only_declared_parameters_pass() {
+        let declared = |names: &[&str]| -> Vec<ParamInfo> {
+            names
+                .iter()
+                .map(|name| ParamInfo {
+                    name: (*name).to_owned(),
+                    kind: "f32".to_owned(),
+                    default: None,
+                    description: String::new(),
+                })
+                .collect()
+        };
+        let params = LoadParamList::new().with("multiplier", "2").with("offset", "1");
+        assert_eq!(check_params(&declared(&["offset", "multiplier"]), &params), Ok(()));
+        assert_eq!(check_params(&declared(&[]), &LoadParamList::new()), Ok(()));
+        let refused = check_params(&declared(&["multiplier", "offsets"]), &params).unwrap_err();
+        assert_eq!(
+            refused,
+            Incompatibility::UndeclaredParam {
+                key: "offset".into(),
+                suggestion: Some("offsets".into()),
+                declared: vec!["multiplier".to_owned(), "offsets".to_owned()].into(),
+            }
+        );
+        assert_eq!(refused.code(), StatusCode::INVALID_ARGUMENT);
+        let none = check_params(&declared(&[]), &params).unwrap_err();
+        assert!(none.to_string().ends_with("it declares no parameters"), "{none}");
+    }
 
     #[test]
     fn each_check_refuses_with_its_values() {

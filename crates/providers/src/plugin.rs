@@ -209,6 +209,7 @@ impl Plugin {
             required_features: Features::NONE,
             loader: "static",
             code: None,
+            params_list: None,
         };
         // SAFETY: the caller promises the v0 contract for the whole program.
         let query = unsafe { RawQuery::new(query) };
@@ -231,6 +232,7 @@ impl Plugin {
             required_features: Features::NONE,
             loader: "static",
             code: None,
+            params_list: None,
         };
         // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
         // promise the v0 contract for the life of the program.
@@ -475,6 +477,10 @@ pub(crate) struct LoadSite {
     pub(crate) loader: &'static str,
     /// Kept alive inside the plugin until after `unload`.
     pub(crate) code: Option<Arc<dyn Any + Send + Sync>>,
+    /// Reads the load parameters the plugin declares (its
+    /// `xplug_plugin_params` list), called only after the header and table
+    /// checks pass; `None` for loaders that have no such list.
+    pub(crate) params_list: Option<Box<dyn FnOnce() -> Option<Vec<crate::raw::ParamInfo>>>>,
 }
 
 /// Loads the plugin in an open library and records its exports list.
@@ -504,6 +510,10 @@ unsafe fn from_library(
         required_features: Features::NONE,
         loader: "system library",
         code: Some(Arc::clone(&library) as Arc<dyn Any + Send + Sync>),
+        params_list: Some(Box::new({
+            let library = Arc::clone(&library);
+            move || library.params()
+        })),
     };
     // SAFETY: `query` is the library's v0 export (the caller vouched for the
     // library); the library stays open while the plugin holds `site.code`,
@@ -522,7 +532,6 @@ unsafe fn from_library(
     })?;
     // Only a plugin that passed every check is asked for its names.
     plugin.exports = library.exports();
-    plugin.params = library.params();
     Ok(plugin)
 }
 
@@ -559,6 +568,12 @@ pub(crate) fn load_checked(
     let Some(header) = header else {
         return Err(Error::Incompatible { plugin: plugin(), reason: checks::Incompatibility::NullHeader });
     };
+    // A plugin that lists its parameters is given no other key.
+    let declared = site.params_list.and_then(|list| list());
+    if let Some(declared) = &declared {
+        checks::check_params(declared, params)
+            .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
+    }
 
     let allocator = CountingAllocator::new();
     let instance = table.load(&allocator, params).map_err(|error| match error {
@@ -595,7 +610,7 @@ pub(crate) fn load_checked(
         },
         source: site.source,
         exports: None,
-        params: None,
+        params: declared,
         _code: site.code,
         allocator,
     })
@@ -659,6 +674,7 @@ mod tests {
             required_features,
             loader: "embedded ELF",
             code: None,
+            params_list: None,
         }
     }
 

@@ -264,6 +264,7 @@ unsafe fn load(
         required_features: Features::STANDALONE,
         loader: "embedded ELF",
         code: Some(Arc::new(image)),
+        params_list: None,
     };
     // SAFETY: `query` is the image's v0 query function (the caller's
     // promise); the image stays mapped while the plugin holds `site.code`,
