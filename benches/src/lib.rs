@@ -151,10 +151,26 @@ pub fn batch_length(a: &mut dyn FnMut(), b: &mut dyn FnMut()) -> u64 {
 /// `target/criterion/<group>/<stem>.json`, where `cargo xtask bench` reads
 /// them. On a shared machine the load changes between
 /// criterion's separate runs of `a` and `b`; the pairs cancel that drift.
+///
+/// When each call of `a` and `b` performs `operations` operations (a
+/// closure that repeats a cheap operation, so the harness's own call into
+/// the closure does not dominate it), the times are per operation.
 pub fn paired_estimate(group: &str, stem: &str, a: &mut dyn FnMut(), b: &mut dyn FnMut()) {
+    paired_estimate_of(group, stem, a, b, 1);
+}
+
+/// [`paired_estimate`] for closures that each perform `operations`
+/// operations per call; the times written are per operation.
+pub fn paired_estimate_of(
+    group: &str,
+    stem: &str,
+    a: &mut dyn FnMut(),
+    b: &mut dyn FnMut(),
+    operations: u32,
+) {
     let batch = batch_length(a, b);
     #[expect(clippy::cast_precision_loss, reason = "a batch holds at most 4096 iterations")]
-    let per_batch = batch as f64;
+    let per_batch = batch as f64 * f64::from(operations);
     let time = |f: &mut dyn FnMut()| {
         let start = Instant::now();
         for _ in 0..batch {
