@@ -93,8 +93,37 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-fn io(context: String) -> impl FnOnce(std::io::Error) -> BuildError {
+pub(crate) fn io(context: String) -> impl FnOnce(std::io::Error) -> BuildError {
     move |source| BuildError::Io { context, source }
+}
+
+/// The C compiler builds and tests use: `$CC`, else `cc`.
+#[must_use]
+pub fn c_compiler() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_owned())
+}
+
+/// Runs `command` (an invocation of [`c_compiler`] on `source`):
+/// `Ok(Some(note))` when no C compiler exists, a [`BuildError::CCompiler`]
+/// with its output when it fails.
+pub(crate) fn run_c_compiler(mut command: Command, source: &Path) -> Result<Option<String>, BuildError> {
+    let compiler = command.get_program().to_string_lossy().into_owned();
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Some(format!(
+                "skipped: no C compiler `{compiler}` found; install gcc or clang, or set CC to one"
+            )));
+        }
+        Err(error) => return Err(io(format!("cannot run C compiler `{compiler}`"))(error)),
+    };
+    if !output.status.success() {
+        return Err(BuildError::CCompiler {
+            source_file: source.to_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(None)
 }
 
 /// How the example plugins are compiled; each has its own output directory.
@@ -228,9 +257,9 @@ pub fn compile_c(
     target: &Path,
     profile: PluginProfile,
 ) -> Result<Option<String>, BuildError> {
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let temporary = target.with_extension("tmp");
-    let output = Command::new(&compiler)
+    let mut command = Command::new(c_compiler());
+    command
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
         .args(defines.iter().map(|define| format!("-D{define}")))
         .arg(if profile == PluginProfile::Release { "-O2" } else { "-O0" })
@@ -238,22 +267,9 @@ pub fn compile_c(
         .arg(root.join("include"))
         .arg(source)
         .arg("-o")
-        .arg(&temporary)
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Some(format!(
-                "skipped: no C compiler `{compiler}` found; install gcc or clang, or set CC to one"
-            )));
-        }
-        Err(error) => return Err(io(format!("cannot run C compiler `{compiler}`"))(error)),
-    };
-    if !output.status.success() {
-        return Err(BuildError::CCompiler {
-            source_file: source.to_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        });
+        .arg(&temporary);
+    if let Some(note) = run_c_compiler(command, source)? {
+        return Ok(Some(note));
     }
     std::fs::rename(&temporary, target)
         .map_err(io(format!("cannot move {} into place", target.display())))?;

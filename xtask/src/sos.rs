@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::plugins::{BuildError, BuiltPlugin};
+use crate::plugins::{BuildError, BuiltPlugin, c_compiler, io, run_c_compiler};
 
 /// The Rust plugin built as a `.sos`.
 pub const RUST_SOS_PLUGIN: &str = "sample_standalone";
@@ -74,10 +74,6 @@ const C_FLAGS: [&str; 13] = [
     "-Wall",
     "-Werror",
 ];
-
-fn io(context: String) -> impl FnOnce(std::io::Error) -> BuildError {
-    move |source| BuildError::Io { context, source }
-}
 
 /// The rustc host triple and sysroot.
 fn rustc_host() -> Result<(String, PathBuf), BuildError> {
@@ -272,30 +268,7 @@ fn link(linker: &Path, inputs: &[PathBuf], version_script: &Path, output: &Path)
 /// Compiles a C plugin to a freestanding object; `Ok(Some(note))` when no
 /// C compiler exists.
 fn compile_c(root: &Path, source: &Path, object: &Path) -> Result<Option<String>, BuildError> {
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = Command::new(&compiler)
-        .args(C_FLAGS)
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg("-c")
-        .arg(source)
-        .arg("-o")
-        .arg(object)
-        .output();
-    let output = match output {
-        Ok(output) => output,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Some(format!(
-                "skipped: no C compiler `{compiler}` found; install gcc or clang, or set CC to one"
-            )));
-        }
-        Err(error) => return Err(io(format!("cannot run C compiler `{compiler}`"))(error)),
-    };
-    if !output.status.success() {
-        return Err(BuildError::CCompiler {
-            source_file: source.to_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        });
-    }
-    Ok(None)
+    let mut command = Command::new(c_compiler());
+    command.args(C_FLAGS).arg("-I").arg(root.join("include")).arg("-c").arg(source).arg("-o").arg(object);
+    run_c_compiler(command, source)
 }

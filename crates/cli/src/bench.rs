@@ -80,10 +80,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         drop(black_box((manager, loaded)));
     });
     let manager = Manager::new();
-    trust::load_spec(&manager, options.plugin).map_err(|source| CliError::Manager {
-        context: format!("cannot load plugin `{}`", options.plugin),
-        source,
-    })?;
+    trust::load_spec(&manager, options.plugin)?;
     let manager = Arc::new(manager);
     let plugin_name = manager.providers().pop().unwrap_or_default();
 

@@ -276,10 +276,7 @@ pub(crate) struct Options<'a> {
 /// 0 for success, 1 otherwise).
 pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     let manager = Manager::new();
-    trust::load_spec(&manager, options.plugin).map_err(|source| CliError::Manager {
-        context: format!("cannot load plugin `{}`", options.plugin),
-        source,
-    })?;
+    trust::load_spec(&manager, options.plugin)?;
     let manager = Arc::new(manager);
     let imports = manager.resolve_imports([options.import]).map_err(|source| CliError::Manager {
         context: format!("cannot resolve `{}` through `{}`", options.import, options.plugin),

@@ -30,7 +30,8 @@ pub(crate) enum Action {
     },
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+/// Reads a plugin file; a missing file is the loaders' `FileNotFound`.
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             CliError::Load {

@@ -51,16 +51,7 @@ struct Embedded {
 
 fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
     let path = Path::new(spec.path());
-    let bytes = std::fs::read(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            CliError::Load {
-                what: path.display().to_string(),
-                source: xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
-            }
-        } else {
-            CliError::File { context: format!("cannot read {}", path.display()), source }
-        }
-    })?;
+    let bytes = crate::fatelf::read(path)?;
     let plan = xplug_providers::embedded_elf::validate(&bytes).map_err(|source| CliError::FatElf {
         context: format!("cannot load embedded plugin `{plugin}`"),
         source,

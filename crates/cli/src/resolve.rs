@@ -55,10 +55,7 @@ impl Runtime {
             Manager::new()
         };
         for spec in specs {
-            trust::load_spec(&manager, spec).map_err(|source| CliError::Manager {
-                context: format!("cannot load plugin `{spec}`"),
-                source,
-            })?;
+            trust::load_spec(&manager, spec)?;
             let name = manager.providers().first().cloned().unwrap_or_default();
             labels.push(ProviderLabel { name, source: spec.clone() });
         }

@@ -9,6 +9,8 @@
 use std::path::Path;
 
 use xplug_manager::Manager;
+
+use crate::error::CliError;
 use xplug_providers::embedded_elf::ElfImage;
 use xplug_providers::raw::{RawLibrary, RawQuery};
 use xplug_providers::{LoadParamList, Plugin};
@@ -49,9 +51,11 @@ pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_provider
     unsafe { RawLibrary::open(path) }
 }
 
-/// Loads the plugin `spec` names into `manager`.
-pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<(), xplug_manager::Error> {
+/// Loads the plugin `spec` names into `manager`; the error says which
+/// plugin could not be loaded.
+pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<(), CliError> {
     // SAFETY: as in `load_system_plugin`: the spec came from the command line
     // (or names a plugin this project built) and the user chose to load it.
     unsafe { manager.load_spec(spec) }
+        .map_err(|source| CliError::Manager { context: format!("cannot load plugin `{spec}`"), source })
 }

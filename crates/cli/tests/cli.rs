@@ -1,36 +1,12 @@
 //! Runs the `xplug` binary on real plugins and checks its JSON and exit codes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn xplug(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the xplug binary runs")
-}
-
-/// Runs `xplug --json ARGS`, checks the exit code and parses stdout as one
-/// JSON object.
-fn json(args: &[&str], expected_code: i32) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let output = xplug(&all);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(expected_code),
-        "xplug {all:?}\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let value: Value =
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not one JSON value ({e}): {stdout}"));
-    assert!(value.is_object(), "{value}");
-    value
-}
+mod common;
+use common::{json, xplug};
 
 fn minimal_plugin(dir: &Path) -> PathBuf {
     xplug_tests::build_minimal_c_plugin(dir)

@@ -2,25 +2,13 @@
 //! `cargo xtask build-plugins`.
 
 use std::path::Path;
-use std::process::Command;
 
-use serde_json::Value;
+mod common;
+use common::json;
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
     xtask::plugins::built_for_tests()
-}
-
-fn json(args: &[&str], expected_code: i32) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_xplug")).arg("--json").args(args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(expected_code),
-        "{args:?}\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
 fn library(name: &str) -> String {

@@ -1,26 +1,19 @@
 //! `xplug fatelf join` / `list` on the `.sos` files the example build writes.
 
 use std::path::Path;
-use std::process::Command;
 
-use serde_json::Value;
+mod common;
+use common::json_output;
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
     xtask::plugins::built_for_tests()
 }
 
-fn xplug_json(args: &[&str]) -> (Option<i32>, Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_xplug")).arg("--json").args(args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
-    (output.status.code(), value)
-}
-
 #[test]
 fn list_shows_the_records_and_the_one_this_host_picks() {
     let sos = plugins().join("sample_standalone.sos");
-    let (code, value) = xplug_json(&["fatelf", "list", sos.to_str().unwrap()]);
+    let (code, value) = json_output(&["fatelf", "list", sos.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{value}");
     assert_eq!(value["fatelf"], true);
     let records = value["records"].as_array().unwrap();
@@ -43,7 +36,7 @@ fn join_writes_a_container_the_loader_accepts() {
         (dir.path().join("host.so"), dir.path().join("foreign.so"), dir.path().join("joined.sos"));
     std::fs::write(&host_path, host).unwrap();
     std::fs::write(&foreign_path, &foreign).unwrap();
-    let (code, value) = xplug_json(&[
+    let (code, value) = json_output(&[
         "fatelf",
         "join",
         out.to_str().unwrap(),
@@ -60,7 +53,7 @@ fn join_writes_a_container_the_loader_accepts() {
     // A text file is refused with a typed error naming it.
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "not an ELF").unwrap();
-    let (code, value) = xplug_json(&["fatelf", "join", out.to_str().unwrap(), text.to_str().unwrap()]);
+    let (code, value) = json_output(&["fatelf", "join", out.to_str().unwrap(), text.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{value}");
     assert_eq!(value["error"]["kind"], "fatelf");
     assert!(value["error"]["causes"][0].as_str().unwrap().contains("not an ELF file"), "{value}");
@@ -69,7 +62,7 @@ fn join_writes_a_container_the_loader_accepts() {
 #[test]
 fn inspect_shows_the_embedded_loader_record_and_segments() {
     let sos = plugins().join("sample_standalone.sos");
-    let (code, value) = xplug_json(&["inspect", sos.to_str().unwrap()]);
+    let (code, value) = json_output(&["inspect", sos.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{value}");
     assert_eq!(value["name"], "sample_standalone");
     assert_eq!(value["loader"], "embedded ELF");

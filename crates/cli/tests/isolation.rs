@@ -4,9 +4,11 @@
 //! exactly one object.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod common;
+use common::{json, xplug};
 
 /// The providers' configurable fault plugin.
 fn configurable_source() -> PathBuf {
@@ -18,30 +20,10 @@ fn faulty_plugin(dir: &Path, name: &str, flag: &str) -> PathBuf {
     xplug_tests::build_c_plugin(&configurable_source(), dir, name, &[&format!("-D{flag}")])
 }
 
-fn xplug(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the xplug binary runs")
-}
-
 /// Runs `xplug --json ARGS`, expects exit code 1 and exactly one JSON
 /// object on stdout.
 fn json_failure(args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let output = xplug(&all);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "xplug {all:?}\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let value: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("not exactly one JSON value ({e}): {stdout}"));
-    assert!(value.is_object(), "{value}");
+    let value = json(args, 1);
     assert_eq!(value["ok"], false, "{value}");
     value
 }

@@ -4,31 +4,10 @@
 //! with real values.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use serde_json::Value;
-
-fn xplug(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the xplug binary runs")
-}
-
-fn json(args: &[&str]) -> (Option<i32>, Value) {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let output = xplug(&all);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
-        panic!(
-            "xplug {all:?}: not one JSON value ({error}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    (output.status.code(), value)
-}
+mod common;
+use common::json_output;
 
 /// A target directory kept between runs (under this workspace's target/),
 /// so the scaffolded crate's dependencies are compiled once.
@@ -63,14 +42,14 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     let dir = temp.path().join("adder");
     let dir_str = dir.to_str().expect("temporary paths are UTF-8");
 
-    let (code, created) = json(&["new", "new_adder", "--path", dir_str]);
+    let (code, created) = json_output(&["new", "new_adder", "--path", dir_str]);
     assert_eq!(code, Some(0), "{created}");
     assert_eq!(created["plugin"], "new_adder");
     for file in ["Cargo.toml", "src/lib.rs", "tests/load.rs"] {
         assert!(dir.join(file).is_file(), "{file} was not created");
     }
     // A second run refuses to overwrite the crate.
-    let (code, refused) = json(&["new", "new_adder", "--path", dir_str]);
+    let (code, refused) = json_output(&["new", "new_adder", "--path", dir_str]);
     assert_eq!(code, Some(2), "{refused}");
     assert_eq!(refused["error"]["kind"], "usage");
 
@@ -90,14 +69,14 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     ));
     let library = library.to_str().expect("UTF-8 path");
 
-    let (code, check) = json(&["check", library]);
+    let (code, check) = json_output(&["check", library]);
     assert_eq!(code, Some(0), "{check}");
     assert_eq!(check["ok"], true, "{check}");
     let checks = check["checks"].as_array().expect("a list of checks");
     assert!(checks.len() > 5, "{check}");
     assert!(checks.iter().all(|c| c["ok"] == true), "{check}");
 
-    let (code, call) = json(&[
+    let (code, call) = json_output(&[
         "call",
         library,
         "new_adder_add_f32",
@@ -113,7 +92,7 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     assert_eq!(call["fields"][2]["value"], 6.5, "{call}");
 
     // The import's own refusal reaches the caller.
-    let (code, call) = json(&[
+    let (code, call) = json_output(&[
         "call",
         library,
         "new_adder_add_f32",
@@ -131,7 +110,7 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
 fn new_refuses_names_that_are_not_crate_names() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("x");
-    let (code, value) = json(&["new", "9lives", "--path", dir.to_str().unwrap()]);
+    let (code, value) = json_output(&["new", "9lives", "--path", dir.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{value}");
     assert!(value["error"]["message"].as_str().unwrap().contains("starting with a letter"), "{value}");
     assert!(!dir.exists());

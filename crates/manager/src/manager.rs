@@ -321,6 +321,9 @@ impl Manager {
             return self.judge(request, 0);
         };
         if request.any_filled() {
+            if request.all_filled() {
+                return Ok(Resolution::NONE);
+            }
             return self.resolve_rest(request, count, count);
         }
         let Some(entry) = self.registry.get(newest) else {
@@ -335,9 +338,10 @@ impl Manager {
         self.resolve_rest(request, newest, count)
     }
 
-    /// The rest of [`Manager::resolve_quiet`]'s walk: providers `0..below`
-    /// newest first (of the `count` the resolve saw), each called with the
-    /// filled-slot guard when slots are already filled, then the judgement.
+    /// The rest of [`Manager::resolve_quiet`]'s walk over a request with an
+    /// empty slot: providers `0..below` newest first (of the `count` the
+    /// resolve saw), each called through the filled-slot guard, then the
+    /// judgement.
     #[inline(never)]
     fn resolve_rest(
         &self,
@@ -345,20 +349,12 @@ impl Manager {
         below: usize,
         count: usize,
     ) -> Result<Resolution, Error> {
-        if request.all_filled() {
-            return Ok(Resolution::NONE);
-        }
         let mut guard = SlotGuard::lazy();
         for (index, entry) in self.registry.newest_first(below) {
             let Some(entry) = entry else {
                 return Err(unreadable_provider(index, count));
             };
-            let answer = if request.any_filled() {
-                call_guarded(&mut guard, request, index, entry)
-            } else {
-                call_provider(entry, request)
-            };
-            if let Err(source) = answer {
+            if let Err(source) = call_guarded(&mut guard, request, index, entry) {
                 return Err(provider_failed(index, entry, source));
             }
             if request.all_filled() {
@@ -506,9 +502,9 @@ fn call_provider(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), 
     }
 }
 
-/// [`call_provider`] for a request with filled slots: any change the
-/// provider makes to them is undone and reported.
-#[inline(never)]
+/// [`call_provider`] through the filled-slot guard: when slots are
+/// already filled, any change the provider makes to them is undone and
+/// reported.
 fn call_guarded(
     guard: &mut SlotGuard,
     request: &mut ResolveRequest<'_>,

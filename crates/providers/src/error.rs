@@ -280,6 +280,22 @@ impl Error {
         Self::Io { context, source: Arc::new(source) }
     }
 
+    /// The error for a failure reading the plugin file at `path`:
+    /// [`Error::FileNotFound`] when it does not exist, else [`Error::Io`]
+    /// saying "cannot read `what` `path`".
+    pub(crate) fn reading<'p>(
+        what: &'static str,
+        path: &'p std::path::Path,
+    ) -> impl Fn(std::io::Error) -> Self + 'p {
+        move |error| {
+            if error.kind() == std::io::ErrorKind::NotFound {
+                Self::FileNotFound { path: path.to_path_buf() }
+            } else {
+                Self::io(format!("cannot read {what} {}", path.display()), error)
+            }
+        }
+    }
+
     /// The IREE status code equivalent to this error.
     #[must_use]
     pub fn code(&self) -> StatusCode {

@@ -76,6 +76,10 @@ impl fmt::Display for FatElfRecord {
 pub fn machine_name(machine: u16) -> String {
     match machine {
         3 => "x86".to_owned(),
+        8 => "mips".to_owned(),
+        20 => "powerpc".to_owned(),
+        21 => "powerpc64".to_owned(),
+        22 => "s390x".to_owned(),
         40 => "arm".to_owned(),
         62 => "x86_64".to_owned(),
         183 => "aarch64".to_owned(),

@@ -111,19 +111,13 @@ impl ElfImage {
 /// waited on), in one `read` of the size the file has when opened.
 fn read_image_file(path: &Path) -> Result<Vec<u8>, Error> {
     use std::io::Read as _;
-    let io_error = |error: std::io::Error| {
-        if error.kind() == std::io::ErrorKind::NotFound {
-            Error::FileNotFound { path: path.to_path_buf() }
-        } else {
-            Error::io(format!("cannot read embedded ELF plugin {}", path.display()), error)
-        }
-    };
+    let io_error = Error::reading("embedded ELF plugin", path);
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let mut file = options.open(path).map_err(io_error)?;
-    let metadata = file.metadata().map_err(io_error)?;
+    let mut file = options.open(path).map_err(&io_error)?;
+    let metadata = file.metadata().map_err(&io_error)?;
     if !metadata.is_file() {
         return Err(crate::raw::not_a_regular_file(path, &metadata));
     }
@@ -137,7 +131,7 @@ fn read_image_file(path: &Path) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(size).map_err(|_| too_large())?;
     bytes.resize(size, 0);
-    file.read_exact(&mut bytes).map_err(io_error)?;
+    file.read_exact(&mut bytes).map_err(&io_error)?;
     Ok(bytes)
 }
 

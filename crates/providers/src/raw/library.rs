@@ -483,14 +483,8 @@ fn open_now(path: &Path) -> Result<Library, dlopen2::Error> {
 /// Refuses anything at `path` that is not a regular file (symbolic links
 /// are followed).
 fn require_regular_file(path: &Path) -> Result<(), Error> {
-    match std::fs::metadata(path) {
-        Ok(metadata) if metadata.is_file() => Ok(()),
-        Ok(metadata) => Err(not_a_regular_file(path, &metadata)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            Err(Error::FileNotFound { path: path.to_path_buf() })
-        }
-        Err(error) => Err(Error::io(format!("cannot read plugin library {}", path.display()), error)),
-    }
+    let metadata = std::fs::metadata(path).map_err(Error::reading("plugin library", path))?;
+    if metadata.is_file() { Ok(()) } else { Err(not_a_regular_file(path, &metadata)) }
 }
 
 /// The refusal of a path that names something other than a regular file
@@ -638,22 +632,10 @@ fn loader_error(error: &dlopen2::Error) -> LoaderError {
 
 /// The first bytes of `path` (enough for an ELF header).
 fn read_head(path: &Path) -> Result<Vec<u8>, Error> {
-    let io = |error: std::io::Error| {
-        if error.kind() == std::io::ErrorKind::NotFound {
-            Error::FileNotFound { path: path.to_path_buf() }
-        } else {
-            Error::io(format!("cannot read plugin library {}", path.display()), error)
-        }
-    };
-    let metadata = std::fs::metadata(path).map_err(io)?;
-    if !metadata.is_file() {
-        return Err(Error::NotSharedObject {
-            path: path.to_path_buf(),
-            reason: "it is not a regular file (a directory?); pass the path of a shared library".to_owned(),
-        });
-    }
+    require_regular_file(path)?;
+    let io = Error::reading("plugin library", path);
     let mut head = Vec::with_capacity(64);
-    std::fs::File::open(path).map_err(io)?.take(64).read_to_end(&mut head).map_err(io)?;
+    std::fs::File::open(path).map_err(&io)?.take(64).read_to_end(&mut head).map_err(&io)?;
     Ok(head)
 }
 
@@ -685,23 +667,6 @@ const HOST_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
     None
 };
 
-/// A human name for an ELF `e_machine` value.
-fn machine_name(machine: u16) -> String {
-    match machine {
-        3 => "x86".to_owned(),
-        8 => "mips".to_owned(),
-        20 => "powerpc".to_owned(),
-        21 => "powerpc64".to_owned(),
-        22 => "s390x".to_owned(),
-        40 => "arm".to_owned(),
-        62 => "x86_64".to_owned(),
-        183 => "aarch64".to_owned(),
-        243 => "riscv".to_owned(),
-        258 => "loongarch".to_owned(),
-        other => format!("ELF machine {other}"),
-    }
-}
-
 fn describe(machine: u16, class: u8, data: u8) -> String {
     let bits = match class {
         1 => "32-bit",
@@ -713,7 +678,7 @@ fn describe(machine: u16, class: u8, data: u8) -> String {
         2 => "big-endian",
         _ => "unknown byte order",
     };
-    format!("{} ({bits}, {endian})", machine_name(machine))
+    format!("{} ({bits}, {endian})", crate::embedded_elf::fatelf::machine_name(machine))
 }
 
 /// Checks that `head` starts a shared library for this machine (ELF

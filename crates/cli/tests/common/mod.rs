@@ -1,0 +1,40 @@
+//! Running the `xplug` binary from the CLI's integration tests.
+
+#![allow(dead_code, reason = "each test binary uses a subset of these helpers")]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `xplug ARGS` without colours.
+pub fn xplug(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xplug"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the xplug binary runs")
+}
+
+/// Runs `xplug --json ARGS`; its exit code and stdout parsed as exactly one
+/// JSON object.
+pub fn json_output(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let output = xplug(&all);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let value: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "xplug {all:?}: not exactly one JSON value ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(value.is_object(), "xplug {all:?}: {value}");
+    (output.status.code(), value)
+}
+
+/// [`json_output`], asserting the exit code.
+pub fn json(args: &[&str], expected_code: i32) -> Value {
+    let (code, value) = json_output(args);
+    assert_eq!(code, Some(expected_code), "xplug --json {args:?}: {value}");
+    value
+}
