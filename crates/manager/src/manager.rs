@@ -153,6 +153,17 @@ impl SlotGuard {
         if !request.any_filled() {
             return call(request);
         }
+        self.protect(request, call, rewritten)
+    }
+
+    /// [`SlotGuard::call`] for a request known to have filled slots (the
+    /// caller made the check).
+    fn protect<R>(
+        &mut self,
+        request: &mut ResolveRequest<'_>,
+        call: impl FnOnce(&mut ResolveRequest<'_>) -> R,
+        rewritten: impl FnMut(usize),
+    ) -> R {
         let len = request.len();
         let buffers = self.buffers.get_or_insert_with(|| {
             Box::new(GuardBuffers { inline: [[std::ptr::null_mut(); GUARD_INLINE]; 2], heap: Vec::new() })
@@ -340,8 +351,8 @@ impl Manager {
 
     /// The rest of [`Manager::resolve_quiet`]'s walk over a request with an
     /// empty slot: providers `0..below` newest first (of the `count` the
-    /// resolve saw), each called through the filled-slot guard, then the
-    /// judgement.
+    /// resolve saw), each called through the filled-slot guard when slots
+    /// are already filled (one check per provider), then the judgement.
     #[inline(never)]
     fn resolve_rest(
         &self,
@@ -354,7 +365,12 @@ impl Manager {
             let Some(entry) = entry else {
                 return Err(unreadable_provider(index, count));
             };
-            if let Err(source) = call_guarded(&mut guard, request, index, entry) {
+            let answer = if request.any_filled() {
+                call_guarded(&mut guard, request, index, entry)
+            } else {
+                call_provider(entry, request)
+            };
+            if let Err(source) = answer {
                 return Err(provider_failed(index, entry, source));
             }
             if request.all_filled() {
@@ -502,9 +518,9 @@ fn call_provider(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), 
     }
 }
 
-/// [`call_provider`] through the filled-slot guard: when slots are
-/// already filled, any change the provider makes to them is undone and
-/// reported.
+/// [`call_provider`] for a request with filled slots (the caller checked):
+/// any change the provider makes to them is undone and reported.
+#[inline(never)]
 fn call_guarded(
     guard: &mut SlotGuard,
     request: &mut ResolveRequest<'_>,
@@ -512,7 +528,7 @@ fn call_guarded(
     entry: &Entry,
 ) -> Result<(), xplug_providers::Error> {
     let mut rewritten = Vec::new();
-    let answer = guard.call(request, |request| call_provider(entry, request), |slot| rewritten.push(slot));
+    let answer = guard.protect(request, |request| call_provider(entry, request), |slot| rewritten.push(slot));
     for slot in rewritten {
         report_rewrite(request, slot, index, &entry.name);
     }
