@@ -9,6 +9,7 @@
 //! front end.
 
 pub mod bench;
+mod compile;
 pub mod demo;
 pub mod hardening;
 pub mod header;
