@@ -54,7 +54,7 @@ pub enum SymbolHashTable {
 }
 
 /// Everything the mapping step needs to load one ELF image, decided from
-/// the bytes alone by [`validate`].
+/// the bytes alone by [`validate`](crate::validate).
 #[derive(Clone, Debug)]
 pub struct ElfPlan {
     pub(crate) record: Option<FatElfRecord>,

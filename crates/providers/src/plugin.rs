@@ -35,14 +35,15 @@ pub struct PluginInfo {
 /// An owned, loaded v0 plugin: an [`ImportProvider`] over the plugin's
 /// `resolve`.
 ///
-/// Built by the constructors of [`crate::loaders`]
+/// Built by the constructors of the `loaders` module
 /// ([`Plugin::from_static_query`], [`Plugin::from_registration`],
 /// [`Plugin::load_system_library`], [`Plugin::load_system_library_image`],
 /// [`Plugin::from_raw_library`], [`Plugin::load_embedded_elf`],
 /// [`Plugin::load_embedded_elf_image`]) after every check of
-/// [`crate::checks`] passed and the plugin's `load` succeeded. Dropping it (or [`Plugin::unload`]) calls the plugin's
-/// `unload` exactly once, then releases the code it came from, then the
-/// host allocator (so library finalizers may still free through it).
+/// [`crate::checks`] passed and the plugin's `load` succeeded. Dropping
+/// it (or [`Plugin::unload`]) calls the plugin's `unload` exactly once,
+/// then releases the code it came from, then the host allocator (so
+/// library finalizers may still free through it).
 ///
 /// # Unload policy
 /// A library built with `xplug-sdk` (it exports `xplug_plugin_exports`) is
