@@ -18,7 +18,7 @@ use object::elf::{
 
 use object::endian::Endianness;
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 
 /// The FatELF magic number (little-endian on disk: `fa 70 0e 1f`).
 pub const FATELF_MAGIC: u32 = 0x1F0E_70FA;

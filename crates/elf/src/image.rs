@@ -3,8 +3,10 @@
 
 use xplug_abi::QueryFn;
 
+use crate::error::EmbeddedElfError;
+use crate::map;
 use crate::plan::ElfPlan;
-use crate::{EmbeddedElfError, map, validate};
+use crate::validate::validate;
 
 /// A validated, mapped and relocated ELF image: owns the memory its code
 /// runs from (released on drop) and yields the plugin's query function.

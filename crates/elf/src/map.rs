@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 use xplug_abi::QueryFn;
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 use crate::plan::ElfPlan;
 
 /// A loaded image: one private mapping holding the plugin's segments.

@@ -11,7 +11,7 @@ use object::elf::{
     R_X86_64_PC32, R_X86_64_RELATIVE, R_X86_64_RELATIVE64, R_X86_64_TLSDESC, R_X86_64_TPOFF64,
 };
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 
 /// How a relocation computes its value (`S` symbol, `A` addend, `B` image
 /// base, `P` the place written).

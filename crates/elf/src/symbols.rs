@@ -4,7 +4,7 @@
 use object::elf::Sym64;
 use object::endian::Endianness;
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 
 /// The dynamic symbol table and its string table.
 pub(crate) struct Symbols<'a> {

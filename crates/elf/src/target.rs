@@ -2,7 +2,7 @@
 
 use object::elf::{ELFCLASS64, EM_AARCH64, EM_RISCV, EM_X86_64};
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 use crate::fatelf::RecordWanted;
 
 /// The machine, byte order and page size an image is validated for.

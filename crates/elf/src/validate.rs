@@ -26,7 +26,7 @@ use object::elf::{
 use object::endian::Endianness;
 use object::pod::{self, Pod};
 
-use crate::EmbeddedElfError;
+use crate::error::EmbeddedElfError;
 use crate::fatelf;
 use crate::plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
 use crate::relocation::{PlannedRelocation, SymbolValue, relocation_kind};
