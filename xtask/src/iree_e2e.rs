@@ -33,8 +33,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::npy;
 use crate::plugins::{self, BuildError, PluginProfile};
+use xplug_npy as npy;
 
 /// The IREE release the end-to-end tests pin (`iree-base-compiler` and
 /// `iree-base-runtime` from PyPI).
@@ -102,7 +102,7 @@ pub enum E2eError {
         path: PathBuf,
         /// What is wrong with it.
         #[source]
-        source: npy::NpyError,
+        source: npy::Error,
     },
 }
 
