@@ -18,7 +18,15 @@ pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::E
     eprintln!("building and running xplug demo ...");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(&cargo);
-    command.current_dir(root).args(["run", "-p", "xplug-cli", "--bin", "xplug"]);
+    command.current_dir(root).args([
+        "run",
+        "-p",
+        "xplug-cli",
+        "--bin",
+        "xplug",
+        "--features",
+        "sample-static",
+    ]);
     if !debug {
         command.arg("--release");
     }

@@ -16,8 +16,10 @@
     reason = "a `CliError` is built at most a few times per process, on the way out; boxing every source would only add noise"
 )]
 
+// With the `sample-static` feature (the tests' build, `cargo xtask demo`),
 // `sample_static` registers itself in `xplug_providers::static_plugins()`
 // from a constructor the linker keeps only if the crate is named.
+#[cfg(feature = "sample-static")]
 use sample_static as _;
 
 mod bench;

@@ -114,7 +114,7 @@ pub use params::LoadParamList;
 pub use plugin::{Plugin, PluginInfo, PluginSource};
 pub use provider::ImportProvider;
 pub use registry::{StaticPluginRegistration, static_plugins};
-pub use request::{ResolveRequest, SymbolName};
+pub use request::{RequestSlots, ResolveRequest, SymbolName};
 
 pub use xplug_abi as abi;
 
