@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::plugins::{self, BuildError};
+use xplug_fixtures::plugins::{self, BuildError};
 
 /// Builds the example plugins and `xplug` (both optimised unless `debug`),
 /// then runs `xplug demo` with `extra` arguments; returns its exit status.

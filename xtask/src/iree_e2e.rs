@@ -8,7 +8,7 @@
 //! 1. [`toolchain`] makes, once, a Python virtual environment under
 //!    `target/iree-venv` holding `iree-base-compiler` and `iree-base-runtime`
 //!    pinned to [`IREE_VERSION`] (from PyPI), and reuses it afterwards;
-//! 2. [`run`] builds the example plugins ([`crate::plugins::build`]) and the
+//! 2. [`run`] builds the example plugins ([`xplug_fixtures::plugins::build`]) and the
 //!    tests' own C plugin (`tests/iree/e2e_plugin.c`, built twice), compiles
 //!    each program with `iree-compile`, writes the inputs as `.npy` files,
 //!    runs `iree-run-module` for every [`Case`] and reads the `.npy` outputs
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::npy;
-use crate::plugins::{self, BuildError, PluginProfile};
+use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
 
 /// The IREE release the end-to-end tests pin (`iree-base-compiler` and
 /// `iree-base-runtime` from PyPI).
@@ -427,7 +427,7 @@ pub fn run(
     let source = root.join("tests").join("iree").join("e2e_plugin.c");
     for (name, define) in [(SUB_PLUGIN, "XPLUG_E2E_SUB"), (MARKER_PLUGIN, "XPLUG_E2E_MARKER")] {
         let path = work.join(plugins::library_file_name(name));
-        if let Some(note) = plugins::compile_c(root, &source, &[define], &path, profile)
+        if let Some(note) = plugins::compile_c(&source, &[define], &path, profile)
             .map_err(|source| E2eError::Build { source })?
         {
             return Err(E2eError::Build { source: BuildError::Skipped { name: name.to_owned(), note } });

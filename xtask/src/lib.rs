@@ -1,12 +1,13 @@
 //! Project automation for xplug, run as `cargo xtask <command>`.
 //!
-//! The library half holds what the tests reuse: header generation
-//! ([`header`]), the example plugin build ([`plugins`]), the demo
-//! ([`demo`]), the standalone `.sos` build ([`sos`]), IREE's end-to-end judgement of the plugins ([`iree_e2e`],
-//! with its [`npy`] files) and the benchmark summary
-//! ([`bench`](mod@bench)), and the hardening runs ([`hardening`]: loom,
-//! valgrind, fuzzing). The binary (`src/main.rs`) is the command-line
-//! front end.
+//! The library half holds the commands' work: header generation
+//! ([`header`]), the demo ([`demo`]), IREE's end-to-end judgement of the
+//! plugins ([`iree_e2e`], with its [`npy`] files), the benchmark summary
+//! ([`bench`](mod@bench)) and the hardening runs ([`hardening`]: loom,
+//! valgrind, fuzzing). The example plugins are built by `xplug-fixtures`
+//! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
+//! test suites use too, so no test build depends on xtask. The binary
+//! (`src/main.rs`) is the command-line front end.
 
 pub mod bench;
 pub mod demo;
@@ -14,19 +15,11 @@ pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
 pub mod npy;
-pub mod plugins;
-pub mod sos;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The workspace root (the parent of this crate's directory).
-#[must_use]
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_path_buf()
-}
+use xplug_fixtures::BuiltPlugin;
+pub use xplug_fixtures::workspace_root;
 
 /// Left-aligned columns separated by two spaces, the last column
 /// right-aligned when every cell of it ends in a digit or `B` (sizes), and
@@ -61,4 +54,22 @@ pub fn text_table<const N: usize>(header: &[String; N], rows: &[[String; N]]) ->
         text.push('\n');
     }
     text
+}
+
+/// The table `build-plugins` prints: name, kind, path, size.
+#[must_use]
+pub fn plugins_table(root: &Path, plugins: &[BuiltPlugin]) -> String {
+    let rows: Vec<[String; 4]> = plugins
+        .iter()
+        .map(|plugin| {
+            let path = match &plugin.path {
+                Some(path) => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+                None => plugin.note.clone(),
+            };
+            let size = if plugin.path.is_some() { format!("{} B", plugin.size) } else { "-".to_owned() };
+            [plugin.name.clone(), plugin.kind.to_owned(), path, size]
+        })
+        .collect();
+    let header = ["name", "kind", "path", "size"].map(str::to_owned);
+    text_table(&header, &rows)
 }

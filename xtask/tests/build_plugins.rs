@@ -14,7 +14,7 @@ fn root() -> PathBuf {
 
 /// Where `build-plugins` (without `--release`) puts the plugins.
 fn plugin_dir() -> PathBuf {
-    xtask::plugins::output_dir(&root(), xtask::plugins::PluginProfile::Debug)
+    xplug_fixtures::plugins::output_dir(&root(), xplug_fixtures::plugins::PluginProfile::Debug)
 }
 
 fn run_build_plugins() -> String {

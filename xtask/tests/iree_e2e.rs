@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
+use xplug_fixtures::plugins::PluginProfile;
 use xtask::iree_e2e::{self, Expected, Outcome};
-use xtask::plugins::PluginProfile;
 
 #[test]
 fn example_plugins_compute_the_right_results_inside_iree() {

@@ -61,7 +61,7 @@ fn check_minimal(plugin: &Plugin) {
 #[test]
 fn minimal_plugin_from_file() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let plugin = load_file(&path, &LoadParamList::new().with("scale", "3"));
     assert_eq!(plugin.source(), &PluginSource::SystemLibrary { path: path.clone() });
     check_minimal(&plugin);
@@ -74,7 +74,7 @@ fn minimal_plugin_from_file() {
 #[test]
 fn minimal_plugin_from_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     // Prove the image does not depend on the file any more.
     drop(dir);
@@ -91,7 +91,7 @@ fn minimal_plugin_from_memory() {
 #[test]
 fn relative_file_name_means_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     // Only a path relative to the current directory is testable without
     // changing it (which would race other tests): build one with `..`s.
     let cwd = std::env::current_dir().unwrap();
@@ -109,7 +109,7 @@ fn relative_file_name_means_the_current_directory() {
 #[test]
 fn two_instances_of_one_library_are_independent() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let first = load_file(&path, &LoadParamList::new().with("scale", "2"));
     let second = load_file(&path, &LoadParamList::new().with("scale", "5"));
     let names = [SymbolName::new(c"c_mul_i32")];
