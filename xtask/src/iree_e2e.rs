@@ -33,6 +33,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xplug_cli::output::{Style, Table};
+
 use crate::npy;
 use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
 
@@ -331,8 +333,11 @@ impl Report {
                 format!("{passed}/{} {verdict}", group.len()),
             ]);
         }
-        let header = ["program", "--executable_plugin (in order)", "expected", "result"].map(str::to_owned);
-        let mut text = crate::text_table(&header, &rows);
+        let mut table = Table::new(["program", "--executable_plugin (in order)", "expected", "result"]);
+        for row in rows {
+            table.row(row);
+        }
+        let mut text = table.render(Style::plain());
         for (case, outcome) in &self.results {
             let detail = match outcome {
                 Outcome::Pass => continue,

@@ -19,7 +19,7 @@ use xplug_manager::spec::PluginSpec;
 use xplug_providers::RequestSlots;
 
 use crate::error::CliError;
-use crate::output::{Progress, Style, Table, print_json, safe};
+use crate::output::{Progress, Style, Table, format_ns, print_json, safe};
 use crate::{resolve, trust};
 
 /// How long one timed batch should take at least.
@@ -167,15 +167,4 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         return Ok(1);
     }
     Ok(0)
-}
-
-/// `12.3 ns`, `4.56 µs`, `7.89 ms`.
-pub(crate) fn format_ns(ns: f64) -> String {
-    if ns < 1_000.0 {
-        format!("{ns:.1} ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.2} µs", ns / 1_000.0)
-    } else {
-        format!("{:.2} ms", ns / 1_000_000.0)
-    }
 }

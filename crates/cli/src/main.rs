@@ -31,7 +31,7 @@ mod fatelf;
 mod inspect;
 mod isolate;
 mod new;
-mod output;
+use xplug_cli::output;
 mod resolve;
 mod trust;
 
