@@ -84,7 +84,8 @@ enum Command {
         /// ones are asked first.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
-        /// Register the plugins linked into xplug first (`sample_static`).
+        /// Register the plugins linked into xplug first (none in the shipped
+        /// binary; `sample_static` with the `sample-static` feature).
         #[arg(long = "static")]
         with_static: bool,
         /// Import names; a leading `?` marks an optional import.
