@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 use xplug_abi::StatusCode;
 use xplug_providers::probe::ProbeFailure;
 
+use crate::output::{Style, terminal_safe};
+
 /// Everything a command can fail with.
 ///
 /// [`CliError::exit_code`] maps usage errors to 2 and everything else to 1;
@@ -272,5 +274,16 @@ pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
             "timeout_s": limit.as_secs_f64(),
         }),
         _ => json!({ "kind": failure.kind(), "stage": failure.stage().map(|s| s.as_str()) }),
+    }
+}
+
+/// Prints `error` on stderr: the message, then each cause on its own line.
+pub(crate) fn report_error(error: &CliError) {
+    let style = Style::stderr();
+    // Messages quote plugin strings: escaped, like every plugin string
+    // in the human output.
+    eprintln!("{} {}", style.bad("error:"), terminal_safe(&error.to_string()));
+    for cause in error.causes() {
+        eprintln!("  caused by: {}", terminal_safe(&cause));
     }
 }

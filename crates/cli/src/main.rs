@@ -41,7 +41,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
-use crate::error::CliError;
+use crate::error::{CliError, report_error};
 use crate::output::{Style, Table, print_json};
 
 #[derive(Debug, Parser)]
@@ -176,17 +176,6 @@ enum Command {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
         passes: u32,
     },
-}
-
-/// Prints `error` on stderr: the message, then each cause on its own line.
-pub(crate) fn report_error(error: &CliError) {
-    let style = Style::stderr();
-    // Messages quote plugin strings: escaped, like every plugin string
-    // in the human output.
-    eprintln!("{} {}", style.bad("error:"), output::terminal_safe(&error.to_string()));
-    for cause in error.causes() {
-        eprintln!("  caused by: {}", output::terminal_safe(&cause));
-    }
 }
 
 fn run(cli: &Cli) -> Result<u8, CliError> {

@@ -10,9 +10,8 @@ use xplug_manager::spec::{STATIC_PREFIX, env_specs};
 use xplug_manager::{Manager, Registered, SlotSource};
 use xplug_providers::{RequestSlots, static_plugins};
 
-use crate::error::CliError;
+use crate::error::{CliError, report_error};
 use crate::output::{Style, Table, print_json, safe};
-use crate::report_error;
 use crate::trust;
 
 /// A provider this runtime registered: the manager's handle for it and

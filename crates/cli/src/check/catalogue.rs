@@ -1,11 +1,14 @@
 //! The catalogue of checks: their names, what each verifies, in the order
-//! they run. The bodies are in [`super::bodies`].
+//! they run, and the shape of a check's result. The bodies are in
+//! [`super::bodies`].
 
 use super::bodies::{
     Subject, Verdict, allocations_balanced, filled_slots_untouched, header, load_plain, load_with_params,
     query_latest, query_max_version_0, repeated_resolve_stable, resolve_exports, resolve_nothing,
     resolve_unknown_optional, resolve_unknown_required,
 };
+use xplug_providers::probe::ProbeFailure;
+
 use crate::error::CliError;
 
 /// One conformance check.
@@ -15,6 +18,19 @@ pub(crate) struct Check {
     /// What it verifies, for humans.
     pub(crate) description: &'static str,
     pub(super) run: fn(&Subject<'_>) -> Verdict,
+}
+
+/// The result of one check.
+#[derive(Debug)]
+pub(crate) struct CheckResult {
+    /// The check's name.
+    pub(crate) name: &'static str,
+    /// Whether it passed.
+    pub(crate) ok: bool,
+    /// What was seen.
+    pub(crate) detail: String,
+    /// The crash or hang that failed it, when one did.
+    pub(crate) fault: Option<ProbeFailure>,
 }
 
 /// Every check, in the order they run.

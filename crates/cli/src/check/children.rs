@@ -6,8 +6,7 @@
 
 use xplug_providers::probe::{ProbeFailure, ProbeStatus};
 
-use super::CheckResult;
-use super::catalogue::select;
+use super::catalogue::{CheckResult, select};
 use crate::error::CliError;
 use crate::isolate;
 

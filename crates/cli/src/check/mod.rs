@@ -23,29 +23,15 @@ use serde_json::json;
 use xplug_abi::Features;
 use xplug_manager::spec::{LoaderKind, PluginSpec};
 use xplug_providers::embedded_elf::ElfImage;
-use xplug_providers::probe::ProbeFailure;
 use xplug_providers::{LoadParamList, checks};
 
 use self::bodies::Subject;
 pub(crate) use self::catalogue::CHECKS;
-use self::catalogue::select;
-use crate::error::{CliError, fault_json};
+use self::catalogue::{CheckResult, select};
+use crate::error::{CliError, fault_json, report_error};
 use crate::isolate::Isolation;
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
-
-/// The result of one check.
-#[derive(Debug)]
-pub(crate) struct CheckResult {
-    /// The check's name.
-    pub(crate) name: &'static str,
-    /// Whether it passed.
-    pub(crate) ok: bool,
-    /// What was seen.
-    pub(crate) detail: String,
-    /// The crash or hang that failed it, when one did.
-    pub(crate) fault: Option<ProbeFailure>,
-}
 
 /// Runs the named checks (all when `only` is None) against the library at
 /// `path` (an embedded ELF when `embedded`), loaded with `params`.
@@ -172,7 +158,7 @@ pub(crate) fn run(
         println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
     }
     if let Some(failure) = failure {
-        crate::report_error(&failure);
+        report_error(&failure);
         return Ok(1);
     }
     Ok(0)
