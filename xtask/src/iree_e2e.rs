@@ -34,9 +34,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use xplug_cli::output::{Style, Table};
-
-use crate::npy;
 use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
+use xplug_npy as npy;
 
 /// The IREE release the end-to-end tests pin (`iree-base-compiler` and
 /// `iree-base-runtime` from PyPI).
@@ -104,7 +103,7 @@ pub enum E2eError {
         path: PathBuf,
         /// What is wrong with it.
         #[source]
-        source: npy::NpyError,
+        source: npy::Error,
     },
 }
 

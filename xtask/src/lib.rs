@@ -2,7 +2,7 @@
 //!
 //! The library half holds the commands' work: header generation
 //! ([`header`]), the demo ([`demo`]), IREE's end-to-end judgement of the
-//! plugins ([`iree_e2e`], with its [`npy`] files), the benchmark summary
+//! plugins ([`iree_e2e`]), the benchmark summary
 //! ([`bench`](mod@bench)) and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing). The example plugins are built by `xplug-fixtures`
 //! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
@@ -14,7 +14,6 @@ pub mod demo;
 pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
-pub mod npy;
 
 use std::path::Path;
 

@@ -149,6 +149,14 @@ pub enum Error {
         /// The bytes given.
         found: usize,
     },
+    /// An `.npy` array has a dtype no IREE element type here matches.
+    #[error(
+        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u32 or bool)"
+    )]
+    NpyDtype {
+        /// The dtype.
+        descr: String,
+    },
     /// A plugin could not be loaded into IREE's own plugin manager (the
     /// comparison anchor).
     #[error("IREE's plugin manager cannot load {}", path.display())]

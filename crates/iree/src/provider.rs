@@ -125,10 +125,17 @@ impl ImportProvider {
     /// Resolves one executable's request, recording when asked to.
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, (usize, xplug_manager::Error)> {
         let ordinal = self.executables.fetch_add(1, Ordering::Relaxed);
-        if self.recording == ImportRecording::Off {
-            return self.manager.resolve(request).map_err(|error| (ordinal, error));
-        }
-        let (trace, result) = self.manager.resolve_traced(request);
+        let (trace, result) = if self.recording == ImportRecording::Off {
+            // The hot path: no trace. A failure is still recorded (below),
+            // without who resolved what, so the session can report it typed.
+            match self.manager.resolve(request) {
+                Ok(resolution) => return Ok(resolution),
+                Err(error) => (None, Err(error)),
+            }
+        } else {
+            let (trace, result) = self.manager.resolve_traced(request);
+            (Some(trace), result)
+        };
         let missing = match &result {
             Err(error) => error.missing_imports().to_vec(),
             Ok(_) => Vec::new(),
@@ -138,7 +145,7 @@ impl ImportProvider {
             .iter()
             .enumerate()
             .map(|(index, name)| {
-                let provider = match trace.slots.get(index) {
+                let provider = match trace.as_ref().and_then(|trace| trace.slots.get(index)) {
                     Some(SlotSource::Provider { name, .. }) => Some(name.to_string()),
                     Some(SlotSource::Prefilled) => Some("(prefilled)".to_owned()),
                     _ => None,
@@ -188,6 +195,22 @@ impl ImportProvider {
             message.push_str(&format!("; providers asked, newest first: {}", providers.join(", ")));
         }
         message
+    }
+}
+
+/// The code IREE gets for a failed resolve: the manager's, except that
+/// missing imports become `FAILED_PRECONDITION` instead of `NOT_FOUND`.
+/// IREE's executable cache treats a loader's `NOT_FOUND` as "this loader
+/// does not handle the format", drops the status and reports "no
+/// executable loader registered for the given executable format"; a
+/// different code makes it return xplug's explanation instead.
+fn status_code_for_iree(error: &xplug_manager::Error) -> u32 {
+    match error {
+        xplug_manager::Error::MissingImports { .. } => StatusCode::FAILED_PRECONDITION.0,
+        other => match other.code() {
+            StatusCode::NOT_FOUND | StatusCode::CANCELLED => StatusCode::FAILED_PRECONDITION.0,
+            code => code.0,
+        },
     }
 }
 
@@ -243,9 +266,9 @@ unsafe extern "C" fn resolve_imports(
         // termination and exclusive use of the slots for the call.
         let mut request =
             unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        provider
-            .resolve(&mut request)
-            .map_err(|(ordinal, error)| (error.code().0, provider.failure_message(ordinal, &error)))
+        provider.resolve(&mut request).map_err(|(ordinal, error)| {
+            (status_code_for_iree(&error), provider.failure_message(ordinal, &error))
+        })
     }));
     let result = outcome.unwrap_or_else(|_| {
         Err((StatusCode::INTERNAL.0, "xplug's import provider panicked while resolving".into()))

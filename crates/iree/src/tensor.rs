@@ -152,6 +152,33 @@ impl Tensor {
         self.len() == 0
     }
 
+    /// A tensor from an `.npy` array (little-endian dtypes of the element
+    /// types [`ElementType`] names).
+    ///
+    /// # Errors
+    /// [`crate::Error::Npy`] for another dtype, [`crate::Error::TensorSize`]
+    /// when the data does not match the shape.
+    pub fn from_npy(array: xplug_npy::NpyArray) -> Result<Self, crate::Error> {
+        let element_type = NPY_DTYPES
+            .iter()
+            .find(|(descr, _)| *descr == array.descr)
+            .map(|(_, element_type)| *element_type)
+            .ok_or_else(|| crate::Error::NpyDtype { descr: array.descr.clone() })?;
+        Self::new(array.shape, element_type, array.data)
+    }
+
+    /// The tensor as an `.npy` array, when its element type has a NumPy
+    /// dtype (`None` otherwise).
+    #[must_use]
+    pub fn to_npy(&self) -> Option<xplug_npy::NpyArray> {
+        let descr = NPY_DTYPES.iter().find(|(_, element_type)| *element_type == self.element_type)?.0;
+        Some(xplug_npy::NpyArray {
+            descr: descr.to_owned(),
+            shape: self.shape.clone(),
+            data: self.data.clone(),
+        })
+    }
+
     /// The elements as `f32`, when that is the element type.
     #[must_use]
     pub fn to_f32(&self) -> Option<Vec<f32>> {
@@ -170,6 +197,24 @@ impl fmt::Debug for Tensor {
         write!(f, "Tensor({}x{}, {} bytes)", dims.join("x"), self.element_type, self.data.len())
     }
 }
+
+/// NumPy dtypes and the element types they hold, on little-endian hosts
+/// (the only ones IREE's CPU runtime is built for here). Where two element
+/// types share a dtype, the first listed is what a file reads as.
+#[cfg(target_endian = "little")]
+const NPY_DTYPES: &[(&str, ElementType)] = &[
+    ("<f4", ElementType::F32),
+    ("<f8", ElementType::F64),
+    ("<f2", ElementType::F16),
+    ("<i4", ElementType::I32),
+    ("<i4", ElementType::SI32),
+    ("<i8", ElementType::I64),
+    ("<i2", ElementType::I16),
+    ("|i1", ElementType::I8),
+    ("|u1", ElementType::UI8),
+    ("<u4", ElementType::UI32),
+    ("|b1", ElementType::BOOL),
+];
 
 /// One result of a function call.
 #[derive(Debug, Clone, PartialEq)]
