@@ -163,7 +163,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         print!("{}", table.render(style));
     }
     if let Some(failure) = failure {
-        crate::report_error(&failure);
+        crate::error::report_error(&failure);
         return Ok(1);
     }
     Ok(0)
