@@ -495,9 +495,20 @@ pub fn run(
     Ok(report)
 }
 
-fn compile(root: &Path, tools: &Toolchain, program: Program, work: &Path) -> Result<PathBuf, E2eError> {
+/// Compiles `program` with the pinned `iree-compile` for the local CPU into
+/// `work` (`NAME.vmfb`), unless that file is newer than the source.
+///
+/// # Errors
+/// [`E2eError::Compile`] with the compiler's diagnostics.
+pub fn compile(root: &Path, tools: &Toolchain, program: Program, work: &Path) -> Result<PathBuf, E2eError> {
     let source = root.join("tests").join("iree").join(program.file);
     let module = work.join(program.file.replace(".mlir", ".vmfb"));
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    if let (Some(built), Some(written)) = (modified(&module), modified(&source))
+        && built > written
+    {
+        return Ok(module);
+    }
     let output = Command::new(&tools.compile)
         .args([
             "--iree-hal-target-device=local",

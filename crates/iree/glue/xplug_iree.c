@@ -354,3 +354,9 @@ iree_status_t xplug_iree_list_format(iree_vm_list_t* list, iree_host_size_t i,
   iree_string_builder_deinitialize(&builder);
   return status;
 }
+
+// IREE's manager seen as the provider its loaders call.
+iree_hal_executable_import_provider_t xplug_iree_plugin_manager_provider(
+    iree_hal_executable_plugin_manager_t* manager) {
+  return iree_hal_executable_plugin_manager_provider(manager);
+}

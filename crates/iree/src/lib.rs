@@ -51,8 +51,10 @@ mod sys;
 mod tensor;
 
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
-pub use provider::{ExecutableImports, ImportRecord, ImportRecording};
-pub use runtime::{Device, DeviceBuilder, DeviceKind, Runtime};
+pub use provider::{
+    ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
+};
+pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
 pub use session::{Argument, CallResults, Module, Session};
 pub use tensor::{ElementType, Tensor, Value};
 pub use xplug_manager::Manager;

@@ -16,6 +16,7 @@
 //! `--list-imports` print that record.
 
 use std::ffi::{c_char, c_void};
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -74,9 +75,33 @@ impl ExecutableImports {
     }
 }
 
-/// The state behind one device's `{ self, resolve }` pair. Boxed by the
-/// device so that its address, the `self` IREE keeps, never moves.
-pub(crate) struct ImportProvider {
+/// xplug's [`Manager`] as IREE's `iree_hal_executable_import_provider_t`,
+/// answering with full `iree_status_t` values: what every [`crate::Device`]
+/// installs in its loaders, and usable alone by a host that creates IREE
+/// loaders itself.
+///
+/// The raw pair ([`IreeImportProvider::as_raw`]) points at `self`, so keep
+/// the provider at one address (boxed, as devices do) for as long as IREE
+/// may call the pair.
+///
+/// ```
+/// use std::sync::Arc;
+/// use xplug_iree::IreeImportProvider;
+/// use xplug_manager::Manager;
+///
+/// let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+/// let names = [c"?optional_import".as_ptr()];
+/// let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+/// let raw = provider.as_raw();
+/// let mut resolution = 0;
+/// // SAFETY: one name and two one-element slot arrays; the provider lives.
+/// let status = unsafe {
+///     (raw.resolve)(raw.self_, 1, names.as_ptr(), fns.as_mut_ptr(), contexts.as_mut_ptr(), &mut resolution)
+/// };
+/// assert!(status.is_null(), "an optional import nobody exports is not an error");
+/// assert_eq!(resolution, 1, "IREE's MISSING_OPTIONAL bit");
+/// ```
+pub struct IreeImportProvider {
     manager: Arc<Manager>,
     device: &'static str,
     recording: ImportRecording,
@@ -84,12 +109,24 @@ pub(crate) struct ImportProvider {
     log: Mutex<Vec<ExecutableImports>>,
 }
 
-impl ImportProvider {
-    pub(crate) fn new(manager: Arc<Manager>, device: &'static str, recording: ImportRecording) -> Self {
+impl IreeImportProvider {
+    /// A provider resolving through `manager`, recording nothing.
+    #[must_use]
+    pub fn new(manager: Arc<Manager>) -> Self {
+        Self::for_device(manager, "(none)", ImportRecording::Off)
+    }
+
+    pub(crate) fn for_device(
+        manager: Arc<Manager>,
+        device: &'static str,
+        recording: ImportRecording,
+    ) -> Self {
         Self { manager, device, recording, executables: AtomicUsize::new(0), log: Mutex::new(Vec::new()) }
     }
 
-    pub(crate) fn manager(&self) -> &Arc<Manager> {
+    /// The manager it resolves through.
+    #[must_use]
+    pub fn manager(&self) -> &Arc<Manager> {
         &self.manager
     }
 
@@ -113,13 +150,24 @@ impl ImportProvider {
         log.iter().skip(from).find(|record| record.failure.is_some()).cloned()
     }
 
-    /// The pair IREE's loaders call. Valid while `self` is neither moved
-    /// nor dropped: the device keeps it boxed and outlives its loaders.
-    pub(crate) fn as_iree_provider(&self) -> iree::iree_hal_executable_import_provider_t {
-        iree::iree_hal_executable_import_provider_t {
+    /// The `{ self, resolve }` pair IREE's loaders call, valid while `self`
+    /// stays at this address and alive.
+    #[must_use]
+    pub fn as_raw(&self) -> RawImportProvider<'_> {
+        RawImportProvider {
             self_: std::ptr::from_ref(self).cast_mut().cast(),
-            resolve: Some(resolve_imports),
+            resolve: resolve_imports,
+            _provider: PhantomData,
         }
+    }
+
+    pub(crate) fn as_iree_provider(&self) -> iree::iree_hal_executable_import_provider_t {
+        let raw = self.as_raw();
+        // SAFETY: `RawResolveFn` and IREE's resolve function type differ only
+        // in spelling the returned status pointer `*mut c_void`; the ABI is
+        // the same.
+        let resolve = unsafe { std::mem::transmute::<RawResolveFn, IreeResolveFn>(raw.resolve) };
+        iree::iree_hal_executable_import_provider_t { self_: raw.self_, resolve: Some(resolve) }
     }
 
     /// Resolves one executable's request, recording when asked to.
@@ -214,6 +262,52 @@ fn status_code_for_iree(error: &xplug_manager::Error) -> u32 {
     }
 }
 
+/// IREE's `iree_hal_executable_import_provider_resolve_fn_t`, with the
+/// returned `iree_status_t` spelled as a pointer: NULL is OK, anything else a
+/// status the caller owns (free it with IREE's `iree_status_free`).
+pub type RawResolveFn = unsafe extern "C" fn(
+    provider_self: *mut c_void,
+    count: usize,
+    symbol_names: *const *const c_char,
+    out_fn_ptrs: *mut *mut c_void,
+    out_fn_contexts: *mut *mut c_void,
+    out_resolution: *mut u32,
+) -> *mut c_void;
+
+/// The resolve function type as the eerie-sys bindings spell it.
+type IreeResolveFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const *const c_char,
+    *mut *mut c_void,
+    *mut *mut c_void,
+    *mut u32,
+) -> sys::RawStatus;
+
+/// An import provider as IREE's C code holds it (`{ void* self; resolve }`),
+/// tied to the provider it points at.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawImportProvider<'provider> {
+    /// The `self` argument of `resolve`.
+    pub self_: *mut c_void,
+    /// The resolve function.
+    pub resolve: RawResolveFn,
+    _provider: PhantomData<&'provider ()>,
+}
+
+impl RawImportProvider<'_> {
+    /// A pair from IREE's own C code, valid for as long as its owner keeps
+    /// it so (the caller ties the lifetime).
+    pub(crate) fn from_iree(provider: iree::iree_hal_executable_import_provider_t) -> Option<Self> {
+        let resolve = provider.resolve?;
+        // SAFETY: as in `as_iree_provider`, the two function types share
+        // one ABI.
+        let resolve = unsafe { std::mem::transmute::<IreeResolveFn, RawResolveFn>(resolve) };
+        Some(Self { self_: provider.self_, resolve, _provider: PhantomData })
+    }
+}
+
 /// The import installed for a missing import when only listing: every call
 /// fails, so an executable run by mistake reports an error instead of
 /// jumping to NULL.
@@ -236,7 +330,7 @@ unsafe extern "C" fn resolve_imports(
     out_fn_ptrs: *mut *mut c_void,
     out_fn_contexts: *mut *mut c_void,
     out_resolution: *mut u32,
-) -> sys::RawStatus {
+) -> *mut c_void {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if provider_self.is_null() {
             return Err((
@@ -260,8 +354,8 @@ unsafe extern "C" fn resolve_imports(
                 ));
             }
         }
-        // SAFETY: `provider_self` is the boxed provider of a live device.
-        let provider = unsafe { &*provider_self.cast::<ImportProvider>().cast_const() };
+        // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
+        let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
         // SAFETY: checked non-NULL above; IREE guarantees the lengths,
         // termination and exclusive use of the slots for the call.
         let mut request =
@@ -275,7 +369,7 @@ unsafe extern "C" fn resolve_imports(
     });
     let (resolution, status) = match result {
         Ok(resolution) => (resolution, std::ptr::null_mut()),
-        Err((code, message)) => (Resolution::NONE, sys::make_status(code, &message)),
+        Err((code, message)) => (Resolution::NONE, sys::make_status(code, &message).cast()),
     };
     if !out_resolution.is_null() {
         // SAFETY: IREE passes NULL or a writable flags word.

@@ -1,11 +1,12 @@
 //! The runtime (one VM instance) and devices whose executables import
 //! through xplug's manager.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use xplug_manager::Manager;
 
-use crate::provider::{ExecutableImports, ImportProvider, ImportRecording};
+use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider, RawImportProvider};
 use crate::sys::{self, iree};
 use crate::{Error, IreeStatus};
 
@@ -72,56 +73,96 @@ impl Runtime {
     }
 
     /// A device whose executables import through IREE's own plugin manager
-    /// holding the plugin files `plugins` (the comparison anchor for
-    /// benchmarks; `.sos` files go to IREE's embedded-ELF plugin loader).
+    /// instead of xplug's (the comparison anchor of the benchmarks). The
+    /// device keeps the manager alive.
     ///
     /// # Errors
-    /// [`Error::IreePlugin`] when IREE cannot load a plugin, [`Error::Device`]
-    /// when it cannot create the device.
+    /// [`Error::Device`] when IREE cannot create the device.
     pub fn device_with_iree_manager(
         &self,
         kind: DeviceKind,
-        plugins: &[std::path::PathBuf],
+        manager: &IreePluginManager,
     ) -> Result<Device, Error> {
-        let allocator = sys::system_allocator();
-        let manager = sys::create(
-            // SAFETY: `out` is a valid out pointer.
-            |out| unsafe { sys::xplug_iree_plugin_manager_create(plugins.len().max(1), allocator, out) },
-            sys::PluginManager::from_raw,
-        )
-        .map_err(|status| Error::Runtime { what: "IREE plugin manager", source: status.into() })?;
-        for path in plugins {
-            let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-                Error::IreePlugin {
-                    path: path.clone(),
-                    source: IreeStatus { code: 3, text: "INVALID_ARGUMENT; path contains a NUL byte".into() },
-                }
-            })?;
-            let embedded = path.extension().is_some_and(|extension| extension == "sos");
-            // SAFETY: the manager is live; the path is NUL-terminated; no
-            // parameters are passed.
-            sys::check(unsafe {
-                sys::xplug_iree_plugin_manager_load(
-                    manager.as_ptr(),
-                    c_path.as_ptr(),
-                    i32::from(embedded),
-                    0,
-                    std::ptr::null(),
-                    allocator,
-                )
-            })
-            .map_err(|status| Error::IreePlugin { path: path.clone(), source: status.into() })?;
-        }
-        let provider =
-            Box::new(ImportProvider::new(Arc::new(Manager::new()), kind.name(), ImportRecording::Off));
-        create_device(self, kind, &provider, Some(&manager)).map(|raw| Device {
+        let provider = Box::new(IreeImportProvider::for_device(
+            Arc::new(Manager::new()),
+            kind.name(),
+            ImportRecording::Off,
+        ));
+        let raw = create_device(self, kind, &provider, Some(&manager.inner))?;
+        Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
-                iree_manager: Some(manager),
+                iree_manager: Some(Arc::clone(&manager.inner)),
                 provider,
                 runtime: self.clone(),
             }),
         })
+    }
+}
+
+/// IREE's own executable plugin manager (`iree_hal_executable_plugin_manager_t`)
+/// from the same runtime build, holding plugin files loaded by IREE's own
+/// plugin loaders: what xplug is measured against. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct IreePluginManager {
+    inner: Arc<sys::PluginManager>,
+}
+
+impl IreePluginManager {
+    /// An empty manager with room for `capacity` plugins (IREE's managers
+    /// have a fixed capacity).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when IREE cannot allocate it.
+    pub fn new(capacity: usize) -> Result<Self, Error> {
+        let allocator = sys::system_allocator();
+        let manager = sys::create(
+            // SAFETY: `out` is a valid out pointer.
+            |out| unsafe { sys::xplug_iree_plugin_manager_create(capacity, allocator, out) },
+            sys::PluginManager::from_raw,
+        )
+        .map_err(|status| Error::Runtime { what: "IREE plugin manager", source: status.into() })?;
+        Ok(Self { inner: Arc::new(manager) })
+    }
+
+    /// Loads the plugin file at `path` with IREE's own loader (the
+    /// embedded-ELF one for `.sos` files, else the system-library one) and
+    /// registers it, with no load parameters.
+    ///
+    /// # Errors
+    /// [`Error::IreePlugin`] with IREE's status when IREE refuses it or the
+    /// manager is full.
+    ///
+    /// # Safety
+    /// Loading runs the plugin's code in this process: `path` must be a
+    /// trusted v0 plugin, as for IREE's `--executable_plugin`.
+    pub unsafe fn load(&self, path: &Path) -> Result<(), Error> {
+        let refused = |source: IreeStatus| Error::IreePlugin { path: path.to_owned(), source };
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            refused(IreeStatus { code: 3, text: "INVALID_ARGUMENT; the path contains a NUL byte".into() })
+        })?;
+        let embedded = path.extension().is_some_and(|extension| extension == "sos");
+        // SAFETY: the manager is live; the path is NUL-terminated; no
+        // parameters; the caller vouches for the plugin's code.
+        sys::check(unsafe {
+            sys::xplug_iree_plugin_manager_load(
+                self.inner.as_ptr(),
+                c_path.as_ptr(),
+                i32::from(embedded),
+                0,
+                std::ptr::null(),
+                sys::system_allocator(),
+            )
+        })
+        .map_err(|status| refused(status.into()))
+    }
+
+    /// The manager's `{ self, resolve }` pair, as IREE's loaders call it.
+    #[must_use]
+    pub fn as_raw(&self) -> RawImportProvider<'_> {
+        // SAFETY: the manager is live; the pair stays valid while it is.
+        let raw = unsafe { sys::xplug_iree_plugin_manager_provider(self.inner.as_ptr()) };
+        RawImportProvider::from_iree(raw).expect("IREE's manager always has a resolve function")
     }
 }
 
@@ -187,7 +228,8 @@ impl<'runtime> DeviceBuilder<'runtime> {
     /// # Errors
     /// [`Error::Device`] when IREE cannot create it.
     pub fn build(self) -> Result<Device, Error> {
-        let provider = Box::new(ImportProvider::new(self.manager, self.kind.name(), self.recording));
+        let provider =
+            Box::new(IreeImportProvider::for_device(self.manager, self.kind.name(), self.recording));
         let raw = create_device(self.runtime, self.kind, &provider, None)?;
         Ok(Device {
             inner: Arc::new(DeviceInner { raw, iree_manager: None, provider, runtime: self.runtime.clone() }),
@@ -198,7 +240,7 @@ impl<'runtime> DeviceBuilder<'runtime> {
 fn create_device(
     runtime: &Runtime,
     kind: DeviceKind,
-    provider: &ImportProvider,
+    provider: &IreeImportProvider,
     iree_manager: Option<&sys::PluginManager>,
 ) -> Result<sys::Device, Error> {
     let (code, workers) = match kind {
@@ -237,8 +279,8 @@ pub(crate) struct DeviceInner {
     // Drop order: the IREE device (and its loaders, which point at the
     // provider) goes first, then IREE's manager if any, then the provider.
     pub(crate) raw: sys::Device,
-    iree_manager: Option<sys::PluginManager>,
-    pub(crate) provider: Box<ImportProvider>,
+    iree_manager: Option<Arc<sys::PluginManager>>,
+    pub(crate) provider: Box<IreeImportProvider>,
     pub(crate) runtime: Runtime,
 }
 

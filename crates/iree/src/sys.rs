@@ -65,6 +65,9 @@ unsafe extern "C" {
         params: *const iree::iree_string_pair_t,
         host_allocator: Allocator,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_plugin_manager_provider(
+        manager: *mut iree::iree_hal_executable_plugin_manager_t,
+    ) -> iree::iree_hal_executable_import_provider_t;
     pub(crate) fn xplug_iree_buffer_view_from_data(
         device: *mut iree::iree_hal_device_t,
         shape_rank: usize,
