@@ -137,18 +137,18 @@ fn xplug_with(plugins: &[(&Path, &[(&str, &str)])]) -> Manager {
 
 /// The repository's minimal C plugin, built with `-O2`.
 fn minimal_c_plugin(dir: &Path) -> PathBuf {
-    let source = xplug_tests::workspace_root().join("tests/c/minimal_plugin.c");
-    xplug_tests::build_c_plugin(&source, dir, "c_minimal_o2", &["-O2"])
+    let source = xplug_fixtures::workspace_root().join("tests/c/minimal_plugin.c");
+    xplug_fixtures::build_c_plugin(&source, dir, "c_minimal_o2", &["-O2"])
 }
 
 /// The example plugins, built in release exactly as `build-plugins` does.
 fn example_plugin(name: &str) -> PathBuf {
-    let root = xplug_tests::workspace_root();
-    let built = xtask::plugins::build(&root, xtask::plugins::PluginProfile::Release)
+    let root = xplug_fixtures::workspace_root();
+    let built = xplug_fixtures::plugins::build(&root, xplug_fixtures::plugins::PluginProfile::Release)
         .expect("the example plugins build");
     assert!(built.iter().all(|p| p.path.is_some()), "an example plugin was skipped: {built:?}");
-    xtask::plugins::output_dir(&root, xtask::plugins::PluginProfile::Release)
-        .join(xtask::plugins::library_file_name(name))
+    xplug_fixtures::plugins::output_dir(&root, xplug_fixtures::plugins::PluginProfile::Release)
+        .join(xplug_fixtures::plugins::library_file_name(name))
 }
 
 /// (5) One C plugin, one name; and IREE's manager with xplug's `Manager`

@@ -27,11 +27,11 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use xplug_benches::pair;
+use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, IreePluginManager, Module, RawImportProvider, Runtime, Session, Tensor};
 use xplug_manager::Manager;
 use xplug_providers::{ResolveRequest, SymbolName};
 use xtask::iree_e2e::{self, MUL_CALL};
-use xtask::plugins::PluginProfile;
 
 /// One resolve as IREE's loader makes it: slots cleared, then the C call.
 fn loader_call<'a>(
@@ -61,10 +61,11 @@ fn loader_call<'a>(
 }
 
 fn plugins_dir() -> PathBuf {
-    let root = xtask::workspace_root();
-    let built = xtask::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
+    let root = xplug_fixtures::workspace_root();
+    let built =
+        xplug_fixtures::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
     assert!(built.iter().all(|plugin| plugin.path.is_some()), "an example plugin was skipped: {built:?}");
-    xtask::plugins::output_dir(&root, PluginProfile::Release)
+    xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release)
 }
 
 fn iree_manager(plugin: &Path) -> IreePluginManager {
@@ -89,7 +90,7 @@ fn loader_calls(c: &mut Criterion) {
         ("sample_standalone", "sdk_4", &["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]),
     ];
     for (plugin, row, names) in cases {
-        let path = dir.join(xtask::plugins::library_file_name(plugin));
+        let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
         let iree = iree_manager(&path);
         let manager = xplug_manager(&path);
         let xplug = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
@@ -128,7 +129,7 @@ struct Program {
 }
 
 fn program() -> Program {
-    let root = xtask::workspace_root();
+    let root = xplug_fixtures::workspace_root();
     let prepared = iree_e2e::prepare(&root, PluginProfile::Release).expect("IREE and the programs are ready");
     let runtime = Runtime::new().expect("IREE's runtime");
     let module = Module::from_file(&runtime, prepared.module(MUL_CALL)).expect("mul_call.vmfb loads");

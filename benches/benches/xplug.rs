@@ -308,7 +308,7 @@ unsafe extern "C" fn malloc_ctl(
 /// (4) `Plugin::load_system_library` + first resolve vs by hand.
 fn load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let c_path = CString::new(path.to_str().expect("UTF-8 path")).expect("no NUL");
     let name = CString::new("c_add_i32").expect("no NUL");
     let mut group = c.benchmark_group("load");
@@ -366,7 +366,7 @@ fn load(c: &mut Criterion) {
 /// resolve + unload.
 fn embedded_load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let path = xplug_tests::build_standalone_c_sample(dir.path());
+    let path = xplug_fixtures::build_standalone_c_sample(dir.path());
     let name = CString::new("simple_mul_workgroup").expect("no NUL");
     let resolve = |plugin: &Plugin| {
         let names = [SymbolName::new(&name)];

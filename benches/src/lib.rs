@@ -88,7 +88,7 @@ IREE_HAL_EXECUTABLE_PLUGIN_EXPORT const iree_hal_executable_plugin_header_t** ir
   return max_version < IREE_HAL_EXECUTABLE_PLUGIN_VERSION_0_1 ? NULL : (const iree_hal_executable_plugin_header_t**)&plugin;\n\
 }}\n"
     );
-    xplug_tests::build_c_plugin_from_code(&code, dir, "bench_c_strcmp", &["-O2"])
+    xplug_fixtures::build_c_plugin_from_code(&code, dir, "bench_c_strcmp", &["-O2"])
 }
 
 /// An import function used by the reference resolvers' table.
@@ -205,7 +205,7 @@ pub fn paired_estimate_of(
         ratios.len()
     );
     let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| xplug_tests::workspace_root().join("target"), PathBuf::from);
+        .map_or_else(|| xplug_fixtures::workspace_root().join("target"), PathBuf::from);
     let dir = target.join("criterion").join(group);
     let file = dir.join(format!("{stem}.json"));
     std::fs::create_dir_all(&dir)

@@ -12,7 +12,7 @@ use xplug_abi::{
     Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ParamDecl, PluginV0,
     QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
 };
-use xplug_tests::{build_minimal_c_plugin, c_compiler, cxx_compiler, include_dir, run_compiler};
+use xplug_fixtures::{build_minimal_c_plugin, c_compiler, cxx_compiler, include_dir, run_compiler};
 
 /// C source with one static assertion per layout fact and constant.
 fn static_assert_source() -> String {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use xplug_tests::workspace_root;
+use xplug_fixtures::workspace_root;
 
 /// Extensions of the files scanned for citations.
 const SCANNED: &[&str] = &["rs", "c", "h", "toml", "md", "sh", "yml", "yaml", "txt"];

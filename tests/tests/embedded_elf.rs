@@ -16,7 +16,7 @@ use xplug_manager::providers::{Error as ProviderError, LoadParamList, Origin, Pl
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
-    xtask::plugins::built_for_tests()
+    xplug_fixtures::plugins::built_for_tests()
 }
 
 fn sos(name: &str) -> PathBuf {
@@ -96,7 +96,7 @@ fn the_plugin_source_names_the_file_and_record() {
 fn a_sos_built_by_a_plain_c_toolchain_loads() {
     let dir = tempfile::tempdir().unwrap();
     // IREE's compile flags with the system compiler and linker (GNU ld).
-    let output = xplug_tests::build_standalone_c_sample(dir.path());
+    let output = xplug_fixtures::build_standalone_c_sample(dir.path());
     let bytes = std::fs::read(&output).unwrap();
     let plan = validate(&bytes).unwrap();
     assert!(plan.record().is_none(), "a plain ELF, no container");

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use xplug_elf::ElfImage;
 
 fn sos(name: &str) -> PathBuf {
-    let root = xtask::workspace_root();
-    let profile = xtask::plugins::PluginProfile::Debug;
-    let built = xtask::plugins::build(&root, profile).expect("the example plugins build");
+    let root = xplug_fixtures::workspace_root();
+    let profile = xplug_fixtures::plugins::PluginProfile::Debug;
+    let built = xplug_fixtures::plugins::build(&root, profile).expect("the example plugins build");
     assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
-    xtask::plugins::output_dir(&root, profile).join(format!("{name}.sos"))
+    xplug_fixtures::plugins::output_dir(&root, profile).join(format!("{name}.sos"))
 }
 
 /// The page protections of the mapping, from `/proc/self/maps`.

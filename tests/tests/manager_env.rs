@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use xplug_abi::StatusCode;
+use xplug_fixtures::build_minimal_c_plugin;
 use xplug_manager::Manager;
 use xplug_manager::spec::{ENV_SEPARATOR, ENV_VAR};
-use xplug_tests::build_minimal_c_plugin;
 
 #[repr(C)]
 struct Binop {

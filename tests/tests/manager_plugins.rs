@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use xplug_abi::{Resolution, StatusCode};
+use xplug_fixtures::build_minimal_c_plugin;
 use xplug_manager::{Error, Manager};
-use xplug_tests::build_minimal_c_plugin;
 
 #[repr(C)]
 struct Binop {
@@ -142,7 +142,8 @@ fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
     // `sample_system` lists its parameters (`multiplier`): the host refuses
     // any other key itself, naming the closest declared one, so the plugin's
     // `load` never sees it.
-    let library = xtask::plugins::built_for_tests().join(xtask::plugins::library_file_name("sample_system"));
+    let library = xplug_fixtures::plugins::built_for_tests()
+        .join(xplug_fixtures::plugins::library_file_name("sample_system"));
     let spec = format!("{}?multplier=3", library.display());
     let manager = Manager::new();
     // SAFETY: the repository's example plugin.

@@ -8,7 +8,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use xplug_tests::{c_compiler, run_compiler, workspace_root};
+use xplug_fixtures::{c_compiler, run_compiler, workspace_root};
 
 /// (plugin descriptor, committed header path relative to the workspace).
 fn plugins() -> [(xplug_sdk::PluginDescriptor, &'static str); 2] {

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xplug_cli::output::format_ns;
+
 /// What can go wrong.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -381,16 +383,6 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
         1.02,
     )?;
     Ok(out)
-}
-
-fn format_ns(ns: f64) -> String {
-    if ns < 1_000.0 {
-        format!("{ns:.1} ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.2} µs", ns / 1_000.0)
-    } else {
-        format!("{:.2} ms", ns / 1_000_000.0)
-    }
 }
 
 /// Two decimals, or three where two would show 1.00x: a level row then

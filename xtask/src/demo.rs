@@ -8,7 +8,7 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use crate::iree_e2e::{self, E2eError, MUL_CALL};
-use crate::plugins::{self, BuildError, PluginProfile};
+use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
 
 /// Elements of the IREE program's inputs.
 pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;
@@ -80,7 +80,18 @@ pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<ExitStatus, Dem
 fn xplug(root: &Path, debug: bool) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
-    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli", "--bin", "xplug"]);
+    // With the example static plugin linked in (the shipped binary has none),
+    // so the demo shows a dynamic plugin overriding a static one.
+    command.current_dir(root).args([
+        "run",
+        "--quiet",
+        "-p",
+        "xplug-cli",
+        "--bin",
+        "xplug",
+        "--features",
+        "sample-static",
+    ]);
     if !debug {
         command.arg("--release");
     }

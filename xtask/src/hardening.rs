@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::plugins::{self, PluginProfile};
+use xplug_fixtures::plugins::{self, PluginProfile};
 
 /// What can go wrong in a hardening run.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 //! 1. [`toolchain`] makes, once, a Python virtual environment under
 //!    `target/iree-venv` holding `iree-base-compiler` and `iree-base-runtime`
 //!    pinned to [`IREE_VERSION`] (from PyPI), and reuses it afterwards;
-//! 2. [`run`] builds the example plugins ([`crate::plugins::build`]) and the
+//! 2. [`run`] builds the example plugins ([`xplug_fixtures::plugins::build`]) and the
 //!    tests' own C plugin (`tests/iree/e2e_plugin.c`, built twice), compiles
 //!    each program with `iree-compile`, writes the inputs as `.npy` files,
 //!    runs `iree-run-module` for every [`Case`] and reads the `.npy` outputs
@@ -33,7 +33,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::plugins::{self, BuildError, PluginProfile};
+use xplug_cli::output::{Style, Table};
+use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
 use xplug_npy as npy;
 
 /// The IREE release the end-to-end tests pin (`iree-base-compiler` and
@@ -331,8 +332,11 @@ impl Report {
                 format!("{passed}/{} {verdict}", group.len()),
             ]);
         }
-        let header = ["program", "--executable_plugin (in order)", "expected", "result"].map(str::to_owned);
-        let mut text = crate::text_table(&header, &rows);
+        let mut table = Table::new(["program", "--executable_plugin (in order)", "expected", "result"]);
+        for row in rows {
+            table.row(row);
+        }
+        let mut text = table.render(Style::plain());
         for (case, outcome) in &self.results {
             let detail = match outcome {
                 Outcome::Pass => continue,
@@ -455,7 +459,7 @@ pub fn prepare(root: &Path, profile: PluginProfile) -> Result<Prepared, E2eError
     let source = root.join("tests").join("iree").join("e2e_plugin.c");
     for (name, define) in [(SUB_PLUGIN, "XPLUG_E2E_SUB"), (MARKER_PLUGIN, "XPLUG_E2E_MARKER")] {
         let path = work.join(plugins::library_file_name(name));
-        if let Some(note) = plugins::compile_c(root, &source, &[define], &path, profile)
+        if let Some(note) = plugins::compile_c(&source, &[define], &path, profile)
             .map_err(|source| E2eError::Build { source })?
         {
             return Err(E2eError::Build { source: BuildError::Skipped { name: name.to_owned(), note } });

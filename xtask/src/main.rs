@@ -137,9 +137,12 @@ fn main() -> ExitCode {
         }
         Command::BuildPlugins { release } => {
             let root = xtask::workspace_root();
-            match xtask::plugins::build(&root, xtask::plugins::PluginProfile::from_release_flag(release)) {
+            match xplug_fixtures::plugins::build(
+                &root,
+                xplug_fixtures::plugins::PluginProfile::from_release_flag(release),
+            ) {
                 Ok(built) => {
-                    print!("{}", xtask::plugins::table(&root, &built));
+                    print!("{}", xtask::plugins_table(&root, &built));
                     for plugin in built.iter().filter(|plugin| plugin.path.is_none()) {
                         eprintln!("warning: {}: {}", plugin.name, plugin.note);
                     }
@@ -153,7 +156,7 @@ fn main() -> ExitCode {
         }
         Command::IreeE2e { debug } => {
             let root = xtask::workspace_root();
-            let profile = xtask::plugins::PluginProfile::from_release_flag(!debug);
+            let profile = xplug_fixtures::plugins::PluginProfile::from_release_flag(!debug);
             let cases = xtask::iree_e2e::cases().len();
             let mut done = 0;
             let result = xtask::iree_e2e::run(&root, profile, |case, outcome| {
@@ -175,7 +178,7 @@ fn main() -> ExitCode {
                         "\nIREE {} (iree-compile, iree-run-module --device=local-sync), {} plugins from {}\n",
                         xtask::iree_e2e::IREE_VERSION,
                         profile.dir_name(),
-                        xtask::plugins::output_dir(&root, profile).display()
+                        xplug_fixtures::plugins::output_dir(&root, profile).display()
                     );
                     print!("{}", report.table());
                     if report.all_passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }

@@ -4,17 +4,15 @@
 //! unload with every allocation freed). Also checks that the SDK's no-`std`
 //! path compiles.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+use xplug_fixtures::{c_compiler, workspace_root as root};
 
 /// Where `build-plugins` (without `--release`) puts the plugins.
 fn plugin_dir() -> PathBuf {
-    xtask::plugins::output_dir(&root(), xtask::plugins::PluginProfile::Debug)
+    xplug_fixtures::plugins::output_dir(&root(), xplug_fixtures::plugins::PluginProfile::Debug)
 }
 
 fn run_build_plugins() -> String {
@@ -40,7 +38,7 @@ fn built() -> &'static (String, PathBuf) {
         let second = run_build_plugins();
         assert_eq!(first, second, "a second build-plugins run must report the same files and sizes");
         let host = plugin_dir().join("c_host_test");
-        let output = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".to_owned()))
+        let output = Command::new(c_compiler())
             .args([
                 "-std=c99",
                 "-Wall",

@@ -6,15 +6,13 @@
 //! The first run creates `target/iree-venv` from PyPI; without network
 //! access that fails with a message saying so (the test does not skip).
 
-use std::path::Path;
-
+use xplug_fixtures::plugins::PluginProfile;
 use xtask::iree_e2e::{self, Expected, Outcome};
-use xtask::plugins::PluginProfile;
 
 #[test]
 fn example_plugins_compute_the_right_results_inside_iree() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let report = iree_e2e::run(root, PluginProfile::Debug, |case, outcome| {
+    let root = xplug_fixtures::workspace_root();
+    let report = iree_e2e::run(&root, PluginProfile::Debug, |case, outcome| {
         if !matches!(outcome, Outcome::Pass) {
             eprintln!("FAILED: {} with {:?} at n = {}", case.program.file, case.plugins, case.size);
         }

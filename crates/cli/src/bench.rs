@@ -8,7 +8,7 @@
 //! - call: each resolved import through a `ResolvedImport` handle (checked
 //!   once), with a zeroed parameter block.
 
-use std::ffi::{CString, c_void};
+use std::ffi::CString;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use xplug_manager::Manager;
 use xplug_manager::spec::PluginSpec;
-use xplug_providers::{ResolveRequest, SymbolName};
+use xplug_providers::RequestSlots;
 
 use crate::error::CliError;
-use crate::output::{Progress, Style, Table, print_json, safe};
+use crate::output::{Progress, Style, Table, format_ns, print_json, safe};
 use crate::{resolve, trust};
 
 /// How long one timed batch should take at least.
@@ -80,9 +80,8 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         drop(black_box((manager, loaded)));
     });
     let manager = Manager::new();
-    trust::load_spec(&manager, options.plugin)?;
+    let plugin_name = trust::load_spec(&manager, options.plugin)?.name().to_owned();
     let manager = Arc::new(manager);
-    let plugin_name = manager.providers().pop().unwrap_or_default();
 
     let mut names = options.symbols.to_vec();
     resolve::sort_imports(&mut names);
@@ -93,22 +92,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
                 .map_err(|_| CliError::Usage { message: format!("import name {name:?} contains a NUL byte") })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let symbols: Vec<SymbolName<'_>> = c_names.iter().map(|name| SymbolName::new(name)).collect();
-    let mut fns = vec![std::ptr::null_mut::<c_void>(); names.len()];
-    let mut contexts = vec![std::ptr::null_mut::<c_void>(); names.len()];
+    let mut slots = RequestSlots::for_names(&c_names);
     // One untimed resolve for the verdict and the count.
-    let verdict = {
-        let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts)
-            .map_err(|source| CliError::Load { what: options.plugin.to_owned(), source })?;
-        manager.resolve(&mut request)
-    };
-    let resolved = fns.iter().filter(|f| !f.is_null()).count();
+    let verdict = manager.resolve(&mut slots.request());
+    let resolved = slots.fns().iter().filter(|f| !f.is_null()).count();
     let resolve_ns = median_ns(options.runs, || {
-        fns.fill(std::ptr::null_mut());
-        contexts.fill(std::ptr::null_mut());
-        if let Ok(mut request) = ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
-            let _ = black_box(manager.resolve(&mut request));
-        }
+        slots.fill_all(std::ptr::null_mut(), std::ptr::null_mut());
+        let _ = black_box(manager.resolve(&mut slots.request()));
     });
     let mut calls = Vec::new();
     if let Some(bytes) = options.call_bytes
@@ -173,19 +163,8 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         print!("{}", table.render(style));
     }
     if let Some(failure) = failure {
-        crate::report_error(&failure);
+        crate::error::report_error(&failure);
         return Ok(1);
     }
     Ok(0)
-}
-
-/// `12.3 ns`, `4.56 µs`, `7.89 ms`.
-pub(crate) fn format_ns(ns: f64) -> String {
-    if ns < 1_000.0 {
-        format!("{ns:.1} ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.2} µs", ns / 1_000.0)
-    } else {
-        format!("{:.2} ms", ns / 1_000_000.0)
-    }
 }

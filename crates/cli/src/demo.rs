@@ -1,7 +1,9 @@
 //! `xplug demo`: the custom-dispatch story end to end.
 //!
-//! A runtime with the static Rust plugin (`sample_static`) compiled in and
-//! the example plugins from `target/plugins/` registered after it resolves
+//! A runtime with the plugins linked into xplug (the static Rust plugin
+//! `sample_static` when built with the `sample-static` feature, as `cargo
+//! xtask demo` builds it; none in the shipped binary) and the example
+//! plugins from `target/plugins/` registered after them resolves
 //! an executable's import table, then dispatches `simple_mul_workgroup`
 //! over a few million floats on every core and checks the result against a
 //! plain Rust loop.
@@ -219,9 +221,9 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     // The runtime: static plugins first, then the dynamic ones in order.
     let mut runtime = Runtime::build(true, &specs)?;
     // The directory is printed once; the tables name the files.
-    for label in &mut runtime.labels {
-        if let Some(file) = Path::new(&label.source).file_name() {
-            label.source = file.to_string_lossy().into_owned();
+    for provider in &mut runtime.providers {
+        if let Some(file) = Path::new(&provider.source).file_name() {
+            provider.source = file.to_string_lossy().into_owned();
         }
     }
     let static_only = Runtime::build(true, &[])?;
@@ -273,16 +275,18 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     if json {
         print_json(&json!({
             "ok": true,
-            "scan_order": runtime.scan_order().iter().map(|&i| json!({
-                "index": i, "name": runtime.labels[i].name, "source": runtime.labels[i].source,
+            "scan_order": runtime.scan_order().map(|provider| json!({
+                "index": provider.registered.index(),
+                "name": provider.registered.name(),
+                "source": provider.source,
             })).collect::<Vec<_>>(),
             "imports": rows.iter().map(|(name, provider, statically)| json!({
                 "name": name,
                 "optional": name.starts_with('?'),
                 "resolved": provider.is_some(),
-                "provider": provider.map(|i| runtime.labels[i].name.clone()),
+                "provider": provider.map(|i| runtime.name(i)),
                 "provider_index": provider,
-                "overrides_static": statically.filter(|s| Some(*s) != *provider).map(|s| static_only.labels[s].name.clone()),
+                "overrides_static": statically.filter(|s| Some(*s) != *provider).map(|s| static_only.name(s)),
             })).collect::<Vec<_>>(),
             "missing_optional": imports.resolution().contains(xplug_abi::Resolution::MISSING_OPTIONAL),
             "elements": n,
@@ -303,9 +307,12 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     println!("plugins from {}\n", dir.display());
     println!("{}", style.bold("scan order (newest first; the first provider with a name wins):"));
     let mut order = Table::new(["#", "provider", "source"]);
-    for index in runtime.scan_order() {
-        let label = &runtime.labels[index];
-        order.row([index.to_string(), label.name.clone(), label.source.clone()]);
+    for provider in runtime.scan_order() {
+        order.row([
+            provider.registered.index().to_string(),
+            provider.registered.name().to_owned(),
+            provider.source.clone(),
+        ]);
     }
     print!("{}", order.render(style));
     println!("\n{}", style.bold("import table (sorted by bare name, as IREE's compiler emits it):"));

@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
+use serde_json::{Value, json};
 use xplug_abi::StatusCode;
+use xplug_probe::ProbeFailure;
+
+use crate::output::{Style, terminal_safe};
 
 /// Everything a command can fail with.
 ///
@@ -166,7 +170,7 @@ impl CliError {
             "code": self.code().to_string(),
             "message": self.to_string(),
             "causes": self.causes(),
-            "fault": self.fault().map(crate::isolate::fault_json),
+            "fault": self.fault().map(fault_json),
         })
     }
 
@@ -277,6 +281,35 @@ impl CliError {
             next = cause.source();
         }
         causes
+    }
+}
+
+/// The JSON description of a fault: kind, signal (for a crash), stage,
+/// timeout (for a hang).
+pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
+    match failure {
+        ProbeFailure::Crashed { signal, stage } => json!({
+            "kind": failure.kind(),
+            "signal": signal.to_string(),
+            "stage": stage.map(|s| s.as_str()),
+        }),
+        ProbeFailure::TimedOut { stage, limit } => json!({
+            "kind": failure.kind(),
+            "stage": stage.map(|s| s.as_str()),
+            "timeout_s": limit.as_secs_f64(),
+        }),
+        _ => json!({ "kind": failure.kind(), "stage": failure.stage().map(|s| s.as_str()) }),
+    }
+}
+
+/// Prints `error` on stderr: the message, then each cause on its own line.
+pub(crate) fn report_error(error: &CliError) {
+    let style = Style::stderr();
+    // Messages quote plugin strings: escaped, like every plugin string
+    // in the human output.
+    eprintln!("{} {}", style.bad("error:"), terminal_safe(&error.to_string()));
+    for cause in error.causes() {
+        eprintln!("  caused by: {}", terminal_safe(&cause));
     }
 }
 

@@ -199,7 +199,7 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     }
     match report.load_error {
         Some(error) => {
-            crate::report_error(&error);
+            crate::error::report_error(&error);
             Ok(1)
         }
         None => Ok(0),

@@ -10,8 +10,7 @@ use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use xplug_probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus};
+use xplug_probe::{Probe, ProbeOutput, ProbeStatus};
 
 use crate::error::CliError;
 
@@ -72,22 +71,4 @@ pub(crate) fn forward(stdout: &[u8], stderr: &[u8]) {
     // A closed stdout or stderr is not worth a panic.
     let _ = std::io::stdout().lock().write_all(stdout);
     let _ = std::io::stderr().lock().write_all(stderr);
-}
-
-/// The JSON description of a fault: kind, signal (for a crash), stage,
-/// timeout (for a hang).
-pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
-    match failure {
-        ProbeFailure::Crashed { signal, stage } => json!({
-            "kind": failure.kind(),
-            "signal": signal.to_string(),
-            "stage": stage.map(|s| s.as_str()),
-        }),
-        ProbeFailure::TimedOut { stage, limit } => json!({
-            "kind": failure.kind(),
-            "stage": stage.map(|s| s.as_str()),
-            "timeout_s": limit.as_secs_f64(),
-        }),
-        _ => json!({ "kind": failure.kind(), "stage": failure.stage().map(|s| s.as_str()) }),
-    }
 }

@@ -16,8 +16,10 @@
     reason = "a `CliError` is built at most a few times per process, on the way out; boxing every source would only add noise"
 )]
 
+// With the `sample-static` feature (the tests' build, `cargo xtask demo`),
 // `sample_static` registers itself in `xplug_providers::static_plugins()`
 // from a constructor the linker keeps only if the crate is named.
+#[cfg(feature = "sample-static")]
 use sample_static as _;
 
 mod bench;
@@ -29,7 +31,7 @@ mod fatelf;
 mod inspect;
 mod isolate;
 mod new;
-mod output;
+use xplug_cli::output;
 mod resolve;
 mod run;
 mod trust;
@@ -40,7 +42,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
-use crate::error::CliError;
+use crate::error::{CliError, report_error};
 use crate::output::{Style, Table, print_json};
 
 #[derive(Debug, Parser)]
@@ -83,7 +85,8 @@ enum Command {
         /// ones are asked first.
         #[arg(long = "plugin", value_name = "PLUGIN")]
         plugins: Vec<String>,
-        /// Register the plugins linked into xplug first (`sample_static`).
+        /// Register the plugins linked into xplug first (none in the shipped
+        /// binary; `sample_static` with the `sample-static` feature).
         #[arg(long = "static")]
         with_static: bool,
         /// Import names; a leading `?` marks an optional import.
@@ -226,17 +229,6 @@ enum Command {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
         passes: u32,
     },
-}
-
-/// Prints `error` on stderr: the message, then each cause on its own line.
-pub(crate) fn report_error(error: &CliError) {
-    let style = Style::stderr();
-    // Messages quote plugin strings: escaped, like every plugin string
-    // in the human output.
-    eprintln!("{} {}", style.bad("error:"), output::terminal_safe(&error.to_string()));
-    for cause in error.causes() {
-        eprintln!("  caused by: {}", output::terminal_safe(&cause));
-    }
 }
 
 fn run(cli: &Cli) -> Result<u8, CliError> {

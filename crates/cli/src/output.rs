@@ -1,5 +1,6 @@
 //! Human output: aligned tables, colour only on a terminal, progress on
-//! stderr; and the single JSON object of `--json`.
+//! stderr, durations; and the single JSON object of `--json`. `xtask`
+//! prints its tables and benchmark times with the same helpers.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,30 +8,36 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// Whether to colour stdout: only when it is a terminal and `NO_COLOR` is unset.
-pub(crate) fn colour_stdout() -> bool {
+pub fn colour_stdout() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// Whether to colour stderr, by the same rule.
-pub(crate) fn colour_stderr() -> bool {
+pub fn colour_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
 /// ANSI styling that turns itself off when not on a terminal.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Style {
+pub struct Style {
     enabled: bool,
 }
 
 impl Style {
     /// Styling for stdout.
-    pub(crate) fn stdout() -> Self {
+    pub fn stdout() -> Self {
         Self { enabled: colour_stdout() }
     }
 
     /// Styling for stderr.
-    pub(crate) fn stderr() -> Self {
+    pub fn stderr() -> Self {
         Self { enabled: colour_stderr() }
+    }
+
+    /// No styling: for text that is returned rather than printed.
+    #[must_use]
+    pub fn plain() -> Self {
+        Self { enabled: false }
     }
 
     fn paint(self, code: &str, text: &str) -> String {
@@ -38,22 +45,22 @@ impl Style {
     }
 
     /// Green (success).
-    pub(crate) fn good(self, text: &str) -> String {
+    pub fn good(self, text: &str) -> String {
         self.paint("32", text)
     }
 
     /// Red (failure).
-    pub(crate) fn bad(self, text: &str) -> String {
+    pub fn bad(self, text: &str) -> String {
         self.paint("31", text)
     }
 
     /// Yellow (warning, optional).
-    pub(crate) fn warn(self, text: &str) -> String {
+    pub fn warn(self, text: &str) -> String {
         self.paint("33", text)
     }
 
     /// Bold (headings).
-    pub(crate) fn bold(self, text: &str) -> String {
+    pub fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
 }
@@ -64,7 +71,7 @@ impl Style {
 /// `\u{202e}`), so a plugin's strings cannot move the cursor, recolour or
 /// rewrite what the report shows. A string without such characters is
 /// returned as it is.
-pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     fn unsafe_char(c: char) -> bool {
         c.is_control()
             || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
@@ -87,7 +94,7 @@ pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// [`terminal_safe`], owned.
-pub(crate) fn safe(text: &str) -> String {
+pub fn safe(text: &str) -> String {
     terminal_safe(text).into_owned()
 }
 
@@ -108,24 +115,24 @@ fn visible_width(text: &str) -> usize {
 
 /// A table whose columns are padded to their widest cell.
 #[derive(Debug, Default)]
-pub(crate) struct Table {
+pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
     /// A table with these column titles.
-    pub(crate) fn new<I: IntoIterator<Item = S>, S: Into<String>>(header: I) -> Self {
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(header: I) -> Self {
         Self { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
     }
 
     /// Appends a row (cells may contain colour escapes).
-    pub(crate) fn row<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, cells: I) {
+    pub fn row<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, cells: I) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
     /// The table as text, two spaces between columns, no trailing spaces.
-    pub(crate) fn render(&self, style: Style) -> String {
+    pub fn render(&self, style: Style) -> String {
         let columns = self.rows.iter().map(Vec::len).chain([self.header.len()]).max().unwrap_or(0);
         let mut widths = vec![0; columns];
         for row in self.rows.iter().chain([&self.header]) {
@@ -158,8 +165,21 @@ impl Table {
     }
 }
 
+/// A duration in nanoseconds as people read it: `12.3 ns`, `4.56 µs`,
+/// `7.89 ms`.
+#[must_use]
+pub fn format_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.1} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.2} µs", ns / 1_000.0)
+    } else {
+        format!("{:.2} ms", ns / 1_000_000.0)
+    }
+}
+
 /// Prints `value` as the one JSON object of a `--json` run.
-pub(crate) fn print_json(value: &serde_json::Value) {
+pub fn print_json(value: &serde_json::Value) {
     let mut stdout = std::io::stdout().lock();
     // A closed stdout (for example `| head`) is not worth a panic.
     let _ = serde_json::to_writer_pretty(&mut stdout, value);
@@ -172,14 +192,14 @@ static PROGRESS_SHOWN: AtomicBool = AtomicBool::new(false);
 /// A progress indicator on stderr that appears only when its phase lasts
 /// longer than a second, and disappears (on a terminal) when it ends.
 #[derive(Debug)]
-pub(crate) struct Progress {
+pub struct Progress {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Progress {
     /// Starts watching a phase called `label`.
-    pub(crate) fn start(label: &str) -> Self {
+    pub fn start(label: &str) -> Self {
         let (stop, stopped) = mpsc::channel::<()>();
         let label = label.to_owned();
         let thread = std::thread::spawn(move || {
@@ -211,7 +231,7 @@ impl Progress {
     }
 
     /// Ends the phase and clears the indicator.
-    pub(crate) fn finish(mut self) {
+    pub fn finish(mut self) {
         self.end();
     }
 

@@ -6,29 +6,31 @@ use std::sync::Arc;
 
 use serde_json::json;
 use xplug_abi::{Resolution, bare_name};
-use xplug_manager::{Manager, SlotSource};
-use xplug_providers::{ResolveRequest, SymbolName};
+use xplug_manager::spec::{STATIC_PREFIX, env_specs};
+use xplug_manager::{Manager, Registered, SlotSource};
+use xplug_providers::{RequestSlots, static_plugins};
 
-use crate::error::CliError;
+use crate::error::{CliError, report_error};
 use crate::output::{Style, Table, print_json, safe};
-use crate::report_error;
 use crate::trust;
 
-/// One registered provider, in registration order.
+/// A provider this runtime registered: the manager's handle for it and
+/// where it came from.
 #[derive(Clone, Debug)]
-pub(crate) struct ProviderLabel {
-    /// The provider's name (its plugin header name).
-    pub(crate) name: String,
+pub(crate) struct Provider {
+    /// Its registration index and name, as the manager returned them.
+    pub(crate) registered: Registered,
     /// Where it came from: `static` or the spec it was loaded from.
     pub(crate) source: String,
 }
 
-/// A manager built as `resolve` builds it, with labels for its providers.
+/// A manager built as `resolve` builds it, with what it registered.
 pub(crate) struct Runtime {
     /// The manager.
     pub(crate) manager: Arc<Manager>,
-    /// Labels in registration order (index = registration index).
-    pub(crate) labels: Vec<ProviderLabel>,
+    /// What was registered, in registration order (index = registration
+    /// index, as the manager numbers its providers).
+    pub(crate) providers: Vec<Provider>,
 }
 
 impl Runtime {
@@ -37,56 +39,49 @@ impl Runtime {
     /// `--plugin` overrides the environment, as later specs override earlier
     /// ones).
     pub(crate) fn build(with_static: bool, specs: &[String]) -> Result<Self, CliError> {
-        let mut all = env_specs()?;
-        all.extend(specs.iter().cloned());
-        let specs = &all;
-        let mut labels = Vec::new();
-        let manager = if with_static {
-            let manager = Manager::new().with_static_plugins().map_err(|source| CliError::Manager {
-                context: "cannot register the static plugins linked into xplug".to_owned(),
-                source,
-            })?;
-            // `providers()` lists them newest first.
-            let names = manager.providers();
-            labels
-                .extend(names.into_iter().rev().map(|name| ProviderLabel { name, source: "static".into() }));
-            manager
-        } else {
-            Manager::new()
-        };
-        for spec in specs {
-            trust::load_spec(&manager, spec)?;
-            let name = manager.providers().first().cloned().unwrap_or_default();
-            labels.push(ProviderLabel { name, source: spec.clone() });
+        let env_specs = env_specs().map_err(|source| CliError::Manager {
+            context: format!("cannot use the plugins listed in {}", xplug_manager::spec::ENV_VAR),
+            source,
+        })?;
+        let manager = Manager::new();
+        let mut providers = Vec::new();
+        if with_static {
+            // In name order, as `Manager::with_static_plugins` registers them.
+            for registration in static_plugins() {
+                let spec = format!("{STATIC_PREFIX}{}", registration.name());
+                providers.push(Provider {
+                    registered: trust::load_spec(&manager, &spec)?,
+                    source: "static".into(),
+                });
+            }
         }
-        Ok(Self { manager: Arc::new(manager), labels })
+        for spec in env_specs.iter().chain(specs) {
+            providers.push(Provider { registered: trust::load_spec(&manager, spec)?, source: spec.clone() });
+        }
+        Ok(Self { manager: Arc::new(manager), providers })
+    }
+
+    /// The provider at registration index `index`.
+    pub(crate) fn provider(&self, index: usize) -> Option<&Provider> {
+        self.providers.iter().find(|provider| provider.registered.index() == index)
+    }
+
+    /// The name of the provider at registration index `index`.
+    pub(crate) fn name(&self, index: usize) -> &str {
+        self.provider(index).map_or("?", |provider| provider.registered.name())
     }
 
     /// `name (source)` of the provider at registration index `index`.
     pub(crate) fn describe(&self, index: usize) -> String {
-        self.labels.get(index).map_or_else(|| format!("#{index}"), |l| format!("{} ({})", l.name, l.source))
+        self.provider(index).map_or_else(
+            || format!("#{index}"),
+            |provider| format!("{} ({})", provider.registered.name(), provider.source),
+        )
     }
 
-    /// Registration indices, newest first (the scan order).
-    pub(crate) fn scan_order(&self) -> Vec<usize> {
-        (0..self.labels.len()).rev().collect()
-    }
-}
-
-/// The specs listed in `XPLUG_PLUGINS` (`:`-separated on Unix, `;` on
-/// Windows), as `xplug_manager::Manager::from_env` reads them.
-fn env_specs() -> Result<Vec<String>, CliError> {
-    use xplug_manager::spec::{ENV_SEPARATOR, ENV_VAR, split_spec_list};
-    match std::env::var(ENV_VAR) {
-        Ok(value) => Ok(split_spec_list(&value, ENV_SEPARATOR)),
-        Err(std::env::VarError::NotPresent) => Ok(Vec::new()),
-        Err(std::env::VarError::NotUnicode(raw)) => Err(CliError::Manager {
-            context: format!("cannot use the plugins listed in {ENV_VAR}"),
-            source: xplug_manager::Error::InvalidEnvironment {
-                variable: ENV_VAR,
-                reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
-            },
-        }),
+    /// The providers, newest first (the scan order).
+    pub(crate) fn scan_order(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.iter().rev()
     }
 }
 
@@ -113,20 +108,8 @@ pub(crate) fn sort_imports(names: &mut [String]) {
 type Traced = (Vec<Option<usize>>, Result<Resolution, xplug_manager::Error>, Vec<xplug_manager::SlotRewrite>);
 
 fn traced(manager: &Manager, names: &[CString]) -> Traced {
-    let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-    let mut fns = vec![std::ptr::null_mut(); names.len()];
-    let mut contexts = vec![std::ptr::null_mut(); names.len()];
-    let mut request = match ResolveRequest::new(&symbols, &mut fns, &mut contexts) {
-        Ok(request) => request,
-        Err(error) => {
-            return (
-                vec![None; names.len()],
-                Err(xplug_manager::Error::InvalidRequest { reason: error.to_string() }),
-                Vec::new(),
-            );
-        }
-    };
-    let (trace, result) = manager.resolve_traced(&mut request);
+    let mut slots = RequestSlots::for_names(names);
+    let (trace, result) = manager.resolve_traced(&mut slots.request());
     let providers = trace
         .slots
         .iter()
@@ -181,16 +164,16 @@ pub(crate) fn run(
             "ok": failure.is_none(),
             "error": failure.as_ref().map(CliError::to_json),
             "missing_optional": missing_optional,
-            "scan_order": runtime.scan_order().iter().map(|&i| json!({
-                "index": i,
-                "name": runtime.labels[i].name,
-                "source": runtime.labels[i].source,
+            "scan_order": runtime.scan_order().map(|provider| json!({
+                "index": provider.registered.index(),
+                "name": provider.registered.name(),
+                "source": provider.source,
             })).collect::<Vec<_>>(),
             "symbols": outcome.names.iter().zip(&outcome.providers).map(|(name, provider)| json!({
                 "name": name,
                 "optional": name.starts_with('?'),
                 "resolved": provider.is_some(),
-                "provider": provider.map(|i| runtime.labels[i].name.clone()),
+                "provider": provider.map(|i| runtime.name(i)),
                 "provider_index": provider,
             })).collect::<Vec<_>>(),
             "rewrites": outcome.rewrites.iter().map(|rewrite| json!({
@@ -203,14 +186,14 @@ pub(crate) fn run(
         let style = Style::stdout();
         println!("{}", style.bold("scan order (newest first):"));
         let mut order = Table::new(["#", "provider", "source"]);
-        for index in runtime.scan_order() {
+        for provider in runtime.scan_order() {
             order.row([
-                index.to_string(),
-                safe(&runtime.labels[index].name),
-                safe(&runtime.labels[index].source),
+                provider.registered.index().to_string(),
+                safe(provider.registered.name()),
+                safe(&provider.source),
             ]);
         }
-        if runtime.labels.is_empty() {
+        if runtime.providers.is_empty() {
             println!("  (no providers; pass --plugin PLUGIN or --static, or list specs in XPLUG_PLUGINS)");
         } else {
             print!("{}", order.render(style));

@@ -184,11 +184,9 @@ fn write_output(value: &Value, path: &str) -> Result<(), CliError> {
 
 fn provider_label(built: &crate::resolve::Runtime, name: &str) -> String {
     built
-        .labels
-        .iter()
-        .rev()
-        .find(|label| label.name == name)
-        .map_or_else(|| name.to_owned(), |label| format!("{} ({})", label.name, label.source))
+        .scan_order()
+        .find(|provider| provider.registered.name() == name)
+        .map_or_else(|| name.to_owned(), |provider| format!("{name} ({})", provider.source))
 }
 
 fn imports_table(built: &crate::resolve::Runtime, executables: &[ExecutableImports], style: Style) -> String {

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use xplug_manager::Manager;
+use xplug_manager::{Manager, Registered};
 
 use crate::error::CliError;
 use xplug_providers::embedded_elf::ElfImage;
@@ -42,9 +42,9 @@ pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_provider
     unsafe { RawLibrary::open(path) }
 }
 
-/// Loads the plugin `spec` names into `manager`; the error says which
-/// plugin could not be loaded.
-pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<(), CliError> {
+/// Loads the plugin `spec` names into `manager`; returns the manager's
+/// handle for it, or an error saying which plugin could not be loaded.
+pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<Registered, CliError> {
     // SAFETY: as in `load_embedded_image`: the spec came from the command line
     // (or names a plugin this project built) and the user chose to load it.
     unsafe { manager.load_spec(spec) }

@@ -9,7 +9,7 @@ mod common;
 use common::{json, xplug};
 
 fn minimal_plugin(dir: &Path) -> PathBuf {
-    xplug_tests::build_minimal_c_plugin(dir)
+    xplug_fixtures::build_minimal_c_plugin(dir)
 }
 
 fn path_str(path: &Path) -> &str {
@@ -76,10 +76,10 @@ fn resolve_with_two_plugins_names_the_newest_provider() {
     let dir = tempfile::tempdir().unwrap();
     let first = minimal_plugin(dir.path());
     // A second copy under another file name and header name.
-    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+    let code = std::fs::read_to_string(xplug_fixtures::workspace_root().join("tests/c/minimal_plugin.c"))
         .unwrap()
         .replace("\"c_minimal\"", "\"c_minimal_copy\"");
-    let second = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_minimal_copy", &[]);
+    let second = xplug_fixtures::build_c_plugin_from_code(&code, dir.path(), "c_minimal_copy", &[]);
     let value =
         json(&["resolve", "--plugin", path_str(&first), "--plugin", path_str(&second), "c_add_i32"], 0);
     assert_eq!(value["symbols"][0]["provider"], "c_minimal_copy");
@@ -152,7 +152,7 @@ fn check_passes_for_a_conforming_plugin() {
 #[test]
 fn check_flags_an_inverted_version_test_and_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+    let code = std::fs::read_to_string(xplug_fixtures::workspace_root().join("tests/c/minimal_plugin.c"))
         .unwrap()
         // IREE's samples return NULL when max_version > 1.
         .replace(
@@ -161,7 +161,7 @@ fn check_flags_an_inverted_version_test_and_a_leak() {
         )
         // Forget to free the state.
         .replace("iree_hal_executable_plugin_allocator_free(state->host_allocator, state);", "(void)state;");
-    let plugin = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_sloppy", &[]);
+    let plugin = xplug_fixtures::build_c_plugin_from_code(&code, dir.path(), "c_sloppy", &[]);
     let value = json(&["check", path_str(&plugin)], 1);
     assert_eq!(value["ok"], false);
     let failed: Vec<&str> = value["checks"]
@@ -205,10 +205,10 @@ fn demo_without_built_plugins_says_how_to_build_them() {
 #[test]
 fn inspect_shows_the_header_of_a_plugin_the_loader_refuses() {
     let dir = tempfile::tempdir().unwrap();
-    let code = std::fs::read_to_string(xplug_tests::workspace_root().join("tests/c/minimal_plugin.c"))
+    let code = std::fs::read_to_string(xplug_fixtures::workspace_root().join("tests/c/minimal_plugin.c"))
         .unwrap()
         .replace(".sanitizer = IREE_HAL_EXECUTABLE_PLUGIN_SANITIZER_KIND", ".sanitizer = 1 /* address */");
-    let plugin = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "c_asan", &[]);
+    let plugin = xplug_fixtures::build_c_plugin_from_code(&code, dir.path(), "c_asan", &[]);
     let value = json(&["inspect", path_str(&plugin)], 1);
     assert_eq!(value["name"], "c_minimal");
     assert_eq!(value["sanitizer"], "address");

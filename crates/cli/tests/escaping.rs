@@ -7,10 +7,11 @@ use std::process::Command;
 #[test]
 fn control_characters_in_plugin_strings_are_escaped_in_human_output() {
     let dir = tempfile::tempdir().unwrap();
-    let configurable = xplug_tests::workspace_root().join("crates/providers/tests/c/configurable_plugin.c");
+    let configurable =
+        xplug_fixtures::workspace_root().join("crates/providers/tests/c/configurable_plugin.c");
     let code =
         format!("#define PLUGIN_NAME \"evil\\x1b[2J\\rname\"\n#include \"{}\"\n", configurable.display());
-    let plugin = xplug_tests::build_c_plugin_from_code(&code, dir.path(), "evil", &[]);
+    let plugin = xplug_fixtures::build_c_plugin_from_code(&code, dir.path(), "evil", &[]);
     let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
         .args(["inspect", plugin.to_str().unwrap()])
         .env("NO_COLOR", "1")

@@ -8,11 +8,11 @@ use common::json;
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
-    xtask::plugins::built_for_tests()
+    xplug_fixtures::plugins::built_for_tests()
 }
 
 fn library(name: &str) -> String {
-    plugins().join(xtask::plugins::library_file_name(name)).display().to_string()
+    plugins().join(xplug_fixtures::plugins::library_file_name(name)).display().to_string()
 }
 
 #[test]

@@ -7,7 +7,7 @@ use common::json_output;
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
-    xtask::plugins::built_for_tests()
+    xplug_fixtures::plugins::built_for_tests()
 }
 
 #[test]

@@ -12,12 +12,12 @@ use common::{json, xplug};
 
 /// The providers' configurable fault plugin.
 fn configurable_source() -> PathBuf {
-    xplug_tests::workspace_root().join("crates/providers/tests/c/configurable_plugin.c")
+    xplug_fixtures::workspace_root().join("crates/providers/tests/c/configurable_plugin.c")
 }
 
 /// The configurable plugin built with `-D{flag}` into `dir`.
 fn faulty_plugin(dir: &Path, name: &str, flag: &str) -> PathBuf {
-    xplug_tests::build_c_plugin(&configurable_source(), dir, name, &[&format!("-D{flag}")])
+    xplug_fixtures::build_c_plugin(&configurable_source(), dir, name, &[&format!("-D{flag}")])
 }
 
 /// Runs `xplug --json ARGS`, expects exit code 1 and exactly one JSON
@@ -151,7 +151,7 @@ fn in_process_keeps_the_old_behaviour() {
     let output = xplug(&["--in-process", "inspect", plugin.to_str().unwrap()]);
     assert_eq!(output.status.signal(), Some(libc_sigsegv()), "the plugin's crash is the tool's crash");
     // A good plugin is the same either way.
-    let good = xplug_tests::build_minimal_c_plugin(dir.path());
+    let good = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let isolated = xplug(&["--json", "inspect", good.to_str().unwrap()]);
     let in_process = xplug(&["--json", "--in-process", "inspect", good.to_str().unwrap()]);
     assert_eq!(isolated.status.code(), Some(0));

@@ -7,8 +7,8 @@ mod common;
 use std::process::Command;
 
 use common::{json, xplug};
+use xplug_fixtures::plugins::PluginProfile;
 use xtask::iree_e2e::{self, MUL_CALL, TWO_IMPORTS};
-use xtask::plugins::PluginProfile;
 
 fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -16,7 +16,8 @@ fn stdout(output: &std::process::Output) -> String {
 
 #[test]
 fn xplug_run_prints_what_iree_run_module_prints() {
-    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
     let a_npy = prepared.work.join("run-a.npy");
     std::fs::write(&a_npy, xplug_npy::encode_f32(&[0.5, -3.0, 1e-3, 7.25, 1e6, -0.0])).unwrap();
     let cases: Vec<(iree_e2e::Program, Vec<String>, Vec<String>)> = vec![
@@ -73,7 +74,8 @@ fn xplug_run_prints_what_iree_run_module_prints() {
 
 #[test]
 fn list_imports_names_every_missing_import_and_its_provider() {
-    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
     let module = prepared.module(TWO_IMPORTS).display().to_string();
     // Nothing registered: both imports are missing, listed at once.
     let listing = json(&["run", &module, "--list-imports"], 1);
@@ -97,7 +99,8 @@ fn list_imports_names_every_missing_import_and_its_provider() {
 
 #[test]
 fn a_failed_run_is_one_json_error_naming_the_missing_import() {
-    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
     let module = prepared.module(MUL_CALL).display().to_string();
     let failure = json(&["run", &module, "--input=1xf32=1", "--input=1xf32=2"], 1);
     assert_eq!(failure["error"]["kind"], "unresolved_imports", "{failure}");

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 use xtask::iree_e2e::{self, MUL_CALL, Prepared, TWO_IMPORTS};
-use xtask::plugins::PluginProfile;
 
 // Linked into this binary with its `static` feature: it registers through
 // `inventory` and serves IREE executables as a Rust plugin, no C involved.
@@ -16,7 +16,7 @@ use sample_system as _;
 fn prepared() -> &'static Prepared {
     static PREPARED: OnceLock<Prepared> = OnceLock::new();
     PREPARED.get_or_init(|| {
-        iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug)
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug)
             .expect("IREE, plugins and programs are ready")
     })
 }

@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 use xtask::iree_e2e::{self, Case};
-use xtask::plugins::PluginProfile;
 
 fn manager_for(prepared: &iree_e2e::Prepared, case: &Case) -> Arc<Manager> {
     let specs: Vec<PathBuf> = case.plugins.iter().map(|name| prepared.library(name).to_owned()).collect();
@@ -37,7 +37,7 @@ fn tensor_outputs(values: Vec<Value>) -> Vec<Vec<f32>> {
 
 #[test]
 fn every_case_matches_iree_run_module_bit_for_bit_on_both_devices() {
-    let root = xtask::workspace_root();
+    let root = xplug_fixtures::workspace_root();
     let prepared =
         iree_e2e::prepare(&root, PluginProfile::Debug).expect("IREE, plugins and programs are ready");
     let runtime = Runtime::new().expect("IREE's runtime starts");

@@ -4,8 +4,8 @@ use std::ffi::{CString, c_int, c_void};
 use std::fmt;
 use std::sync::Arc;
 
+use xplug_providers::RequestSlots;
 use xplug_providers::abi::{ImportFn, ImportThunkFn, Resolution};
-use xplug_providers::{ResolveRequest, SymbolName};
 
 use crate::{Error, Manager};
 
@@ -80,13 +80,9 @@ impl Manager {
                 CString::new(name).map_err(|_| invalid("it contains a NUL byte, which C names cannot hold"))
             })
             .collect::<Result<Vec<CString>, Error>>()?;
-        let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-        let mut fns = vec![std::ptr::null_mut(); names.len()];
-        let mut contexts = vec![std::ptr::null_mut(); names.len()];
-        let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts)
-            .map_err(|error| Error::InvalidRequest { reason: error.to_string() })?;
-        let resolution = self.resolve(&mut request)?;
-        drop(symbols);
+        let mut slots = RequestSlots::for_names(&names);
+        let resolution = self.resolve(&mut slots.request())?;
+        let (fns, contexts) = slots.into_slots();
         let slots = fns
             .iter()
             .zip(&contexts)

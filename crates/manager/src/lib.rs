@@ -118,6 +118,7 @@ mod typed;
 pub use c_provider::{CImportProvider, CResolveFn};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
+pub use loading::Registered;
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
 pub use typed::TypedImport;
 pub use xplug_providers::abi::AnyBitPattern;

@@ -8,22 +8,58 @@ use xplug_providers::{LoadParamList, Plugin, static_plugins};
 use crate::spec::{self, LoaderKind, PluginSpec};
 use crate::{Error, Manager};
 
+/// What a registration added to a [`Manager`]: where the provider sits in
+/// the scan and the name it reports (what traces, errors and tools label it
+/// with). Returned by [`Manager::register_plugin`],
+/// [`Manager::register_provider`] and [`Manager::load_spec`], so a caller
+/// that shows the providers it registered needs no list of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registered {
+    index: usize,
+    name: Arc<str>,
+}
+
+impl Registered {
+    pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
+        Self { index, name }
+    }
+
+    /// The registration index: 0 for the oldest provider; resolution asks
+    /// the highest index first. The index [`crate::SlotSource::Provider`]
+    /// and [`crate::SlotRewrite`] name.
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The provider's name (a plugin's header name), as
+    /// [`Manager::providers`] lists it.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 impl Manager {
     /// Registers a loaded plugin. The manager owns it from now on: it is
     /// asked before every provider registered earlier, and unloaded (its
     /// library released after) when the manager drops, in reverse
     /// registration order.
     ///
+    /// Returns what was registered: the plugin's registration index and
+    /// name.
+    ///
     /// # Errors
     /// [`Error::CapacityReached`] when the manager is full; the plugin is
     /// then dropped (unloaded) and nothing else changes.
-    pub fn register_plugin(&self, plugin: Plugin) -> Result<(), Error> {
+    pub fn register_plugin(&self, plugin: Plugin) -> Result<Registered, Error> {
         let plugin = Arc::new(plugin);
         self.register_entry(plugin.clone(), Some(plugin), true)
     }
 
     /// Loads the plugin `spec` names (grammar in [`crate::spec`]) and
-    /// registers it.
+    /// registers it; returns what was registered, as
+    /// [`Manager::register_plugin`] does.
     ///
     /// # Errors
     /// [`Error::InvalidSpec`] for a malformed spec, [`Error::PluginLoad`]
@@ -47,7 +83,7 @@ impl Manager {
     /// loader ([`Plugin::load_embedded_elf`], Unix hosts); anything else to
     /// the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
     /// through [`Plugin::load_system_library`].
-    pub unsafe fn load_spec(&self, spec: &str) -> Result<(), Error> {
+    pub unsafe fn load_spec(&self, spec: &str) -> Result<Registered, Error> {
         let spec = PluginSpec::parse(spec)?;
         // SAFETY: forwarded to the caller.
         unsafe { self.load_parsed(&spec) }
@@ -57,7 +93,7 @@ impl Manager {
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
-    unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<(), Error> {
+    unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
         let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
@@ -130,10 +166,10 @@ impl Manager {
     }
 
     /// A manager holding the plugins listed in the `XPLUG_PLUGINS`
-    /// environment variable ([`spec::ENV_VAR`]): specs separated by
-    /// [`spec::ENV_SEPARATOR`] (`:` on Unix, `;` on Windows), empty entries
-    /// skipped, loaded as by [`Manager::from_specs`]. An unset variable gives
-    /// an empty manager. See [`spec::split_spec_list`] for `embedded:` and
+    /// environment variable ([`spec::ENV_VAR`], read by [`spec::env_specs`]):
+    /// specs separated by [`spec::ENV_SEPARATOR`] (`:` on Unix, `;` on
+    /// Windows), empty entries skipped, loaded as by [`Manager::from_specs`].
+    /// An unset variable gives an empty manager. See [`spec::split_spec_list`] for `embedded:` and
     /// `:` inside parameters on Unix.
     ///
     /// # Errors
@@ -151,14 +187,7 @@ impl Manager {
     /// The separator differs per platform (above); loading as
     /// [`Manager::load_spec`].
     pub unsafe fn from_env() -> Result<Manager, Error> {
-        let Some(value) = std::env::var_os(spec::ENV_VAR) else {
-            return Ok(Manager::new());
-        };
-        let value = value.into_string().map_err(|raw| Error::InvalidEnvironment {
-            variable: spec::ENV_VAR,
-            reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
-        })?;
-        let specs = spec::split_spec_list(&value, spec::ENV_SEPARATOR);
+        let specs = spec::env_specs()?;
         // SAFETY: forwarded to the caller.
         unsafe { Self::from_specs(specs) }
     }

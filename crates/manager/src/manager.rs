@@ -7,6 +7,7 @@ use std::sync::Arc;
 use xplug_providers::abi::{Resolution, StatusCode};
 use xplug_providers::{ImportProvider, Plugin, ResolveRequest};
 
+use crate::Registered;
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Registry};
 use crate::suggest;
@@ -252,11 +253,14 @@ impl Manager {
     /// cycle of managers would make resolution recurse forever, and
     /// registering a manager into itself is refused.
     ///
+    /// Returns what was registered: the provider's registration index and
+    /// name.
+    ///
     /// # Errors
     /// [`Error::CapacityReached`] when the manager is full, and
     /// [`Error::SelfRegistration`] when `provider` is this manager; nothing
     /// changes then.
-    pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<(), Error> {
+    pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<Registered, Error> {
         if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
             return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
         }
@@ -268,23 +272,19 @@ impl Manager {
         provider: Arc<dyn ImportProvider>,
         plugin: Option<Arc<Plugin>>,
         owned: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<Registered, Error> {
         let name: Arc<str> = Arc::from(provider.name());
-        let entry = Entry { provider, plugin, name, owned };
+        let entry = Entry { provider, plugin, name: name.clone(), owned };
         match self.registry.push(entry) {
             Ok(index) => {
-                tracing::debug!(index, provider = &*self.provider_name(index), owned, "registered provider");
-                Ok(())
+                tracing::debug!(index, provider = &*name, owned, "registered provider");
+                Ok(Registered::new(index, name))
             }
             Err(entry) => Err(Error::CapacityReached {
                 capacity: self.registry.capacity().unwrap_or(usize::MAX),
                 provider: entry.name.to_string(),
             }),
         }
-    }
-
-    fn provider_name(&self, index: usize) -> Arc<str> {
-        self.registry.get(index).map_or_else(|| Arc::from("?"), |entry| entry.name.clone())
     }
 
     /// Provider names in scan order (newest first).

@@ -51,7 +51,9 @@ pub const STATIC_PREFIX: &str = "static:";
 
 /// The file suffix that selects the embedded ELF loader.
 pub const EMBEDDED_SUFFIX: &str = ".sos";
-/// The environment variable [`crate::Manager::from_env`] reads.
+/// The environment variable [`env_specs`] reads (for
+/// [`crate::Manager::from_env`] and tools that register its plugins among
+/// others).
 pub const ENV_VAR: &str = "XPLUG_PLUGINS";
 /// The separator between specs in [`ENV_VAR`]: `;` on Windows (where paths
 /// contain `:`), `:` elsewhere.
@@ -63,7 +65,7 @@ pub const ENV_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
 pub enum LoaderKind {
     /// The operating system's loader (`dlopen`/`LoadLibrary`).
     SystemLibrary,
-    /// The portable embedded-ELF loader (`.sos` files); not available yet.
+    /// xplug's own embedded-ELF loader (`embedded:PATH` and `.sos` files).
     Embedded,
     /// A plugin linked into the binary, found by name among
     /// `xplug_providers::static_plugins()` (`static:NAME`).
@@ -205,6 +207,28 @@ fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+/// The specs listed in [`ENV_VAR`], split by [`split_spec_list`] on
+/// [`ENV_SEPARATOR`]; none when the variable is unset. The one place xplug
+/// reads the variable: [`crate::Manager::from_env`] loads what it returns,
+/// and a tool that registers other plugins around them (the `xplug` CLI)
+/// loads each with [`crate::Manager::load_spec`].
+///
+/// # Errors
+/// [`Error::InvalidEnvironment`] when the value is not UTF-8.
+///
+/// # Thread-safety
+/// Reads the environment; do not call while another thread modifies it.
+pub fn env_specs() -> Result<Vec<String>, Error> {
+    let Some(value) = std::env::var_os(ENV_VAR) else {
+        return Ok(Vec::new());
+    };
+    let value = value.into_string().map_err(|raw| Error::InvalidEnvironment {
+        variable: ENV_VAR,
+        reason: format!("its value {raw:?} is not valid UTF-8; percent-encode parameter bytes"),
+    })?;
+    Ok(split_spec_list(&value, ENV_SEPARATOR))
 }
 
 /// Splits the value of [`ENV_VAR`] into specs: on `separator`, skipping

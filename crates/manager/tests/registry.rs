@@ -33,6 +33,29 @@ fn resolve(
 }
 
 #[test]
+fn registration_returns_the_index_and_name_of_what_it_added() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let manager = Manager::new();
+    let first =
+        manager.register_provider(Arc::new(FakeProvider::new(0, exporting(&[0]), calls.clone()))).unwrap();
+    let second = manager.register_provider(Arc::new(FakeProvider::new(1, exporting(&[1]), calls))).unwrap();
+    assert_eq!((first.index(), first.name()), (0, "fake0"));
+    assert_eq!((second.index(), second.name()), (1, "fake1"));
+    // The index is the one resolution traces name.
+    let imports = [Import { symbol: 1, optional: false, prefilled: false }];
+    let mut buffers = RequestBuffers::new(&imports);
+    let names: Vec<SymbolName<'_>> = buffers.names.iter().map(|n| SymbolName::new(n)).collect();
+    let mut request = ResolveRequest::new(&names, &mut buffers.fns, &mut buffers.contexts).unwrap();
+    let (trace, result) = manager.resolve_traced(&mut request);
+    assert_eq!(result.unwrap(), Resolution::NONE);
+    assert!(
+        matches!(trace.slots[0], SlotSource::Provider { index, .. } if index == second.index()),
+        "{:?}",
+        trace.slots
+    );
+}
+
+#[test]
 fn a_full_manager_refuses_with_resource_exhausted_and_keeps_what_it_has() {
     let calls = Arc::new(Mutex::new(Vec::new()));
     let manager = Manager::with_capacity(2);

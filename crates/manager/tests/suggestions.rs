@@ -5,7 +5,7 @@
 use std::ffi::{CString, c_int, c_void};
 use std::sync::Arc;
 
-use xplug_manager::providers::{FnTableEntry, FnTableProvider, ResolveRequest, SymbolName};
+use xplug_manager::providers::{FnTableEntry, FnTableProvider, RequestSlots};
 use xplug_manager::{Error, Manager, suggest};
 
 unsafe extern "C" fn nothing(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
@@ -23,11 +23,7 @@ fn a_hundred_thousand_missing_names_against_4096_exports_finish() {
     // would get a suggestion if the work were unbounded.
     let owned: Vec<CString> =
         (0..100_000).map(|i| CString::new(format!("kernel_{:05}x", i % 4096)).unwrap()).collect();
-    let names: Vec<SymbolName<'_>> = owned.iter().map(|name| SymbolName::new(name)).collect();
-    let mut fns = vec![std::ptr::null_mut::<c_void>(); names.len()];
-    let mut contexts = vec![std::ptr::null_mut::<c_void>(); names.len()];
-    let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
-    let error = manager.resolve(&mut request).unwrap_err();
+    let error = manager.resolve(&mut RequestSlots::for_names(&owned).request()).unwrap_err();
     let Error::MissingImports { missing, .. } = error else { panic!("{error:?}") };
     assert_eq!(missing.len(), 100_000, "every missing name is listed");
     let suggested: Vec<&str> = missing.iter().filter_map(|m| m.suggestion.as_deref()).collect();

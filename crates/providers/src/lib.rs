@@ -119,7 +119,7 @@ pub use params::LoadParamList;
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
 pub use registry::{StaticPluginRegistration, static_plugins};
-pub use request::{ResolveRequest, SymbolName};
+pub use request::{RequestSlots, ResolveRequest, SymbolName};
 pub use source::{Origin, PluginSource};
 
 pub use xplug_abi as abi;

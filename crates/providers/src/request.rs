@@ -364,6 +364,81 @@ impl<'a> ResolveRequest<'a> {
     }
 }
 
+/// The storage of a [`ResolveRequest`] a Rust caller builds from names it
+/// holds as C strings: the [`SymbolName`] views and the two slot arrays,
+/// owned, always of equal length.
+///
+/// ```
+/// use xplug_providers::RequestSlots;
+///
+/// let names = [c"add", c"?mul"];
+/// let mut slots = RequestSlots::for_names(names);
+/// assert_eq!(slots.request().missing_required().count(), 1);
+/// assert!(slots.fns().iter().all(|f| f.is_null()));
+/// ```
+#[derive(Debug)]
+pub struct RequestSlots<'a> {
+    names: Vec<SymbolName<'a>>,
+    fns: Vec<*mut c_void>,
+    contexts: Vec<*mut c_void>,
+}
+
+impl<'a> RequestSlots<'a> {
+    /// Empty slots for `names`, in the given order.
+    pub fn for_names<S>(names: impl IntoIterator<Item = &'a S>) -> Self
+    where
+        S: AsRef<CStr> + ?Sized + 'a,
+    {
+        let names: Vec<SymbolName<'a>> =
+            names.into_iter().map(|name| SymbolName::new(name.as_ref())).collect();
+        let count = names.len();
+        Self { names, fns: vec![std::ptr::null_mut(); count], contexts: vec![std::ptr::null_mut(); count] }
+    }
+
+    /// A request over these names and slots, for one resolve.
+    pub fn request(&mut self) -> ResolveRequest<'_> {
+        let maybe_filled = self.fns.iter().any(|function| !function.is_null());
+        ResolveRequest { names: &self.names, fns: &mut self.fns, contexts: &mut self.contexts, maybe_filled }
+    }
+
+    /// Number of names (and of slots in each array).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// True when there are no names.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The function slots, one per name.
+    #[must_use]
+    pub fn fns(&self) -> &[*mut c_void] {
+        &self.fns
+    }
+
+    /// The context slots, one per name.
+    #[must_use]
+    pub fn contexts(&self) -> &[*mut c_void] {
+        &self.contexts
+    }
+
+    /// Sets every slot to `function` and `context` (NULL and NULL empties
+    /// them all, so the next request resolves from scratch).
+    pub fn fill_all(&mut self, function: *mut c_void, context: *mut c_void) {
+        self.fns.fill(function);
+        self.contexts.fill(context);
+    }
+
+    /// The function and context slots, ending the borrow of the names.
+    #[must_use]
+    pub fn into_slots(self) -> (Vec<*mut c_void>, Vec<*mut c_void>) {
+        (self.fns, self.contexts)
+    }
+}
+
 /// [`ResolveRequest::all_filled`] for long requests: blocks of 32 slots
 /// tested without branches (the compiler vectorises the fold), with an exit
 /// after the first block holding an empty slot, so a fresh request answers
@@ -387,6 +462,27 @@ fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request built over `RequestSlots` sees the slots it holds, and
+    /// what a resolve writes stays there.
+    #[test]
+    fn request_slots_hold_what_a_request_writes() {
+        let names = [c"a".to_owned(), c"?b".to_owned()];
+        let mut slots = RequestSlots::for_names(&names);
+        assert_eq!(slots.len(), 2);
+        let filled = std::ptr::dangling_mut::<c_void>();
+        {
+            let mut request = slots.request();
+            assert!(!request.any_filled());
+            assert!(request.fill_raw(0, filled, filled));
+        }
+        assert_eq!(slots.fns(), [filled, std::ptr::null_mut()]);
+        assert!(slots.request().any_filled());
+        slots.fill_all(std::ptr::null_mut(), std::ptr::null_mut());
+        assert!(!slots.request().any_filled());
+        let (fns, contexts) = slots.into_slots();
+        assert_eq!((fns.len(), contexts.len()), (2, 2));
+    }
 
     /// `all_filled` and `any_filled` agree with a plain scan for every
     /// length around the block sizes and an empty slot at every position

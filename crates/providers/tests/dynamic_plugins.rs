@@ -62,7 +62,7 @@ fn check_minimal(plugin: &Plugin) {
 #[test]
 fn minimal_plugin_from_file() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let plugin = load_file(&path, &LoadParamList::new().with("scale", "3"));
     assert_eq!(plugin.source(), &PluginSource::SystemLibrary { origin: Origin::File(path.clone()) });
     check_minimal(&plugin);
@@ -75,7 +75,7 @@ fn minimal_plugin_from_file() {
 #[test]
 fn an_open_raw_library_becomes_a_plugin_and_back() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     // SAFETY: the file is the minimal v0 C plugin.
     let library = unsafe { xplug_providers::raw::RawLibrary::open(&path) }.unwrap();
     let params = LoadParamList::new().with("scale", "3");
@@ -93,7 +93,7 @@ fn an_open_raw_library_becomes_a_plugin_and_back() {
 #[test]
 fn minimal_plugin_from_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let bytes = std::fs::read(&path).unwrap();
     // Prove the image does not depend on the file any more.
     drop(dir);
@@ -113,7 +113,7 @@ fn minimal_plugin_from_memory() {
 #[test]
 fn relative_file_name_means_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     // Only a path relative to the current directory is testable without
     // changing it (which would race other tests): build one with `..`s.
     let cwd = std::env::current_dir().unwrap();
@@ -131,7 +131,7 @@ fn relative_file_name_means_the_current_directory() {
 #[test]
 fn two_instances_of_one_library_are_independent() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let first = load_file(&path, &LoadParamList::new().with("scale", "2"));
     let second = load_file(&path, &LoadParamList::new().with("scale", "5"));
     let names = [SymbolName::new(c"c_mul_i32")];

@@ -237,10 +237,10 @@ fn directory_is_not_a_shared_object() {
 fn object_file_is_not_a_shared_object() {
     let dir = tempfile::tempdir().unwrap();
     let object = dir.path().join("plugin.o");
-    let include = xplug_tests::include_dir();
+    let include = xplug_fixtures::include_dir();
     let source = common::configurable_source();
-    xplug_tests::run_compiler(
-        &xplug_tests::c_compiler(),
+    xplug_fixtures::run_compiler(
+        &xplug_fixtures::c_compiler(),
         &[
             "-c".as_ref(),
             "-fPIC".as_ref(),
@@ -302,14 +302,14 @@ fn garbage_from_memory_is_not_a_shared_object() {
 #[cfg(target_os = "linux")]
 fn missing_dependency_is_a_library_open_error() {
     let dir = tempfile::tempdir().unwrap();
-    let dependency = xplug_tests::build_c_plugin_from_code(
+    let dependency = xplug_fixtures::build_c_plugin_from_code(
         "int xplug_test_helper(void) { return 7; }\n",
         dir.path(),
         "xplug_gone_dependency",
         &[],
     );
     let library_dir = dir.path().to_str().unwrap().to_owned();
-    let path = xplug_tests::build_c_plugin(
+    let path = xplug_fixtures::build_c_plugin(
         &common::configurable_source(),
         dir.path(),
         "needs_dependency",

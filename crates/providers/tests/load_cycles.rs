@@ -56,7 +56,7 @@ fn resolve_one<'a>(
 #[cfg(target_os = "linux")]
 fn ten_thousand_cycles_of_a_c_and_a_rust_plugin_stay_flat() {
     let dir = tempfile::tempdir().unwrap();
-    let c_path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let c_path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let c_bytes = std::fs::read(&c_path).unwrap();
     let params = LoadParamList::new().with("scale", "2");
     let c_names = [SymbolName::new(c"c_mul_i32"), SymbolName::new(c"?c_missing")];
@@ -84,7 +84,7 @@ fn ten_thousand_cycles_of_a_c_and_a_rust_plugin_stay_flat() {
     // Rust: the thread-local test plugin, from its file (a Rust library is
     // pinned, so every load after the first reuses its mapping; a fresh
     // memory image each cycle would stay mapped by design).
-    let rust_path = common::build_rust_plugin("thread_local_plugin");
+    let rust_path = xplug_fixtures::build_rust_plugin("thread_local_plugin");
     let rust_names = [SymbolName::new(c"tls_touch")];
     let (rust_warm, rust_end) = measure(|cycle| {
         let plugin = load(&rust_path);

@@ -19,7 +19,7 @@ fn load(path: &Path) -> Result<Plugin, Error> {
 /// The configurable plugin plus `extra` C code, built into `dir`.
 fn configurable_with(dir: &Path, name: &str, extra: &str) -> PathBuf {
     let code = format!("#include \"{}\"\n{extra}\n", configurable_source().display());
-    xplug_tests::build_c_plugin_from_code(&code, dir, name, &[])
+    xplug_fixtures::build_c_plugin_from_code(&code, dir, name, &[])
 }
 
 #[test]
@@ -130,7 +130,7 @@ fn an_exports_function_outside_executable_memory_is_never_called() {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn a_query_export_that_is_a_variable_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_c_plugin_from_code(
+    let path = xplug_fixtures::build_c_plugin_from_code(
         "#include \"xplug/executable_plugin.h\"\n\
          IREE_HAL_EXECUTABLE_PLUGIN_EXPORT const char iree_hal_executable_plugin_query[64] = {0};\n",
         dir.path(),

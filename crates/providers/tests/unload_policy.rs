@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
 fn build_thread_local_plugin() -> PathBuf {
-    common::build_rust_plugin("thread_local_plugin")
+    xplug_fixtures::build_rust_plugin("thread_local_plugin")
 }
 
 fn load(path: &Path) -> Plugin {
@@ -79,7 +79,7 @@ fn a_thread_local_destructor_outlives_the_unloaded_rust_plugin() {
 #[cfg(unix)]
 fn a_c_library_is_closed_when_its_plugin_drops() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let plugin = load(&path);
     assert!(is_mapped(&path));
     drop(plugin);

@@ -12,9 +12,7 @@
 //! `xplug-providers` and `xplug-manager`, statically and as shared
 //! libraries.
 
-use std::ffi::c_void;
-
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{ImportProvider, LoadParamList, Plugin, RequestSlots};
 
 /// The params of `static_fma_i64`, as a host declares them (the layout of
 /// `sample_static::FmaParams`).
@@ -49,14 +47,9 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
         .find(|plugin| plugin.name() == name)
         .ok_or_else(|| format!("no static plugin named `{name}` is linked in; add `use {name} as _;`"))?;
     let plugin = Plugin::from_registration(registration, &LoadParamList::new()).map_err(|e| e.to_string())?;
-    let names = [SymbolName::new(c"static_fma_i64")];
-    let mut functions = [std::ptr::null_mut::<c_void>(); 1];
-    let mut contexts = [std::ptr::null_mut::<c_void>(); 1];
-    let mut request =
-        ResolveRequest::new(&names, &mut functions, &mut contexts).map_err(|e| e.to_string())?;
-    plugin.resolve(&mut request).map_err(|e| e.to_string())?;
-    let function = request.function(0);
-    let context = request.context(0);
+    let mut slots = RequestSlots::for_names([c"static_fma_i64"]);
+    plugin.resolve(&mut slots.request()).map_err(|e| e.to_string())?;
+    let (function, context) = (slots.fns()[0], slots.contexts()[0]);
     let mut params = Fma { result: 0, a, b, c };
     // SAFETY: the plugin just resolved this slot, so it holds the plugin's
     // `static_fma_i64` entry point, an `ImportFn`.

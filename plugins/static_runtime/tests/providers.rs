@@ -36,11 +36,11 @@ fn root() -> PathBuf {
 
 /// The debug example plugins, built once per test process.
 fn libraries() -> &'static Path {
-    xtask::plugins::built_for_tests()
+    xplug_fixtures::plugins::built_for_tests()
 }
 
 fn library(name: &str) -> PathBuf {
-    libraries().join(xtask::plugins::library_file_name(name))
+    libraries().join(xplug_fixtures::plugins::library_file_name(name))
 }
 
 /// Inputs and the expected product for two workgroups of 100 elements.

@@ -211,7 +211,7 @@ pub fn build_probe_plugin(dir: &Path) -> PathBuf {
     let code = PROBE_SOURCE
         .replace("__MAX_EXPORTS__", &PROBE_MAX_EXPORTS.to_string())
         .replace("__MAX_NAME__", &PROBE_MAX_NAME.to_string());
-    xplug_tests::build_c_plugin_from_code(&code, dir, "probe", &["-O2"])
+    xplug_fixtures::build_c_plugin_from_code(&code, dir, "probe", &["-O2"])
 }
 
 /// Calls a slot filled by a probe instance and returns who filled it.

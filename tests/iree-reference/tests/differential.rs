@@ -23,7 +23,7 @@ use xplug_abi::{Resolution, StatusCode};
 use xplug_iree_reference::fixtures::{ProbeParams, build_probe_plugin, read_probe};
 use xplug_iree_reference::{IreeManager, IreePlugin};
 use xplug_manager::Manager;
-use xplug_manager::providers::{ResolveRequest, SymbolName};
+use xplug_manager::providers::{RequestSlots, SymbolName};
 
 /// Bare names the probes may export and requests may ask for.
 const UNIVERSE: [&str; 6] = ["alpha", "beta", "gamma", "delta", "eps", "zeta"];
@@ -244,15 +244,12 @@ fn run_xplug(configs: &[ProbeConfig], names: &[CString]) -> Answer {
         // SAFETY: the probe library is a v0 plugin built by this test.
         unsafe { manager.load_spec(&config.spec(probe_library())) }.expect("xplug loads the probe");
     }
-    let symbols: Vec<SymbolName<'_>> = names.iter().map(|n| SymbolName::new(n)).collect();
-    let mut fns = vec![std::ptr::null_mut(); names.len()];
-    let mut contexts = vec![std::ptr::null_mut(); names.len()];
-    let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("equal lengths");
-    let (code, resolution) = match manager.resolve(&mut request) {
+    let mut slots = RequestSlots::for_names(names);
+    let (code, resolution) = match manager.resolve(&mut slots.request()) {
         Ok(resolution) => (StatusCode::OK, resolution),
         Err(error) => (error.code(), Resolution::NONE),
     };
-    Answer { code, resolution, slots: read_slots(&fns, &contexts) }
+    Answer { code, resolution, slots: read_slots(slots.fns(), slots.contexts()) }
 }
 
 /// Runs one case through both managers and checks every rule.

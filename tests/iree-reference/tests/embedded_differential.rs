@@ -46,16 +46,16 @@ fn run_mul(function: *mut c_void, context: *mut c_void) -> (i32, Vec<f32>) {
 
 /// The files to compare, each with the name its header gives.
 fn cases(dir: &Path) -> Vec<(PathBuf, &'static str)> {
-    let root = xtask::workspace_root();
-    let profile = xtask::plugins::PluginProfile::Debug;
-    let built = xtask::plugins::build(&root, profile).expect("the example plugins build");
+    let root = xplug_fixtures::workspace_root();
+    let profile = xplug_fixtures::plugins::PluginProfile::Debug;
+    let built = xplug_fixtures::plugins::build(&root, profile).expect("the example plugins build");
     assert!(built.iter().all(|plugin| plugin.path.is_some()), "a plugin was skipped: {built:?}");
-    let plugins = xtask::plugins::output_dir(&root, profile);
+    let plugins = xplug_fixtures::plugins::output_dir(&root, profile);
     let rust = plugins.join("sample_standalone.sos");
     let mut cases = vec![
         (rust.clone(), "sample_standalone"),
         (plugins.join("c_sample.sos"), "c_sample"),
-        (xplug_tests::build_standalone_c_sample(dir), "c_sample"),
+        (xplug_fixtures::build_standalone_c_sample(dir), "c_sample"),
     ];
     // Generated variants of the Rust plugin.
     let bytes = std::fs::read(&rust).unwrap();

@@ -17,7 +17,7 @@ struct BinopParams {
 #[test]
 fn system_library_plugin_resolves_and_its_imports_run() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     // SAFETY: the repository's minimal C plugin, a v0 plugin.
     let plugin = unsafe { IreePlugin::system_library(&path, &[(b"scale", b"3")]) }.unwrap();
     let names = [SymbolName::new(c"c_add_i32"), SymbolName::new(c"c_mul_i32"), SymbolName::new(c"?absent")];
@@ -53,7 +53,7 @@ fn system_library_plugin_resolves_and_its_imports_run() {
 #[test]
 fn a_full_manager_refuses_with_resource_exhausted() {
     let dir = tempfile::tempdir().unwrap();
-    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let manager = IreeManager::new(1).unwrap();
     for expected in [None, Some(StatusCode::RESOURCE_EXHAUSTED)] {
         // SAFETY: as above.

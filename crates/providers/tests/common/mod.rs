@@ -15,7 +15,7 @@ pub fn configurable_source() -> PathBuf {
 /// directory; returns the directory (keep it alive) and the library path.
 pub fn build_configurable(name: &str, flags: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("create a temporary directory");
-    let path = xplug_tests::build_c_plugin(&configurable_source(), dir.path(), name, flags);
+    let path = xplug_fixtures::build_c_plugin(&configurable_source(), dir.path(), name, flags);
     (dir, path)
 }
 
@@ -40,27 +40,4 @@ pub fn call_binop(function: *mut c_void, context: *mut c_void, a: i32, b: i32) -
     // SAFETY: see above; `params` outlives the call.
     let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
     (code, params.out)
-}
-
-/// Builds the Rust plugin package `package` (a workspace member with an
-/// `export` feature) as a shared library with its C entry points, in
-/// `target/plugin-build` (as `cargo xtask build-plugins` does), and returns
-/// the library.
-pub fn build_rust_plugin(package: &str) -> PathBuf {
-    let root = xplug_tests::workspace_root();
-    let target = root.join("target").join("plugin-build");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = std::process::Command::new(cargo)
-        .current_dir(&root)
-        .args(["build", "--lib", "-p", package, "--features", &format!("{package}/export")])
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "building {package} failed: {status}");
-    target.join("debug").join(format!(
-        "{}{package}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ))
 }

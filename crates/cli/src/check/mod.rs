@@ -1,0 +1,165 @@
+//! `xplug check PLUGIN`: a conformance report for a v0 plugin.
+//!
+//! The checks are data ([`CHECKS`]): each has a name and a function that
+//! opens its own plugin instance, so any one of them can run alone
+//! (`xplug check --single-check NAME`). By default each check runs in a
+//! child process of its own (this binary with `--in-process --json
+//! --single-check NAME`): a crash fails that check ("crashed with SIGSEGV
+//! during load") and the others still run; a hang fails it after the
+//! timeout, and the checks after it are reported as not run (each would
+//! likely wait as long). `--in-process` runs them all here.
+//!
+//! The module is in three parts: [`catalogue`] (the list: names and
+//! descriptions), [`bodies`] (what each check does) and [`children`] (one
+//! child process per check); this file runs them and reports.
+
+mod bodies;
+mod catalogue;
+mod children;
+
+use std::path::Path;
+
+use serde_json::json;
+use xplug_abi::Features;
+use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_providers::raw::open_elf_image;
+use xplug_providers::{LoadParamList, checks};
+
+use self::bodies::Subject;
+pub(crate) use self::catalogue::CHECKS;
+use self::catalogue::{CheckResult, select};
+use crate::error::{CliError, fault_json, report_error};
+use crate::isolate::Isolation;
+use crate::output::{Style, Table, print_json, safe};
+use crate::trust;
+
+/// Runs the named checks (all when `only` is None) against the library at
+/// `path` (an embedded ELF when `embedded`), loaded with `params`.
+pub(crate) fn run_checks(
+    path: &Path,
+    embedded: bool,
+    params: &LoadParamList,
+    symbols: &[String],
+    only: Option<&str>,
+) -> Result<Vec<CheckResult>, CliError> {
+    let selected = select(only)?;
+    let load_error = |source| CliError::Load { what: path.display().to_string(), source };
+    // One of the two is opened; the subject borrows it.
+    let (library, image);
+    let (query, loader, required, declared, mut exports) = if embedded {
+        image = open_elf_image(path).map_err(load_error)?;
+        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, None, Vec::new())
+    } else {
+        library = trust::open_raw_library(path).map_err(load_error)?;
+        let declared = library.params();
+        if let Some(declared) = &declared {
+            refuse_undeclared(path, declared, params)?;
+        }
+        let exports = library.exports().unwrap_or_default();
+        (
+            library.query().map_err(|error| error.to_string()),
+            "system library",
+            Features::NONE,
+            declared,
+            exports,
+        )
+    };
+    exports.extend(symbols.iter().cloned());
+    exports.sort();
+    exports.dedup();
+    let subject = Subject { query, loader, required, params: params.clone(), declared, exports };
+    Ok(selected
+        .into_iter()
+        .map(|check| {
+            let verdict = (check.run)(&subject);
+            let ok = verdict.is_ok();
+            CheckResult { name: check.name, ok, detail: verdict.unwrap_or_else(|detail| detail), fault: None }
+        })
+        .collect())
+}
+
+/// Refuses, before any check runs, a load parameter the plugin does not
+/// declare ([`xplug_providers::checks::check_params`], the refusal the
+/// loaders make): every check would fail on it.
+fn refuse_undeclared(
+    path: &Path,
+    declared: &[xplug_providers::raw::ParamInfo],
+    params: &LoadParamList,
+) -> Result<(), CliError> {
+    match checks::check_params(declared, params) {
+        Err(checks::Incompatibility::UndeclaredParam { key, suggestion, declared }) => {
+            Err(CliError::UnknownParam {
+                plugin: path.display().to_string(),
+                key: key.into(),
+                suggestion: suggestion.map(String::from),
+                declared: declared.into(),
+            })
+        }
+        Err(other) => Err(CliError::Usage { message: other.to_string() }),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
+/// the exit code.
+pub(crate) fn run(
+    spec: &str,
+    symbols: &[String],
+    only: Option<&str>,
+    json: bool,
+    isolation: Isolation,
+) -> Result<u8, CliError> {
+    let parsed = PluginSpec::parse(spec)
+        .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    if parsed.loader() == LoaderKind::Static {
+        return Err(CliError::Usage {
+            message: format!(
+                "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
+                 (`cargo build --release`) and check its library, or `xplug inspect {spec}`"
+            ),
+        });
+    }
+    let embedded = parsed.loader() == LoaderKind::Embedded;
+    let results = match isolation {
+        Isolation::InProcess => {
+            run_checks(Path::new(parsed.path()), embedded, &parsed.load_params(), symbols, only)?
+        }
+        Isolation::Child(timeout) => match children::run_checks(spec, symbols, only, json, timeout)? {
+            children::Isolated::Results(results) => results,
+            children::Isolated::Forwarded(code) => return Ok(code),
+        },
+    };
+    let failed = results.iter().filter(|result| !result.ok).count();
+    let failure = (failed > 0).then(|| CliError::ChecksFailed {
+        plugin: spec.to_owned(),
+        failed,
+        total: results.len(),
+    });
+    if json {
+        print_json(&json!({
+            "ok": failed == 0,
+            "error": failure.as_ref().map(CliError::to_json),
+            "checks": results.iter().map(|r| json!({
+                "name": r.name,
+                "ok": r.ok,
+                "detail": r.detail,
+                "fault": r.fault.as_ref().map(fault_json),
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        let style = Style::stdout();
+        let mut table = Table::new(["check", "result", "detail"]);
+        for result in &results {
+            let verdict = if result.ok { style.good("pass") } else { style.bad("FAIL") };
+            table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
+        }
+        print!("{}", table.render(style));
+        let summary = format!("{} of {} checks passed for {spec}", results.len() - failed, results.len());
+        println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
+    }
+    if let Some(failure) = failure {
+        report_error(&failure);
+        return Ok(1);
+    }
+    Ok(0)
+}
