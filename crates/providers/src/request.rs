@@ -89,7 +89,6 @@ impl std::fmt::Debug for SymbolName<'_> {
 /// assert_eq!(request.len(), 2);
 /// assert_eq!(request.missing_required().count(), 1);
 /// ```
-#[derive(Debug)]
 pub struct ResolveRequest<'a> {
     names: &'a [SymbolName<'a>],
     fns: &'a mut [*mut c_void],
@@ -98,6 +97,21 @@ pub struct ResolveRequest<'a> {
     /// when built over empty slots, until anything may have written them):
     /// lets [`ResolveRequest::any_filled`] answer without a scan.
     maybe_filled: bool,
+    /// The slots as they were before a call of
+    /// [`ResolveRequest::protect_filled`] (functions, then contexts). Kept
+    /// between calls, so a walk over several providers allocates it once;
+    /// empty (no allocation) until a call finds a filled slot.
+    saved: Vec<*mut c_void>,
+}
+
+impl std::fmt::Debug for ResolveRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolveRequest")
+            .field("names", &self.names)
+            .field("fns", &self.fns)
+            .field("contexts", &self.contexts)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> ResolveRequest<'a> {
@@ -121,7 +135,7 @@ impl<'a> ResolveRequest<'a> {
             });
         }
         let maybe_filled = fns.iter().any(|function| !function.is_null());
-        Ok(Self { names, fns, contexts, maybe_filled })
+        Ok(Self { names, fns, contexts, maybe_filled, saved: Vec::new() })
     }
 
     /// A request over raw C arrays, as a C host passes them.
@@ -141,7 +155,13 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Self {
         if count == 0 {
-            return Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false };
+            return Self {
+                names: &[],
+                fns: &mut [],
+                contexts: &mut [],
+                maybe_filled: false,
+                saved: Vec::new(),
+            };
         }
         // SAFETY: the caller guarantees `count` valid, non-null name pointers;
         // `SymbolName` is `repr(transparent)` over a non-null pointer.
@@ -150,7 +170,7 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        Self { names, fns, contexts, maybe_filled: true }
+        Self { names, fns, contexts, maybe_filled: true, saved: Vec::new() }
     }
 
     /// A request over a v0 resolve-params struct.
@@ -245,37 +265,73 @@ impl<'a> ResolveRequest<'a> {
         true
     }
 
-    /// Copies every slot (functions, then contexts) into `fns` and
-    /// `contexts`, which must be `self.len()` long: what a host keeps to
-    /// undo a provider's changes to slots that were already filled
-    /// ([`ResolveRequest::undo_rewrites`]).
+    /// Calls `call` (typically a provider's resolve) on this request and
+    /// holds it to the first provider rule (`docs/resolution.md#provider-rules`):
+    /// every slot that was filled before the call and that `call` changed
+    /// (function or context rewritten, or cleared) is put back as it was,
+    /// and `rewritten(index)` is told about each. Slots that were empty
+    /// keep whatever `call` wrote into them.
     ///
-    /// # Panics
-    /// When a buffer's length differs from `self.len()`.
-    pub fn snapshot(&self, fns: &mut [*mut c_void], contexts: &mut [*mut c_void]) {
-        fns.copy_from_slice(self.fns);
-        contexts.copy_from_slice(self.contexts);
+    /// Safe Rust cannot break the rule ([`ResolveRequest::fill`] never
+    /// overwrites); foreign code writing through [`ResolveRequest::as_params`]
+    /// can, and a host that lets foreign providers run wraps each call in
+    /// this. A request with no filled slot is passed to `call` as it is,
+    /// after one check; otherwise the slots are copied before the call and
+    /// compared after it, into a buffer the request keeps for its next
+    /// calls.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use xplug_providers::{ResolveRequest, SymbolName};
+    ///
+    /// unsafe extern "C" fn f(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 { 0 }
+    /// let names = [SymbolName::new(c"a"), SymbolName::new(c"b")];
+    /// let mut fns = [f as *mut c_void, std::ptr::null_mut()];
+    /// let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+    /// let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+    /// let mut rewritten = Vec::new();
+    /// request.protect_filled(
+    ///     |request| {
+    ///         let params = request.as_params();
+    ///         // SAFETY: both slots exist; a careless foreign provider
+    ///         // writes every slot, filled or not.
+    ///         unsafe {
+    ///             *params.out_fn_ptrs = std::ptr::null_mut();
+    ///             *params.out_fn_ptrs.add(1) = f as *mut c_void;
+    ///         }
+    ///     },
+    ///     |slot| rewritten.push(slot),
+    /// );
+    /// assert_eq!(rewritten, [0]);
+    /// assert!(request.is_filled(0) && request.is_filled(1));
+    /// ```
+    #[inline]
+    pub fn protect_filled<R>(
+        &mut self,
+        call: impl FnOnce(&mut Self) -> R,
+        rewritten: impl FnMut(usize),
+    ) -> R {
+        if !self.any_filled() {
+            return call(self);
+        }
+        self.protect_filled_slots(call, rewritten)
     }
 
-    /// Puts back every slot that was filled in a [`ResolveRequest::snapshot`]
-    /// and has changed since (function or context rewritten, or cleared),
-    /// calling `rewritten(index)` for each. A provider must never touch a
-    /// filled slot (`docs/resolution.md#provider-rules`); a host that lets
-    /// foreign providers run uses this to make the rule hold anyway.
-    ///
-    /// # Panics
-    /// When a buffer's length differs from `self.len()`.
-    pub fn undo_rewrites(
+    /// [`ResolveRequest::protect_filled`] for a request with a filled slot.
+    fn protect_filled_slots<R>(
         &mut self,
-        fns: &[*mut c_void],
-        contexts: &[*mut c_void],
+        call: impl FnOnce(&mut Self) -> R,
         mut rewritten: impl FnMut(usize),
-    ) {
-        assert!(
-            fns.len() == self.fns.len() && contexts.len() == self.contexts.len(),
-            "snapshot of another request"
-        );
-        for index in 0..fns.len() {
+    ) -> R {
+        let len = self.len();
+        // Out of `self` during the call, so `call` cannot reach it.
+        let mut saved = std::mem::take(&mut self.saved);
+        saved.clear();
+        saved.extend_from_slice(self.fns);
+        saved.extend_from_slice(self.contexts);
+        let result = call(self);
+        let (fns, contexts) = saved.split_at(len);
+        for index in 0..len {
             if !fns[index].is_null()
                 && (self.fns[index] != fns[index] || self.contexts[index] != contexts[index])
             {
@@ -284,6 +340,10 @@ impl<'a> ResolveRequest<'a> {
                 rewritten(index);
             }
         }
+        self.saved = saved;
+        // Filled slots are back, whatever `call` did (a `clear` included).
+        self.maybe_filled = true;
+        result
     }
 
     /// Whether any slot holds a function.
