@@ -333,6 +333,19 @@ impl Manager {
         }
         // Everything registered before this resolve is visible below `count`.
         let count = self.registry.len();
+        // One load of the global level filter: without a subscriber at
+        // `debug`, the quiet walk, inlined here.
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            return self.resolve_logged(request, count);
+        }
+        self.resolve_observed(request, count, &mut Quiet)
+    }
+
+    /// [`Manager::resolve`] when some subscriber takes `debug` events:
+    /// logged if it wants the `xplug_resolve` span, quiet otherwise.
+    #[cold]
+    #[inline(never)]
+    fn resolve_logged(&self, request: &mut ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
         let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
         if span.is_disabled() {
             return self.resolve_observed(request, count, &mut Quiet);

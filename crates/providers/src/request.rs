@@ -318,6 +318,7 @@ impl<'a> ResolveRequest<'a> {
     }
 
     /// [`ResolveRequest::protect_filled`] for a request with a filled slot.
+    #[inline(never)]
     fn protect_filled_slots<R>(
         &mut self,
         call: impl FnOnce(&mut Self) -> R,
@@ -445,6 +446,40 @@ fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `protect_filled` restores exactly the slots that were filled, even
+    /// after a `clear` inside the call, and says which; the request keeps
+    /// knowing that slots are filled.
+    #[test]
+    fn protect_filled_restores_filled_slots_only() {
+        let names = vec![SymbolName::new(c"f"); 40];
+        let kept = std::ptr::dangling_mut::<c_void>();
+        let mut fns = vec![std::ptr::null_mut::<c_void>(); 40];
+        let mut contexts = vec![std::ptr::null_mut::<c_void>(); 40];
+        fns[3] = kept;
+        contexts[3] = kept;
+        fns[39] = kept;
+        let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+        let other = kept.wrapping_byte_add(8);
+        let mut rewritten = Vec::new();
+        request.protect_filled(
+            |request| {
+                request.clear();
+                request.fill_raw(0, other, other);
+                request.fill_raw(39, other, other);
+            },
+            |slot| rewritten.push(slot),
+        );
+        assert_eq!(rewritten, [3, 39]);
+        assert_eq!((request.function(3), request.context(3)), (kept, kept));
+        assert_eq!((request.function(39), request.context(39)), (kept, std::ptr::null_mut()));
+        assert_eq!((request.function(0), request.context(0)), (other, other));
+        assert!(request.any_filled());
+        // Nothing filled: `call` runs as it is and nothing is reported.
+        request.clear();
+        let ran = request.protect_filled(|_| true, |_| panic!("no filled slot to rewrite"));
+        assert!(ran);
+    }
 
     /// `all_filled` and `any_filled` agree with a plain scan for every
     /// length around the block sizes and an empty slot at every position
