@@ -400,7 +400,7 @@ impl Manager {
     /// first provider that fails with a code other than `NOT_FOUND`. Each
     /// provider called while some slot is filled is held to the
     /// filled-slot rule ([`ResolveRequest::protect_filled`]).
-    #[inline]
+    #[inline(always)]
     fn walk<O: Observer>(
         &self,
         request: &mut ResolveRequest<'_>,

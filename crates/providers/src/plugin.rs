@@ -431,7 +431,7 @@ impl ImportProvider for Plugin {
     /// One call of the plugin's `resolve`, its status taken at its word for
     /// whether the walk goes on (the caller judges the slots): no pass over
     /// the slots, no span, no error value unless the plugin failed.
-    #[inline]
+    #[inline(always)]
     fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), Error> {
         match self.call_resolve(request) {
             StatusCode::OK | StatusCode::NOT_FOUND => Ok(()),
@@ -443,7 +443,7 @@ impl ImportProvider for Plugin {
 impl Plugin {
     /// Calls the plugin's `resolve` once on `request` and returns the status
     /// code it gave; an empty request is `OK` without calling the plugin.
-    #[inline]
+    #[inline(always)]
     fn call_resolve(&self, request: &mut ResolveRequest<'_>) -> StatusCode {
         if request.is_empty() {
             return StatusCode::OK;
