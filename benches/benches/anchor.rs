@@ -16,11 +16,10 @@ use std::ffi::{CString, c_char, c_void};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use xplug_abi::{Resolution, StatusCode};
-use xplug_benches::{SDK_PLUGIN, batch_length, build_strcmp_c_plugin, paired_estimate, request_names};
+use xplug_benches::{SDK_PLUGIN, build_strcmp_c_plugin, pair, request_names};
 use xplug_iree_reference::fixtures::build_probe_plugin;
 use xplug_iree_reference::{IreeManager, IreePlugin, RawProvider};
 use xplug_manager::Manager;
@@ -38,82 +37,6 @@ impl Request {
 
     fn symbols(&self) -> Vec<SymbolName<'_>> {
         self.names.iter().map(|n| SymbolName::new(n)).collect()
-    }
-}
-
-/// Measures two resolvers *interleaved*: every measured batch of `a` runs
-/// next to a batch of `b` of the same length (in alternating order), and
-/// `which` says whose time is returned. Both sides of a row therefore see
-/// the same machine load, however it drifts during the run (this machine is
-/// shared), and their ratio compares like with like.
-fn interleaved(iters: u64, a: &mut dyn FnMut(), b: &mut dyn FnMut(), which: Which) -> Duration {
-    // Batches of about 20 µs, so reading the clock costs well under 1 %.
-    let batch = batch_length(a, b);
-    let mut total = Duration::ZERO;
-    let mut done = 0;
-    let mut a_first = true;
-    while done < iters {
-        let n = batch.min(iters - done);
-        let run = |f: &mut dyn FnMut()| {
-            let start = Instant::now();
-            for _ in 0..n {
-                f();
-            }
-            start.elapsed()
-        };
-        let (time_a, time_b) = if a_first {
-            let time_a = run(a);
-            (time_a, run(b))
-        } else {
-            let time_b = run(b);
-            (run(a), time_b)
-        };
-        total += match which {
-            Which::A => time_a,
-            Which::B => time_b,
-        };
-        a_first = !a_first;
-        done += n;
-    }
-    total
-}
-
-/// Whose time [`interleaved`] returns.
-#[derive(Clone, Copy)]
-enum Which {
-    A,
-    B,
-}
-
-/// Records `group/{a_name,b_name}[/parameter]`, measured interleaved.
-fn pair(
-    c: &mut Criterion,
-    name: &str,
-    parameter: Option<usize>,
-    (a_name, a): (&str, &mut dyn FnMut()),
-    (b_name, b): (&str, &mut dyn FnMut()),
-) {
-    let id = |side: &str| match parameter {
-        Some(parameter) => BenchmarkId::new(side, parameter),
-        None => BenchmarkId::from_parameter(side),
-    };
-    let mut group = c.benchmark_group(name);
-    let mut selected = false;
-    group.bench_function(id(a_name), |bencher| {
-        selected = true;
-        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A));
-    });
-    group.bench_function(id(b_name), |bencher| {
-        selected = true;
-        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B));
-    });
-    group.finish();
-    if selected {
-        let stem = match parameter {
-            Some(parameter) => format!("paired-{parameter}"),
-            None => "paired".to_owned(),
-        };
-        paired_estimate(name, &stem, a, b);
     }
 }
 

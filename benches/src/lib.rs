@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use criterion::{BenchmarkId, Criterion};
 use xplug_sdk::ImportParams;
 
 /// Number of exports of both generated plugins.
@@ -210,4 +211,83 @@ pub fn paired_estimate_of(
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&file, json))
         .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
+}
+
+/// Measures two resolvers *interleaved*: every measured batch of `a` runs
+/// next to a batch of `b` of the same length (in alternating order), and
+/// `which` says whose time is returned. Both sides of a row therefore see
+/// the same machine load, however it drifts during the run (this machine is
+/// shared), and their ratio compares like with like.
+pub fn interleaved(iters: u64, a: &mut dyn FnMut(), b: &mut dyn FnMut(), which: Which) -> Duration {
+    // Batches of about 20 µs, so reading the clock costs well under 1 %.
+    let batch = batch_length(a, b);
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    let mut a_first = true;
+    while done < iters {
+        let n = batch.min(iters - done);
+        let run = |f: &mut dyn FnMut()| {
+            let start = Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            start.elapsed()
+        };
+        let (time_a, time_b) = if a_first {
+            let time_a = run(a);
+            (time_a, run(b))
+        } else {
+            let time_b = run(b);
+            (run(a), time_b)
+        };
+        total += match which {
+            Which::A => time_a,
+            Which::B => time_b,
+        };
+        a_first = !a_first;
+        done += n;
+    }
+    total
+}
+
+/// Whose time [`interleaved`] returns.
+#[derive(Clone, Copy)]
+pub enum Which {
+    /// The first closure.
+    A,
+    /// The second closure.
+    B,
+}
+
+/// Records `group/{a_name,b_name}[/parameter]` in criterion, measured
+/// interleaved, and writes the paired estimate of `b / a` (`paired[-parameter].json`).
+pub fn pair(
+    c: &mut Criterion,
+    name: &str,
+    parameter: Option<usize>,
+    (a_name, a): (&str, &mut dyn FnMut()),
+    (b_name, b): (&str, &mut dyn FnMut()),
+) {
+    let id = |side: &str| match parameter {
+        Some(parameter) => BenchmarkId::new(side, parameter),
+        None => BenchmarkId::from_parameter(side),
+    };
+    let mut group = c.benchmark_group(name);
+    let mut selected = false;
+    group.bench_function(id(a_name), |bencher| {
+        selected = true;
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::A));
+    });
+    group.bench_function(id(b_name), |bencher| {
+        selected = true;
+        bencher.iter_custom(|iters| interleaved(iters, a, b, Which::B));
+    });
+    group.finish();
+    if selected {
+        let stem = match parameter {
+            Some(parameter) => format!("paired-{parameter}"),
+            None => "paired".to_owned(),
+        };
+        paired_estimate(name, &stem, a, b);
+    }
 }

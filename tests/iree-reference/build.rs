@@ -1,17 +1,13 @@
 //! Compiles IREE's executable plugin manager, its plugin loaders and the
-//! `base/` files they need from the sources bundled in the `eerie-sys` crate
-//! (a dependency with its default features off, so its own build script does
-//! nothing). No IREE source is copied into this repository.
+//! `base/` files they need from the sources bundled in the `eerie-sys` crate,
+//! found by `xplug-iree-sources`. This crate uses only those sources (it
+//! enables no eerie-sys feature; `xplug-iree` builds the whole runtime), and
+//! compiles them with the flags IREE's release builds use (`-O2 -DNDEBUG`).
+//! No IREE source is copied into this repository.
 //!
 //! Every failure panics with what went wrong and what to do: a reference
 //! build that silently skipped would make the benchmarks and the
 //! differential test meaningless.
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// The eerie-sys release whose sources we compile (IREE 3.13).
-const EERIE_SYS: &str = "eerie-sys";
 
 /// Files of IREE's runtime (under `runtime/src/iree/`) that make up the
 /// manager, the system-library and static plugins, the embedded ELF loader
@@ -55,7 +51,6 @@ const SOURCES: &[&str] = &[
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-env-changed=XPLUG_IREE_RUNTIME_SRC");
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     assert!(
         target_os == "linux",
@@ -63,12 +58,14 @@ fn main() {
          its file list uses the POSIX dynamic-library loader; exclude this crate on other targets"
     );
 
-    let runtime_src = runtime_src_dir();
+    let runtime_src = xplug_iree_sources::runtime_src_dir();
     let iree = runtime_src.join("iree");
     let mut build = cc::Build::new();
     build
         .include(&runtime_src)
         .opt_level(2)
+        // As IREE releases it: assertions off.
+        .define("NDEBUG", None)
         .define("IREE_STATUS_MODE", "2")
         .define("IREE_FILE_IO_ENABLE", "1")
         .define("IREE_ALLOCATOR_SYSTEM_CTL", "iree_allocator_libc_ctl")
@@ -88,66 +85,4 @@ fn main() {
     build.compile("xplug_iree_reference");
     println!("cargo::rustc-link-lib=dl");
     println!("cargo::rustc-link-lib=pthread");
-}
-
-/// `runtime/src` of the IREE tree bundled in eerie-sys, or of the tree
-/// `XPLUG_IREE_RUNTIME_SRC` names (for machines with IREE checked out).
-fn runtime_src_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XPLUG_IREE_RUNTIME_SRC") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.join("iree/hal/local/executable_plugin_manager.c").is_file(),
-            "XPLUG_IREE_RUNTIME_SRC={} is not IREE's `runtime/src` directory (no \
-             iree/hal/local/executable_plugin_manager.c below it)",
-            dir.display()
-        );
-        return dir;
-    }
-    let package_dir = eerie_sys_dir();
-    let dir = package_dir.join("iree").join("runtime").join("src");
-    assert!(
-        dir.is_dir(),
-        "{} has no iree/runtime/src directory; expected eerie-sys 0.5.0's bundled IREE sources",
-        package_dir.display()
-    );
-    dir
-}
-
-/// The directory of the eerie-sys package, from `cargo metadata`.
-fn eerie_sys_dir() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest_dir =
-        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let target = std::env::var("TARGET").expect("cargo sets TARGET");
-    let output = Command::new(&cargo)
-        .arg("metadata")
-        .args(["--format-version", "1", "--filter-platform", &target])
-        .arg("--manifest-path")
-        .arg(manifest_dir.join("Cargo.toml"))
-        // The build that runs us already resolved and downloaded everything.
-        .arg("--locked")
-        .output()
-        .unwrap_or_else(|error| {
-            panic!(
-                "cannot run `{} metadata` to locate the eerie-sys sources: {error}",
-                Path::new(&cargo).display()
-            )
-        });
-    assert!(
-        output.status.success(),
-        "`cargo metadata` failed while locating the eerie-sys sources (set XPLUG_IREE_RUNTIME_SRC to IREE's \
-         runtime/src to bypass it):\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("`cargo metadata` printed JSON");
-    let packages = metadata["packages"].as_array().expect("`cargo metadata` lists packages");
-    let manifest = packages
-        .iter()
-        .find(|package| package["name"] == EERIE_SYS)
-        .and_then(|package| package["manifest_path"].as_str())
-        .unwrap_or_else(|| {
-            panic!("`cargo metadata` does not list the {EERIE_SYS} package; is it still a dependency of xplug-iree-reference?")
-        });
-    Path::new(manifest).parent().expect("a manifest path has a parent directory").to_path_buf()
 }

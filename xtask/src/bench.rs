@@ -38,7 +38,8 @@ impl std::fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
-/// Runs `cargo bench -p xplug-benches` (the `xplug` and `anchor` benches),
+/// Runs `cargo bench -p xplug-benches` (the `xplug`, `anchor` and
+/// `iree_runtime` benches),
 /// passing `extra` to criterion.
 ///
 /// # Errors
@@ -47,7 +48,18 @@ pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(&cargo)
         .current_dir(root)
-        .args(["bench", "-p", "xplug-benches", "--bench", "xplug", "--bench", "anchor", "--"])
+        .args([
+            "bench",
+            "-p",
+            "xplug-benches",
+            "--bench",
+            "xplug",
+            "--bench",
+            "anchor",
+            "--bench",
+            "iree_runtime",
+            "--",
+        ])
         .args(extra)
         .status()
         .map_err(|error| BenchError::Cargo { detail: error.to_string() })?;
@@ -320,6 +332,56 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
         target: "<= 1.0x",
         met: embedded / iree_embedded <= 1.0,
     });
+    // (8) to (10): IREE's runtime (xplug-iree) with xplug's manager behind
+    // its loaders / with IREE's own manager (the `iree_runtime` bench).
+    let mut runtime_row = |comparison: String, group: &str, target: &'static str, limit: f64| {
+        get(&format!("{group}/xplug"))?;
+        get(&format!("{group}/iree"))?;
+        let paired = paired(criterion, group, None)?;
+        out.push(Ratio {
+            comparison,
+            xplug_ns: paired.b_ns,
+            baseline_ns: paired.a_ns,
+            ratio: paired.ratio,
+            target,
+            met: paired.ratio <= limit,
+        });
+        Ok::<(), BenchError>(())
+    };
+    for (row, what) in [
+        ("c_plugin", "1 C plugin, 1 name"),
+        ("sdk_1", "SDK sample, 1 name"),
+        ("sdk_4", "SDK sample, 4 names"),
+    ] {
+        runtime_row(
+            format!("(8) IREE loader's resolve call, xplug-iree's provider / IREE's manager: {what}"),
+            &format!("iree_loader_call_{row}"),
+            "<= 1.0x",
+            1.0,
+        )?;
+        runtime_row(
+            format!(
+                "(8) `Manager::resolve` on a fresh `ResolveRequest` / IREE's manager's loader call: {what}"
+            ),
+            &format!("iree_fresh_request_{row}"),
+            "<= 1.0x",
+            1.0,
+        )?;
+    }
+    runtime_row(
+        "(9) IREE runtime, module load to first result (mul_call, 64 elements, local-sync): xplug's manager / IREE's"
+            .to_owned(),
+        "iree_module_load",
+        "<= 1.0x",
+        1.0,
+    )?;
+    runtime_row(
+        "(10) IREE runtime, steady-state call over 1M elements (local-sync): xplug's manager / IREE's"
+            .to_owned(),
+        "iree_call_1m",
+        "<= 1.02x",
+        1.02,
+    )?;
     Ok(out)
 }
 
@@ -363,7 +425,7 @@ pub fn table(ratios: &[Ratio]) -> String {
         );
     }
     out.push_str(
-        "\nMedians; rows (1) are per requested name, the others per operation. Rows (3), (5) and (6) are \
+        "\nMedians; rows (1) are per requested name, the others per operation. Rows (3), (5), (6) and (8) to (10) are \
          paired: batches of both sides run back to back, and the ratio is the median of the per-pair ratios.\n",
     );
     out

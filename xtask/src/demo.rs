@@ -1,30 +1,153 @@
-//! `cargo xtask demo`: build the example plugins, then run `xplug demo`.
+//! `cargo xtask demo`: build the example plugins, run `xplug demo`, then run
+//! a compiled IREE program through xplug (`xplug run`: IREE's runtime with
+//! xplug's manager as the import provider) and check its result against a
+//! plain Rust loop.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitStatus};
+use std::time::Instant;
 
-use crate::plugins::{self, BuildError};
+use crate::iree_e2e::{self, E2eError, MUL_CALL};
+use crate::plugins::{self, BuildError, PluginProfile};
+
+/// Elements of the IREE program's inputs.
+pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;
+
+/// What stops the demo.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// A build failed or cargo could not be started.
+    #[error("cannot build the demo")]
+    Build(#[from] BuildError),
+    /// IREE's compiler could not be set up or rejected the program.
+    #[error("cannot prepare the IREE program")]
+    Iree(#[from] E2eError),
+    /// A file could not be written or read.
+    #[error("{context}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `xplug run` wrote an unreadable output.
+    #[error("cannot read xplug run's output {path}")]
+    Output {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: xplug_npy::Error,
+    },
+    /// The program's result differs from the plain loop.
+    #[error(
+        "IREE program result differs from the plain Rust loop at element {index}: {found} instead of {expected}"
+    )]
+    Mismatch {
+        /// First differing element.
+        index: usize,
+        /// Plain loop's value.
+        expected: f32,
+        /// Program's value.
+        found: f32,
+    },
+}
 
 /// Builds the example plugins and `xplug` (both optimised unless `debug`),
-/// then runs `xplug demo` with `extra` arguments; returns its exit status.
+/// runs `xplug demo` with `extra` arguments, then the IREE program; returns
+/// the exit status of the first step that did not succeed.
 ///
 /// # Errors
-/// When a build fails or cargo cannot be started.
-pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<std::process::ExitStatus, BuildError> {
-    let profile = plugins::PluginProfile::from_release_flag(!debug);
+/// When a build fails, IREE cannot be set up, or the IREE program's result
+/// is wrong.
+pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<ExitStatus, DemoError> {
+    let profile = PluginProfile::from_release_flag(!debug);
     eprintln!("building the example plugins into {} ...", plugins::output_dir(root, profile).display());
     plugins::build(root, profile)?;
     // cargo shows its own progress while it builds xplug.
     eprintln!("building and running xplug demo ...");
+    let mut demo = xplug(root, debug);
+    demo.arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root, profile)).args(extra);
+    let status = demo.status().map_err(|error| cargo_error(&error))?;
+    if !status.success() {
+        return Ok(status);
+    }
+    run_iree_program(root, profile, debug)
+}
+
+fn xplug(root: &Path, debug: bool) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = Command::new(&cargo);
-    command.current_dir(root).args(["run", "-p", "xplug-cli", "--bin", "xplug"]);
+    let mut command = Command::new(cargo);
+    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli", "--bin", "xplug"]);
     if !debug {
         command.arg("--release");
     }
-    command.arg("--").arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root, profile)).args(extra);
-    command.status().map_err(|error| BuildError::Cargo {
-        command: format!("{cargo} run -p xplug-cli -- demo"),
-        detail: error.to_string(),
-    })
+    command.arg("--");
+    command
+}
+
+fn cargo_error(error: &std::io::Error) -> BuildError {
+    BuildError::Cargo { command: "cargo run -p xplug-cli".to_owned(), detail: error.to_string() }
+}
+
+/// Compiles `tests/iree/mul_call.mlir` with the pinned `iree-compile`
+/// (cached under `target/iree-demo/`), runs it with `xplug run` on
+/// `local-task` with two example plugins (the newer one, a `.sos`, serves
+/// `simple_mul_workgroup`), and compares every element with `a * b`.
+fn run_iree_program(root: &Path, profile: PluginProfile, debug: bool) -> Result<ExitStatus, DemoError> {
+    println!();
+    println!("IREE program: tests/iree/mul_call.mlir, {IREE_DEMO_ELEMENTS} floats, through xplug run");
+    let tools = iree_e2e::toolchain(root)?;
+    let work = root.join("target").join("iree-demo");
+    let io = |context: String| move |source| DemoError::Io { context, source };
+    std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
+    let module = iree_e2e::compile(root, &tools, MUL_CALL, &work)?;
+    let (a, b) = iree_e2e::inputs(IREE_DEMO_ELEMENTS);
+    let (a_path, b_path, out_path) = (work.join("a.npy"), work.join("b.npy"), work.join("out.npy"));
+    for (path, values) in [(&a_path, &a), (&b_path, &b)] {
+        std::fs::write(path, xplug_npy::encode_f32(values))
+            .map_err(io(format!("cannot write {}", path.display())))?;
+    }
+    let plugin_dir = plugins::output_dir(root, profile);
+    // The binary `xplug demo` just ran, called directly so that the time
+    // below is xplug's alone.
+    let binary = root.join("target").join(if debug { "debug" } else { "release" }).join("xplug");
+    let mut run = Command::new(&binary);
+    run.arg("run")
+        .arg(&module)
+        .arg("--function=mul")
+        .arg("--device=local-task")
+        .arg(format!("--plugin={}", plugin_dir.join(plugins::library_file_name("sample_system")).display()))
+        .arg(format!("--plugin={}", plugin_dir.join("sample_standalone.sos").display()))
+        .arg("--trace")
+        .arg(format!("--input=@{}", a_path.display()))
+        .arg(format!("--input=@{}", b_path.display()))
+        .arg(format!("--output=@{}", out_path.display()));
+    let started = Instant::now();
+    let status = run.status().map_err(io(format!("cannot run {}", binary.display())))?;
+    let elapsed = started.elapsed();
+    if !status.success() {
+        return Ok(status);
+    }
+    let bytes = std::fs::read(&out_path).map_err(io(format!("cannot read {}", out_path.display())))?;
+    let out = xplug_npy::decode_f32(&bytes)
+        .map_err(|source| DemoError::Output { path: out_path.display().to_string(), source })?;
+    let plain: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a * b).collect();
+    if let Some(index) =
+        (0..plain.len()).find(|&i| out.get(i).map(|v| v.to_bits()) != Some(plain[i].to_bits()))
+    {
+        return Err(DemoError::Mismatch {
+            index,
+            expected: plain[index],
+            found: out.get(index).copied().unwrap_or(f32::NAN),
+        });
+    }
+    println!(
+        "  xplug run (start, load the module and plugins, read and write .npy, run): {:.1} ms; all {} elements equal the plain Rust loop bit for bit",
+        elapsed.as_secs_f64() * 1e3,
+        plain.len()
+    );
+    Ok(status)
 }

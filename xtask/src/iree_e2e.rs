@@ -33,8 +33,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::npy;
 use crate::plugins::{self, BuildError, PluginProfile};
+use xplug_npy as npy;
 
 /// The IREE release the end-to-end tests pin (`iree-base-compiler` and
 /// `iree-base-runtime` from PyPI).
@@ -102,7 +102,7 @@ pub enum E2eError {
         path: PathBuf,
         /// What is wrong with it.
         #[source]
-        source: npy::NpyError,
+        source: npy::Error,
     },
 }
 
@@ -392,17 +392,45 @@ pub const SUB_PLUGIN: &str = "xplug_e2e_sub";
 /// The test plugin exporting its own `simple_mul_workgroup` (`-(a*b)`).
 pub const MARKER_PLUGIN: &str = "xplug_e2e_marker";
 
-/// Builds everything, runs every case of [`cases`] and returns the report.
-/// `progress` is told about each case as it finishes.
+/// Everything the cases need, built once: IREE's tools, every plugin by
+/// name (the examples and the two test plugins) and every program compiled.
+#[derive(Debug)]
+pub struct Prepared {
+    /// IREE's tools.
+    pub tools: Toolchain,
+    /// Plugin name and file, for every name a [`Case`] can list.
+    pub libraries: Vec<(String, PathBuf)>,
+    /// Program file name (`mul_call.mlir`) and its compiled `.vmfb`.
+    pub modules: Vec<(&'static str, PathBuf)>,
+    /// The directory runs write their inputs and outputs to.
+    pub work: PathBuf,
+    _lock: File,
+}
+
+impl Prepared {
+    /// The file of plugin `name`.
+    ///
+    /// # Panics
+    /// When `name` is not one of the plugins cases list.
+    #[must_use]
+    pub fn library(&self, name: &str) -> &Path {
+        &self.libraries.iter().find(|(known, _)| known == name).expect("every case's plugins are built").1
+    }
+
+    /// The compiled module of `program`.
+    #[must_use]
+    pub fn module(&self, program: Program) -> &Path {
+        &self.modules.iter().find(|(file, _)| *file == program.file).expect("every program is compiled").1
+    }
+}
+
+/// Sets up IREE, builds the plugins and compiles the programs, holding the
+/// work directory's lock (one run per work directory at a time) until the
+/// returned value drops.
 ///
 /// # Errors
-/// When IREE cannot be set up, a plugin or a program does not build, or a
-/// file operation fails. Wrong results are failed cases, not errors.
-pub fn run(
-    root: &Path,
-    profile: PluginProfile,
-    mut progress: impl FnMut(&Case, &Outcome),
-) -> Result<Report, E2eError> {
+/// When IREE cannot be set up, or a plugin or a program does not build.
+pub fn prepare(root: &Path, profile: PluginProfile) -> Result<Prepared, E2eError> {
     let tools = toolchain(root)?;
     let work = root.join("target").join("iree-e2e").join(profile.dir_name());
     std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
@@ -439,24 +467,44 @@ pub fn run(
     for program in [MUL_CALL, MUL_UKERNEL, TWO_IMPORTS] {
         modules.push((program.file, compile(root, &tools, program, &work)?));
     }
+    Ok(Prepared { tools, libraries, modules, work, _lock: lock })
+}
 
+/// Builds everything, runs every case of [`cases`] and returns the report.
+/// `progress` is told about each case as it finishes.
+///
+/// # Errors
+/// When IREE cannot be set up, a plugin or a program does not build, or a
+/// file operation fails. Wrong results are failed cases, not errors.
+pub fn run(
+    root: &Path,
+    profile: PluginProfile,
+    mut progress: impl FnMut(&Case, &Outcome),
+) -> Result<Report, E2eError> {
+    let prepared = prepare(root, profile)?;
     let mut report = Report::default();
     for case in cases() {
-        let module = &modules
-            .iter()
-            .find(|(file, _)| *file == case.program.file)
-            .expect("every program is compiled")
-            .1;
-        let outcome = run_case(&tools, &case, module, &libraries, &work)?;
+        let outcome = run_case(&prepared, &case)?;
         progress(&case, &outcome);
         report.results.push((case, outcome));
     }
     Ok(report)
 }
 
-fn compile(root: &Path, tools: &Toolchain, program: Program, work: &Path) -> Result<PathBuf, E2eError> {
+/// Compiles `program` with the pinned `iree-compile` for the local CPU into
+/// `work` (`NAME.vmfb`), unless that file is newer than the source.
+///
+/// # Errors
+/// [`E2eError::Compile`] with the compiler's diagnostics.
+pub fn compile(root: &Path, tools: &Toolchain, program: Program, work: &Path) -> Result<PathBuf, E2eError> {
     let source = root.join("tests").join("iree").join(program.file);
     let module = work.join(program.file.replace(".mlir", ".vmfb"));
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    if let (Some(built), Some(written)) = (modified(&module), modified(&source))
+        && built > written
+    {
+        return Ok(module);
+    }
     let output = Command::new(&tools.compile)
         .args([
             "--iree-hal-target-device=local",
@@ -493,13 +541,17 @@ pub fn inputs(size: usize) -> (Vec<f32>, Vec<f32>) {
     (a, b)
 }
 
-fn run_case(
-    tools: &Toolchain,
+/// Runs `iree-run-module` (local-sync) on `case` and returns each output's
+/// elements, or IREE's failure text when it exits with an error.
+///
+/// # Errors
+/// When an input or output file cannot be written or read, or the tool
+/// cannot be started.
+pub fn run_iree_run_module(
+    prepared: &Prepared,
     case: &Case,
-    module: &Path,
-    libraries: &[(String, PathBuf)],
-    work: &Path,
-) -> Result<Outcome, E2eError> {
+) -> Result<Result<Vec<Vec<f32>>, String>, E2eError> {
+    let work = &prepared.work;
     let (a, b) = inputs(case.size);
     let a_path = work.join("a.npy");
     let b_path = work.join("b.npy");
@@ -513,15 +565,14 @@ fn run_case(
             std::fs::remove_file(path).map_err(io(format!("cannot remove {}", path.display())))?;
         }
     }
+    let tools = &prepared.tools;
     let mut command = Command::new(&tools.run_module);
     command.arg("--device=local-sync");
     for name in &case.plugins {
-        let path =
-            &libraries.iter().find(|(known, _)| known == name).expect("every case's plugins are built").1;
-        command.arg(format!("--executable_plugin={}", path.display()));
+        command.arg(format!("--executable_plugin={}", prepared.library(name).display()));
     }
     command
-        .arg(format!("--module={}", module.display()))
+        .arg(format!("--module={}", prepared.module(case.program).display()))
         .arg(format!("--function={}", case.program.function))
         .arg(format!("--input=@{}", a_path.display()))
         .arg(format!("--input=@{}", b_path.display()));
@@ -530,40 +581,58 @@ fn run_case(
     }
     let output = command.output().map_err(io(format!("cannot run {}", tools.run_module.display())))?;
     if !output.status.success() {
-        return Ok(Outcome::Failed {
-            detail: format!(
-                "iree-run-module exited with {}:\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            ),
-        });
+        return Ok(Err(format!(
+            "iree-run-module exited with {}:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
     }
-    for (index, (path, expected)) in outputs.iter().zip(&case.expected).enumerate() {
+    let mut values = Vec::with_capacity(outputs.len());
+    for path in &outputs {
         let bytes = std::fs::read(path).map_err(io(format!("cannot read {}", path.display())))?;
-        let got = npy::decode_f32(&bytes).map_err(|source| E2eError::Npy { path: path.clone(), source })?;
+        values.push(npy::decode_f32(&bytes).map_err(|source| E2eError::Npy { path: path.clone(), source })?);
+    }
+    Ok(Ok(values))
+}
+
+/// Judges a case's outputs against what its kernels must compute, bit for
+/// bit: `None` when every element is right, else what is wrong.
+#[must_use]
+pub fn judge(case: &Case, outputs: &[Vec<f32>]) -> Option<String> {
+    let (a, b) = inputs(case.size);
+    if outputs.len() != case.expected.len() {
+        return Some(format!("{} outputs, expected {}", outputs.len(), case.expected.len()));
+    }
+    for (index, (got, expected)) in outputs.iter().zip(&case.expected).enumerate() {
         if got.len() != case.size {
-            return Ok(Outcome::Wrong {
-                detail: format!("output {index} has {} elements, expected {}", got.len(), case.size),
-            });
+            return Some(format!("output {index} has {} elements, expected {}", got.len(), case.size));
         }
         let wrong: Vec<usize> =
             (0..case.size).filter(|&i| got[i].to_bits() != expected.value(a[i], b[i]).to_bits()).collect();
         if let Some(&first) = wrong.first() {
-            return Ok(Outcome::Wrong {
-                detail: format!(
-                    "output {index} ({expected}): {} of {} elements wrong; first at {first}: got {}, expected {} \
-                     (a = {}, b = {})",
-                    wrong.len(),
-                    case.size,
-                    got[first],
-                    expected.value(a[first], b[first]),
-                    a[first],
-                    b[first]
-                ),
-            });
+            return Some(format!(
+                "output {index} ({expected}): {} of {} elements wrong; first at {first}: got {}, expected {} \
+                 (a = {}, b = {})",
+                wrong.len(),
+                case.size,
+                got[first],
+                expected.value(a[first], b[first]),
+                a[first],
+                b[first]
+            ));
         }
     }
-    Ok(Outcome::Pass)
+    None
+}
+
+fn run_case(prepared: &Prepared, case: &Case) -> Result<Outcome, E2eError> {
+    Ok(match run_iree_run_module(prepared, case)? {
+        Err(detail) => Outcome::Failed { detail },
+        Ok(outputs) => match judge(case, &outputs) {
+            None => Outcome::Pass,
+            Some(detail) => Outcome::Wrong { detail },
+        },
+    })
 }
 
 #[cfg(test)]

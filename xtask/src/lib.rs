@@ -13,7 +13,6 @@ pub mod demo;
 pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
-pub mod npy;
 pub mod plugins;
 pub mod sos;
 

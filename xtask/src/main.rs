@@ -101,10 +101,7 @@ fn main() -> ExitCode {
             match xtask::demo::run(&root, debug, &extra) {
                 Ok(status) if status.success() => ExitCode::SUCCESS,
                 Ok(status) => ExitCode::from(u8::try_from(status.code().unwrap_or(1)).unwrap_or(1)),
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::FAILURE
-                }
+                Err(error) => failure(&error),
             }
         }
         Command::Bench { quick, no_run } => {

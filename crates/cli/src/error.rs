@@ -130,6 +130,25 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_providers::Error,
     },
+    /// IREE's runtime (through `xplug-iree`) failed: a module, a device,
+    /// unresolved imports or a call.
+    #[error("{context}")]
+    Iree {
+        /// What the CLI was doing.
+        context: String,
+        /// xplug-iree's error (its causes include IREE's status text).
+        #[source]
+        source: xplug_iree::Error,
+    },
+    /// An `.npy` file could not be read.
+    #[error("{context}")]
+    Npy {
+        /// What was being done, naming the file.
+        context: String,
+        /// What is wrong with the file.
+        #[source]
+        source: xplug_npy::Error,
+    },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
     WorkerPanicked {
@@ -178,6 +197,8 @@ impl CliError {
                 _ => StatusCode::INTERNAL,
             },
             Self::ProbeUnavailable { source, .. } => source.code(),
+            Self::Iree { source, .. } => iree_code(source),
+            Self::Npy { .. } => StatusCode::INVALID_ARGUMENT,
         }
     }
 
@@ -204,6 +225,10 @@ impl CliError {
                 _ => "plugin_crashed",
             },
             Self::ProbeUnavailable { .. } => "probe_unavailable",
+            Self::Iree { source: xplug_iree::Error::UnresolvedImports { .. }, .. } => "unresolved_imports",
+            Self::Iree { source: xplug_iree::Error::NoSuchFunction { .. }, .. } => "no_such_function",
+            Self::Iree { .. } => "iree",
+            Self::Npy { .. } => "npy",
         }
     }
 
@@ -252,5 +277,27 @@ impl CliError {
             next = cause.source();
         }
         causes
+    }
+}
+
+/// The status code of an xplug-iree error: IREE's own where IREE reported
+/// it, the manager's for unresolved imports.
+fn iree_code(error: &xplug_iree::Error) -> StatusCode {
+    use xplug_iree::Error as IreeError;
+    match error {
+        IreeError::UnresolvedImports { source, .. } => source.code(),
+        IreeError::NoSuchFunction { .. } => StatusCode::NOT_FOUND,
+        IreeError::TensorSize { .. } | IreeError::NpyDtype { .. } => StatusCode::INVALID_ARGUMENT,
+        IreeError::ModuleFile { .. } => StatusCode::NOT_FOUND,
+        other => {
+            let mut next: Option<&(dyn std::error::Error + 'static)> = Some(other);
+            while let Some(cause) = next {
+                if let Some(status) = cause.downcast_ref::<xplug_iree::IreeStatus>() {
+                    return StatusCode(status.code);
+                }
+                next = cause.source();
+            }
+            StatusCode::INTERNAL
+        }
     }
 }

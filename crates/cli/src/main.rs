@@ -31,6 +31,7 @@ mod isolate;
 mod new;
 mod output;
 mod resolve;
+mod run;
 mod trust;
 
 use std::path::PathBuf;
@@ -140,6 +141,58 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
     },
+    /// Run a compiled IREE program (.vmfb) on IREE's runtime with xplug's
+    /// manager resolving every import of its executables. Prints what
+    /// iree-run-module prints for the same program, inputs and plugins.
+    #[command(
+        after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
+    )]
+    Run {
+        /// The compiled module (also accepted as --module=, as
+        /// iree-run-module spells it).
+        #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
+        module: Option<PathBuf>,
+        #[arg(long = "module", value_name = "MODULE.vmfb", hide = true, conflicts_with = "module")]
+        module_flag: Option<PathBuf>,
+        /// The function to call (default: the module's only export).
+        #[arg(long)]
+        function: Option<String>,
+        /// An argument: IREE's syntax (`4xf32=1,2,3,4`, `2x2xi32=[1 2][3 4]`,
+        /// `f32=7`) or `@FILE.npy`; repeat in argument order.
+        #[arg(long = "input", value_name = "VALUE")]
+        inputs: Vec<String>,
+        /// Where result N goes, in order: `@FILE.npy`, or `-` to print it
+        /// (results without an --output are printed).
+        #[arg(long = "output", value_name = "@FILE.npy|-")]
+        outputs: Vec<String>,
+        /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
+        #[arg(long, default_value = "local-sync")]
+        device: String,
+        /// Worker threads of local-task (default: one per core).
+        #[arg(long = "task_workers", alias = "task-workers", value_name = "N")]
+        task_workers: Option<usize>,
+        /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
+        /// `static:NAME`); repeatable, later ones are asked first. The
+        /// XPLUG_PLUGINS environment variable's plugins come before these.
+        #[arg(long = "plugin", visible_alias = "executable_plugin", value_name = "PLUGIN")]
+        plugins: Vec<String>,
+        /// Register the plugins linked into xplug first.
+        #[arg(long = "static")]
+        with_static: bool,
+        /// Print each executable's imports and the provider that resolved
+        /// each, on stderr.
+        #[arg(long)]
+        trace: bool,
+        /// Load the module (creating its executables) without calling
+        /// anything, and list every import of every executable with the
+        /// provider that resolves it or why none does. Exits 1 if a required
+        /// import is missing.
+        #[arg(long)]
+        list_imports: bool,
+        /// Elements printed per tensor.
+        #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
+        max_elements: usize,
+    },
     /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
     Fatelf {
         #[command(subcommand)]
@@ -239,6 +292,42 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             call::run(&call::Options { plugin, import, params }, cli.json)
         }
         Command::Fatelf { action } => fatelf::run(action, cli.json),
+        Command::Run {
+            module,
+            module_flag,
+            function,
+            inputs,
+            outputs,
+            device,
+            task_workers,
+            plugins,
+            with_static,
+            trace,
+            list_imports,
+            max_elements,
+        } => {
+            let Some(module) = module_flag.as_ref().or(module.as_ref()) else {
+                return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
+            };
+            let workers = task_workers
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+            run::run(
+                &run::Options {
+                    module,
+                    function: function.as_deref(),
+                    inputs,
+                    outputs,
+                    device,
+                    task_workers: workers,
+                    plugins,
+                    with_static: *with_static,
+                    trace: *trace,
+                    list_imports: *list_imports,
+                    max_elements: *max_elements,
+                },
+                cli.json,
+            )
+        }
         Command::Bench { plugin, symbols, runs, call } => match isolation {
             isolate::Isolation::InProcess => bench::run(
                 &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },

@@ -1,0 +1,173 @@
+//! IREE's runtime with xplug's manager behind its executables
+//! (`xplug-iree`), against the same runtime build with IREE's own plugin
+//! manager behind them: rows (8) to (10) of `cargo xtask bench`.
+//!
+//! Both sides are one build of IREE's runtime from eerie-sys (CMake's
+//! Release configuration under `cargo bench`: `-O3 -DNDEBUG`, as IREE
+//! releases it), with the same plugins loaded from the same files, so only
+//! the provider behind the loaders differs.
+//!
+//! - (8) the exact C call IREE's loaders make, `resolve(self, n, names, fns,
+//!   contexts, &resolution)` with the slots cleared before every call:
+//!   IREE's manager's pair against the pair xplug-iree installs; and IREE's
+//!   call against `Manager::resolve` on a fresh `ResolveRequest` per
+//!   resolve, as a Rust runtime makes one per executable.
+//! - (9) module load to first result: a session on a device (executables
+//!   created, imports resolved) and one call of `@mul` on 64 elements.
+//! - (10) steady state: one call of `@mul` on 1M elements (local-sync).
+//!
+//! Group names are read back by `xtask/src/bench.rs`; keep them in sync.
+
+#![expect(missing_docs, reason = "`criterion_group!` generates an undocumented public function")]
+
+use std::ffi::{CString, c_char, c_void};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use xplug_benches::pair;
+use xplug_iree::{DeviceKind, IreePluginManager, Module, RawImportProvider, Runtime, Session, Tensor};
+use xplug_manager::Manager;
+use xplug_providers::{ResolveRequest, SymbolName};
+use xtask::iree_e2e::{self, MUL_CALL};
+use xtask::plugins::PluginProfile;
+
+/// One resolve as IREE's loader makes it: slots cleared, then the C call.
+fn loader_call<'a>(
+    provider: RawImportProvider<'a>,
+    names: &'a [*const c_char],
+    fns: &'a mut [*mut c_void],
+    contexts: &'a mut [*mut c_void],
+) -> impl FnMut() + 'a {
+    move || {
+        fns.fill(std::ptr::null_mut());
+        contexts.fill(std::ptr::null_mut());
+        let mut resolution = 0;
+        // SAFETY: a live provider (its owner outlives this closure); `names`
+        // holds NUL-terminated strings and both slot arrays its length.
+        let status = unsafe {
+            (provider.resolve)(
+                provider.self_,
+                names.len(),
+                names.as_ptr(),
+                fns.as_mut_ptr(),
+                contexts.as_mut_ptr(),
+                &mut resolution,
+            )
+        };
+        assert!(black_box(status).is_null(), "the benchmark's names all resolve");
+    }
+}
+
+fn plugins_dir() -> PathBuf {
+    let root = xtask::workspace_root();
+    let built = xtask::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
+    assert!(built.iter().all(|plugin| plugin.path.is_some()), "an example plugin was skipped: {built:?}");
+    xtask::plugins::output_dir(&root, PluginProfile::Release)
+}
+
+fn iree_manager(plugin: &Path) -> IreePluginManager {
+    let manager = IreePluginManager::new(1).expect("IREE's manager");
+    // SAFETY: an example plugin of this workspace.
+    unsafe { manager.load(plugin) }.expect("IREE loads the plugin");
+    manager
+}
+
+fn xplug_manager(plugin: &Path) -> Arc<Manager> {
+    // SAFETY: as above.
+    Arc::new(unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin"))
+}
+
+/// (8) The loader's call through each provider, and `Manager::resolve` on a
+/// fresh request, for the C example and the SDK example (1 and 4 names).
+fn loader_calls(c: &mut Criterion) {
+    let dir = plugins_dir();
+    let cases: [(&str, &str, &[&str]); 3] = [
+        ("c_sample", "c_plugin", &["simple_mul_workgroup"]),
+        ("sample_standalone", "sdk_1", &["simple_mul_workgroup"]),
+        ("sample_standalone", "sdk_4", &["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]),
+    ];
+    for (plugin, row, names) in cases {
+        let path = dir.join(xtask::plugins::library_file_name(plugin));
+        let iree = iree_manager(&path);
+        let manager = xplug_manager(&path);
+        let xplug = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
+        let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
+        let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
+        let n = pointers.len();
+        let slots = || (vec![std::ptr::null_mut(); n], vec![std::ptr::null_mut(); n]);
+        let ((mut f1, mut c1), (mut f2, mut c2)) = (slots(), slots());
+        let mut iree_call = loader_call(iree.as_raw(), &pointers, &mut f1, &mut c1);
+        let mut xplug_call = loader_call(xplug.as_raw(), &pointers, &mut f2, &mut c2);
+        pair(
+            c,
+            &format!("iree_loader_call_{row}"),
+            None,
+            ("iree", &mut iree_call),
+            ("xplug", &mut xplug_call),
+        );
+
+        // A Rust runtime's way: a fresh ResolveRequest per executable.
+        let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
+        let (mut f3, mut c3) = slots();
+        let mut fresh = || {
+            f3.fill(std::ptr::null_mut());
+            c3.fill(std::ptr::null_mut());
+            let mut request = ResolveRequest::new(&symbols, &mut f3, &mut c3).expect("equal lengths");
+            assert!(black_box(manager.resolve(&mut request)).is_ok());
+        };
+        pair(c, &format!("iree_fresh_request_{row}"), None, ("iree", &mut iree_call), ("xplug", &mut fresh));
+    }
+}
+
+struct Program {
+    runtime: Runtime,
+    module: Module,
+    plugin: PathBuf,
+}
+
+fn program() -> Program {
+    let root = xtask::workspace_root();
+    let prepared = iree_e2e::prepare(&root, PluginProfile::Release).expect("IREE and the programs are ready");
+    let runtime = Runtime::new().expect("IREE's runtime");
+    let module = Module::from_file(&runtime, prepared.module(MUL_CALL)).expect("mul_call.vmfb loads");
+    Program { runtime, module, plugin: prepared.library("c_sample").to_owned() }
+}
+
+fn inputs(n: usize) -> [Tensor; 2] {
+    let (a, b) = iree_e2e::inputs(n);
+    [Tensor::from_f32(&a), Tensor::from_f32(&b)]
+}
+
+/// (9) Module load to first result, and (10) a steady-state call over 1M
+/// elements, with IREE's manager and with xplug's behind the same runtime.
+fn programs(c: &mut Criterion) {
+    let program = program();
+    let kind = DeviceKind::LocalSync;
+    let iree_device =
+        program.runtime.device_with_iree_manager(kind, &iree_manager(&program.plugin)).expect("device");
+    let xplug_device = program.runtime.device(kind, xplug_manager(&program.plugin)).expect("device");
+    let small = inputs(64);
+    let first_result = |device: &xplug_iree::Device| {
+        let session = Session::new(device, &program.module).expect("the module loads");
+        black_box(session.call("mul", &small).expect("the call runs"));
+    };
+    let mut iree_first = || first_result(&iree_device);
+    let mut xplug_first = || first_result(&xplug_device);
+    pair(c, "iree_module_load", None, ("iree", &mut iree_first), ("xplug", &mut xplug_first));
+
+    let large = inputs(1 << 20);
+    let iree_session = Session::new(&iree_device, &program.module).expect("the module loads");
+    let xplug_session = Session::new(&xplug_device, &program.module).expect("the module loads");
+    let mut iree_call = || {
+        black_box(iree_session.call("mul", &large).expect("the call runs"));
+    };
+    let mut xplug_call = || {
+        black_box(xplug_session.call("mul", &large).expect("the call runs"));
+    };
+    pair(c, "iree_call_1m", None, ("iree", &mut iree_call), ("xplug", &mut xplug_call));
+}
+
+criterion_group!(benches, loader_calls, programs);
+criterion_main!(benches);

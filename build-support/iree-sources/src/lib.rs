@@ -1,0 +1,109 @@
+//! Where IREE's runtime sources are, for the build scripts that compile
+//! against them.
+//!
+//! xplug never copies IREE's code. The crates that need IREE's C sources or
+//! headers (`xplug-iree`, which adds a small C file calling IREE's device
+//! constructors, and `xplug-iree-reference`, which compiles IREE's plugin
+//! manager and loaders as a benchmark anchor) take them from the IREE tree
+//! bundled in the `eerie-sys` package, which they depend on. A build script
+//! cannot see its dependencies' directories directly, so this crate asks
+//! `cargo metadata` for it. Setting `XPLUG_IREE_RUNTIME_SRC` to an IREE
+//! checkout's `runtime/src` bypasses the lookup.
+//!
+//! Every function panics with what went wrong and what to do: a build
+//! script has no better way to stop a build.
+//!
+//! ```no_run
+//! // In a build script of a crate that depends on eerie-sys:
+//! let runtime_src = xplug_iree_sources::runtime_src_dir();
+//! assert!(runtime_src.join("iree/base/api.h").is_file());
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The package whose bundled IREE tree is used.
+pub const EERIE_SYS: &str = "eerie-sys";
+
+/// The environment variable naming another IREE `runtime/src` directory.
+pub const RUNTIME_SRC_VAR: &str = "XPLUG_IREE_RUNTIME_SRC";
+
+/// IREE's `runtime/src` directory: from [`RUNTIME_SRC_VAR`] when set, else
+/// the one bundled in the eerie-sys package of the calling crate's build.
+/// Tells cargo to rerun the build script when the variable changes.
+///
+/// # Panics
+/// When the directory does not look like IREE's `runtime/src`, or the
+/// eerie-sys package cannot be found.
+#[must_use]
+pub fn runtime_src_dir() -> PathBuf {
+    println!("cargo::rerun-if-env-changed={RUNTIME_SRC_VAR}");
+    if let Some(dir) = std::env::var_os(RUNTIME_SRC_VAR) {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.join("iree/hal/local/executable_plugin_manager.c").is_file(),
+            "{RUNTIME_SRC_VAR}={} is not IREE's `runtime/src` directory (no \
+             iree/hal/local/executable_plugin_manager.c below it)",
+            dir.display()
+        );
+        return dir;
+    }
+    let package_dir = eerie_sys_dir();
+    let dir = package_dir.join("iree").join("runtime").join("src");
+    assert!(
+        dir.is_dir(),
+        "{} has no iree/runtime/src directory; expected eerie-sys 0.5.0's bundled IREE sources",
+        package_dir.display()
+    );
+    dir
+}
+
+/// The root of the IREE tree next to [`runtime_src_dir`] (holding
+/// `third_party/`).
+#[must_use]
+pub fn iree_root_dir(runtime_src: &Path) -> PathBuf {
+    runtime_src
+        .parent()
+        .and_then(Path::parent)
+        .expect("runtime/src lies two levels below IREE's root")
+        .to_path_buf()
+}
+
+/// The directory of the eerie-sys package, from `cargo metadata`.
+fn eerie_sys_dir() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    let output = Command::new(&cargo)
+        .arg("metadata")
+        .args(["--format-version", "1", "--filter-platform", &target])
+        .arg("--manifest-path")
+        .arg(manifest_dir.join("Cargo.toml"))
+        // The build that runs us already resolved and downloaded everything.
+        .arg("--locked")
+        .output()
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run `{} metadata` to locate the {EERIE_SYS} sources: {error}",
+                Path::new(&cargo).display()
+            )
+        });
+    assert!(
+        output.status.success(),
+        "`cargo metadata` failed while locating the {EERIE_SYS} sources (set {RUNTIME_SRC_VAR} to IREE's \
+         runtime/src to bypass it):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("`cargo metadata` printed JSON");
+    let packages = metadata["packages"].as_array().expect("`cargo metadata` lists packages");
+    let manifest = packages
+        .iter()
+        .find(|package| package["name"] == EERIE_SYS)
+        .and_then(|package| package["manifest_path"].as_str())
+        .unwrap_or_else(|| {
+            panic!("`cargo metadata` does not list the {EERIE_SYS} package; is it still a dependency?")
+        });
+    Path::new(manifest).parent().expect("a manifest path has a parent directory").to_path_buf()
+}

@@ -1,0 +1,112 @@
+//! `xplug run` against `iree-run-module`: for the same compiled program,
+//! inputs and plugins, xplug's stdout is IREE's, byte for byte; what xplug
+//! adds (listing imports, JSON) is checked on the same programs.
+
+mod common;
+
+use std::process::Command;
+
+use common::{json, xplug};
+use xtask::iree_e2e::{self, MUL_CALL, TWO_IMPORTS};
+use xtask::plugins::PluginProfile;
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn xplug_run_prints_what_iree_run_module_prints() {
+    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let a_npy = prepared.work.join("run-a.npy");
+    std::fs::write(&a_npy, xplug_npy::encode_f32(&[0.5, -3.0, 1e-3, 7.25, 1e6, -0.0])).unwrap();
+    let cases: Vec<(iree_e2e::Program, Vec<String>, Vec<String>)> = vec![
+        (
+            MUL_CALL,
+            vec![prepared.library("c_sample").display().to_string()],
+            vec!["6xf32=1,2,3,4,5,6".into(), "6xf32=-1.5,2.25,3,4e10,5,0.1".into()],
+        ),
+        (
+            MUL_CALL,
+            vec![
+                prepared.library("sample_standalone.sos").display().to_string(),
+                // No `?key=value`: iree-run-module's --executable_plugin
+                // passes no load parameters (xplug's do reach plugins).
+                prepared.library("sample_system").display().to_string(),
+            ],
+            vec![format!("@{}", a_npy.display()), "6xf32=2,2,2,2,2,2".into()],
+        ),
+        (
+            TWO_IMPORTS,
+            vec![
+                prepared.library("c_sample.sos").display().to_string(),
+                prepared.library(iree_e2e::SUB_PLUGIN).display().to_string(),
+            ],
+            vec!["3xf32=1,2,3".into(), "3xf32=4,5,6".into()],
+        ),
+    ];
+    for (program, plugins, inputs) in cases {
+        let module = prepared.module(program).display().to_string();
+        let mut iree = Command::new(&prepared.tools.run_module);
+        iree.arg("--device=local-sync").arg(format!("--module={module}"));
+        iree.arg(format!("--function={}", program.function));
+        let mut ours = vec!["run".to_owned(), module.clone(), format!("--function={}", program.function)];
+        for plugin in &plugins {
+            iree.arg(format!("--executable_plugin={plugin}"));
+            ours.push(format!("--executable_plugin={plugin}"));
+        }
+        for input in &inputs {
+            iree.arg(format!("--input={input}"));
+            ours.push(format!("--input={input}"));
+        }
+        let theirs = iree.output().expect("iree-run-module runs");
+        assert!(theirs.status.success(), "{}", String::from_utf8_lossy(&theirs.stderr));
+        for device in ["local-sync", "local-task"] {
+            let mut args: Vec<&str> = ours.iter().map(String::as_str).collect();
+            let device_flag = format!("--device={device}");
+            args.push(&device_flag);
+            let output = xplug(&args);
+            assert!(output.status.success(), "xplug {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+            assert_eq!(stdout(&output), stdout(&theirs), "xplug {args:?} on {device}");
+        }
+    }
+}
+
+#[test]
+fn list_imports_names_every_missing_import_and_its_provider() {
+    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let module = prepared.module(TWO_IMPORTS).display().to_string();
+    // Nothing registered: both imports are missing, listed at once.
+    let listing = json(&["run", &module, "--list-imports"], 1);
+    let imports = &listing["executables"][0]["imports"];
+    let mut names: Vec<&str> =
+        imports.as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["e2e_sub_workgroup", "simple_mul_workgroup"], "{listing}");
+    assert_eq!(listing["missing_required"], 2, "{listing}");
+    // With one plugin: one resolved (named with its spec), one missing.
+    let c_sample = prepared.library("c_sample").display().to_string();
+    let listing = json(&["run", &module, "--list-imports", "--plugin", &c_sample], 1);
+    let imports = listing["executables"][0]["imports"].as_array().unwrap().clone();
+    let import = |name: &str| imports.iter().find(|import| import["name"] == name).unwrap().clone();
+    assert!(import("simple_mul_workgroup")["provider"].as_str().unwrap().contains(&c_sample), "{listing}");
+    assert!(import("e2e_sub_workgroup")["provider"].is_null(), "{listing}");
+    // The human listing says which is missing.
+    let text = stdout(&xplug(&["run", &module, "--list-imports", "--plugin", &c_sample]));
+    assert!(text.contains("e2e_sub_workgroup") && text.contains("MISSING"), "{text}");
+}
+
+#[test]
+fn a_failed_run_is_one_json_error_naming_the_missing_import() {
+    let prepared = iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let module = prepared.module(MUL_CALL).display().to_string();
+    let failure = json(&["run", &module, "--input=1xf32=1", "--input=1xf32=2"], 1);
+    assert_eq!(failure["error"]["kind"], "unresolved_imports", "{failure}");
+    let causes = failure["error"]["causes"].to_string();
+    assert!(causes.contains("simple_mul_workgroup"), "{failure}");
+    let unknown = json(
+        &["run", &module, "--function=mull", "--plugin", &prepared.library("c_sample").display().to_string()],
+        1,
+    );
+    assert_eq!(unknown["error"]["kind"], "no_such_function", "{unknown}");
+    assert!(unknown["error"]["causes"].to_string().contains("did you mean `mul`"), "{unknown}");
+}

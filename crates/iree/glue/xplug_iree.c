@@ -1,0 +1,362 @@
+// The few IREE runtime calls whose declarations the eerie-sys bindings do not
+// carry (device drivers, task executors, executable loaders, IREE's plugin
+// manager), wrapped as plain functions over opaque pointers for
+// `crates/iree/src/sys.rs`. Nothing here re-implements IREE: every function
+// calls IREE's own constructors in the order its own tools use them.
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "iree/async/frontier_tracker.h"
+#include "iree/async/util/proactor_pool.h"
+#include "iree/base/api.h"
+#include "iree/hal/api.h"
+#include "iree/hal/drivers/local_sync/sync_device.h"
+#include "iree/hal/drivers/local_task/task_device.h"
+#include "iree/hal/local/executable_loader.h"
+#include "iree/hal/local/executable_plugin_manager.h"
+#include "iree/hal/local/loaders/embedded_elf_loader.h"
+#include "iree/hal/local/loaders/system_library_loader.h"
+#include "iree/hal/local/plugins/embedded_elf_plugin.h"
+#include "iree/hal/local/plugins/system_library_plugin.h"
+#include "iree/modules/hal/module.h"
+#include "iree/task/api.h"
+#include "iree/vm/api.h"
+
+// Device kinds, as `sys::DeviceKind` spells them.
+#define XPLUG_IREE_DEVICE_LOCAL_SYNC 0
+#define XPLUG_IREE_DEVICE_LOCAL_TASK 1
+
+// The number of executable loaders every device gets: embedded ELF and
+// system library.
+#define XPLUG_IREE_LOADER_COUNT 2
+
+// Creates the embedded-ELF and system-library loaders. With `manager`
+// non-NULL their imports resolve through IREE's plugin manager (the anchor
+// the benchmarks compare with); otherwise the loaders are created with no
+// plugin manager and `provider` is installed as their import provider, so
+// every import of every executable they load goes through it.
+static iree_status_t xplug_iree_loaders_create(
+    iree_hal_executable_plugin_manager_t* manager,
+    iree_hal_executable_import_provider_t provider,
+    iree_allocator_t host_allocator,
+    iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT]) {
+  memset(loaders, 0, sizeof(loaders[0]) * XPLUG_IREE_LOADER_COUNT);
+  iree_status_t status = iree_hal_embedded_elf_loader_create(
+      manager, host_allocator, &loaders[0]);
+  if (iree_status_is_ok(status)) {
+    status = iree_hal_system_library_loader_create(manager, host_allocator,
+                                                   &loaders[1]);
+  }
+  if (iree_status_is_ok(status) && !manager) {
+    // The loaders keep their provider in the public base struct and read it
+    // on every executable load.
+    loaders[0]->import_provider = provider;
+    loaders[1]->import_provider = provider;
+  }
+  if (!iree_status_is_ok(status)) {
+    iree_hal_executable_loader_release(loaders[0]);
+    iree_hal_executable_loader_release(loaders[1]);
+  }
+  return status;
+}
+
+iree_status_t xplug_iree_device_create(
+    int kind, iree_host_size_t worker_count,
+    iree_async_proactor_pool_t* proactor_pool,
+    iree_hal_executable_plugin_manager_t* manager,
+    iree_hal_executable_import_provider_t provider,
+    iree_allocator_t host_allocator, iree_hal_device_t** out_device) {
+  *out_device = NULL;
+  iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT];
+  IREE_RETURN_IF_ERROR(
+      xplug_iree_loaders_create(manager, provider, host_allocator, loaders));
+
+  iree_hal_allocator_t* device_allocator = NULL;
+  iree_status_t status = iree_hal_allocator_create_heap(
+      kind == XPLUG_IREE_DEVICE_LOCAL_SYNC ? iree_make_cstring_view("local-sync")
+                                           : iree_make_cstring_view("local-task"),
+      host_allocator, host_allocator, &device_allocator);
+
+  iree_hal_device_create_params_t create_params =
+      iree_hal_device_create_params_default();
+  create_params.proactor_pool = proactor_pool;
+
+  if (iree_status_is_ok(status) && kind == XPLUG_IREE_DEVICE_LOCAL_SYNC) {
+    iree_hal_sync_device_params_t params;
+    iree_hal_sync_device_params_initialize(&params);
+    status = iree_hal_sync_device_create(
+        iree_make_cstring_view("local-sync"), &params, &create_params,
+        XPLUG_IREE_LOADER_COUNT, loaders, device_allocator, host_allocator,
+        out_device);
+  } else if (iree_status_is_ok(status) && kind == XPLUG_IREE_DEVICE_LOCAL_TASK) {
+    iree_task_topology_t topology;
+    iree_task_topology_initialize(&topology);
+    iree_task_topology_initialize_from_group_count(
+        worker_count ? worker_count : 1, &topology);
+    iree_task_executor_options_t options;
+    iree_task_executor_options_initialize(&options);
+    iree_task_executor_t* executor = NULL;
+    status = iree_task_executor_create(options, &topology, host_allocator,
+                                       &executor);
+    iree_task_topology_deinitialize(&topology);
+    if (iree_status_is_ok(status)) {
+      iree_hal_task_device_params_t params;
+      iree_hal_task_device_params_initialize(&params);
+      status = iree_hal_task_device_create(
+          iree_make_cstring_view("local-task"), &params, /*queue_count=*/1,
+          &executor, XPLUG_IREE_LOADER_COUNT, loaders, device_allocator,
+          &create_params, host_allocator, out_device);
+    }
+    iree_task_executor_release(executor);
+  } else if (iree_status_is_ok(status)) {
+    status = iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                              "unknown device kind %d", kind);
+  }
+
+  // The device retains what it uses.
+  iree_hal_allocator_release(device_allocator);
+  iree_hal_executable_loader_release(loaders[0]);
+  iree_hal_executable_loader_release(loaders[1]);
+  return status;
+}
+
+iree_status_t xplug_iree_hal_module_create(iree_vm_instance_t* instance,
+                                           iree_hal_device_t* device,
+                                           iree_allocator_t host_allocator,
+                                           iree_vm_module_t** out_module) {
+  *out_module = NULL;
+  iree_async_frontier_tracker_t* frontier_tracker = NULL;
+  IREE_RETURN_IF_ERROR(iree_async_frontier_tracker_create(
+      iree_async_frontier_tracker_options_default(), host_allocator,
+      &frontier_tracker));
+  iree_hal_device_group_builder_t builder;
+  iree_hal_device_group_builder_initialize(&builder, frontier_tracker);
+  iree_async_frontier_tracker_release(frontier_tracker);
+  iree_status_t status = iree_hal_device_group_builder_add_device(&builder, device);
+  iree_hal_device_group_t* group = NULL;
+  if (iree_status_is_ok(status)) {
+    status = iree_hal_device_group_builder_finalize(&builder, host_allocator,
+                                                    &group);
+  } else {
+    iree_hal_device_group_builder_deinitialize(&builder);
+  }
+  if (iree_status_is_ok(status)) {
+    status = iree_hal_module_create(
+        instance, iree_hal_module_device_policy_default(), group,
+        IREE_HAL_MODULE_FLAG_NONE, iree_hal_module_debug_sink_null(),
+        host_allocator, out_module);
+  }
+  iree_hal_device_group_release(group);
+  return status;
+}
+
+iree_status_t xplug_iree_proactor_pool_create(
+    iree_allocator_t host_allocator, iree_async_proactor_pool_t** out_pool) {
+  return iree_async_proactor_pool_create(
+      iree_numa_node_count(), /*node_ids=*/NULL,
+      iree_async_proactor_pool_options_default(), host_allocator, out_pool);
+}
+
+iree_status_t xplug_iree_plugin_manager_create(
+    iree_host_size_t capacity, iree_allocator_t host_allocator,
+    iree_hal_executable_plugin_manager_t** out_manager) {
+  return iree_hal_executable_plugin_manager_create(capacity, host_allocator,
+                                                   out_manager);
+}
+
+void xplug_iree_plugin_manager_release(
+    iree_hal_executable_plugin_manager_t* manager) {
+  iree_hal_executable_plugin_manager_release(manager);
+}
+
+// Loads the plugin file at `path` with IREE's own plugin loaders (the
+// embedded-ELF one when `embedded` is non-zero) and registers it.
+iree_status_t xplug_iree_plugin_manager_load(
+    iree_hal_executable_plugin_manager_t* manager, const char* path,
+    int embedded, iree_host_size_t param_count,
+    const iree_string_pair_t* params, iree_allocator_t host_allocator) {
+  iree_hal_executable_plugin_t* plugin = NULL;
+  if (embedded) {
+    IREE_RETURN_IF_ERROR(iree_hal_embedded_elf_executable_plugin_load_from_file(
+        iree_make_cstring_view(path), param_count, params, host_allocator, &plugin));
+  } else {
+    IREE_RETURN_IF_ERROR(
+        iree_hal_system_library_executable_plugin_load_from_file(
+            path, param_count, params, host_allocator, &plugin));
+  }
+  iree_status_t status =
+      iree_hal_executable_plugin_manager_register_plugin(manager, plugin);
+  iree_hal_executable_plugin_release(plugin);
+  return status;
+}
+
+iree_allocator_t xplug_iree_allocator_system(void) {
+  return iree_allocator_system();
+}
+
+// A buffer view over a copy of `data`, in device-local memory that the host
+// can map, as IREE's tools make their inputs.
+iree_status_t xplug_iree_buffer_view_from_data(
+    iree_hal_device_t* device, iree_host_size_t shape_rank,
+    const iree_hal_dim_t* shape, iree_hal_element_type_t element_type,
+    const void* data, iree_host_size_t data_length,
+    iree_hal_buffer_view_t** out_buffer_view) {
+  iree_hal_buffer_params_t params = {0};
+  params.type = IREE_HAL_MEMORY_TYPE_DEVICE_LOCAL;
+  params.usage = IREE_HAL_BUFFER_USAGE_DEFAULT;
+  return iree_hal_buffer_view_allocate_buffer_copy(
+      device, iree_hal_device_allocator(device), shape_rank, shape,
+      element_type, IREE_HAL_ENCODING_TYPE_DENSE_ROW_MAJOR, params,
+      iree_make_const_byte_span(data, data_length), out_buffer_view);
+}
+
+// Parses IREE's text form of a tensor (`4xf32=1,2,3,4`) into a buffer view.
+iree_status_t xplug_iree_buffer_view_parse(iree_hal_device_t* device,
+                                           const char* text,
+                                           iree_host_size_t text_length,
+                                           iree_hal_buffer_view_t** out_view) {
+  return iree_hal_buffer_view_parse(iree_make_string_view(text, text_length),
+                                    device, iree_hal_device_allocator(device),
+                                    out_view);
+}
+
+// Copies a buffer view's contents (`byte_length` bytes) to host memory.
+iree_status_t xplug_iree_buffer_view_read(iree_hal_device_t* device,
+                                          iree_hal_buffer_view_t* view,
+                                          void* target,
+                                          iree_host_size_t byte_length) {
+  return iree_hal_device_transfer_d2h(
+      device, iree_hal_buffer_view_buffer(view), 0, target, byte_length,
+      IREE_HAL_TRANSFER_BUFFER_FLAG_DEFAULT, iree_infinite_timeout());
+}
+
+iree_host_size_t xplug_iree_buffer_view_byte_length(
+    iree_hal_buffer_view_t* view) {
+  return (iree_host_size_t)iree_hal_buffer_view_byte_length(view);
+}
+
+void xplug_iree_buffer_view_release(iree_hal_buffer_view_t* view) {
+  iree_hal_buffer_view_release(view);
+}
+
+// An empty list of variants for call arguments or results.
+iree_status_t xplug_iree_list_create(iree_host_size_t capacity,
+                                     iree_allocator_t host_allocator,
+                                     iree_vm_list_t** out_list) {
+  return iree_vm_list_create(iree_vm_make_undefined_type_def(), capacity,
+                             host_allocator, out_list);
+}
+
+// Appends `view` to `list` (the list takes its own reference).
+iree_status_t xplug_iree_list_push_buffer_view(iree_vm_list_t* list,
+                                               iree_hal_buffer_view_t* view) {
+  iree_vm_ref_t ref = iree_hal_buffer_view_retain_ref(view);
+  return iree_vm_list_push_ref_move(list, &ref);
+}
+
+// What one element of a result list holds, as `sys::ValueKind` spells it.
+#define XPLUG_IREE_VALUE_EMPTY 0
+#define XPLUG_IREE_VALUE_BUFFER_VIEW 1
+#define XPLUG_IREE_VALUE_INTEGER 2
+#define XPLUG_IREE_VALUE_FLOAT 3
+#define XPLUG_IREE_VALUE_OTHER_REF 4
+
+// Reads element `i` of `list`: a buffer view (retained for the caller), an
+// integer or float value (widened, with its bit width), or another kind.
+iree_status_t xplug_iree_list_get(iree_vm_list_t* list, iree_host_size_t i,
+                                  int* out_kind, int* out_bits,
+                                  iree_hal_buffer_view_t** out_view,
+                                  int64_t* out_integer, double* out_float) {
+  *out_kind = XPLUG_IREE_VALUE_EMPTY;
+  *out_bits = 0;
+  *out_view = NULL;
+  *out_integer = 0;
+  *out_float = 0.0;
+  iree_vm_variant_t variant = iree_vm_variant_empty();
+  IREE_RETURN_IF_ERROR(iree_vm_list_get_variant_assign(list, i, &variant));
+  if (iree_vm_variant_is_value(variant)) {
+    switch (iree_vm_type_def_as_value(variant.type)) {
+      case IREE_VM_VALUE_TYPE_I8: *out_kind = XPLUG_IREE_VALUE_INTEGER; *out_bits = 8; *out_integer = variant.i8; break;
+      case IREE_VM_VALUE_TYPE_I16: *out_kind = XPLUG_IREE_VALUE_INTEGER; *out_bits = 16; *out_integer = variant.i16; break;
+      case IREE_VM_VALUE_TYPE_I32: *out_kind = XPLUG_IREE_VALUE_INTEGER; *out_bits = 32; *out_integer = variant.i32; break;
+      case IREE_VM_VALUE_TYPE_I64: *out_kind = XPLUG_IREE_VALUE_INTEGER; *out_bits = 64; *out_integer = variant.i64; break;
+      case IREE_VM_VALUE_TYPE_F32: *out_kind = XPLUG_IREE_VALUE_FLOAT; *out_bits = 32; *out_float = variant.f32; break;
+      case IREE_VM_VALUE_TYPE_F64: *out_kind = XPLUG_IREE_VALUE_FLOAT; *out_bits = 64; *out_float = variant.f64; break;
+      default: *out_kind = XPLUG_IREE_VALUE_OTHER_REF; break;
+    }
+  } else if (iree_vm_variant_is_ref(variant)) {
+    if (iree_hal_buffer_view_isa(variant.ref)) {
+      *out_kind = XPLUG_IREE_VALUE_BUFFER_VIEW;
+      *out_view = iree_hal_buffer_view_deref(variant.ref);
+      iree_hal_buffer_view_retain(*out_view);
+    } else {
+      *out_kind = XPLUG_IREE_VALUE_OTHER_REF;
+    }
+  }
+  return iree_ok_status();
+}
+
+// Formats element `i` of `list` the way IREE's tools print a result: the
+// type name on one line and the contents (at most `max_element_count`
+// elements) for buffer views, `i32=7`-style for values. The text is
+// allocated from `host_allocator` and NUL-terminated.
+iree_status_t xplug_iree_list_format(iree_vm_list_t* list, iree_host_size_t i,
+                                     iree_host_size_t max_element_count,
+                                     iree_allocator_t host_allocator,
+                                     char** out_text,
+                                     iree_host_size_t* out_length) {
+  *out_text = NULL;
+  *out_length = 0;
+  iree_vm_variant_t variant = iree_vm_variant_empty();
+  IREE_RETURN_IF_ERROR(iree_vm_list_get_variant_assign(list, i, &variant));
+  iree_string_builder_t builder;
+  iree_string_builder_initialize(host_allocator, &builder);
+  iree_status_t status = iree_ok_status();
+  if (iree_vm_variant_is_value(variant)) {
+    switch (iree_vm_type_def_as_value(variant.type)) {
+      case IREE_VM_VALUE_TYPE_I8: status = iree_string_builder_append_format(&builder, "i8=%" PRIi8, variant.i8); break;
+      case IREE_VM_VALUE_TYPE_I16: status = iree_string_builder_append_format(&builder, "i16=%" PRIi16, variant.i16); break;
+      case IREE_VM_VALUE_TYPE_I32: status = iree_string_builder_append_format(&builder, "i32=%" PRIi32, variant.i32); break;
+      case IREE_VM_VALUE_TYPE_I64: status = iree_string_builder_append_format(&builder, "i64=%" PRIi64, variant.i64); break;
+      case IREE_VM_VALUE_TYPE_F32: status = iree_string_builder_append_format(&builder, "f32=%g", variant.f32); break;
+      case IREE_VM_VALUE_TYPE_F64: status = iree_string_builder_append_format(&builder, "f64=%g", variant.f64); break;
+      default: status = iree_string_builder_append_string(&builder, IREE_SV("?")); break;
+    }
+  } else if (iree_vm_variant_is_ref(variant)) {
+    status = iree_string_builder_append_string(
+        &builder, iree_vm_ref_type_name(iree_vm_type_def_as_ref(variant.type)));
+    if (iree_status_is_ok(status)) {
+      status = iree_string_builder_append_string(&builder, IREE_SV("\n"));
+    }
+    if (iree_status_is_ok(status)) {
+      if (iree_hal_buffer_view_isa(variant.ref)) {
+        status = iree_hal_buffer_view_append_to_builder(
+            iree_hal_buffer_view_deref(variant.ref), max_element_count,
+            &builder);
+      } else {
+        status = iree_string_builder_append_string(&builder,
+                                                   IREE_SV("(no printer)"));
+      }
+    }
+  } else {
+    status = iree_string_builder_append_string(&builder, IREE_SV("(null)"));
+  }
+  if (iree_status_is_ok(status)) {
+    *out_length = iree_string_builder_size(&builder);
+    *out_text = iree_string_builder_take_storage(&builder);
+    if (!*out_text) {
+      // An empty builder owns no storage; hand back an empty string.
+      status = iree_allocator_malloc(host_allocator, 1, (void**)out_text);
+      if (iree_status_is_ok(status)) (*out_text)[0] = 0;
+    }
+  }
+  iree_string_builder_deinitialize(&builder);
+  return status;
+}
+
+// IREE's manager seen as the provider its loaders call.
+iree_hal_executable_import_provider_t xplug_iree_plugin_manager_provider(
+    iree_hal_executable_plugin_manager_t* manager) {
+  return iree_hal_executable_plugin_manager_provider(manager);
+}

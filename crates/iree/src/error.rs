@@ -1,0 +1,177 @@
+//! The error type of this crate.
+
+use std::path::PathBuf;
+
+use crate::ElementType;
+use crate::sys;
+
+/// An error IREE's runtime reported: its status code and IREE's own text
+/// for it (code name, message and annotations).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct IreeStatus {
+    /// IREE's status code (`iree_status_code_t`, the values of
+    /// [`xplug_manager::providers::abi::StatusCode`]).
+    pub code: u32,
+    /// IREE's text for the status.
+    pub text: String,
+}
+
+impl From<sys::Status> for IreeStatus {
+    fn from(status: sys::Status) -> Self {
+        Self { code: status.code(), text: status.text() }
+    }
+}
+
+/// Everything that can go wrong running IREE programs through xplug.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// IREE's runtime could not be set up (VM instance, types, threads).
+    #[error("cannot set up IREE's runtime ({what})")]
+    Runtime {
+        /// The step that failed.
+        what: &'static str,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// A device could not be created.
+    #[error("cannot create IREE device `{device}`")]
+    Device {
+        /// `local-sync` or `local-task`.
+        device: &'static str,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// A module file could not be read.
+    #[error("cannot read the IREE module {}; compile one with `iree-compile --iree-hal-target-device=local ...`", path.display())]
+    ModuleFile {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// IREE refused the module's bytes (not a `.vmfb`, or compiled by an
+    /// incompatible IREE).
+    #[error("IREE cannot load the module `{module}`: is it a .vmfb compiled by IREE {IREE_RUNTIME_VERSION}?")]
+    ModuleInvalid {
+        /// Where the module came from.
+        module: String,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// An executable of the module needs imports that xplug's manager could
+    /// not resolve: the module did not load.
+    #[error(
+        "module `{module}` cannot load on device `{device}`: executable #{executable} has unresolved imports"
+    )]
+    UnresolvedImports {
+        /// Where the module came from.
+        module: String,
+        /// The device.
+        device: &'static str,
+        /// The executable's position among those the device loaded.
+        executable: usize,
+        /// The manager's error (missing names with suggestions).
+        #[source]
+        source: Box<xplug_manager::Error>,
+    },
+    /// The module's initialisation failed for another reason (IREE's
+    /// status says which).
+    #[error("module `{module}` failed to initialise on device `{device}`")]
+    ModuleInit {
+        /// Where the module came from.
+        module: String,
+        /// The device.
+        device: &'static str,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// The module exports no function of that name.
+    #[error("module `{module}` has no function `{function}`{}", hint(suggestion))]
+    NoSuchFunction {
+        /// The module's name.
+        module: String,
+        /// The function asked for.
+        function: String,
+        /// The closest exported name, when one is close.
+        suggestion: Option<String>,
+    },
+    /// An argument could not be made into an IREE value.
+    #[error("argument {index} of `{function}` is invalid (`{input}`)")]
+    Argument {
+        /// The function.
+        function: String,
+        /// Its position.
+        index: usize,
+        /// The argument as given.
+        input: String,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// The call failed inside IREE (wrong arguments, a failing import, ...).
+    #[error("call to `{function}` failed")]
+    Call {
+        /// The function.
+        function: String,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// A result could not be copied out.
+    #[error("cannot read result {index} of `{function}`")]
+    Result {
+        /// The function.
+        function: String,
+        /// Its position.
+        index: usize,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// A tensor's bytes do not match its shape and element type.
+    #[error(
+        "tensor of shape {shape:?} and element type {element_type} needs {expected} bytes, found {found}"
+    )]
+    TensorSize {
+        /// The shape.
+        shape: Vec<usize>,
+        /// The element type.
+        element_type: ElementType,
+        /// The bytes the shape needs.
+        expected: usize,
+        /// The bytes given.
+        found: usize,
+    },
+    /// An `.npy` array has a dtype no IREE element type here matches.
+    #[error(
+        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u32 or bool)"
+    )]
+    NpyDtype {
+        /// The dtype.
+        descr: String,
+    },
+    /// A plugin could not be loaded into IREE's own plugin manager (the
+    /// comparison anchor).
+    #[error("IREE's plugin manager cannot load {}", path.display())]
+    IreePlugin {
+        /// The plugin file.
+        path: PathBuf,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+}
+
+/// The IREE release whose runtime this crate builds (eerie-sys 0.5.0).
+pub const IREE_RUNTIME_VERSION: &str = "3.13";
+
+fn hint(suggestion: &Option<String>) -> String {
+    suggestion.as_ref().map(|name| format!("; did you mean `{name}`?")).unwrap_or_default()
+}

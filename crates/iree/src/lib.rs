@@ -1,0 +1,60 @@
+//! IREE programs on xplug: IREE's own runtime with xplug's [`Manager`] as
+//! the import provider of every executable it loads.
+//!
+//! The runtime is IREE's, compiled from the sources the `eerie-sys` crate
+//! bundles: its VM runs the compiled `.vmfb` program, its HAL's `local-sync`
+//! or `local-task` device runs the dispatches, and its embedded-ELF and
+//! system-library loaders load the program's executables. Nothing of that
+//! is re-implemented here. What this crate changes is where the
+//! executables' imports come from: each [`Device`] gives both of its
+//! loaders an import provider backed by an `Arc<Manager>`, so a program's
+//! kernels call functions from any plugin xplug can hold (Rust plugins
+//! linked into the binary, shared libraries, `.sos` files, plain provider
+//! tables), with xplug's checks, load parameters and errors. IREE's own
+//! plugin manager is not involved, and neither is IREE's flag parsing.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
+//! use xplug_manager::Manager;
+//!
+//! // SAFETY: the plugin is trusted code built from this workspace.
+//! let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+//! let runtime = Runtime::new()?;
+//! let device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager)?;
+//! let module = Module::from_file(&runtime, "mul.vmfb")?;
+//! let session = Session::new(&device, &module)?; // executables load, imports resolve
+//! let results = session.call("mul", &[Tensor::from_f32(&[1.0, 2.0]), Tensor::from_f32(&[3.0, 4.0])])?;
+//! println!("{results:?}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Layers: [`Runtime`] (IREE's VM instance) → [`Device`] (a HAL device whose
+//! loaders resolve through a manager) → [`Module`] (a loaded `.vmfb`) →
+//! [`Session`] (the module on a device, callable). One manager can serve
+//! several devices, and providers registered with it after a device was
+//! made serve executables loaded later. How the provider answers IREE is in
+//! [`provider`]; the contract is in `docs/iree-runtime.md`.
+//!
+//! # Building
+//! eerie-sys builds IREE's runtime with CMake ≥ 3.26 and generates its
+//! bindings with bindgen (libclang). The workspace's `.cargo/config.toml`
+//! points CMake at `build-support/cmake`, which uses a recent enough CMake
+//! from `PATH` or installs a pinned one from PyPI under `target/`, and stops
+//! the build with the install command when libclang is missing.
+
+mod error;
+pub mod provider;
+mod runtime;
+mod session;
+mod sys;
+mod tensor;
+
+pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
+pub use provider::{
+    ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
+};
+pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
+pub use session::{Argument, CallResults, Module, Session};
+pub use tensor::{ElementType, Tensor, Value};
+pub use xplug_manager::Manager;

@@ -1,0 +1,379 @@
+//! xplug's [`Manager`] as the import provider of IREE's executable loaders.
+//!
+//! IREE's embedded-ELF and system-library loaders keep an import provider,
+//! a `{ self, resolve }` pair, and call it once per executable they load
+//! with the executable's whole import table. Each [`crate::Device`] installs
+//! one [`ImportProvider`] as that pair on both of its loaders, so every
+//! import of every executable goes through [`Manager::resolve`], with
+//! IREE's semantics (`docs/resolution.md`). Unlike
+//! [`Manager::as_c_provider`], which can only return status codes, a failure
+//! here becomes a full `iree_status_t` carrying xplug's explanation (the
+//! executable, the missing imports with suggestions, the providers asked),
+//! so IREE's own error output shows it.
+//!
+//! The provider can also record what each executable asked for and who
+//! answered ([`ExecutableImports`]): `xplug run --trace` and
+//! `--list-imports` print that record.
+
+use std::ffi::{c_char, c_void};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use xplug_manager::providers::ResolveRequest;
+use xplug_manager::providers::abi::{Resolution, StatusCode};
+use xplug_manager::{Manager, SlotSource};
+
+use crate::sys::{self, iree};
+
+/// What a device's provider does beyond resolving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ImportRecording {
+    /// Resolve only: the fastest path, nothing kept.
+    #[default]
+    Off,
+    /// Keep an [`ExecutableImports`] record per executable loaded.
+    Record,
+    /// Record, and let executables with missing required imports load
+    /// anyway so that every executable of a module can be listed: a missing
+    /// import's slot gets a function that fails every call (IREE reports
+    /// the failure) instead of NULL. For listing imports, never for running.
+    ListOnly,
+}
+
+/// One import of an executable as the device's provider saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportRecord {
+    /// The name without IREE's `?` prefix for optional imports.
+    pub name: String,
+    /// Whether the executable declared it optional.
+    pub optional: bool,
+    /// The provider that resolved it, or `None` when none did.
+    pub provider: Option<String>,
+    /// For an unresolved import, the closest exported name, when one is a
+    /// plausible typo.
+    pub suggestion: Option<String>,
+}
+
+/// The imports of one executable loaded on a device.
+#[derive(Debug, Clone)]
+pub struct ExecutableImports {
+    /// The executable's position among those this device loaded (0 first).
+    pub ordinal: usize,
+    /// Every import, in the executable's order.
+    pub imports: Vec<ImportRecord>,
+    /// Why resolving failed, when it did (the manager's error).
+    pub failure: Option<xplug_manager::Error>,
+}
+
+impl ExecutableImports {
+    /// Whether every required import was resolved.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// xplug's [`Manager`] as IREE's `iree_hal_executable_import_provider_t`,
+/// answering with full `iree_status_t` values: what every [`crate::Device`]
+/// installs in its loaders, and usable alone by a host that creates IREE
+/// loaders itself.
+///
+/// The raw pair ([`IreeImportProvider::as_raw`]) points at `self`, so keep
+/// the provider at one address (boxed, as devices do) for as long as IREE
+/// may call the pair.
+///
+/// ```
+/// use std::sync::Arc;
+/// use xplug_iree::IreeImportProvider;
+/// use xplug_manager::Manager;
+///
+/// let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+/// let names = [c"?optional_import".as_ptr()];
+/// let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+/// let raw = provider.as_raw();
+/// let mut resolution = 0;
+/// // SAFETY: one name and two one-element slot arrays; the provider lives.
+/// let status = unsafe {
+///     (raw.resolve)(raw.self_, 1, names.as_ptr(), fns.as_mut_ptr(), contexts.as_mut_ptr(), &mut resolution)
+/// };
+/// assert!(status.is_null(), "an optional import nobody exports is not an error");
+/// assert_eq!(resolution, 1, "IREE's MISSING_OPTIONAL bit");
+/// ```
+pub struct IreeImportProvider {
+    manager: Arc<Manager>,
+    device: &'static str,
+    recording: ImportRecording,
+    executables: AtomicUsize,
+    log: Mutex<Vec<ExecutableImports>>,
+}
+
+impl IreeImportProvider {
+    /// A provider resolving through `manager`, recording nothing.
+    #[must_use]
+    pub fn new(manager: Arc<Manager>) -> Self {
+        Self::for_device(manager, "(none)", ImportRecording::Off)
+    }
+
+    pub(crate) fn for_device(
+        manager: Arc<Manager>,
+        device: &'static str,
+        recording: ImportRecording,
+    ) -> Self {
+        Self { manager, device, recording, executables: AtomicUsize::new(0), log: Mutex::new(Vec::new()) }
+    }
+
+    /// The manager it resolves through.
+    #[must_use]
+    pub fn manager(&self) -> &Arc<Manager> {
+        &self.manager
+    }
+
+    pub(crate) fn device_name(&self) -> &'static str {
+        self.device
+    }
+
+    /// The records kept so far (empty unless recording).
+    pub(crate) fn log(&self) -> Vec<ExecutableImports> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// How many records there are.
+    pub(crate) fn log_len(&self) -> usize {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// The first failed record from position `from` on.
+    pub(crate) fn failure_since(&self, from: usize) -> Option<ExecutableImports> {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter().skip(from).find(|record| record.failure.is_some()).cloned()
+    }
+
+    /// The `{ self, resolve }` pair IREE's loaders call, valid while `self`
+    /// stays at this address and alive.
+    #[must_use]
+    pub fn as_raw(&self) -> RawImportProvider<'_> {
+        RawImportProvider {
+            self_: std::ptr::from_ref(self).cast_mut().cast(),
+            resolve: resolve_imports,
+            _provider: PhantomData,
+        }
+    }
+
+    pub(crate) fn as_iree_provider(&self) -> iree::iree_hal_executable_import_provider_t {
+        let raw = self.as_raw();
+        // SAFETY: `RawResolveFn` and IREE's resolve function type differ only
+        // in spelling the returned status pointer `*mut c_void`; the ABI is
+        // the same.
+        let resolve = unsafe { std::mem::transmute::<RawResolveFn, IreeResolveFn>(raw.resolve) };
+        iree::iree_hal_executable_import_provider_t { self_: raw.self_, resolve: Some(resolve) }
+    }
+
+    /// Resolves one executable's request, recording when asked to.
+    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, (usize, xplug_manager::Error)> {
+        let ordinal = self.executables.fetch_add(1, Ordering::Relaxed);
+        let (trace, result) = if self.recording == ImportRecording::Off {
+            // The hot path: no trace. A failure is still recorded (below),
+            // without who resolved what, so the session can report it typed.
+            match self.manager.resolve(request) {
+                Ok(resolution) => return Ok(resolution),
+                Err(error) => (None, Err(error)),
+            }
+        } else {
+            let (trace, result) = self.manager.resolve_traced(request);
+            (Some(trace), result)
+        };
+        let missing = match &result {
+            Err(error) => error.missing_imports().to_vec(),
+            Ok(_) => Vec::new(),
+        };
+        let imports = request
+            .names()
+            .iter()
+            .enumerate()
+            .map(|(index, name)| {
+                let provider = match trace.as_ref().and_then(|trace| trace.slots.get(index)) {
+                    Some(SlotSource::Provider { name, .. }) => Some(name.to_string()),
+                    Some(SlotSource::Prefilled) => Some("(prefilled)".to_owned()),
+                    _ => None,
+                };
+                ImportRecord {
+                    name: String::from_utf8_lossy(name.bare()).into_owned(),
+                    optional: name.is_optional(),
+                    provider,
+                    suggestion: missing
+                        .iter()
+                        .find(|missing| missing.index == index)
+                        .and_then(|missing| missing.suggestion.clone()),
+                }
+            })
+            .collect();
+        let failure = result.as_ref().err().cloned();
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).push(ExecutableImports {
+            ordinal,
+            imports,
+            failure,
+        });
+        match result {
+            Err(xplug_manager::Error::MissingImports { missing, .. })
+                if self.recording == ImportRecording::ListOnly =>
+            {
+                for import in missing {
+                    request.fill_raw(import.index, refuse_call as *mut c_void, std::ptr::null_mut());
+                }
+                Ok(Resolution::NONE)
+            }
+            other => other.map_err(|error| (ordinal, error)),
+        }
+    }
+
+    /// The message IREE's status carries for a failed resolve.
+    fn failure_message(&self, ordinal: usize, error: &xplug_manager::Error) -> String {
+        let mut message = format!("executable #{ordinal} loaded on device `{}`: {error}", self.device);
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        let providers = self.manager.providers();
+        if providers.is_empty() {
+            message.push_str("; no provider is registered with the xplug manager");
+        } else {
+            message.push_str(&format!("; providers asked, newest first: {}", providers.join(", ")));
+        }
+        message
+    }
+}
+
+/// The code IREE gets for a failed resolve: the manager's, except that
+/// missing imports become `FAILED_PRECONDITION` instead of `NOT_FOUND`.
+/// IREE's executable cache treats a loader's `NOT_FOUND` as "this loader
+/// does not handle the format", drops the status and reports "no
+/// executable loader registered for the given executable format"; a
+/// different code makes it return xplug's explanation instead.
+fn status_code_for_iree(error: &xplug_manager::Error) -> u32 {
+    match error {
+        xplug_manager::Error::MissingImports { .. } => StatusCode::FAILED_PRECONDITION.0,
+        other => match other.code() {
+            StatusCode::NOT_FOUND | StatusCode::CANCELLED => StatusCode::FAILED_PRECONDITION.0,
+            code => code.0,
+        },
+    }
+}
+
+/// IREE's `iree_hal_executable_import_provider_resolve_fn_t`, with the
+/// returned `iree_status_t` spelled as a pointer: NULL is OK, anything else a
+/// status the caller owns (free it with IREE's `iree_status_free`).
+pub type RawResolveFn = unsafe extern "C" fn(
+    provider_self: *mut c_void,
+    count: usize,
+    symbol_names: *const *const c_char,
+    out_fn_ptrs: *mut *mut c_void,
+    out_fn_contexts: *mut *mut c_void,
+    out_resolution: *mut u32,
+) -> *mut c_void;
+
+/// The resolve function type as the eerie-sys bindings spell it.
+type IreeResolveFn = unsafe extern "C" fn(
+    *mut c_void,
+    usize,
+    *const *const c_char,
+    *mut *mut c_void,
+    *mut *mut c_void,
+    *mut u32,
+) -> sys::RawStatus;
+
+/// An import provider as IREE's C code holds it (`{ void* self; resolve }`),
+/// tied to the provider it points at.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawImportProvider<'provider> {
+    /// The `self` argument of `resolve`.
+    pub self_: *mut c_void,
+    /// The resolve function.
+    pub resolve: RawResolveFn,
+    _provider: PhantomData<&'provider ()>,
+}
+
+impl RawImportProvider<'_> {
+    /// A pair from IREE's own C code, valid for as long as its owner keeps
+    /// it so (the caller ties the lifetime).
+    pub(crate) fn from_iree(provider: iree::iree_hal_executable_import_provider_t) -> Option<Self> {
+        let resolve = provider.resolve?;
+        // SAFETY: as in `as_iree_provider`, the two function types share
+        // one ABI.
+        let resolve = unsafe { std::mem::transmute::<IreeResolveFn, RawResolveFn>(resolve) };
+        Some(Self { self_: provider.self_, resolve, _provider: PhantomData })
+    }
+}
+
+/// The import installed for a missing import when only listing: every call
+/// fails, so an executable run by mistake reports an error instead of
+/// jumping to NULL.
+extern "C" fn refuse_call(_params: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> i32 {
+    -1
+}
+
+/// `iree_hal_executable_import_provider_resolve_fn_t` over an
+/// [`ImportProvider`].
+///
+/// # Safety
+/// `provider_self` is the `self_` of [`ImportProvider::as_iree_provider`]
+/// for a live provider; when `count > 0`, IREE passes `count` NUL-terminated
+/// names and `count` writable function and context slots used by no one else
+/// during the call; `out_resolution` is NULL or writable.
+unsafe extern "C" fn resolve_imports(
+    provider_self: *mut c_void,
+    count: usize,
+    symbol_names: *const *const c_char,
+    out_fn_ptrs: *mut *mut c_void,
+    out_fn_contexts: *mut *mut c_void,
+    out_resolution: *mut u32,
+) -> *mut c_void {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if provider_self.is_null() {
+            return Err((
+                StatusCode::INVALID_ARGUMENT.0,
+                "xplug import provider called without its state".into(),
+            ));
+        }
+        if count > 0 {
+            if symbol_names.is_null() || out_fn_ptrs.is_null() || out_fn_contexts.is_null() {
+                return Err((
+                    StatusCode::INVALID_ARGUMENT.0,
+                    "import resolve called with NULL arrays".into(),
+                ));
+            }
+            // SAFETY: IREE passes `count` name pointers.
+            let names = unsafe { std::slice::from_raw_parts(symbol_names, count) };
+            if names.iter().any(|name| name.is_null()) {
+                return Err((
+                    StatusCode::INVALID_ARGUMENT.0,
+                    "import resolve called with a NULL name".into(),
+                ));
+            }
+        }
+        // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
+        let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
+        // SAFETY: checked non-NULL above; IREE guarantees the lengths,
+        // termination and exclusive use of the slots for the call.
+        let mut request =
+            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        provider.resolve(&mut request).map_err(|(ordinal, error)| {
+            (status_code_for_iree(&error), provider.failure_message(ordinal, &error))
+        })
+    }));
+    let result = outcome.unwrap_or_else(|_| {
+        Err((StatusCode::INTERNAL.0, "xplug's import provider panicked while resolving".into()))
+    });
+    let (resolution, status) = match result {
+        Ok(resolution) => (resolution, std::ptr::null_mut()),
+        Err((code, message)) => (Resolution::NONE, sys::make_status(code, &message).cast()),
+    };
+    if !out_resolution.is_null() {
+        // SAFETY: IREE passes NULL or a writable flags word.
+        unsafe { out_resolution.write(resolution.0) };
+    }
+    status
+}

@@ -1,0 +1,319 @@
+//! The runtime (one VM instance) and devices whose executables import
+//! through xplug's manager.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use xplug_manager::Manager;
+
+use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider, RawImportProvider};
+use crate::sys::{self, iree};
+use crate::{Error, IreeStatus};
+
+/// IREE's runtime: a VM instance with the HAL types registered, and the
+/// proactor pool its devices share. Cheap to clone (shared).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use xplug_iree::{DeviceKind, Runtime};
+/// use xplug_manager::Manager;
+///
+/// let runtime = Runtime::new()?;
+/// // SAFETY: the plugin is trusted code built from this workspace.
+/// let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+/// let device = runtime.device(DeviceKind::LocalSync, manager)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+pub(crate) struct RuntimeInner {
+    // Field order is drop order: the pool outlives nothing that uses it
+    // because devices hold the runtime.
+    pub(crate) proactor_pool: sys::ProactorPool,
+    pub(crate) instance: sys::Instance,
+}
+
+impl Runtime {
+    /// Creates IREE's VM instance and registers the HAL's types.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when IREE cannot allocate the instance or threads.
+    pub fn new() -> Result<Self, Error> {
+        let allocator = sys::system_allocator();
+        let runtime_error = |what| move |status: sys::Status| Error::Runtime { what, source: status.into() };
+        let instance = sys::create(
+            // SAFETY: `out` is a valid out pointer; the allocator is IREE's.
+            |out| unsafe {
+                iree::iree_vm_instance_create(iree::IREE_VM_TYPE_CAPACITY_DEFAULT as usize, allocator, out)
+            },
+            sys::Instance::from_raw,
+        )
+        .map_err(runtime_error("VM instance"))?;
+        // SAFETY: the instance is live.
+        sys::check(unsafe { iree::iree_hal_module_register_all_types(instance.as_ptr()) })
+            .map_err(runtime_error("HAL types"))?;
+        let proactor_pool = sys::create(
+            // SAFETY: `out` is a valid out pointer.
+            |out| unsafe { sys::xplug_iree_proactor_pool_create(allocator, out) },
+            sys::ProactorPool::from_raw,
+        )
+        .map_err(runtime_error("proactor pool"))?;
+        Ok(Self { inner: Arc::new(RuntimeInner { proactor_pool, instance }) })
+    }
+
+    /// A device whose executables get every import from `manager`.
+    ///
+    /// # Errors
+    /// [`Error::Device`] when IREE cannot create the device.
+    pub fn device(&self, kind: DeviceKind, manager: Arc<Manager>) -> Result<Device, Error> {
+        DeviceBuilder::new(self, kind, manager).build()
+    }
+
+    /// A device whose executables import through IREE's own plugin manager
+    /// instead of xplug's (the comparison anchor of the benchmarks). The
+    /// device keeps the manager alive.
+    ///
+    /// # Errors
+    /// [`Error::Device`] when IREE cannot create the device.
+    pub fn device_with_iree_manager(
+        &self,
+        kind: DeviceKind,
+        manager: &IreePluginManager,
+    ) -> Result<Device, Error> {
+        let provider = Box::new(IreeImportProvider::for_device(
+            Arc::new(Manager::new()),
+            kind.name(),
+            ImportRecording::Off,
+        ));
+        let raw = create_device(self, kind, &provider, Some(&manager.inner))?;
+        Ok(Device {
+            inner: Arc::new(DeviceInner {
+                raw,
+                iree_manager: Some(Arc::clone(&manager.inner)),
+                provider,
+                runtime: self.clone(),
+            }),
+        })
+    }
+}
+
+/// IREE's own executable plugin manager (`iree_hal_executable_plugin_manager_t`)
+/// from the same runtime build, holding plugin files loaded by IREE's own
+/// plugin loaders: what xplug is measured against. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct IreePluginManager {
+    inner: Arc<sys::PluginManager>,
+}
+
+impl IreePluginManager {
+    /// An empty manager with room for `capacity` plugins (IREE's managers
+    /// have a fixed capacity).
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when IREE cannot allocate it.
+    pub fn new(capacity: usize) -> Result<Self, Error> {
+        let allocator = sys::system_allocator();
+        let manager = sys::create(
+            // SAFETY: `out` is a valid out pointer.
+            |out| unsafe { sys::xplug_iree_plugin_manager_create(capacity, allocator, out) },
+            sys::PluginManager::from_raw,
+        )
+        .map_err(|status| Error::Runtime { what: "IREE plugin manager", source: status.into() })?;
+        Ok(Self { inner: Arc::new(manager) })
+    }
+
+    /// Loads the plugin file at `path` with IREE's own loader (the
+    /// embedded-ELF one for `.sos` files, else the system-library one) and
+    /// registers it, with no load parameters.
+    ///
+    /// # Errors
+    /// [`Error::IreePlugin`] with IREE's status when IREE refuses it or the
+    /// manager is full.
+    ///
+    /// # Safety
+    /// Loading runs the plugin's code in this process: `path` must be a
+    /// trusted v0 plugin, as for IREE's `--executable_plugin`.
+    pub unsafe fn load(&self, path: &Path) -> Result<(), Error> {
+        let refused = |source: IreeStatus| Error::IreePlugin { path: path.to_owned(), source };
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            refused(IreeStatus { code: 3, text: "INVALID_ARGUMENT; the path contains a NUL byte".into() })
+        })?;
+        let embedded = path.extension().is_some_and(|extension| extension == "sos");
+        // SAFETY: the manager is live; the path is NUL-terminated; no
+        // parameters; the caller vouches for the plugin's code.
+        sys::check(unsafe {
+            sys::xplug_iree_plugin_manager_load(
+                self.inner.as_ptr(),
+                c_path.as_ptr(),
+                i32::from(embedded),
+                0,
+                std::ptr::null(),
+                sys::system_allocator(),
+            )
+        })
+        .map_err(|status| refused(status.into()))
+    }
+
+    /// The manager's `{ self, resolve }` pair, as IREE's loaders call it.
+    #[must_use]
+    pub fn as_raw(&self) -> RawImportProvider<'_> {
+        // SAFETY: the manager is live; the pair stays valid while it is.
+        let raw = unsafe { sys::xplug_iree_plugin_manager_provider(self.inner.as_ptr()) };
+        RawImportProvider::from_iree(raw).expect("IREE's manager always has a resolve function")
+    }
+}
+
+/// Which of IREE's CPU devices to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceKind {
+    /// IREE's `local-sync`: work runs inline on the calling thread.
+    LocalSync,
+    /// IREE's `local-task`: work runs on a pool of `workers` threads.
+    LocalTask {
+        /// Worker threads (at least 1).
+        workers: usize,
+    },
+}
+
+impl DeviceKind {
+    /// IREE's name for the device (`local-sync`, `local-task`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LocalSync => "local-sync",
+            Self::LocalTask { .. } => "local-task",
+        }
+    }
+
+    /// Parses IREE's device name; `local-task` gets `workers` threads.
+    #[must_use]
+    pub fn parse(name: &str, workers: usize) -> Option<Self> {
+        match name {
+            "local-sync" => Some(Self::LocalSync),
+            "local-task" => Some(Self::LocalTask { workers: workers.max(1) }),
+            _ => None,
+        }
+    }
+}
+
+/// Options for a device beyond its kind and manager.
+pub struct DeviceBuilder<'runtime> {
+    runtime: &'runtime Runtime,
+    kind: DeviceKind,
+    manager: Arc<Manager>,
+    recording: ImportRecording,
+}
+
+impl<'runtime> DeviceBuilder<'runtime> {
+    /// A device of `kind` on `runtime` resolving through `manager`.
+    #[must_use]
+    pub fn new(runtime: &'runtime Runtime, kind: DeviceKind, manager: Arc<Manager>) -> Self {
+        Self { runtime, kind, manager, recording: ImportRecording::Off }
+    }
+
+    /// Whether the device's provider records each executable's imports
+    /// ([`Device::executable_imports`]); off by default.
+    #[must_use]
+    pub fn recording(mut self, recording: ImportRecording) -> Self {
+        self.recording = recording;
+        self
+    }
+
+    /// Creates the device.
+    ///
+    /// # Errors
+    /// [`Error::Device`] when IREE cannot create it.
+    pub fn build(self) -> Result<Device, Error> {
+        let provider =
+            Box::new(IreeImportProvider::for_device(self.manager, self.kind.name(), self.recording));
+        let raw = create_device(self.runtime, self.kind, &provider, None)?;
+        Ok(Device {
+            inner: Arc::new(DeviceInner { raw, iree_manager: None, provider, runtime: self.runtime.clone() }),
+        })
+    }
+}
+
+fn create_device(
+    runtime: &Runtime,
+    kind: DeviceKind,
+    provider: &IreeImportProvider,
+    iree_manager: Option<&sys::PluginManager>,
+) -> Result<sys::Device, Error> {
+    let (code, workers) = match kind {
+        DeviceKind::LocalSync => (sys::DEVICE_LOCAL_SYNC, 0),
+        DeviceKind::LocalTask { workers } => (sys::DEVICE_LOCAL_TASK, workers.max(1)),
+    };
+    sys::create(
+        // SAFETY: the pool and manager are live; the provider pair stays
+        // valid while the device lives (the device owns the boxed provider
+        // and drops it after the IREE device).
+        |out| unsafe {
+            sys::xplug_iree_device_create(
+                code,
+                workers,
+                runtime.inner.proactor_pool.as_ptr(),
+                iree_manager.map_or(std::ptr::null_mut(), sys::PluginManager::as_ptr),
+                provider.as_iree_provider(),
+                sys::system_allocator(),
+                out,
+            )
+        },
+        sys::Device::from_raw,
+    )
+    .map_err(|status| Error::Device { device: kind.name(), source: status.into() })
+}
+
+/// One of IREE's CPU devices. Its embedded-ELF and system-library loaders
+/// resolve every import of every executable through the device's manager.
+/// Cheap to clone (shared); sessions keep it alive.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+pub(crate) struct DeviceInner {
+    // Drop order: the IREE device (and its loaders, which point at the
+    // provider) goes first, then IREE's manager if any, then the provider.
+    pub(crate) raw: sys::Device,
+    iree_manager: Option<Arc<sys::PluginManager>>,
+    pub(crate) provider: Box<IreeImportProvider>,
+    pub(crate) runtime: Runtime,
+}
+
+impl Device {
+    /// IREE's name for the device.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.inner.provider_device_name()
+    }
+
+    /// The manager resolving this device's imports.
+    #[must_use]
+    pub fn manager(&self) -> &Arc<Manager> {
+        self.inner.provider.manager()
+    }
+
+    /// Whether the device resolves through IREE's own plugin manager
+    /// ([`Runtime::device_with_iree_manager`]) instead of xplug's.
+    #[must_use]
+    pub fn uses_iree_manager(&self) -> bool {
+        self.inner.iree_manager.is_some()
+    }
+
+    /// What each executable loaded so far asked for and who resolved it
+    /// (empty unless the device was built with recording on).
+    #[must_use]
+    pub fn executable_imports(&self) -> Vec<ExecutableImports> {
+        self.inner.provider.log()
+    }
+}
+
+impl DeviceInner {
+    fn provider_device_name(&self) -> &'static str {
+        self.provider.device_name()
+    }
+}

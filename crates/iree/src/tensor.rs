@@ -1,0 +1,243 @@
+//! Tensors in and out of IREE functions.
+
+use std::fmt;
+
+/// IREE's element type code (`iree_hal_element_type_t`): the numerical
+/// kind in the high byte, the bit width in the low byte. A transparent
+/// newtype because outputs carry whatever code IREE reports.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct ElementType(pub u32);
+
+impl ElementType {
+    /// `i8` (signless 8-bit integer).
+    pub const I8: Self = Self(0x1000_0008);
+    /// `i16`.
+    pub const I16: Self = Self(0x1000_0010);
+    /// `i32`.
+    pub const I32: Self = Self(0x1000_0020);
+    /// `i64`.
+    pub const I64: Self = Self(0x1000_0040);
+    /// `si32` (signed 32-bit integer).
+    pub const SI32: Self = Self(0x1100_0020);
+    /// `ui8`.
+    pub const UI8: Self = Self(0x1200_0008);
+    /// `ui32`.
+    pub const UI32: Self = Self(0x1200_0020);
+    /// `f16`.
+    pub const F16: Self = Self(0x2100_0010);
+    /// `f32`.
+    pub const F32: Self = Self(0x2100_0020);
+    /// `f64`.
+    pub const F64: Self = Self(0x2100_0040);
+    /// A boolean stored as one byte (IREE spells it `i1`).
+    pub const BOOL: Self = Self(0x1300_0008);
+
+    /// Bits per element.
+    #[must_use]
+    pub fn bit_count(self) -> u32 {
+        self.0 & 0xFF
+    }
+
+    /// Bytes per element as stored (sub-byte types take a byte each).
+    #[must_use]
+    pub fn byte_size(self) -> usize {
+        (self.bit_count() as usize).div_ceil(8)
+    }
+
+    /// IREE's spelling (`f32`, `i32`, ...), when this crate knows it.
+    #[must_use]
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::I8 => "i8",
+            Self::I16 => "i16",
+            Self::I32 => "i32",
+            Self::I64 => "i64",
+            Self::SI32 => "si32",
+            Self::UI8 => "ui8",
+            Self::UI32 => "ui32",
+            Self::F16 => "f16",
+            Self::F32 => "f32",
+            Self::F64 => "f64",
+            Self::BOOL => "i1",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Debug for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "ElementType({:#010x})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A dense, row-major tensor held on the host: shape, element type and
+/// the elements' bytes in native byte order.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    element_type: ElementType,
+    data: Vec<u8>,
+}
+
+impl Tensor {
+    /// A tensor over `data`.
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorSize`] when `data` does not hold exactly the
+    /// shape's element count of `element_type`.
+    pub fn new(shape: Vec<usize>, element_type: ElementType, data: Vec<u8>) -> Result<Self, crate::Error> {
+        let elements: usize = shape.iter().product();
+        let expected = elements.checked_mul(element_type.byte_size());
+        if expected != Some(data.len()) {
+            return Err(crate::Error::TensorSize {
+                shape,
+                element_type,
+                expected: expected.unwrap_or(usize::MAX),
+                found: data.len(),
+            });
+        }
+        Ok(Self { shape, element_type, data })
+    }
+
+    /// A tensor IREE described: its byte length is IREE's, which may
+    /// differ from the plain product for packed or padded encodings.
+    pub(crate) fn from_parts_unchecked(shape: Vec<usize>, element_type: ElementType, data: Vec<u8>) -> Self {
+        Self { shape, element_type, data }
+    }
+
+    /// A one-dimensional `f32` tensor.
+    #[must_use]
+    pub fn from_f32(values: &[f32]) -> Self {
+        let data = values.iter().flat_map(|value| value.to_ne_bytes()).collect();
+        Self { shape: vec![values.len()], element_type: ElementType::F32, data }
+    }
+
+    /// The shape, outermost dimension first.
+    #[must_use]
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    #[must_use]
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// The elements' bytes, row-major, native byte order.
+    #[must_use]
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The number of elements.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the tensor has no elements.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A tensor from an `.npy` array (little-endian dtypes of the element
+    /// types [`ElementType`] names).
+    ///
+    /// # Errors
+    /// [`crate::Error::Npy`] for another dtype, [`crate::Error::TensorSize`]
+    /// when the data does not match the shape.
+    pub fn from_npy(array: xplug_npy::NpyArray) -> Result<Self, crate::Error> {
+        let element_type = NPY_DTYPES
+            .iter()
+            .find(|(descr, _)| *descr == array.descr)
+            .map(|(_, element_type)| *element_type)
+            .ok_or_else(|| crate::Error::NpyDtype { descr: array.descr.clone() })?;
+        Self::new(array.shape, element_type, array.data)
+    }
+
+    /// The tensor as an `.npy` array, when its element type has a NumPy
+    /// dtype (`None` otherwise).
+    #[must_use]
+    pub fn to_npy(&self) -> Option<xplug_npy::NpyArray> {
+        let descr = NPY_DTYPES.iter().find(|(_, element_type)| *element_type == self.element_type)?.0;
+        Some(xplug_npy::NpyArray {
+            descr: descr.to_owned(),
+            shape: self.shape.clone(),
+            data: self.data.clone(),
+        })
+    }
+
+    /// The elements as `f32`, when that is the element type.
+    #[must_use]
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        (self.element_type == ElementType::F32).then(|| {
+            self.data
+                .chunks_exact(4)
+                .map(|bytes| f32::from_ne_bytes(bytes.try_into().expect("chunks of four")))
+                .collect()
+        })
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(ToString::to_string).collect();
+        write!(f, "Tensor({}x{}, {} bytes)", dims.join("x"), self.element_type, self.data.len())
+    }
+}
+
+/// NumPy dtypes and the element types they hold, on little-endian hosts
+/// (the only ones IREE's CPU runtime is built for here). Where two element
+/// types share a dtype, the first listed is what a file reads as.
+#[cfg(target_endian = "little")]
+const NPY_DTYPES: &[(&str, ElementType)] = &[
+    ("<f4", ElementType::F32),
+    ("<f8", ElementType::F64),
+    ("<f2", ElementType::F16),
+    ("<i4", ElementType::I32),
+    ("<i4", ElementType::SI32),
+    ("<i8", ElementType::I64),
+    ("<i2", ElementType::I16),
+    ("|i1", ElementType::I8),
+    ("|u1", ElementType::UI8),
+    ("<u4", ElementType::UI32),
+    ("|b1", ElementType::BOOL),
+];
+
+/// One result of a function call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// A tensor (`hal.buffer_view`), copied to the host.
+    Tensor(Tensor),
+    /// An integer scalar, widened, with its bit width.
+    Integer {
+        /// The value.
+        value: i64,
+        /// 8, 16, 32 or 64.
+        bits: u32,
+    },
+    /// A float scalar, widened, with its bit width.
+    Float {
+        /// The value.
+        value: f64,
+        /// 32 or 64.
+        bits: u32,
+    },
+    /// No value (a null reference).
+    Empty,
+    /// A value of a kind this crate does not copy out (lists, buffers).
+    Other,
+}

@@ -1,0 +1,155 @@
+//! What xplug-iree does that IREE's own runtime cannot, each checked by
+//! running a compiled IREE program (`tests/iree/*.mlir`, pinned
+//! `iree-compile`) through IREE's runtime with xplug's manager behind it.
+
+use std::sync::{Arc, OnceLock};
+
+use xplug_iree::{DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
+use xplug_manager::Manager;
+use xtask::iree_e2e::{self, MUL_CALL, Prepared, TWO_IMPORTS};
+use xtask::plugins::PluginProfile;
+
+// Linked into this binary with its `static` feature: it registers through
+// `inventory` and serves IREE executables as a Rust plugin, no C involved.
+use sample_system as _;
+
+fn prepared() -> &'static Prepared {
+    static PREPARED: OnceLock<Prepared> = OnceLock::new();
+    PREPARED.get_or_init(|| {
+        iree_e2e::prepare(&xtask::workspace_root(), PluginProfile::Debug)
+            .expect("IREE, plugins and programs are ready")
+    })
+}
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new().expect("IREE's runtime starts"))
+}
+
+fn spec(name: &str, query: &str) -> String {
+    format!("{}{query}", prepared().library(name).display())
+}
+
+fn module(program: iree_e2e::Program) -> Module {
+    Module::from_file(runtime(), prepared().module(program)).expect("the compiled module loads")
+}
+
+/// Runs `@mul` on 65 elements and returns the product.
+fn run_mul(session: &Session) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (a, b) = iree_e2e::inputs(65);
+    let results = session.call("mul", &[Tensor::from_f32(&a), Tensor::from_f32(&b)]).expect("the call runs");
+    let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor result: {results:?}") };
+    (a, b, product.to_f32().expect("f32"))
+}
+
+fn assert_products(session: &Session, scale: f32) {
+    let (a, b, product) = run_mul(session);
+    for i in 0..a.len() {
+        assert_eq!(product[i].to_bits(), (a[i] * b[i] * scale).to_bits(), "element {i}");
+    }
+}
+
+#[test]
+fn one_manager_serves_several_devices_with_each_plugin_loaded_once() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap());
+    let sync = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let task = runtime().device(DeviceKind::LocalTask { workers: 2 }, Arc::clone(&manager)).unwrap();
+    let module = module(MUL_CALL);
+    for device in [&sync, &task] {
+        assert_products(&Session::new(device, &module).unwrap(), 1.0);
+        assert!(Arc::ptr_eq(device.manager(), &manager));
+    }
+    assert_eq!(manager.len(), 1, "the plugin was loaded once, for both devices");
+}
+
+#[test]
+fn rust_plugins_linked_into_the_binary_serve_iree_executables() {
+    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    assert!(
+        manager.providers().iter().any(|name| name.contains("sample_system")),
+        "{:?}",
+        manager.providers()
+    );
+    let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
+    assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 1.0);
+}
+
+#[test]
+fn load_parameters_reach_the_plugin() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "?multiplier=3")]) }.unwrap());
+    let device = runtime().device(DeviceKind::LocalTask { workers: 2 }, manager).unwrap();
+    assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 3.0);
+}
+
+#[test]
+fn a_plugin_registered_after_the_device_serves_executables_loaded_later() {
+    let manager = Arc::new(Manager::new());
+    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let module = module(MUL_CALL);
+    assert!(matches!(Session::new(&device, &module), Err(Error::UnresolvedImports { .. })));
+    // SAFETY: a plugin of this workspace.
+    unsafe { manager.load_spec(&spec("c_sample", "")) }.unwrap();
+    assert_products(&Session::new(&device, &module).unwrap(), 1.0);
+}
+
+#[test]
+fn a_missing_import_names_the_executable_the_import_and_the_providers_asked() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
+    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let module = module(TWO_IMPORTS);
+    let error = match Session::new(&device, &module) {
+        Err(error) => error,
+        Ok(_) => panic!("e2e_sub_workgroup is exported by no registered plugin"),
+    };
+    let Error::UnresolvedImports { executable, source, device: device_name, .. } = &error else {
+        panic!("expected UnresolvedImports, got {error:?}")
+    };
+    assert_eq!(*device_name, "local-sync");
+    assert_eq!(*executable, 0);
+    let missing: Vec<&str> = source.missing_imports().iter().map(|import| import.name.as_str()).collect();
+    assert_eq!(missing, ["e2e_sub_workgroup"], "only the unresolved import is listed");
+    let message = format!("{error}: {source}");
+    assert!(message.contains("executable #0") && message.contains("e2e_sub_workgroup"), "{message}");
+
+    // Nothing registered is lost: adding the missing plugin makes it load.
+    // SAFETY: a test plugin of this workspace.
+    unsafe { manager.load_spec(&spec(iree_e2e::SUB_PLUGIN, "")) }.unwrap();
+    let session = Session::new(&device, &module).unwrap();
+    let (a, b) = iree_e2e::inputs(70);
+    let results = session.call("mul_then_sub", &[Tensor::from_f32(&a), Tensor::from_f32(&b)]).unwrap();
+    let [Value::Tensor(out)] = results.as_slice() else { panic!("one tensor result") };
+    let out = out.to_f32().unwrap();
+    assert!((0..70).all(|i| out[i].to_bits() == (a[i] * b[i] - b[i]).to_bits()));
+}
+
+#[test]
+fn failed_plugin_loads_are_typed_errors_and_the_runtime_keeps_working() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
+    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    // A mistyped parameter value: the plugin's own load refuses it.
+    // SAFETY: a plugin of this workspace.
+    let refused = unsafe { manager.load_spec(&spec("sample_system", "?multiplier=three")) }.unwrap_err();
+    assert!(format!("{refused}").contains("sample_system"), "{refused}");
+    // A file that does not exist.
+    // SAFETY: nothing is loaded from a missing file.
+    let missing = unsafe { manager.load_spec("/nonexistent/libplugin.so") }.unwrap_err();
+    assert!(format!("{missing}").contains("/nonexistent/libplugin.so"), "{missing}");
+    assert_eq!(manager.len(), 1, "the refusals registered nothing and removed nothing");
+    assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 1.0);
+}
+
+#[test]
+fn an_unknown_function_is_refused_with_a_suggestion() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
+    let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
+    let session = Session::new(&device, &module(MUL_CALL)).unwrap();
+    let Err(Error::NoSuchFunction { suggestion, .. }) = session.call("mull", &[]) else {
+        panic!("`mull` is not exported")
+    };
+    assert_eq!(suggestion.as_deref(), Some("mul"));
+}
