@@ -16,8 +16,7 @@ use xplug_abi::{
 };
 use xplug_benches::{
     SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, paired_estimate, paired_estimate_of,
-    reference_table,
-    request_names,
+    reference_table, request_names,
 };
 use xplug_manager::Manager;
 use xplug_providers::{
