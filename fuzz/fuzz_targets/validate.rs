@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xplug_providers::embedded_elf::{ElfTarget, validate_for};
+use xplug_elf::{ElfTarget, validate_for};
 
 fuzz_target!(|data: &[u8]| {
     for target in [ElfTarget::x86_64(4096), ElfTarget::aarch64(65536), ElfTarget::riscv64(4096)] {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use xplug_tests::WorkgroupParams;
 
 use xplug_abi::StatusCode;
+use xplug_elf::{EmbeddedElfError, fatelf, validate};
 use xplug_manager::Manager;
-use xplug_manager::providers::embedded_elf::{self, EmbeddedElfError, fatelf, validate};
-use xplug_manager::providers::{Error as ProviderError, LoadParamList, Plugin, PluginSource};
+use xplug_manager::providers::{Error as ProviderError, LoadParamList, Origin, Plugin, PluginSource};
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
@@ -73,7 +73,7 @@ fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
     assert!(host_record <= 16 * 1024, "the host record is {host_record} bytes");
     assert!(plan.relocation_count() > 0);
     assert_eq!(plan.symbol_count(), 2, "only the query function is exported");
-    assert_eq!(plan.hash_table(), embedded_elf::SymbolHashTable::Sysv);
+    assert_eq!(plan.hash_table(), xplug_elf::SymbolHashTable::Sysv);
 }
 
 #[test]
@@ -81,7 +81,8 @@ fn the_plugin_source_names_the_file_and_record() {
     let path = sos("sample_standalone");
     // SAFETY: the project's own standalone plugin.
     let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.unwrap();
-    let PluginSource::EmbeddedElf { path: Some(source_path), record: Some(record), .. } = plugin.source()
+    let PluginSource::EmbeddedElf { origin: Origin::File(source_path), record: Some(record) } =
+        plugin.source()
     else {
         panic!("unexpected source {:?}", plugin.source());
     };
@@ -272,15 +273,15 @@ fn the_unmodified_image_is_valid() {
 fn any_page_size_validates_without_panicking() {
     let elf = rust_elf();
     for page_size in [0, 1, 4096] {
-        let target = embedded_elf::ElfTarget::x86_64(page_size);
-        let plan = embedded_elf::validate_for(&elf, target).unwrap();
+        let target = xplug_elf::ElfTarget::x86_64(page_size);
+        let plan = xplug_elf::validate_for(&elf, target).unwrap();
         assert_eq!(plan.image_size() % target.page_size(), 0, "page size {page_size}");
     }
     // lld lays x86_64 segments out on 4 KiB pages: with larger pages they
     // share pages with different protections, which is refused.
     for page_size in [16384, 65536, u64::MAX] {
-        let target = embedded_elf::ElfTarget::x86_64(page_size);
-        let error = embedded_elf::validate_for(&elf, target).unwrap_err();
+        let target = xplug_elf::ElfTarget::x86_64(page_size);
+        let error = xplug_elf::validate_for(&elf, target).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -312,7 +313,7 @@ fn wrong_machine_is_refused() {
     );
     // The same ELF checked as an aarch64 target gets past the header.
     assert!(!matches!(
-        embedded_elf::validate_for(&elf, embedded_elf::ElfTarget::aarch64(4096)),
+        xplug_elf::validate_for(&elf, xplug_elf::ElfTarget::aarch64(4096)),
         Err(EmbeddedElfError::WrongArchitecture { .. })
     ));
 }
@@ -536,13 +537,13 @@ fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
     let records = fatelf::records(&bytes).unwrap();
     for record in &records {
         let target = match record.machine {
-            62 => embedded_elf::ElfTarget::x86_64(4096),
-            183 => embedded_elf::ElfTarget::aarch64(65536),
-            243 => embedded_elf::ElfTarget::riscv64(4096),
+            62 => xplug_elf::ElfTarget::x86_64(4096),
+            183 => xplug_elf::ElfTarget::aarch64(65536),
+            243 => xplug_elf::ElfTarget::riscv64(4096),
             other => panic!("unexpected record machine {other}"),
         };
         let plan =
-            embedded_elf::validate_for(&bytes, target).unwrap_or_else(|error| panic!("{record}: {error}"));
+            xplug_elf::validate_for(&bytes, target).unwrap_or_else(|error| panic!("{record}: {error}"));
         assert_eq!(plan.record(), Some(record), "the first record of each architecture is chosen");
         assert!(plan.relocation_count() > 0, "{record}");
     }

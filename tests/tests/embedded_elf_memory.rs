@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use xplug_manager::providers::embedded_elf::ElfImage;
+use xplug_elf::ElfImage;
 
 fn sos(name: &str) -> PathBuf {
     let root = xtask::workspace_root();

@@ -2,13 +2,15 @@
 //!
 //! The library half holds what the tests reuse: header generation
 //! ([`header`]), the example plugin build ([`plugins`]), the demo
-//! ([`demo`]), the standalone `.sos` build ([`sos`]), IREE's end-to-end judgement of the plugins ([`iree_e2e`],
-//! with its [`npy`] files) and the benchmark summary
+//! ([`demo`]), the standalone `.sos` build ([`sos`]), IREE's end-to-end
+//! judgement of the plugins ([`iree_e2e`], with its [`xplug_npy`] files)
+//! and the benchmark summary
 //! ([`bench`](mod@bench)), and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing). The binary (`src/main.rs`) is the command-line
 //! front end.
 
 pub mod bench;
+mod compile;
 pub mod demo;
 pub mod hardening;
 pub mod header;

@@ -21,7 +21,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::plugins::{BuildError, BuiltPlugin, c_compiler, io, run_c_compiler};
+use xplug_elf::QUERY_SYMBOL;
+
+use crate::compile::{BuildError, BuiltPlugin, c_compiler, io, run_c_compiler};
 
 /// The Rust plugin built as a `.sos`.
 pub const RUST_SOS_PLUGIN: &str = "sample_standalone";
@@ -31,9 +33,6 @@ pub const C_SOS_PLUGIN: (&str, &str) = ("c_sample", "plugins/c_sample/c_sample.c
 /// Architectures a `.sos` may carry a record for (Rust target triples).
 const RECORD_TARGETS: [&str; 3] =
     ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "riscv64gc-unknown-linux-gnu"];
-
-/// The symbol a standalone plugin exports (and nothing else).
-const QUERY_SYMBOL: &str = "iree_hal_executable_plugin_query";
 
 /// `rust-lld -flavor gnu` flags: IREE's embedded-ELF link line.
 const LINK_FLAGS: [&str; 19] = [
@@ -185,7 +184,7 @@ fn write_sos(
     skipped_records: &[String],
 ) -> Result<BuiltPlugin, BuildError> {
     let slices: Vec<&[u8]> = elves.iter().map(|(_, bytes)| bytes.as_slice()).collect();
-    let container = xplug_providers::embedded_elf::fatelf::join(&slices).map_err(|error| BuildError::Io {
+    let container = xplug_elf::fatelf::join(&slices).map_err(|error| BuildError::Io {
         context: format!("cannot join the records of {name}.sos"),
         source: std::io::Error::other(error),
     })?;

@@ -43,7 +43,7 @@ pub(crate) fn median_ns(runs: usize, mut op: impl FnMut()) -> f64 {
         .map(|_| {
             // Tells a watching parent this probe child is still making
             // progress (nothing outside a probe child).
-            xplug_providers::probe::heartbeat();
+            xplug_probe::heartbeat();
             let start = Instant::now();
             for _ in 0..iterations {
                 op();
@@ -119,7 +119,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             // 16-byte aligned, zeroed parameter block.
             let mut block = vec![0u128; bytes.div_ceil(16).max(1)];
             let mut result = 0;
-            xplug_providers::probe::mark(xplug_providers::probe::Stage::Call);
+            xplug_probe::mark(xplug_probe::Stage::Call);
             let ns = median_ns(options.runs, || {
                 // SAFETY: the import was resolved by the manager, which
                 // `imports` keeps alive; with `--call` the user asserts it

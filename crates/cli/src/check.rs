@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Resolution, StatusCode, Version};
 use xplug_manager::spec::{LoaderKind, PluginSpec};
-use xplug_providers::embedded_elf::ElfImage;
+use xplug_providers::raw::open_elf_image;
 use xplug_providers::raw::{RawInstance, RawLoadError, RawQuery, RawTable};
 use xplug_providers::{CountingAllocator, LoadParamList, ResolveRequest, SymbolName, checks};
 
@@ -23,7 +23,7 @@ use crate::error::CliError;
 use crate::isolate::{self, Isolation};
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
-use xplug_providers::probe::{ProbeFailure, ProbeStatus};
+use xplug_probe::{ProbeFailure, ProbeStatus};
 
 /// A name no plugin exports.
 const UNKNOWN: &str = "xplug_check_no_such_symbol_4f1d";
@@ -440,7 +440,7 @@ pub(crate) fn run_checks(
     // One of the two is opened; the subject borrows it.
     let (library, image);
     let (query, loader, required, declared, mut exports) = if embedded {
-        image = ElfImage::load_file(path).map_err(load_error)?;
+        image = open_elf_image(path).map_err(load_error)?;
         (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, None, Vec::new())
     } else {
         library = trust::open_raw_library(path).map_err(load_error)?;

@@ -119,7 +119,7 @@ pub(crate) enum CliError {
         /// The plugin as named on the command line.
         plugin: String,
         /// The signal or timeout, and the stage.
-        failure: xplug_providers::probe::ProbeFailure,
+        failure: xplug_probe::ProbeFailure,
     },
     /// The child process probing a plugin could not be run.
     #[error("cannot run a child process to probe plugin `{plugin}`")]
@@ -193,7 +193,7 @@ impl CliError {
             Self::FatElf { source, .. } => source.code(),
             Self::File { .. } => StatusCode::UNAVAILABLE,
             Self::PluginFault { failure, .. } => match failure {
-                xplug_providers::probe::ProbeFailure::TimedOut { .. } => StatusCode::DEADLINE_EXCEEDED,
+                xplug_probe::ProbeFailure::TimedOut { .. } => StatusCode::DEADLINE_EXCEEDED,
                 _ => StatusCode::INTERNAL,
             },
             Self::ProbeUnavailable { source, .. } => source.code(),
@@ -233,7 +233,7 @@ impl CliError {
     }
 
     /// The crash or hang behind this error, for `--json`.
-    pub(crate) fn fault(&self) -> Option<&xplug_providers::probe::ProbeFailure> {
+    pub(crate) fn fault(&self) -> Option<&xplug_probe::ProbeFailure> {
         match self {
             Self::PluginFault { failure, .. } => Some(failure),
             _ => None,

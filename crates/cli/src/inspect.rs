@@ -52,42 +52,47 @@ struct Embedded {
 fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
     let path = Path::new(spec.path());
     let bytes = crate::fatelf::read(path)?;
-    let plan = xplug_providers::embedded_elf::validate(&bytes).map_err(|source| CliError::FatElf {
-        context: format!("cannot load embedded plugin `{plugin}`"),
-        source,
-    })?;
     let params = spec.load_params();
-    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params)
-        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-    let record = plan.record().map_or_else(
-        || "plain ELF (no FatELF container)".to_owned(),
-        |record| {
-            format!(
-                "{} of {}: {record}",
-                record.index,
-                xplug_providers::embedded_elf::fatelf::records(&bytes).map_or(0, |all| all.len())
-            )
-        },
-    );
-    let segments = plan
-        .segments()
-        .iter()
-        .map(|segment| {
-            format!(
-                "{:#08x}..{:#08x} {}",
-                segment.image_offset,
-                segment.image_offset + segment.mem_size,
-                segment.flags
-            )
-        })
-        .collect();
+    // Validated and mapped once: the plan shown is the one the plugin runs from.
+    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params).map_err(|source| match source {
+        xplug_providers::Error::EmbeddedElf { source, .. } => {
+            CliError::FatElf { context: format!("cannot load embedded plugin `{plugin}`"), source: *source }
+        }
+        source => CliError::Load { what: plugin.to_owned(), source },
+    })?;
+    let embedded = loaded.elf_image().map(|image| {
+        let plan = image.plan();
+        let record = plan.record().map_or_else(
+            || "plain ELF (no FatELF container)".to_owned(),
+            |record| {
+                format!(
+                    "{} of {}: {record}",
+                    record.index,
+                    xplug_providers::embedded_elf::fatelf::records(&bytes).map_or(0, |all| all.len())
+                )
+            },
+        );
+        let segments = plan
+            .segments()
+            .iter()
+            .map(|segment| {
+                format!(
+                    "{:#08x}..{:#08x} {}",
+                    segment.image_offset,
+                    segment.image_offset + segment.mem_size,
+                    segment.flags
+                )
+            })
+            .collect();
+        Embedded { record, segments }
+    });
     Ok(Report {
         info: loaded.info().clone(),
         loader: "embedded ELF",
         exports: None,
         params: None,
         load_error: None,
-        embedded: Some(Embedded { record, segments }),
+        embedded,
     })
 }
 
@@ -119,43 +124,38 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     }
     let params = spec.load_params();
     let path = Path::new(spec.path());
-    // The loader's verdict first: it checks the file before opening it, so
-    // its error is the most precise one.
-    let loaded = trust::load_system_plugin(path, &params);
-    let load_error = match &loaded {
-        Ok(_) => None,
-        Err(source) => Some(CliError::Load { what: plugin.to_owned(), source: source.clone() }),
-    };
-    // While the loader keeps the library open, this second open shares it.
-    let raw = match trust::open_raw_library(path) {
-        Ok(raw) => raw,
-        Err(source) => {
-            return Err(load_error.unwrap_or(CliError::Load { what: plugin.to_owned(), source }));
-        }
-    };
+    // The file is opened once: its lists and header are read from the
+    // library the plugin is then loaded from.
+    let raw =
+        trust::open_raw_library(path).map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let exports = raw.exports();
     let declared = raw.params();
-    let info = match loaded {
-        Ok(loaded) => loaded.info().clone(),
+    let header = raw.query().ok().and_then(|query| query.query(Version::LATEST)).and_then(|t| t.header());
+    match Plugin::from_raw_library(raw, &params) {
+        Ok(loaded) => Ok(Report {
+            info: loaded.info().clone(),
+            loader: "system library",
+            exports,
+            params: declared,
+            load_error: None,
+            embedded: None,
+        }),
         // Refused by the loader (version, features, sanitizer, load): show
         // what the header says anyway, and why it cannot be loaded.
         Err(source) => {
-            let header =
-                raw.query().ok().and_then(|query| query.query(Version::LATEST)).and_then(|t| t.header());
             let Some(header) = header else {
                 return Err(CliError::Load { what: plugin.to_owned(), source });
             };
-            return Ok(Report {
+            Ok(Report {
                 info: info_from(header),
                 loader: "system library",
                 exports,
                 params: declared,
-                load_error,
+                load_error: Some(CliError::Load { what: plugin.to_owned(), source }),
                 embedded: None,
-            });
+            })
         }
-    };
-    Ok(Report { info, loader: "system library", exports, params: declared, load_error: None, embedded: None })
+    }
 }
 
 /// The header as `inspect` shows it (a NULL name or description as empty).

@@ -1,5 +1,5 @@
 //! Running a command's plugin work in a child process: this binary re-run
-//! with `--in-process`, watched by `xplug_providers::probe`.
+//! with `--in-process`, watched by `xplug_probe`.
 //!
 //! The protocol (stage marks, timeout, signal decoding) lives in the
 //! library; this module only builds the child's command line and turns its
@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use xplug_providers::probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus};
+use xplug_probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus};
 
 use crate::error::CliError;
 

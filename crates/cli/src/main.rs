@@ -352,6 +352,8 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
 fn main() -> ExitCode {
     // clap exits with 2 on usage errors and 0 for --help/--version.
     let cli = Cli::parse();
+    // In a probe child, the plugin work reports its stages to the parent.
+    xplug_probe::install();
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {

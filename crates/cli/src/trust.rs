@@ -15,38 +15,29 @@ use xplug_providers::embedded_elf::ElfImage;
 use xplug_providers::raw::{RawLibrary, RawQuery};
 use xplug_providers::{LoadParamList, Plugin};
 
-/// Loads the shared-library plugin at `path` through `xplug-providers`.
-pub(crate) fn load_system_plugin(
-    path: &Path,
-    params: &LoadParamList,
-) -> Result<Plugin, xplug_providers::Error> {
-    // SAFETY: the user named this file on the command line as a v0 plugin
-    // to load into this process; the CLI holds no state a misbehaving plugin
-    // could corrupt beyond what the user chose to run.
-    unsafe { Plugin::load_system_library(path, params) }
-}
-
 /// Loads the embedded-ELF plugin whose bytes were read from `name`.
 pub(crate) fn load_embedded_image(
     name: &str,
     bytes: &[u8],
     params: &LoadParamList,
 ) -> Result<Plugin, xplug_providers::Error> {
-    // SAFETY: as in `load_system_plugin`: the user named this file as a
-    // plugin to run; xplug's loader validates it completely before mapping.
+    // SAFETY: the user named this file on the command line as a v0 plugin
+    // to load into this process (as they would pass it to IREE); the CLI
+    // holds no state a misbehaving plugin could corrupt beyond what the user
+    // chose to run. xplug's loader validates it completely before mapping.
     unsafe { Plugin::load_embedded_elf_image(name, bytes, params) }
 }
 
 /// The query function of a mapped embedded-ELF plugin, as a raw step.
 pub(crate) fn embedded_query(image: &ElfImage) -> RawQuery<'_> {
-    // SAFETY: as in `load_system_plugin`: the user named this file as a
+    // SAFETY: as in `load_embedded_image`: the user named this file as a
     // plugin to examine; xplug's loader validated and mapped it.
-    unsafe { image.raw_query() }
+    unsafe { RawQuery::from_elf_image(image) }
 }
 
 /// Opens the shared-library plugin at `path` for raw inspection and checks.
 pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_providers::Error> {
-    // SAFETY: as in `load_system_plugin`: the user named this file as a v0
+    // SAFETY: as in `load_embedded_image`: the user named this file as a v0
     // plugin to examine in this process.
     unsafe { RawLibrary::open(path) }
 }
@@ -54,7 +45,7 @@ pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_provider
 /// Loads the plugin `spec` names into `manager`; the error says which
 /// plugin could not be loaded.
 pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<(), CliError> {
-    // SAFETY: as in `load_system_plugin`: the spec came from the command line
+    // SAFETY: as in `load_embedded_image`: the spec came from the command line
     // (or names a plugin this project built) and the user chose to load it.
     unsafe { manager.load_spec(spec) }
         .map_err(|source| CliError::Manager { context: format!("cannot load plugin `{spec}`"), source })

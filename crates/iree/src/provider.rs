@@ -3,7 +3,7 @@
 //! IREE's embedded-ELF and system-library loaders keep an import provider,
 //! a `{ self, resolve }` pair, and call it once per executable they load
 //! with the executable's whole import table. Each [`crate::Device`] installs
-//! one [`ImportProvider`] as that pair on both of its loaders, so every
+//! one [`IreeImportProvider`] as that pair on both of its loaders, so every
 //! import of every executable goes through [`Manager::resolve`], with
 //! IREE's semantics (`docs/resolution.md`). Unlike
 //! [`Manager::as_c_provider`], which can only return status codes, a failure

@@ -156,7 +156,7 @@ impl Tensor {
     /// types [`ElementType`] names).
     ///
     /// # Errors
-    /// [`crate::Error::Npy`] for another dtype, [`crate::Error::TensorSize`]
+    /// [`crate::Error::NpyDtype`] for another dtype, [`crate::Error::TensorSize`]
     /// when the data does not match the shape.
     pub fn from_npy(array: xplug_npy::NpyArray) -> Result<Self, crate::Error> {
         let element_type = NPY_DTYPES

@@ -257,16 +257,17 @@ pub fn check_entry_points(entry_points: EntryPoints) -> Result<(), Incompatibili
 
 /// Runs every check in the order a host applies them: version, status
 /// mode, sanitizer, known features, the loader's required features, name,
-/// entry points. `header` is `None` for a NULL header pointer.
+/// entry points. `header` is `None` for a NULL header pointer; the header
+/// that passed is returned.
 ///
 /// # Errors
 /// The first [`Incompatibility`] found.
-pub fn check_plugin(
-    header: Option<&RawHeader>,
+pub fn check_plugin<'h>(
+    header: Option<&'h RawHeader>,
     entry_points: EntryPoints,
     loader: &'static str,
     required: Features,
-) -> Result<(), Incompatibility> {
+) -> Result<&'h RawHeader, Incompatibility> {
     let header = header.ok_or(Incompatibility::NullHeader)?;
     check_version(header)?;
     check_status_mode(header)?;
@@ -274,7 +275,8 @@ pub fn check_plugin(
     check_known_features(header)?;
     check_required_features(header, loader, required)?;
     check_name(header)?;
-    check_entry_points(entry_points)
+    check_entry_points(entry_points)?;
+    Ok(header)
 }
 
 /// Every key in `params` is one the plugin declares.
@@ -346,7 +348,8 @@ mod tests {
 
     #[test]
     fn each_check_refuses_with_its_values() {
-        assert_eq!(check_plugin(Some(&header()), ALL, "static", Features::NONE), Ok(()));
+        let good = header();
+        assert_eq!(check_plugin(Some(&good), ALL, "static", Features::NONE), Ok(&good));
         assert_eq!(check_plugin(None, ALL, "static", Features::NONE), Err(Incompatibility::NullHeader));
         let mut h = header();
         h.version = Version(0);

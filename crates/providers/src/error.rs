@@ -253,7 +253,7 @@ pub enum Error {
         /// What the loader refused, with the values it found (boxed: it is
         /// large and rare).
         #[source]
-        source: Box<crate::embedded_elf::EmbeddedElfError>,
+        source: Box<xplug_elf::EmbeddedElfError>,
     },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}")]

@@ -18,11 +18,16 @@
 //!   a file, or [`Plugin::load_system_library_image`], from bytes), or a
 //!   standalone ELF (`.sos`, possibly a FatELF container) validated and
 //!   mapped by xplug itself ([`Plugin::load_embedded_elf`],
-//!   [`Plugin::load_embedded_elf_image`], on [`embedded_elf`]);
+//!   [`Plugin::load_embedded_elf_image`], on the `xplug-elf` crate,
+//!   re-exported as [`embedded_elf`]). Every constructor is in one module,
+//!   `loaders`; [`PluginSource`] records which loader built a plugin and
+//!   from which [`Origin`];
 //! - the **raw layer**, [`raw`]: each v0 step alone (open, query, header,
 //!   load, resolve, unload once, the exports list), for tools that must see
-//!   what a broken plugin answers; [`Plugin`] is built on it. The load
-//!   checks are small named functions in [`checks`], each returning a typed
+//!   what a broken plugin answers; [`Plugin`] is built on it
+//!   ([`Plugin::from_raw_library`] turns an open [`raw::RawLibrary`] into a
+//!   plugin, [`Plugin::into_raw_library`] back). The load checks are small
+//!   named functions in [`checks`], each returning a typed
 //!   [`checks::Incompatibility`].
 //!
 //! Loading a plugin runs the checks of `docs/loading.md#load-checks` in order,
@@ -94,29 +99,33 @@
 
 pub mod checks;
 mod counting_allocator;
-pub mod embedded_elf;
 mod error;
 mod fn_table;
+mod loaders;
 mod name;
 mod params;
 mod plugin;
-pub mod probe;
 mod provider;
 pub mod raw;
 mod registry;
 mod request;
+mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
 pub use error::{Error, LoaderError, PluginMessage};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use name::ProviderName;
 pub use params::LoadParamList;
-pub use plugin::{Plugin, PluginInfo, PluginSource};
+pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
 pub use registry::{StaticPluginRegistration, static_plugins};
 pub use request::{ResolveRequest, SymbolName};
+pub use source::{Origin, PluginSource};
 
 pub use xplug_abi as abi;
+/// The embedded ELF format ([`xplug_elf`]): validation, FatELF containers
+/// and mapping, re-exported for hosts that inspect `.sos` files.
+pub use xplug_elf as embedded_elf;
 
 /// The `inventory` crate, re-exported so plugin crates can submit a
 /// [`StaticPluginRegistration`] without depending on it themselves.

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use common::{build_configurable, call_binop};
 use xplug_providers::abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_providers::{
-    AllocationStats, Error, ImportProvider, LoadParamList, Plugin, PluginSource, ResolveRequest, SymbolName,
+    AllocationStats, Error, ImportProvider, LoadParamList, Origin, Plugin, PluginSource, ResolveRequest,
+    SymbolName,
 };
 
 fn load_file(path: &Path, params: &LoadParamList) -> Plugin {
@@ -63,12 +64,30 @@ fn minimal_plugin_from_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = xplug_tests::build_minimal_c_plugin(dir.path());
     let plugin = load_file(&path, &LoadParamList::new().with("scale", "3"));
-    assert_eq!(plugin.source(), &PluginSource::SystemLibrary { path: path.clone() });
+    assert_eq!(plugin.source(), &PluginSource::SystemLibrary { origin: Origin::File(path.clone()) });
     check_minimal(&plugin);
     let after = plugin.unload();
     assert_eq!(after.live_allocations, 0);
     assert_eq!(after.live_bytes, 0);
     assert_eq!(after.total_allocations, 1);
+}
+
+#[test]
+fn an_open_raw_library_becomes_a_plugin_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = xplug_tests::build_minimal_c_plugin(dir.path());
+    // SAFETY: the file is the minimal v0 C plugin.
+    let library = unsafe { xplug_providers::raw::RawLibrary::open(&path) }.unwrap();
+    let params = LoadParamList::new().with("scale", "3");
+    let plugin = Plugin::from_raw_library(library, &params).unwrap();
+    assert_eq!(plugin.source(), &PluginSource::SystemLibrary { origin: Origin::File(path.clone()) });
+    assert_eq!(plugin.raw_library().map(|library| library.path()), Some(path.as_path()));
+    check_minimal(&plugin);
+    // Back: the plugin is unloaded, the library stays open and loads again.
+    let library = plugin.into_raw_library().expect("the plugin came from a library");
+    let again = Plugin::from_raw_library(library, &params).unwrap();
+    check_minimal(&again);
+    assert_eq!(again.unload().live_allocations, 0);
 }
 
 #[test]
@@ -83,7 +102,10 @@ fn minimal_plugin_from_memory() {
         Plugin::load_system_library_image("c_minimal.so", &bytes, &LoadParamList::new().with("scale", "3"))
     }
     .expect("the plugin loads from memory");
-    assert_eq!(plugin.source(), &PluginSource::Memory { name: "c_minimal.so".to_owned() });
+    assert_eq!(
+        plugin.source(),
+        &PluginSource::SystemLibrary { origin: Origin::Memory("c_minimal.so".to_owned()) }
+    );
     check_minimal(&plugin);
     assert_eq!(plugin.unload().live_allocations, 0);
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use xplug_abi::{Resolution, ResolveParamsV0, Status, StatusCode, UnloadFnV0};
 
+use super::Stage;
 use crate::{AllocationStats, CountingAllocator, ResolveRequest};
 
 /// The inner (non-NULL) type of a v0 `resolve` pointer.
@@ -67,7 +68,7 @@ impl RawInstance<'_> {
     pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> (StatusCode, Resolution) {
         let params = request.as_params();
         let mut resolution = Resolution::NONE;
-        crate::probe::mark(crate::probe::Stage::Resolve);
+        super::stage::enter(Stage::Resolve);
         // SAFETY: `state` is the live state of this instance's successful
         // `load` (not yet unloaded: `&self` exists and unloading takes
         // `self` or happens in drop); `params` points at `request`'s arrays,
@@ -102,7 +103,7 @@ impl RawInstance<'_> {
             return false;
         }
         if let Some(unload) = self.unload {
-            crate::probe::mark(crate::probe::Stage::Unload);
+            super::stage::enter(Stage::Unload);
             // SAFETY: `state` is from this instance's successful `load`;
             // `unload` runs once (guarded by `unloaded`) while the code and
             // the allocator are alive.

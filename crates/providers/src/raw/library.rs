@@ -3,6 +3,7 @@
 use std::ffi::CStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use dlopen2::raw::Library;
 use xplug_abi::{
@@ -11,7 +12,8 @@ use xplug_abi::{
 };
 
 use super::RawQuery;
-use crate::{Error, LoaderError};
+use super::stage::{self, Stage};
+use crate::{CountingAllocator, Error, LoaderError, Origin};
 
 /// The hint attached to a missing query export.
 const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
@@ -62,8 +64,15 @@ pub struct ParamInfo {
 /// # Ok::<(), xplug_providers::Error>(())
 /// ```
 pub struct RawLibrary {
-    /// Dropped first: the library closes before the memory file goes.
+    /// Dropped first: the library closes before the memory file goes, and
+    /// before the allocators its plugins were given.
     library: Library,
+    /// The host allocators of plugins that ran from this library and were
+    /// unloaded ([`crate::Plugin::into_raw_library`]): kept until the
+    /// library is closed, so its finalisers may still free through them.
+    allocators: Vec<Arc<CountingAllocator>>,
+    /// Where the library came from: the file, or the image's name.
+    origin: Origin,
     /// How messages name the library: its path, or `memory image `name``.
     shown: PathBuf,
     /// The name the OS loader was given (`./file`, `/proc/self/fd/N`), to
@@ -89,7 +98,7 @@ impl std::fmt::Debug for RawLibrary {
 impl Drop for RawLibrary {
     fn drop(&mut self) {
         // The library closes right after this (its finalisers run).
-        crate::probe::mark(crate::probe::Stage::Close);
+        stage::enter(Stage::Close);
     }
 }
 
@@ -144,7 +153,7 @@ impl RawLibrary {
         // `dlopen` searches, as IREE does; a path with a directory names
         // that file.
         let open_path = path.to_path_buf();
-        crate::probe::mark(crate::probe::Stage::Open);
+        stage::enter(Stage::Open);
         let library = open_now(&open_path).map_err(|error| {
             if bare {
                 // There is no one file to read: the loader's search failed.
@@ -157,7 +166,14 @@ impl RawLibrary {
                 Ok(()) => refusal(path, &error),
             }
         })?;
-        Ok(Self { library, shown: path.to_path_buf(), opened_as: open_path, _memory_file: None })
+        Ok(Self {
+            library,
+            allocators: Vec::new(),
+            origin: Origin::File(path.to_path_buf()),
+            shown: path.to_path_buf(),
+            opened_as: open_path,
+            _memory_file: None,
+        })
     }
 
     /// Opens the bytes of a shared library, as if read from a file called
@@ -190,6 +206,19 @@ impl RawLibrary {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.shown
+    }
+
+    /// Where the library came from: the file it was opened from, or the
+    /// name given to an image.
+    #[must_use]
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// Keeps `allocator` (given to a plugin of this library that has been
+    /// unloaded) alive until the library is closed.
+    pub(crate) fn keep_until_closed(&mut self, allocator: Arc<CountingAllocator>) {
+        self.allocators.push(allocator);
     }
 
     /// The plugin's query export, `iree_hal_executable_plugin_query`.
@@ -678,7 +707,7 @@ fn describe(machine: u16, class: u8, data: u8) -> String {
         2 => "big-endian",
         _ => "unknown byte order",
     };
-    format!("{} ({bits}, {endian})", crate::embedded_elf::fatelf::machine_name(machine))
+    format!("{} ({bits}, {endian})", xplug_elf::fatelf::machine_name(machine))
 }
 
 /// Checks that `head` starts a shared library for this machine (ELF
@@ -753,12 +782,19 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     let mut file = std::fs::File::from(fd);
     file.write_all(bytes).map_err(|error| io("write the in-memory file", error))?;
     let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    crate::probe::mark(crate::probe::Stage::Open);
+    stage::enter(Stage::Open);
     let library = open_now(&proc_path).map_err(|error| refusal(&shown, &error))?;
     // The descriptor stays open as long as the library: while it is, no
     // other image gets its number, so the loader never mistakes a new image
     // for this already-open one.
-    Ok(RawLibrary { library, shown, opened_as: proc_path, _memory_file: Some(file) })
+    Ok(RawLibrary {
+        library,
+        allocators: Vec::new(),
+        origin: Origin::Memory(name.to_owned()),
+        shown,
+        opened_as: proc_path,
+        _memory_file: Some(file),
+    })
 }
 
 /// Writes `bytes` to a temporary file and opens it.
@@ -778,9 +814,16 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
         .map_err(|error| io("create a temporary file", error))?;
     file.write_all(bytes).map_err(|error| io("write the temporary file", error))?;
     file.flush().map_err(|error| io("write the temporary file", error))?;
-    crate::probe::mark(crate::probe::Stage::Open);
+    stage::enter(Stage::Open);
     let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
-    Ok(RawLibrary { library, shown, opened_as: file.path().to_path_buf(), _memory_file: Some(file) })
+    Ok(RawLibrary {
+        library,
+        allocators: Vec::new(),
+        origin: Origin::Memory(name.to_owned()),
+        shown,
+        opened_as: file.path().to_path_buf(),
+        _memory_file: Some(file),
+    })
 }
 
 #[cfg(test)]

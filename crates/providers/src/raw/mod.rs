@@ -6,7 +6,9 @@
 //! child process) uses the steps directly:
 //!
 //! 1. open the code: [`RawLibrary::open`] / [`RawLibrary::open_image`] (the
-//!    OS loader), or a query function linked in ([`RawQuery::new`]);
+//!    OS loader), [`open_elf_image`] (an embedded ELF, mapped by
+//!    [`xplug_elf`]; its query is [`RawQuery::from_elf_image`]), or a query
+//!    function linked in ([`RawQuery::new`]);
 //! 2. get the query function: [`RawLibrary::query`];
 //! 3. call it and copy the table: [`RawQuery::query`] → [`RawTable`], and
 //!    its header: [`RawTable::header`] → [`RawHeader`];
@@ -17,6 +19,10 @@
 //!    unjudged;
 //! 6. `unload`, exactly once: [`RawInstance::unload`] or drop;
 //! 7. the optional names list: [`RawLibrary::exports`].
+//!
+//! Each step that calls into the plugin first reports its [`Stage`] to the
+//! hook a tool may install ([`set_stage_hook`]; crash isolation uses it to
+//! name the step a crashed child was in).
 //!
 //! Lifetimes carry the one promise the raw layer needs: a [`RawQuery`],
 //! [`RawTable`] or [`RawInstance`] borrows the code it came from (`'code`),
@@ -45,8 +51,10 @@
 //! # Ok::<(), xplug_providers::Error>(())
 //! ```
 
+mod elf;
 mod instance;
 mod library;
+mod stage;
 
 use std::ffi::{CStr, c_char};
 use std::marker::PhantomData;
@@ -54,9 +62,11 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
+pub use elf::open_elf_image;
+pub(crate) use elf::read_elf_file;
 pub use instance::RawInstance;
-pub(crate) use library::not_a_regular_file;
 pub use library::{MAX_DECLARED_PARAMS, MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind};
+pub use stage::{Stage, set_stage_hook};
 
 use crate::{CountingAllocator, LoadParamList};
 
@@ -99,7 +109,7 @@ impl<'code> RawQuery<'code> {
     /// `max_version`).
     #[must_use]
     pub fn query(self, max_version: Version) -> Option<RawTable<'code>> {
-        crate::probe::mark(crate::probe::Stage::Query);
+        stage::enter(Stage::Query);
         // SAFETY: the v0 query contract (promised in `new`).
         let table = unsafe { (self.query)(max_version, std::ptr::null_mut()) };
         if table.is_null() {
@@ -224,7 +234,7 @@ impl<'code> RawTable<'code> {
         let pairs = params.as_string_pairs();
         let pairs_ptr = if pairs.is_empty() { std::ptr::null() } else { pairs.as_ptr() };
         let mut state = std::ptr::null_mut();
-        crate::probe::mark(crate::probe::Stage::Load);
+        stage::enter(Stage::Load);
         // SAFETY: `load` is the table's non-NULL v0 load function (valid for
         // `'code`); the environment, the `pairs.len()` pairs (borrowing
         // `params`) and `state` outlive the call; the allocator's `self`

@@ -11,7 +11,14 @@
 use std::fmt;
 use std::ops::Range;
 
-use super::EmbeddedElfError;
+use object::elf::{
+    ELFDATA2MSB, ELFMAG, EM_386, EM_AARCH64, EM_ARM, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64, EM_RISCV,
+    EM_S390, EM_X86_64, FileHeader64, Ident,
+};
+
+use object::endian::Endianness;
+
+use crate::error::EmbeddedElfError;
 
 /// The FatELF magic number (little-endian on disk: `fa 70 0e 1f`).
 pub const FATELF_MAGIC: u32 = 0x1F0E_70FA;
@@ -75,16 +82,16 @@ impl fmt::Display for FatElfRecord {
 #[must_use]
 pub fn machine_name(machine: u16) -> String {
     match machine {
-        3 => "x86".to_owned(),
-        8 => "mips".to_owned(),
-        20 => "powerpc".to_owned(),
-        21 => "powerpc64".to_owned(),
-        22 => "s390x".to_owned(),
-        40 => "arm".to_owned(),
-        62 => "x86_64".to_owned(),
-        183 => "aarch64".to_owned(),
-        243 => "riscv".to_owned(),
-        258 => "loongarch".to_owned(),
+        EM_386 => "x86".to_owned(),
+        EM_MIPS => "mips".to_owned(),
+        EM_PPC => "powerpc".to_owned(),
+        EM_PPC64 => "powerpc64".to_owned(),
+        EM_S390 => "s390x".to_owned(),
+        EM_ARM => "arm".to_owned(),
+        EM_X86_64 => "x86_64".to_owned(),
+        EM_AARCH64 => "aarch64".to_owned(),
+        EM_RISCV => "riscv".to_owned(),
+        EM_LOONGARCH => "loongarch".to_owned(),
         other => format!("ELF machine {other}"),
     }
 }
@@ -111,7 +118,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 /// # Errors
 /// [`EmbeddedElfError::BadMagic`] without the magic;
 /// [`EmbeddedElfError::Truncated`], [`EmbeddedElfError::FatElfVersion`],
-/// [`EmbeddedElfError::FatElfEmpty`] or
+/// [`EmbeddedElfError::FatElfRecordCount`] or
 /// [`EmbeddedElfError::FatElfRecordOutOfBounds`] for a malformed container.
 pub fn records(bytes: &[u8]) -> Result<Vec<FatElfRecord>, EmbeddedElfError> {
     if !is_fatelf(bytes) {
@@ -132,7 +139,7 @@ pub fn records(bytes: &[u8]) -> Result<Vec<FatElfRecord>, EmbeddedElfError> {
     }
     let count = usize::from(bytes[6]);
     if count == 0 {
-        return Err(EmbeddedElfError::FatElfEmpty);
+        return Err(EmbeddedElfError::FatElfRecordCount { count });
     }
     let table_size = count * RECORD_SIZE;
     if bytes.len() < HEADER_SIZE + table_size {
@@ -219,7 +226,7 @@ pub(crate) fn select(bytes: &[u8], wanted: RecordWanted) -> Result<FatElfRecord,
 /// is placed at a [`FATELF_ALIGNMENT`]-aligned offset.
 ///
 /// ```
-/// use xplug_providers::embedded_elf::fatelf;
+/// use xplug_elf::fatelf;
 ///
 /// // A minimal ELF identification + header prefix is enough to join.
 /// let mut elf = vec![0u8; 64];
@@ -232,18 +239,18 @@ pub(crate) fn select(bytes: &[u8], wanted: RecordWanted) -> Result<FatElfRecord,
 /// assert_eq!(records.len(), 1);
 /// assert_eq!(records[0].machine, 62);
 /// assert_eq!(&container[records[0].range()], &elf[..]);
-/// # Ok::<(), xplug_providers::embedded_elf::EmbeddedElfError>(())
+/// # Ok::<(), xplug_elf::EmbeddedElfError>(())
 /// ```
 ///
 /// # Errors
-/// [`EmbeddedElfError::FatElfEmpty`] for no input or more than 255;
+/// [`EmbeddedElfError::FatElfRecordCount`] for no input or more than 255;
 /// [`EmbeddedElfError::BadMagic`] or [`EmbeddedElfError::Truncated`] for an
 /// input that is not an ELF (a FatELF cannot be nested).
 pub fn join(elves: &[&[u8]]) -> Result<Vec<u8>, EmbeddedElfError> {
-    let count = u8::try_from(elves.len()).map_err(|_| EmbeddedElfError::FatElfEmpty)?;
-    if count == 0 {
-        return Err(EmbeddedElfError::FatElfEmpty);
-    }
+    let count = u8::try_from(elves.len())
+        .ok()
+        .filter(|&count| count != 0)
+        .ok_or(EmbeddedElfError::FatElfRecordCount { count: elves.len() })?;
     let mut output = Vec::new();
     output.extend_from_slice(&FATELF_MAGIC.to_le_bytes());
     output.extend_from_slice(&FATELF_VERSION.to_le_bytes());
@@ -251,27 +258,13 @@ pub fn join(elves: &[&[u8]]) -> Result<Vec<u8>, EmbeddedElfError> {
     output.push(0);
     let mut offset = align_up(HEADER_SIZE as u64 + u64::from(count) * RECORD_SIZE as u64);
     for elf in elves {
-        if elf.get(..4) != Some(b"\x7fELF") {
-            return Err(EmbeddedElfError::BadMagic { found: elf.iter().take(4).copied().collect() });
-        }
-        if elf.len() < 20 {
-            return Err(EmbeddedElfError::Truncated {
-                what: "ELF header",
-                offset: 0,
-                needed: 20,
-                available: elf.len() as u64,
-            });
-        }
-        let (class, data) = (elf[4], elf[5]);
-        let machine_bytes = [elf[18], elf[19]];
-        let machine =
-            if data == 2 { u16::from_be_bytes(machine_bytes) } else { u16::from_le_bytes(machine_bytes) };
-        let byte_order = if data == 2 { 0 } else { 1 };
-        output.extend_from_slice(&machine.to_le_bytes());
-        output.push(elf[7]);
-        output.push(elf[8]);
-        output.push(class);
-        output.push(byte_order);
+        let ident = elf_identity(elf)?;
+        output.extend_from_slice(&ident.machine.to_le_bytes());
+        output.push(ident.os_abi);
+        output.push(ident.abi_version);
+        output.push(ident.class);
+        // FatELF's byte order: 0 big-endian, 1 little-endian.
+        output.push(u8::from(ident.data != ELFDATA2MSB));
         output.extend_from_slice(&[0, 0]);
         output.extend_from_slice(&offset.to_le_bytes());
         output.extend_from_slice(&(elf.len() as u64).to_le_bytes());
@@ -282,6 +275,46 @@ pub fn join(elves: &[&[u8]]) -> Result<Vec<u8>, EmbeddedElfError> {
         output.extend_from_slice(elf);
     }
     Ok(output)
+}
+
+/// What a FatELF record says about an ELF, read from its identification
+/// bytes and `e_machine` (fields 32- and 64-bit headers share).
+struct ElfIdentity {
+    class: u8,
+    data: u8,
+    os_abi: u8,
+    abi_version: u8,
+    machine: u16,
+}
+
+/// The [`ElfIdentity`] of `elf`.
+fn elf_identity(elf: &[u8]) -> Result<ElfIdentity, EmbeddedElfError> {
+    use std::mem::offset_of;
+    if elf.get(..ELFMAG.len()) != Some(&ELFMAG[..]) {
+        return Err(EmbeddedElfError::BadMagic { found: elf.iter().take(ELFMAG.len()).copied().collect() });
+    }
+    let machine_at = offset_of!(FileHeader64<Endianness>, e_machine);
+    let needed = machine_at + size_of::<u16>();
+    let Some(&[low, high]) = elf.get(machine_at..needed) else {
+        return Err(EmbeddedElfError::Truncated {
+            what: "ELF header",
+            offset: 0,
+            needed: needed as u64,
+            available: elf.len() as u64,
+        });
+    };
+    let data = elf[offset_of!(Ident, data)];
+    Ok(ElfIdentity {
+        class: elf[offset_of!(Ident, class)],
+        data,
+        os_abi: elf[offset_of!(Ident, os_abi)],
+        abi_version: elf[offset_of!(Ident, abi_version)],
+        machine: if data == ELFDATA2MSB {
+            u16::from_be_bytes([low, high])
+        } else {
+            u16::from_le_bytes([low, high])
+        },
+    })
 }
 
 fn align_up(value: u64) -> u64 {
@@ -345,8 +378,8 @@ mod tests {
         assert!(matches!(records(&container), Err(EmbeddedElfError::FatElfVersion { found: 2, .. })));
         container[4] = 1;
         container[6] = 0;
-        assert!(matches!(records(&container), Err(EmbeddedElfError::FatElfEmpty)));
+        assert!(matches!(records(&container), Err(EmbeddedElfError::FatElfRecordCount { count: 0 })));
         assert!(matches!(join(&[b"MZ\0\0".as_slice()]), Err(EmbeddedElfError::BadMagic { .. })));
-        assert!(matches!(join(&[]), Err(EmbeddedElfError::FatElfEmpty)));
+        assert!(matches!(join(&[]), Err(EmbeddedElfError::FatElfRecordCount { count: 0 })));
     }
 }

@@ -7,8 +7,10 @@
 
 use std::ffi::c_void;
 
-use super::EmbeddedElfError;
-use super::validate::ElfPlan;
+use xplug_abi::QueryFn;
+
+use crate::error::EmbeddedElfError;
+use crate::plan::ElfPlan;
 
 /// A loaded image: one private mapping holding the plugin's segments.
 #[cfg_attr(not(unix), expect(dead_code, reason = "only the Unix mapping step creates images"))]
@@ -30,6 +32,19 @@ impl MappedImage {
     /// The address of `offset` bytes past the image base.
     pub(crate) fn address(&self, offset: u64) -> usize {
         self.base as usize + offset as usize
+    }
+
+    /// The function at `offset` bytes past the image base.
+    ///
+    /// # Safety
+    /// `offset` lies inside an executable segment of this image and a
+    /// function of [`QueryFn`]'s type in the host's C calling convention
+    /// starts there; the pointer is valid while the image lives.
+    pub(crate) unsafe fn function(&self, offset: u64) -> QueryFn {
+        let address = self.base.cast::<u8>().wrapping_add(offset as usize);
+        // SAFETY: data and function pointers have the same size on every
+        // supported host; the caller vouches that `address` is a `QueryFn`.
+        unsafe { std::mem::transmute::<*mut u8, QueryFn>(address) }
     }
 }
 

@@ -1,15 +1,21 @@
 //! Crash-isolated probing: exercise a plugin in a child process, so a
 //! plugin that crashes or hangs is reported instead of taking the tool down.
 //!
+//! A tool's crate, not a host's: a production host runs its plugins in its
+//! own process and never links this. It builds on the raw layer of
+//! `xplug-providers`, which reports each step it enters ([`Stage`]) to a
+//! hook; [`install`] makes that hook this crate's [`mark`].
+//!
 //! The protocol has two sides:
 //!
 //! - **the child** is any process that hosts the plugin (typically the tool
-//!   itself, re-run with a flag that makes it work in-process). The raw
-//!   layer ([`crate::raw`]) marks each step it enters ([`mark`]: open,
-//!   query, load, resolve, unload, close); code that calls imports marks
-//!   [`Stage::Call`] itself, and long-running work calls [`heartbeat`].
-//!   Marks cost one relaxed atomic load when the process is not a probe
-//!   child, and one `write` per change of stage when it is;
+//!   itself, re-run with a flag that makes it work in-process). It calls
+//!   [`install`] once at start; from then on the raw layer marks each step
+//!   it enters (open, query, load, resolve, unload, close); code that calls
+//!   imports marks [`Stage::Call`] itself ([`mark`]), and long-running work
+//!   calls [`heartbeat`]. A mark costs one relaxed atomic load when the
+//!   process is not a probe child, and one `write` per change of stage when
+//!   it is;
 //! - **the parent** runs the child with [`Probe::run`]: it hands the child
 //!   a stage file (through the [`STAGE_FILE_ENV`] environment variable),
 //!   captures its output, and waits. A child that ends by a signal is
@@ -21,7 +27,7 @@
 //! ```no_run
 //! use std::process::Command;
 //! use std::time::Duration;
-//! use xplug_providers::probe::Probe;
+//! use xplug_probe::Probe;
 //!
 //! let mut child = Command::new(std::env::current_exe()?);
 //! child.args(["--in-process", "inspect", "libplugin.so"]);
@@ -44,7 +50,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::Error;
+use xplug_providers::Error;
+pub use xplug_providers::raw::Stage;
 
 /// The environment variable naming the file a probe child appends its
 /// stage marks to, one stage name per line.
@@ -54,61 +61,9 @@ pub const STAGE_FILE_ENV: &str = "XPLUG_PROBE_STAGE_FILE";
 /// [`Probe::timeout`] says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A step of hosting a plugin, as a probe child reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Stage {
-    /// Opening the library (its initialisers run).
-    Open,
-    /// The plugin's query function.
-    Query,
-    /// The plugin's `load`.
-    Load,
-    /// The plugin's `resolve`.
-    Resolve,
-    /// An import function the plugin resolved.
-    Call,
-    /// The plugin's `unload`.
-    Unload,
-    /// Closing the library (its finalisers run).
-    Close,
-}
-
-impl Stage {
-    const ALL: [Self; 7] =
-        [Self::Open, Self::Query, Self::Load, Self::Resolve, Self::Call, Self::Unload, Self::Close];
-
-    /// The stage's name: `open`, `query`, `load`, `resolve`, `call`,
-    /// `unload`, `close`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Open => "open",
-            Self::Query => "query",
-            Self::Load => "load",
-            Self::Resolve => "resolve",
-            Self::Call => "call",
-            Self::Unload => "unload",
-            Self::Close => "close",
-        }
-    }
-
-    /// The stage called `name`, if any.
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|stage| stage.as_str() == name)
-    }
-
-    /// 1 + the stage's index: 0 is "no mark yet".
-    fn code(self) -> u8 {
-        Self::ALL.iter().position(|&stage| stage == self).map_or(0, |index| index as u8 + 1)
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// 1 + the stage's position in [`Stage::ALL`]: 0 is "no mark yet".
+fn stage_code(stage: Stage) -> u8 {
+    Stage::ALL.iter().position(|&known| known == stage).map_or(0, |index| index as u8 + 1)
 }
 
 /// A signal number, as the operating system reports it (any value).
@@ -286,8 +241,8 @@ impl Probe {
     /// cannot be started.
     pub fn run(mut self) -> Result<ProbeOutput, Error> {
         let io = |what: &str| {
-            let what = what.to_owned();
-            move |error| Error::io(format!("cannot {what} for a probe child process"), error)
+            let context = format!("cannot {what} for a probe child process");
+            move |error| Error::Io { context, source: std::sync::Arc::new(error) }
         };
         let stage_file = tempfile::Builder::new()
             .prefix("xplug-probe-")
@@ -406,6 +361,19 @@ static LAST_MARK: AtomicU8 = AtomicU8::new(0);
 /// 2: it is.
 static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 
+/// Makes the raw layer of `xplug-providers` report each stage it enters
+/// through [`mark`], when this process is a probe child (the parent set
+/// [`STAGE_FILE_ENV`]); returns whether it is one. Call it once, at start,
+/// before any plugin is opened. Another hook already installed stays.
+pub fn install() -> bool {
+    let child = std::env::var_os(STAGE_FILE_ENV).is_some();
+    if child {
+        // A hook someone installed first is kept: the raw layer has one.
+        let _ = xplug_providers::raw::set_stage_hook(mark);
+    }
+    child
+}
+
 /// Marks that this process enters `stage` (the child side). Nothing
 /// happens outside a probe child, or when `stage` is the stage already
 /// marked.
@@ -421,7 +389,7 @@ pub fn mark(stage: Stage) {
 #[cold]
 #[inline(never)]
 fn mark_in_child(stage: Stage) {
-    if LAST_MARK.swap(stage.code(), Ordering::Relaxed) != stage.code() {
+    if LAST_MARK.swap(stage_code(stage), Ordering::Relaxed) != stage_code(stage) {
         write_mark(stage);
     }
 }
@@ -469,12 +437,10 @@ mod tests {
     }
 
     #[test]
-    fn stage_names_round_trip() {
+    fn every_stage_has_a_mark_code() {
         for stage in Stage::ALL {
-            assert_eq!(Stage::from_name(stage.as_str()), Some(stage));
-            assert_ne!(stage.code(), 0);
+            assert_ne!(stage_code(stage), 0);
         }
-        assert_eq!(Stage::from_name("lunch"), None);
     }
 
     #[test]

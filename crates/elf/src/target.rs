@@ -1,0 +1,108 @@
+//! What an image is validated for: machine, byte order and page size.
+
+use object::elf::{ELFCLASS64, EM_AARCH64, EM_RISCV, EM_X86_64};
+
+use crate::error::EmbeddedElfError;
+use crate::fatelf::RecordWanted;
+
+/// The machine, byte order and page size an image is validated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElfTarget {
+    machine: u16,
+    pub(crate) little_endian: bool,
+    page_size: u64,
+}
+
+/// `page_size` rounded up to a power of two, at least 1 and at most 2^32.
+fn normalized_page_size(page_size: u64) -> u64 {
+    page_size.clamp(1, 1 << 32).next_power_of_two()
+}
+
+impl ElfTarget {
+    /// x86_64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
+    #[must_use]
+    pub fn x86_64(page_size: u64) -> Self {
+        Self { machine: EM_X86_64, little_endian: true, page_size: normalized_page_size(page_size) }
+    }
+
+    /// aarch64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
+    #[must_use]
+    pub fn aarch64(page_size: u64) -> Self {
+        Self { machine: EM_AARCH64, little_endian: true, page_size: normalized_page_size(page_size) }
+    }
+
+    /// riscv64 (little-endian) with `page_size`-byte pages (rounded up to a
+    /// power of two).
+    #[must_use]
+    pub fn riscv64(page_size: u64) -> Self {
+        Self { machine: EM_RISCV, little_endian: true, page_size: normalized_page_size(page_size) }
+    }
+
+    /// The process's own architecture and page size.
+    ///
+    /// # Errors
+    /// [`EmbeddedElfError::UnsupportedHost`] on an architecture without a
+    /// relocation table here (only 64-bit x86_64, aarch64 and riscv64 are
+    /// supported), or on a platform without the mapping step.
+    pub fn host() -> Result<Self, EmbeddedElfError> {
+        let page_size = crate::map::page_size()?;
+        if cfg!(target_arch = "x86_64") {
+            Ok(Self::x86_64(page_size))
+        } else if cfg!(target_arch = "aarch64") && cfg!(target_endian = "little") {
+            Ok(Self::aarch64(page_size))
+        } else if cfg!(target_arch = "riscv64") {
+            Ok(Self::riscv64(page_size))
+        } else {
+            Err(EmbeddedElfError::UnsupportedHost {
+                reason: "only x86_64, aarch64 and riscv64 (64-bit, little-endian) are supported",
+            })
+        }
+    }
+
+    /// The ELF `e_machine` this target accepts.
+    #[must_use]
+    pub fn machine(&self) -> u16 {
+        self.machine
+    }
+
+    /// The page size protections are applied with.
+    #[must_use]
+    pub fn page_size(&self) -> u64 {
+        self.page_size
+    }
+
+    pub(crate) fn machine_label(&self) -> &'static str {
+        match self.machine {
+            EM_X86_64 => "x86_64",
+            EM_AARCH64 => "aarch64",
+            _ => "riscv64",
+        }
+    }
+
+    pub(crate) fn wanted(&self) -> RecordWanted {
+        RecordWanted {
+            machine: self.machine,
+            word_size: ELFCLASS64,
+            // FatELF's byte order: 0 big-endian, 1 little-endian.
+            byte_order: u8::from(self.little_endian),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        self.wanted().describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_sizes_are_powers_of_two() {
+        assert_eq!(ElfTarget::x86_64(0).page_size(), 1);
+        assert_eq!(ElfTarget::aarch64(4097).page_size(), 8192);
+        assert_eq!(ElfTarget::riscv64(u64::MAX).page_size(), 1 << 32);
+    }
+}

@@ -1,0 +1,69 @@
+//! The raw steps for an embedded ELF plugin: read the file, validate and
+//! map it ([`xplug_elf::ElfImage`]), and take its query function.
+
+use std::path::Path;
+
+use xplug_elf::ElfImage;
+
+use super::RawQuery;
+use crate::Error;
+
+/// Reads a `.sos` file, mapping a missing file to [`Error::FileNotFound`].
+/// Only regular files are read (a FIFO or device would block or never
+/// end; the file is opened non-blocking, so a FIFO is refused rather than
+/// waited on), in one `read` of the size the file has when opened.
+pub(crate) fn read_elf_file(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read as _;
+    let io_error = Error::reading("embedded ELF plugin", path);
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let mut file = options.open(path).map_err(&io_error)?;
+    let metadata = file.metadata().map_err(&io_error)?;
+    if !metadata.is_file() {
+        return Err(super::library::not_a_regular_file(path, &metadata));
+    }
+    let too_large = || {
+        io_error(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("the file is {} bytes, more than this process can hold", metadata.len()),
+        ))
+    };
+    let size = usize::try_from(metadata.len()).map_err(|_| too_large())?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size).map_err(|_| too_large())?;
+    bytes.resize(size, 0);
+    file.read_exact(&mut bytes).map_err(&io_error)?;
+    Ok(bytes)
+}
+
+/// Reads the `.sos` (or plain ELF) at `path`, validates and maps it: the
+/// raw layer's "open" step for embedded plugins. No code of the image
+/// runs.
+///
+/// # Errors
+/// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
+/// read, [`Error::EmbeddedElf`] (with the
+/// [`EmbeddedElfError`](xplug_elf::EmbeddedElfError) as its source) when it
+/// is refused or cannot be mapped.
+pub fn open_elf_image(path: impl AsRef<Path>) -> Result<ElfImage, Error> {
+    let path = path.as_ref();
+    let bytes = read_elf_file(path)?;
+    ElfImage::load(&bytes)
+        .map_err(|source| Error::EmbeddedElf { plugin: path.display().to_string(), source: Box::new(source) })
+}
+
+impl<'code> RawQuery<'code> {
+    /// The query function of a mapped embedded ELF image, borrowing the
+    /// image.
+    ///
+    /// # Safety
+    /// As [`ElfImage::query`] (the image is a v0 plugin), plus the v0 query
+    /// contract of [`RawQuery::new`].
+    #[must_use]
+    pub unsafe fn from_elf_image(image: &'code ElfImage) -> Self {
+        // SAFETY: forwarded to the caller; the image outlives `'code`.
+        unsafe { Self::new(image.query()) }
+    }
+}
