@@ -15,8 +15,8 @@ use xplug_abi::{
     Resolution, ResolveParamsV0, Status, StatusCode, Version,
 };
 use xplug_benches::{
-    SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, paired_estimate_of, reference_table,
-    request_names,
+    SDK_PLUGIN, binary_search, build_strcmp_c_plugin, merge_walk, paired_estimate, paired_estimate_of,
+    reference_table, request_names,
 };
 use xplug_manager::Manager;
 use xplug_providers::{
@@ -172,6 +172,20 @@ fn manager_overhead(c: &mut Criterion) {
                 }
             });
         });
+        // The row itself: both sides in batches back to back, each with
+        // its own slots, so machine load drifting between the two criterion
+        // runs above does not skew the ratio.
+        let (mut direct_fns, mut direct_contexts) = (fns.clone(), contexts.clone());
+        let mut direct = || {
+            direct_fns.fill(std::ptr::null_mut());
+            let mut request =
+                ResolveRequest::new(&symbols, &mut direct_fns, &mut direct_contexts).expect("equal lengths");
+            for table in tables.iter().rev() {
+                let _ = black_box(table.resolve(&mut request));
+            }
+        };
+        let mut through_manager = || resolve_once(&manager, &symbols, &mut fns, &mut contexts);
+        paired_estimate("manager", &format!("paired-{providers}"), &mut direct, &mut through_manager);
     }
     group.finish();
 }
@@ -182,6 +196,9 @@ struct AddParams {
     b: i32,
     out: i32,
 }
+
+// SAFETY: three `i32`s and no padding: any bytes are a value.
+unsafe impl xplug_manager::AnyBitPattern for AddParams {}
 
 unsafe extern "C" fn add(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
     // SAFETY: callers pass `AddParams`.
@@ -200,11 +217,13 @@ fn import_call(c: &mut Criterion) {
     let mut group = c.benchmark_group("call");
     let mut params = AddParams { a: 1, b: 2, out: 0 };
     let mut ran = false;
-    group.bench_function("resolved_imports", |b| {
+    // SAFETY: `add` takes `AddParams`.
+    let typed = unsafe { imports.typed::<AddParams>("add") }.expect("resolved");
+    group.bench_function("typed_import", |b| {
         ran = true;
         b.iter(|| {
-            // SAFETY: `add` takes `AddParams`.
-            black_box(unsafe { imports.call(black_box(0), &mut params) }.expect("resolved"));
+            let typed = black_box(&typed);
+            black_box(typed.call(&mut params));
         });
     });
     let handle = imports.import(0).expect("resolved");
@@ -242,12 +261,9 @@ fn import_call(c: &mut Criterion) {
     // through `black_box`) and the times are per call. The loop count is
     // opaque (`black_box`), so no side's loop is unrolled: a dispatch loop
     // around an opaque call is not, and unrolling only the plain side
-    // measured its loop overhead, not the checks (1.34x). `call(index)`'s
-    // result becomes a status as a runtime's dispatch makes it
-    // (`unwrap_or(-1)`); keeping the whole `Result` alive for `expect`'s
-    // panic message costs a register shuffle per call (1.20x).
+    // measured its loop overhead, not the checks (1.34x).
     const CALLS: u32 = 16;
-    let (mut direct_params, mut handle_params, mut index_params) = (
+    let (mut direct_params, mut handle_params, mut typed_params) = (
         AddParams { a: 1, b: 2, out: 0 },
         AddParams { a: 1, b: 2, out: 0 },
         AddParams { a: 1, b: 2, out: 0 },
@@ -269,14 +285,14 @@ fn import_call(c: &mut Criterion) {
         }
     };
     paired_estimate_of("call", "paired-handle", &mut direct_call, &mut handle_call, CALLS);
-    let mut index_call = || {
+    let mut typed_call = || {
         for _ in 0..black_box(CALLS) {
-            // SAFETY: `add` takes `AddParams`.
-            black_box(unsafe { imports.call(black_box(0), &mut index_params) }.unwrap_or(-1));
+            let typed = black_box(&typed);
+            black_box(typed.call(&mut typed_params));
         }
     };
-    paired_estimate_of("call", "paired-index", &mut direct_call, &mut index_call, CALLS);
-    assert_eq!((direct_params.out, handle_params.out, index_params.out), (3, 3, 3));
+    paired_estimate_of("call", "paired-typed", &mut direct_call, &mut typed_call, CALLS);
+    assert_eq!((direct_params.out, handle_params.out, typed_params.out), (3, 3, 3));
 }
 
 /// The allocator of the hand-made load: C `malloc`/`free`.

@@ -41,7 +41,7 @@ fn run_simple_mul(manager: &Arc<Manager>) {
     let mut params = WorkgroupParams::whole(&lhs, &rhs, &mut out);
     // SAFETY: `simple_mul_workgroup` takes IREE's sample params; the three
     // buffers hold `size` elements and outlive the call.
-    assert_eq!(unsafe { imports.call(0, &mut params) }.unwrap(), 0);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
     let expected: Vec<f32> = lhs.iter().zip(&rhs).map(|(a, b)| a * b).collect();
     assert_eq!(out, expected);
 }

@@ -239,10 +239,12 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     // Call the overridden import once, to show the dynamic copy answers.
     let fma = imports.index_of("static_fma_i64").unwrap_or(usize::MAX);
     let mut fma_params = FmaParams { result: 0, a: 6, b: 7, c: 0 };
+    let fma_import = imports
+        .import(fma)
+        .map_err(|source| CliError::Manager { context: "calling static_fma_i64".to_owned(), source })?;
     // SAFETY: `static_fma_i64` takes `{ i64 result, a, b, c }`, which
     // `FmaParams` mirrors.
-    let fma_result = unsafe { imports.call(fma, &mut fma_params) }
-        .map_err(|source| CliError::Manager { context: "calling static_fma_i64".to_owned(), source })?;
+    let fma_result = unsafe { fma_import.call(&mut fma_params) };
     if fma_result != 0 || fma_params.result != 42 {
         return Err(CliError::ImportFailed { name: "static_fma_i64".to_owned(), result: fma_result });
     }

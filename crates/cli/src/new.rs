@@ -220,14 +220,14 @@ fn loads_and_adds() {{
     manager.register_plugin(plugin).expect("the manager takes the plugin");
     let imports = manager.resolve_imports(["{ident}_add_f32"]).expect("the import resolves");
 
-    let mut params = {ident}::AddParams {{ a: 2.5, b: 4.0, result: 0.0 }};
     // SAFETY: `{ident}_add_f32` takes an `AddParams`.
-    let code = unsafe {{ imports.call(0, &mut params) }}.expect("the import is callable");
+    let add = unsafe {{ imports.typed::<{ident}::AddParams>("{ident}_add_f32") }}.expect("the import resolved");
+    let mut params = {ident}::AddParams {{ a: 2.5, b: 4.0, result: 0.0 }};
+    let code = add.call(&mut params);
     assert_eq!((code, params.result), (0, 6.5));
 
     let mut overflow = {ident}::AddParams {{ a: f32::MAX, b: f32::MAX, result: 0.0 }};
-    // SAFETY: as above.
-    let code = unsafe {{ imports.call(0, &mut overflow) }}.expect("the import is callable");
+    let code = add.call(&mut overflow);
     assert_ne!(code, 0, "a non-finite sum is refused");
 }}
 "#

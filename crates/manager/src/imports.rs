@@ -17,8 +17,17 @@ use crate::{Error, Manager};
 /// leaves the table fully callable.
 ///
 /// Slots of optional imports nobody exports stay empty;
-/// [`ResolvedImports::is_resolved`] tells them apart, and calling one returns
-/// [`Error::UnresolvedImport`] instead of jumping to NULL.
+/// [`ResolvedImports::is_resolved`] tells them apart, and asking for one
+/// returns [`Error::UnresolvedImport`] instead of a handle on NULL.
+///
+/// An import is called one of two ways, each checked once and then as
+/// cheap as a plain indirect call:
+/// - [`ResolvedImports::import`] gives a [`ResolvedImport`] handle by
+///   index, whose `call` is `unsafe` (the caller vouches for the params
+///   type at every call), for any params block, including raw ones;
+/// - [`ResolvedImports::typed`] gives a [`TypedImport`](crate::TypedImport)
+///   by name, its params type promised once, after which every call is
+///   safe.
 pub struct ResolvedImports {
     manager: Arc<Manager>,
     names: Vec<CString>,
@@ -214,44 +223,6 @@ impl ResolvedImports {
             Error::UnresolvedImport { index, name: self.name(index).unwrap_or_default().to_owned() }
         }
     }
-
-    /// Calls import `index` as an executable would: `fn(params, context,
-    /// NULL)`, returning the import's own result (0 is success).
-    ///
-    /// # Errors
-    /// [`Error::ImportIndexOutOfRange`] for a bad index and
-    /// [`Error::UnresolvedImport`] for an optional import nobody exports; the
-    /// import is not called then. An import's own non-zero result is `Ok`.
-    ///
-    /// # Safety
-    /// `P` must be the parameter struct import `index` expects (its C layout,
-    /// typically `#[repr(C)]`), and the import must be sound to call with it
-    /// and its context: the manager cannot check what foreign code does.
-    #[inline]
-    pub unsafe fn call<P>(&self, index: usize, params: &mut P) -> Result<c_int, Error> {
-        // SAFETY: forwarded to the caller.
-        Ok(unsafe { self.import(index)?.call(params) })
-    }
-
-    /// Calls import `index` through `thunk`, as a runtime that switches stacks
-    /// or instruments calls does: `thunk(fn, params, context, NULL)`.
-    ///
-    /// # Errors
-    /// As [`ResolvedImports::call`]; the thunk is not called then.
-    ///
-    /// # Safety
-    /// As [`ResolvedImports::call`], and `thunk` must call its function
-    /// argument with the other arguments (or otherwise be sound to call).
-    #[inline]
-    pub unsafe fn call_with_thunk<P>(
-        &self,
-        thunk: ImportThunkFn,
-        index: usize,
-        params: &mut P,
-    ) -> Result<c_int, Error> {
-        // SAFETY: forwarded to the caller.
-        Ok(unsafe { self.import(index)?.call_with_thunk(thunk, params) })
-    }
 }
 
 /// One resolved import, borrowed from a [`ResolvedImports`] table
@@ -296,8 +267,9 @@ impl ResolvedImport<'_> {
     /// returning its result (0 is success).
     ///
     /// # Safety
-    /// As [`ResolvedImports::call`]: `P` must be the parameter struct the
-    /// import expects, and the import must be sound to call with it.
+    /// `P` must be the parameter struct the import expects (its C layout,
+    /// typically `#[repr(C)]`), and the import must be sound to call with
+    /// it and its context: the manager cannot check what foreign code does.
     #[inline]
     pub unsafe fn call<P>(&self, params: &mut P) -> c_int {
         // SAFETY: the caller guarantees `P`; the context is the provider's;

@@ -54,8 +54,9 @@
 //! assert!(!imports.is_resolved(imports.index_of("mul").unwrap()));
 //!
 //! let mut params = AddParams { a: 2, b: 40, out: 0 };
+//! let add = imports.import(imports.index_of("add").unwrap())?;
 //! // SAFETY: `add` takes an `AddParams`.
-//! let result = unsafe { imports.call(imports.index_of("add").unwrap(), &mut params) }?;
+//! let result = unsafe { add.call(&mut params) };
 //! assert_eq!((result, params.out), (1, 42)); // the fast provider's function ran
 //!
 //! // A missing required import is reported by name, with a suggestion.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use xplug_providers::{LoadParamList, Plugin, static_plugins};
 
+use crate::registry::Held;
 use crate::spec::{self, LoaderKind, PluginSpec};
 use crate::{Error, Manager};
 
@@ -53,8 +54,7 @@ impl Manager {
     /// [`Error::CapacityReached`] when the manager is full; the plugin is
     /// then dropped (unloaded) and nothing else changes.
     pub fn register_plugin(&self, plugin: Plugin) -> Result<Registered, Error> {
-        let plugin = Arc::new(plugin);
-        self.register_entry(plugin.clone(), Some(plugin), true)
+        self.register_entry(Held::Plugin(Box::new(plugin)))
     }
 
     /// Loads the plugin `spec` names (grammar in [`crate::spec`]) and

@@ -1,15 +1,14 @@
 //! The manager: providers in registration order, resolved newest first.
 
-use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use xplug_providers::abi::{Resolution, StatusCode};
-use xplug_providers::{ImportProvider, Plugin, ResolveRequest};
+use xplug_providers::abi::Resolution;
+use xplug_providers::{ImportProvider, ResolveRequest, SymbolName};
 
 use crate::Registered;
 use crate::error::{Error, MissingImport};
-use crate::registry::{Entry, Registry};
+use crate::registry::{Entry, Held, Registry};
 use crate::suggest;
 
 /// Composes import providers and plugins with IREE's resolution semantics.
@@ -118,84 +117,111 @@ pub struct SlotRewrite {
     pub provider: Arc<str>,
 }
 
-/// Slots held on the stack when guarding filled slots; larger requests use
-/// the heap.
-const GUARD_INLINE: usize = 32;
-
-/// The filled slots before a provider call, to undo changes to them.
-/// Its buffers are set up on first use: a resolve that never calls a
-/// provider with filled slots pays nothing for them.
-struct SlotGuard {
-    buffers: Option<Box<GuardBuffers>>,
-}
-
-/// Where a [`SlotGuard`] keeps a snapshot.
-struct GuardBuffers {
-    inline: [[*mut c_void; GUARD_INLINE]; 2],
-    heap: Vec<*mut c_void>,
-}
-
-impl SlotGuard {
-    fn lazy() -> Self {
-        Self { buffers: None }
-    }
-
-    /// Calls `call` on `request`; when slots were filled before, any change
-    /// `call` makes to them is undone and `rewritten(slot)` reported.
-    #[inline]
-    fn call<R>(
-        &mut self,
-        request: &mut ResolveRequest<'_>,
-        call: impl FnOnce(&mut ResolveRequest<'_>) -> R,
-        rewritten: impl FnMut(usize),
-    ) -> R {
-        // Nothing filled, nothing to protect: the common first call pays
-        // one scan of the function slots.
-        if !request.any_filled() {
-            return call(request);
-        }
-        self.protect(request, call, rewritten)
-    }
-
-    /// [`SlotGuard::call`] for a request known to have filled slots (the
-    /// caller made the check).
-    fn protect<R>(
-        &mut self,
-        request: &mut ResolveRequest<'_>,
-        call: impl FnOnce(&mut ResolveRequest<'_>) -> R,
-        rewritten: impl FnMut(usize),
-    ) -> R {
-        let len = request.len();
-        let buffers = self.buffers.get_or_insert_with(|| {
-            Box::new(GuardBuffers { inline: [[std::ptr::null_mut(); GUARD_INLINE]; 2], heap: Vec::new() })
-        });
-        let (fns, contexts): (&mut [*mut c_void], &mut [*mut c_void]) = if len <= GUARD_INLINE {
-            let [fns, contexts] = &mut buffers.inline;
-            (&mut fns[..len], &mut contexts[..len])
-        } else {
-            buffers.heap.clear();
-            buffers.heap.resize(2 * len, std::ptr::null_mut());
-            buffers.heap.split_at_mut(len)
-        };
-        request.snapshot(fns, contexts);
-        let result = call(request);
-        request.undo_rewrites(fns, contexts, rewritten);
-        result
-    }
-}
-
 /// Logs a provider's rewrite of a filled slot (undone).
 #[cold]
 #[inline(never)]
-fn report_rewrite(request: &ResolveRequest<'_>, slot: usize, index: usize, provider: &str) {
+fn report_rewrite(name: SymbolName<'_>, slot: usize, index: usize, provider: &str) {
     tracing::warn!(
         provider,
         provider_index = index,
         slot,
-        import = %request.names()[slot].as_c_str().to_string_lossy(),
+        import = %name.as_c_str().to_string_lossy(),
         "provider #{index} `{provider}` rewrote import slot {slot} that was already filled; the change was \
          undone (a provider must skip filled slots)"
     );
+}
+
+/// What a resolve reports as it walks the providers. [`Manager::resolve`]
+/// walks with [`Quiet`] unless a `tracing` subscriber wants its span, so
+/// the walk a runtime pays for is the same code with every report compiled
+/// away.
+trait Observer {
+    /// Provider `index` (`entry`) was called; `request` holds the slots
+    /// after the call (rewrites of filled slots already undone).
+    fn answered(&mut self, index: usize, entry: &Entry, request: &ResolveRequest<'_>);
+    /// Provider `index` rewrote filled slot `slot`; the change was undone.
+    fn rewrote(&mut self, slot: usize, index: usize, entry: &Entry);
+    /// The resolve ended with `result`.
+    fn finished(&mut self, result: &Result<Resolution, Error>);
+}
+
+/// Reports nothing.
+struct Quiet;
+
+impl Observer for Quiet {
+    #[inline(always)]
+    fn answered(&mut self, _: usize, _: &Entry, _: &ResolveRequest<'_>) {}
+    #[inline(always)]
+    fn rewrote(&mut self, _: usize, _: usize, _: &Entry) {}
+    #[inline(always)]
+    fn finished(&mut self, _: &Result<Resolution, Error>) {}
+}
+
+/// Reports to `tracing`: the walk runs inside the `xplug_resolve` span,
+/// with a `debug` event per provider called and one for the outcome.
+struct Logged {
+    _span: tracing::span::EnteredSpan,
+}
+
+impl Logged {
+    /// Enters the resolve's span (possibly disabled: its events are then
+    /// filtered as any other).
+    fn enter(span: tracing::Span) -> Self {
+        Self { _span: span.entered() }
+    }
+}
+
+impl Observer for Logged {
+    fn answered(&mut self, index: usize, entry: &Entry, request: &ResolveRequest<'_>) {
+        tracing::debug!(
+            provider = &*entry.name,
+            provider_index = index,
+            filled = (0..request.len()).filter(|&slot| request.is_filled(slot)).count(),
+            "provider called"
+        );
+    }
+
+    fn rewrote(&mut self, _: usize, _: usize, _: &Entry) {
+        // `report_rewrite` warns whoever observes.
+    }
+
+    fn finished(&mut self, result: &Result<Resolution, Error>) {
+        match result {
+            Ok(resolution) => tracing::debug!(resolution = resolution.0, "resolved"),
+            Err(error) if !error.missing_imports().is_empty() => {
+                tracing::debug!(missing = error.missing_imports().len(), "required imports missing")
+            }
+            Err(error) => tracing::debug!(code = %error.code(), "resolve failed"),
+        }
+    }
+}
+
+/// Records a [`ResolveTrace`], and reports to `tracing` as [`Logged`].
+struct Recorder<'t> {
+    trace: &'t mut ResolveTrace,
+    log: Logged,
+}
+
+impl Observer for Recorder<'_> {
+    fn answered(&mut self, index: usize, entry: &Entry, request: &ResolveRequest<'_>) {
+        self.trace.called.push(index);
+        // A slot empty so far and filled now was filled by this provider
+        // (a filled slot cannot become empty: rewrites are undone).
+        for (slot, source) in self.trace.slots.iter_mut().enumerate() {
+            if *source == SlotSource::Empty && request.is_filled(slot) {
+                *source = SlotSource::Provider { index, name: entry.name.clone() };
+            }
+        }
+        self.log.answered(index, entry, request);
+    }
+
+    fn rewrote(&mut self, slot: usize, index: usize, entry: &Entry) {
+        self.trace.rewrites.push(SlotRewrite { slot, provider_index: index, provider: entry.name.clone() });
+    }
+
+    fn finished(&mut self, result: &Result<Resolution, Error>) {
+        self.log.finished(result);
+    }
 }
 
 impl Default for Manager {
@@ -264,18 +290,13 @@ impl Manager {
         if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
             return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
         }
-        self.register_entry(provider, None, false)
+        self.register_entry(Held::Shared(provider))
     }
 
-    pub(crate) fn register_entry(
-        &self,
-        provider: Arc<dyn ImportProvider>,
-        plugin: Option<Arc<Plugin>>,
-        owned: bool,
-    ) -> Result<Registered, Error> {
-        let name: Arc<str> = Arc::from(provider.name());
-        let entry = Entry { provider, plugin, name: name.clone(), owned };
-        match self.registry.push(entry) {
+    pub(crate) fn register_entry(&self, provider: Held) -> Result<Registered, Error> {
+        let name: Arc<str> = Arc::from(provider.get().name());
+        let owned = provider.is_owned();
+        match self.registry.push(Entry { provider, name: name.clone() }) {
             Ok(index) => {
                 tracing::debug!(index, provider = &*name, owned, "registered provider");
                 Ok(Registered::new(index, name))
@@ -297,6 +318,12 @@ impl Manager {
     /// Resolves `request` against every registered provider, newest first
     /// (the reference model in the type's documentation).
     ///
+    /// This is a runtime's hot path: the common case, a fresh request that
+    /// the newest provider fills completely, is one provider call and one
+    /// pass over the slots, and no error value is built unless the resolve
+    /// fails. With a `tracing` subscriber interested in the `debug` span
+    /// `xplug_resolve`, the same walk also reports each provider called.
+    ///
     /// # Errors
     /// [`Error::ProviderFailed`] when a provider fails with a code other than
     /// `NOT_FOUND`; [`Error::MissingImports`] when required slots stay empty.
@@ -304,99 +331,26 @@ impl Manager {
         if request.is_empty() {
             return Ok(Resolution::NONE);
         }
-        // The spans of the traced path cost more than a plugin's resolve;
-        // take it only when a subscriber wants them.
-        if tracing::level_enabled!(tracing::Level::DEBUG)
-            && (tracing::enabled!(target: "xplug_manager::manager", tracing::Level::DEBUG)
-                || tracing::enabled!(target: "xplug_providers::plugin", tracing::Level::DEBUG))
-        {
-            return self.resolve_with(request, None);
-        }
-        self.resolve_quiet(request)
-    }
-
-    /// [`Manager::resolve`] without tracing: the same walk and judgement,
-    /// with plugins called through their C entry point directly and no error
-    /// value built unless the resolve fails.
-    ///
-    /// This is a runtime's hot path, so it does the least work the semantics
-    /// allow. The common case, a fresh request that the newest provider
-    /// fills completely, is handled here: one provider call and one pass
-    /// over the slots to judge them. Everything else (filled slots to guard,
-    /// older providers to ask, empty slots to judge) continues in
-    /// [`Manager::resolve_rest`].
-    #[inline]
-    fn resolve_quiet(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+        // Everything registered before this resolve is visible below `count`.
         let count = self.registry.len();
-        let Some(newest) = count.checked_sub(1) else {
-            return self.judge(request, 0);
-        };
-        if request.any_filled() {
-            if request.all_filled() {
-                return Ok(Resolution::NONE);
-            }
-            return self.resolve_rest(request, count, count);
+        // One load of the global level filter: without a subscriber at
+        // `debug`, the quiet walk, inlined here.
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            return self.resolve_logged(request, count);
         }
-        let Some(entry) = self.registry.get(newest) else {
-            return Err(unreadable_provider(newest, count));
-        };
-        if let Err(source) = call_provider(entry, request) {
-            return Err(provider_failed(newest, entry, source));
-        }
-        if request.all_filled() {
-            return Ok(Resolution::NONE);
-        }
-        self.resolve_rest(request, newest, count)
+        self.resolve_observed(request, count, &mut Quiet)
     }
 
-    /// The rest of [`Manager::resolve_quiet`]'s walk over a request with an
-    /// empty slot: providers `0..below` newest first (of the `count` the
-    /// resolve saw), each called through the filled-slot guard when slots
-    /// are already filled (one check per provider), then the judgement.
-    #[inline(never)]
-    fn resolve_rest(
-        &self,
-        request: &mut ResolveRequest<'_>,
-        below: usize,
-        count: usize,
-    ) -> Result<Resolution, Error> {
-        let mut guard = SlotGuard::lazy();
-        for (index, entry) in self.registry.newest_first(below) {
-            let Some(entry) = entry else {
-                return Err(unreadable_provider(index, count));
-            };
-            let answer = if request.any_filled() {
-                call_guarded(&mut guard, request, index, entry)
-            } else {
-                call_provider(entry, request)
-            };
-            if let Err(source) = answer {
-                return Err(provider_failed(index, entry, source));
-            }
-            if request.all_filled() {
-                return Ok(Resolution::NONE);
-            }
-        }
-        self.judge_unfilled(request, count)
-    }
-
-    /// The outcome the slots show after the walk over the first `count`
-    /// providers: one pass when every slot is filled.
-    fn judge(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
-        if request.all_filled() {
-            return Ok(Resolution::NONE);
-        }
-        self.judge_unfilled(request, count)
-    }
-
-    /// [`Manager::judge`] for a request known to have an empty slot.
+    /// [`Manager::resolve`] when some subscriber takes `debug` events:
+    /// logged if it wants the `xplug_resolve` span, quiet otherwise.
     #[cold]
-    fn judge_unfilled(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
-        if request.missing_required().next().is_some() {
-            return Err(self.missing_error(request, count));
+    #[inline(never)]
+    fn resolve_logged(&self, request: &mut ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
+        let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
+        if span.is_disabled() {
+            return self.resolve_observed(request, count, &mut Quiet);
         }
-        // Not every slot is filled, yet no required one is empty.
-        Ok(Resolution::MISSING_OPTIONAL)
+        self.resolve_observed(request, count, &mut Logged::enter(span))
     }
 
     /// [`Manager::resolve`], also reporting which provider filled each slot
@@ -411,67 +365,83 @@ impl Manager {
             .map(|i| if request.is_filled(i) { SlotSource::Prefilled } else { SlotSource::Empty })
             .collect();
         let mut trace = ResolveTrace { slots, called: Vec::new(), rewrites: Vec::new() };
-        let result = self.resolve_with(request, Some(&mut trace));
+        if request.is_empty() {
+            return (trace, Ok(Resolution::NONE));
+        }
+        let count = self.registry.len();
+        let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
+        let mut recorder = Recorder { trace: &mut trace, log: Logged::enter(span) };
+        let result = self.resolve_observed(request, count, &mut recorder);
+        drop(recorder);
         (trace, result)
     }
 
-    fn resolve_with(
+    /// The walk over the first `count` providers, then the judgement of the
+    /// slots, reported to `observer`.
+    #[inline]
+    fn resolve_observed<O: Observer>(
         &self,
         request: &mut ResolveRequest<'_>,
-        mut trace: Option<&mut ResolveTrace>,
+        count: usize,
+        observer: &mut O,
     ) -> Result<Resolution, Error> {
-        if request.is_empty() {
-            return Ok(Resolution::NONE);
-        }
-        // Everything registered before this load is visible below `count`.
-        let count = self.registry.len();
-        let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
-        let _entered = span.enter();
-        let mut guard = SlotGuard::lazy();
+        let result = match self.walk(request, count, observer) {
+            Ok(Walked::Complete) => Ok(Resolution::NONE),
+            Ok(Walked::Incomplete) => self.judge_unfilled(request, count),
+            Err(error) => Err(error),
+        };
+        observer.finished(&result);
+        result
+    }
 
-        for index in (0..count).rev() {
-            if request.all_filled() {
-                break;
-            }
-            let Some(entry) = self.registry.get(index) else {
+    /// Asks providers `0..count` newest first to fill `request`
+    /// (`docs/resolution.md#reference-model`, steps 2 to 4): the walk stops
+    /// before calling a provider once every slot is filled, and at the
+    /// first provider that fails with a code other than `NOT_FOUND`. Each
+    /// provider called while some slot is filled is held to the
+    /// filled-slot rule ([`ResolveRequest::protect_filled`]).
+    #[inline(always)]
+    fn walk<O: Observer>(
+        &self,
+        request: &mut ResolveRequest<'_>,
+        count: usize,
+        observer: &mut O,
+    ) -> Result<Walked, Error> {
+        // A fresh request answers `any_filled` without a scan.
+        if request.any_filled() && request.all_filled() {
+            return Ok(Walked::Complete);
+        }
+        for (index, entry) in self.registry.newest_first(count) {
+            let Some(entry) = entry else {
                 return Err(unreadable_provider(index, count));
             };
-            let empty_before: Option<Vec<bool>> =
-                trace.as_ref().map(|_| (0..request.len()).map(|i| !request.is_filled(i)).collect());
-            let mut rewritten = Vec::new();
-            let result =
-                guard.call(request, |request| entry.provider.resolve(request), |slot| rewritten.push(slot));
-            for &slot in &rewritten {
-                report_rewrite(request, slot, index, &entry.name);
+            let names = request.names();
+            let answer = request.protect_filled(
+                |request| supply(entry, request),
+                |slot| {
+                    report_rewrite(names[slot], slot, index, &entry.name);
+                    observer.rewrote(slot, index, entry);
+                },
+            );
+            observer.answered(index, entry, request);
+            if let Err(source) = answer {
+                return Err(provider_failed(index, entry, source));
             }
-            if let (Some(trace), Some(empty_before)) = (trace.as_deref_mut(), empty_before) {
-                trace.called.push(index);
-                for (slot, was_empty) in empty_before.into_iter().enumerate() {
-                    if was_empty && request.is_filled(slot) {
-                        trace.slots[slot] = SlotSource::Provider { index, name: entry.name.clone() };
-                    }
-                }
-                trace.rewrites.extend(rewritten.into_iter().map(|slot| SlotRewrite {
-                    slot,
-                    provider_index: index,
-                    provider: entry.name.clone(),
-                }));
-            }
-            match result {
-                Ok(_) => {}
-                Err(error) if error.code() == StatusCode::NOT_FOUND || error.code().is_ok() => {}
-                Err(source) => return Err(provider_failed(index, entry, source)),
+            if request.all_filled() {
+                return Ok(Walked::Complete);
             }
         }
+        Ok(Walked::Incomplete)
+    }
 
-        let result = self.judge(request, count);
-        match &result {
-            Ok(resolution) => tracing::debug!(resolution = resolution.0, "resolved"),
-            Err(error) => {
-                tracing::debug!(missing = error.missing_imports().len(), "required imports missing")
-            }
+    /// The outcome of a walk that left a slot empty.
+    #[cold]
+    fn judge_unfilled(&self, request: &ResolveRequest<'_>, count: usize) -> Result<Resolution, Error> {
+        if request.missing_required().next().is_some() {
+            return Err(self.missing_error(request, count));
         }
-        result
+        // Not every slot is filled, yet no required one is empty.
+        Ok(Resolution::MISSING_OPTIONAL)
     }
 
     /// Builds the "missing imports" error, with suggestions drawn from the
@@ -480,8 +450,10 @@ impl Manager {
     #[inline(never)]
     fn missing_error(&self, request: &ResolveRequest<'_>, count: usize) -> Error {
         let missing: Vec<usize> = request.missing_required().collect();
-        let mut exported: Vec<String> =
-            (0..count).filter_map(|i| self.registry.get(i)?.provider.exported_names()).flatten().collect();
+        let mut exported: Vec<String> = (0..count)
+            .filter_map(|i| self.registry.get(i)?.provider.get().exported_names())
+            .flatten()
+            .collect();
         exported.sort_unstable();
         exported.dedup();
         let missing = missing
@@ -501,38 +473,23 @@ impl Manager {
     }
 }
 
-/// Asks `entry` to fill `request`: a plugin through its C entry point
-/// (status unjudged), any other provider through its trait. `NOT_FOUND` and
-/// OK both continue the walk; any other failure is returned.
-#[inline(always)]
-fn call_provider(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
-    match &entry.plugin {
-        Some(plugin) => match plugin.resolve_unjudged(request) {
-            StatusCode::OK | StatusCode::NOT_FOUND => Ok(()),
-            code => Err(plugin.resolve_failed(code, request.len())),
-        },
-        None => match entry.provider.resolve(request) {
-            Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => Err(error),
-            _ => Ok(()),
-        },
-    }
+/// How a walk ended.
+enum Walked {
+    /// Every slot is filled.
+    Complete,
+    /// Every provider was asked and a slot is still empty.
+    Incomplete,
 }
 
-/// [`call_provider`] for a request with filled slots (the caller checked):
-/// any change the provider makes to them is undone and reported.
-#[inline(never)]
-fn call_guarded(
-    guard: &mut SlotGuard,
-    request: &mut ResolveRequest<'_>,
-    index: usize,
-    entry: &Entry,
-) -> Result<(), xplug_providers::Error> {
-    let mut rewritten = Vec::new();
-    let answer = guard.protect(request, |request| call_provider(entry, request), |slot| rewritten.push(slot));
-    for slot in rewritten {
-        report_rewrite(request, slot, index, &entry.name);
+/// Asks `entry` to fill `request` ([`ImportProvider::supply`]): an owned
+/// plugin through a direct call, any other provider through its trait
+/// object.
+#[inline(always)]
+fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
+    match &entry.provider {
+        Held::Plugin(plugin) => plugin.supply(request),
+        Held::Shared(provider) => provider.supply(request),
     }
-    answer
 }
 
 /// The error for a registry entry counted but not readable: unreachable by
@@ -551,6 +508,22 @@ fn provider_failed(index: usize, entry: &Entry, source: xplug_providers::Error) 
     Error::ProviderFailed { index, provider: entry.name.to_string(), source }
 }
 
+/// A manager's error as a provider's: missing imports are `NOT_FOUND`, a
+/// provider's failure is passed on as it was.
+fn provider_error(error: Error) -> xplug_providers::Error {
+    match error {
+        Error::MissingImports { missing, .. } => {
+            xplug_providers::Error::NotFound { provider: "xplug-manager".into(), missing: missing.len() }
+        }
+        Error::ProviderFailed { source, .. } => source,
+        other => xplug_providers::Error::ResolveFailed {
+            provider: "xplug-manager".into(),
+            code: other.code(),
+            message: other.to_string(),
+        },
+    }
+}
+
 /// The manager is itself a provider, so managers compose and a manager can
 /// be handed to anything that takes an [`ImportProvider`].
 impl ImportProvider for Manager {
@@ -559,17 +532,17 @@ impl ImportProvider for Manager {
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
-        Manager::resolve(self, request).map_err(|error| match error {
-            Error::MissingImports { missing, .. } => {
-                xplug_providers::Error::NotFound { provider: "xplug-manager".into(), missing: missing.len() }
-            }
-            Error::ProviderFailed { source, .. } => source,
-            other => xplug_providers::Error::ResolveFailed {
-                provider: "xplug-manager".into(),
-                code: other.code(),
-                message: other.to_string(),
-            },
-        })
+        Manager::resolve(self, request).map_err(provider_error)
+    }
+
+    /// The walk of [`Manager::resolve`] without its judgement (the caller,
+    /// another manager, judges the slots).
+    fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
+        if request.is_empty() {
+            return Ok(());
+        }
+        let count = self.registry.len();
+        self.walk(request, count, &mut Quiet).map(drop).map_err(provider_error)
     }
 
     /// Every name some provider exports, when every provider can list its
@@ -578,7 +551,7 @@ impl ImportProvider for Manager {
         let count = self.registry.len();
         let mut names = Vec::new();
         for index in 0..count {
-            names.extend(self.registry.get(index)?.provider.exported_names()?);
+            names.extend(self.registry.get(index)?.provider.get().exported_names()?);
         }
         names.sort_unstable();
         names.dedup();

@@ -68,18 +68,36 @@ const FIRST_SEGMENT: usize = 8;
 const SEGMENTS: usize = usize::BITS as usize - 2;
 
 /// One registered provider.
-#[derive(Clone)]
 pub(crate) struct Entry {
     /// The provider.
-    pub(crate) provider: Arc<dyn ImportProvider>,
-    /// The same provider when it is a loaded plugin (one allocation shared
-    /// with `provider`): resolution calls the plugin's C entry point
-    /// directly instead of going through the trait object.
-    pub(crate) plugin: Option<Arc<Plugin>>,
+    pub(crate) provider: Held,
     /// Its name, captured at registration.
     pub(crate) name: Arc<str>,
-    /// True when the manager owns it as a plugin.
-    pub(crate) owned: bool,
+}
+
+/// How the registry holds a provider.
+pub(crate) enum Held {
+    /// A plugin the manager owns (`register_plugin`): resolution calls it
+    /// directly, without a trait object, and it is unloaded when its entry
+    /// drops.
+    Plugin(Box<Plugin>),
+    /// A provider the manager shares with whoever registered it.
+    Shared(Arc<dyn ImportProvider>),
+}
+
+impl Held {
+    /// The provider, whichever way it is held.
+    pub(crate) fn get(&self) -> &dyn ImportProvider {
+        match self {
+            Self::Plugin(plugin) => &**plugin,
+            Self::Shared(provider) => &**provider,
+        }
+    }
+
+    /// True for a plugin the manager owns.
+    pub(crate) fn is_owned(&self) -> bool {
+        matches!(self, Self::Plugin(_))
+    }
 }
 
 type Segment = Box<[OnceLock<Entry>]>;
@@ -238,7 +256,7 @@ impl Drop for Registry {
         // Drop one by one, newest first (a plain field drop would go oldest
         // first through the segments).
         for entry in self.drain_newest_first() {
-            tracing::trace!(provider = &*entry.name, owned = entry.owned, "dropping provider");
+            tracing::trace!(provider = &*entry.name, owned = entry.provider.is_owned(), "dropping provider");
             drop(entry);
         }
     }
@@ -305,7 +323,7 @@ mod loom_tests {
 
     fn entry(name: &'static str) -> Entry {
         let provider = FnTableProvider::new(name, []).expect("an empty table is valid");
-        Entry { provider: Arc::new(provider), plugin: None, name: Arc::from(name), owned: false }
+        Entry { provider: Held::Shared(Arc::new(provider)), name: Arc::from(name) }
     }
 
     /// The names a reader sees: every counted entry must be there.
@@ -411,8 +429,7 @@ mod tests {
         // 8 + 16 + 3 entries: three segments, the last one partly used.
         for i in 0..27 {
             let name: Arc<str> = Arc::from(format!("p{i}"));
-            let entry =
-                Entry { provider: Arc::new(Named(name.to_string())), plugin: None, name, owned: false };
+            let entry = Entry { provider: Held::Shared(Arc::new(Named(name.to_string()))), name };
             assert_eq!(registry.push(entry).ok(), Some(i));
         }
         for count in [0, 1, 8, 9, 24, 25, 27] {

@@ -4,9 +4,10 @@
 //! the providers say they export ([`ImportProvider::exported_names`]) and
 //! suggests the closest one by edit distance, if it is close enough to be a
 //! plausible typo. The comparison itself ([`closest`] and its bounds) is
-//! `xplug_abi::suggest` (through `xplug_providers::abi`), shared with the SDK's load-parameter check and
-//! re-exported here; this module adds [`suggest_all`], which bounds the
-//! number of names that get a suggestion.
+//! `xplug_abi::suggest` (through `xplug_providers::abi`), shared with the
+//! SDK's load-parameter check and re-exported here; this module adds
+//! [`MAX_SUGGESTED_NAMES`], the bound the manager's missing-imports error
+//! applies to the number of names that get a suggestion.
 //!
 //! The work is bounded, since the failure path must stay cheap however
 //! many names are missing: only the first [`MAX_SUGGESTED_NAMES`] missing
@@ -24,35 +25,6 @@ pub const MAX_SUGGESTED_NAMES: usize = 16;
 pub use xplug_providers::abi::suggest::{
     MAX_LENGTH_DIFFERENCE, MAX_SUGGESTION_NAME_LEN, closest, edit_distance_within, max_suggestion_distance,
 };
-
-/// Suggestions for a list of missing names, in order: the closest
-/// candidate ([`closest`]) for each of the first [`MAX_SUGGESTED_NAMES`],
-/// `None` for the rest.
-///
-/// ```
-/// use xplug_manager::suggest::suggest_all;
-///
-/// let exported = ["c_add_i32", "c_mul_i32"];
-/// let missing = ["c_mul_i3", "nothing_like_it"];
-/// assert_eq!(suggest_all(missing, exported), [Some("c_mul_i32"), None]);
-/// ```
-#[must_use]
-pub fn suggest_all<'n, 'c, N, C, S>(missing: N, candidates: C) -> Vec<Option<&'c str>>
-where
-    N: IntoIterator<Item = &'n str>,
-    C: IntoIterator<Item = &'c S>,
-    C::IntoIter: Clone,
-    S: AsRef<str> + ?Sized + 'c,
-{
-    let candidates = candidates.into_iter();
-    missing
-        .into_iter()
-        .enumerate()
-        .map(|(position, name)| {
-            (position < MAX_SUGGESTED_NAMES).then(|| closest(name, candidates.clone())).flatten()
-        })
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -81,20 +53,6 @@ mod tests {
         assert_eq!(edit_distance(b"abc", b""), 3);
         assert_eq!(edit_distance(b"abc", b"acb"), 2);
         assert_eq!(edit_distance(b"c_mul_i32", b"c_mul_i64"), 2);
-    }
-
-    #[test]
-    fn a_hundred_thousand_missing_names_get_at_most_sixteen_suggestions() {
-        // 4 096 exports, 100 000 missing names each one edit from an export:
-        // without the bounds this is 4e8 comparisons of ~12-byte names.
-        let exported: Vec<String> = (0..4096).map(|i| format!("kernel_{i:05}")).collect();
-        let missing: Vec<String> = (0..100_000).map(|i| format!("kernel_{:05}x", i % 4096)).collect();
-        let suggestions = suggest_all(missing.iter().map(String::as_str), exported.iter());
-        assert_eq!(suggestions.len(), missing.len(), "one entry per missing name");
-        let offered: Vec<&str> = suggestions.iter().flatten().copied().collect();
-        assert_eq!(offered.len(), MAX_SUGGESTED_NAMES, "only the first names get a suggestion");
-        assert_eq!(offered[0], "kernel_00000");
-        assert_eq!(offered[15], "kernel_00015");
     }
 
     proptest! {

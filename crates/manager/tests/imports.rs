@@ -91,8 +91,9 @@ fn the_table_keeps_the_manager_and_its_providers_alive() {
     assert!(!dropped.load(Ordering::SeqCst), "the provider was dropped while resolved imports exist");
 
     let mut params = Binop { a: 6, b: 7, out: 0 };
+    let mul = imports.import(1).unwrap();
     // SAFETY: `mul` takes a `Binop`.
-    assert_eq!(unsafe { imports.call(1, &mut params) }.unwrap(), 0);
+    assert_eq!(unsafe { mul.call(&mut params) }, 0);
     assert_eq!(params.out, 6 * 7 * 3);
     assert_eq!(Arc::strong_count(imports.manager()), 1);
 
@@ -139,18 +140,18 @@ fn calling_an_unresolved_or_missing_slot_is_an_error_not_a_crash() {
     let (manager, _) = manager_with_stateful(1);
     let imports = manager.resolve_imports(["?absent", "fail"]).unwrap();
     let mut params = Binop { a: 1, b: 2, out: -1 };
-    // SAFETY: the import is not called (it is unresolved).
-    let error = unsafe { imports.call(0, &mut params) }.unwrap_err();
+    // No handle on an unresolved import.
+    let error = imports.import(0).unwrap_err();
     assert!(matches!(&error, ManagerError::UnresolvedImport { index: 0, name } if name == "?absent"));
     assert_eq!(error.code(), StatusCode::NOT_FOUND);
     assert!(error.to_string().contains("`?absent`"));
-    // SAFETY: out of range: nothing is called.
-    let error = unsafe { imports.call(5, &mut params) }.unwrap_err();
+    // Nor out of range.
+    let error = imports.import(5).unwrap_err();
     assert_eq!(error.code(), StatusCode::OUT_OF_RANGE);
-    assert_eq!(params.out, -1);
     // An import's own failure code is passed through.
+    let fail = imports.import(1).unwrap();
     // SAFETY: `fail` ignores its arguments.
-    assert_eq!(unsafe { imports.call(1, &mut params) }.unwrap(), 7);
+    assert_eq!(unsafe { fail.call(&mut params) }, 7);
 }
 
 static THUNK_CALLS: AtomicUsize = AtomicUsize::new(0);
@@ -172,13 +173,10 @@ fn calls_through_a_thunk() {
     let imports = manager.resolve_imports(["mul", "?absent"]).unwrap();
     let mut params = Binop { a: 5, b: 4, out: 0 };
     let before = THUNK_CALLS.load(Ordering::SeqCst);
+    let mul = imports.import(0).unwrap();
     // SAFETY: `mul` takes a `Binop`; the thunk forwards.
-    assert_eq!(unsafe { imports.call_with_thunk(counting_thunk, 0, &mut params) }.unwrap(), 0);
+    assert_eq!(unsafe { mul.call_with_thunk(counting_thunk, &mut params) }, 0);
     assert_eq!(params.out, 40);
-    assert_eq!(THUNK_CALLS.load(Ordering::SeqCst), before + 1);
-    // SAFETY: unresolved: neither the thunk nor the import is called.
-    let error = unsafe { imports.call_with_thunk(counting_thunk, 1, &mut params) }.unwrap_err();
-    assert_eq!(error.code(), StatusCode::NOT_FOUND);
     assert_eq!(THUNK_CALLS.load(Ordering::SeqCst), before + 1);
 }
 
@@ -418,7 +416,7 @@ fn import_handles_are_checked_once_and_call_like_the_table() {
     // SAFETY: `triple` takes an `i32`.
     assert_eq!(unsafe { handle.call(&mut value) }, 0);
     // SAFETY: as above.
-    assert_eq!(unsafe { imports.call(0, &mut value) }.unwrap(), 0);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut value) }, 0);
     assert_eq!(value, 18);
 
     let unresolved = imports.import(1).unwrap_err();

@@ -147,6 +147,19 @@ proptest! {
             (got, want) => prop_assert!(false, "as provider: {:?}, model: {:?}", got, want),
         }
 
+        // The manager as a provider in another's walk: the same slots, and
+        // an error only for a real failure.
+        let mut buffers = RequestBuffers::new(&imports);
+        let names: Vec<SymbolName<'_>> = buffers.names.iter().map(|n| SymbolName::new(n)).collect();
+        let mut request = ResolveRequest::new(&names, &mut buffers.fns, &mut buffers.contexts).unwrap();
+        let supplied = ImportProvider::supply(&manager, &mut request);
+        prop_assert_eq!(&buffers.fns, &expected.fns);
+        match (&supplied, &expected.outcome) {
+            (Err(error), Outcome::Failed { code, .. }) => prop_assert_eq!(error.code(), *code),
+            (Ok(()), Outcome::Ok(_) | Outcome::Missing(_)) => {}
+            (got, want) => prop_assert!(false, "supplied: {:?}, model: {:?}", got, want),
+        }
+
         // Through the C function pointer.
         let mut buffers = RequestBuffers::new(&imports);
         let pointers: Vec<*const std::ffi::c_char> = buffers.names.iter().map(|n| n.as_ptr()).collect();

@@ -91,7 +91,7 @@ fn the_untraced_resolve_restores_too() {
 fn slots_the_caller_filled_are_protected() {
     let manager = Manager::new();
     manager.register_provider(Arc::new(Rogue { clears: false })).unwrap();
-    // 40 names: more than the guard keeps on the stack.
+    // 40 names, the last one filled by the caller.
     let owned: Vec<std::ffi::CString> =
         (0..40).map(|i| std::ffi::CString::new(format!("n{i}")).unwrap()).collect();
     let names: Vec<SymbolName<'_>> = owned.iter().map(|name| SymbolName::new(name)).collect();

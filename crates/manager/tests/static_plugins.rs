@@ -134,9 +134,9 @@ fn static_plugins_are_registered_first_and_overridden() {
     assert_eq!(LOADS.load(Ordering::SeqCst), 1);
 
     let imports = manager.resolve_imports(["shared", "static_only"]).unwrap();
+    let (shared, static_only) = (imports.import(0).unwrap(), imports.import(1).unwrap());
     // SAFETY: both imports ignore their arguments.
-    let (shared, static_only) =
-        unsafe { (imports.call(0, &mut ()).unwrap(), imports.call(1, &mut ()).unwrap()) };
+    let (shared, static_only) = unsafe { (shared.call(&mut ()), static_only.call(&mut ())) };
     assert_eq!((shared, static_only), (22, 11), "the dynamic provider must override the static plugin");
 
     // The manager owns the static plugin: unloaded once when the last

@@ -168,12 +168,11 @@ impl FnTableProvider {
     }
 }
 
-impl ImportProvider for FnTableProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+impl FnTableProvider {
+    /// Fills every empty slot whose bare name the table holds: one
+    /// galloping search per name, starting where the previous one ended
+    /// (linear overall for sorted requests).
+    fn fill_from_table(&self, request: &mut ResolveRequest<'_>) {
         let mut hint = 0;
         for (index, symbol) in request.names().iter().enumerate() {
             if request.is_filled(index) {
@@ -188,7 +187,24 @@ impl ImportProvider for FnTableProvider {
                 Err(insert) => hint = insert,
             }
         }
+    }
+}
+
+impl ImportProvider for FnTableProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
+        self.fill_from_table(request);
         request.outcome(&self.name)
+    }
+
+    /// Fills what the table has; nothing here can fail.
+    #[inline]
+    fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), Error> {
+        self.fill_from_table(request);
+        Ok(())
     }
 
     fn exported_names(&self) -> Option<Vec<String>> {

@@ -300,7 +300,7 @@ impl ImportProvider for Plugin {
             outcome = tracing::field::Empty
         );
         let _entered = span.enter();
-        let result = match self.resolve_unjudged(request) {
+        let result = match self.call_resolve(request) {
             // Judge from the slots, not from the plugin's word: a plugin
             // claiming success with a required slot empty gets NotFound.
             StatusCode::OK => request.outcome(&self.name),
@@ -321,31 +321,35 @@ impl ImportProvider for Plugin {
         }
         result
     }
+
+    /// One call of the plugin's `resolve`, its status taken at its word for
+    /// whether the walk goes on (the caller judges the slots): no pass over
+    /// the slots, no span, no error value unless the plugin failed.
+    #[inline(always)]
+    fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), Error> {
+        match self.call_resolve(request) {
+            StatusCode::OK | StatusCode::NOT_FOUND => Ok(()),
+            code => Err(self.resolve_failed(code, request.len())),
+        }
+    }
 }
 
 impl Plugin {
     /// Calls the plugin's `resolve` once on `request` and returns the status
-    /// code it gave, without judging the slots, tracing or building an
-    /// error: for a manager that asks several providers and judges the slots
-    /// once at the end. `OK` and `NOT_FOUND` let such a walk go on; any other
-    /// code is a real failure, which [`Plugin::resolve_failed`] turns into
-    /// the error [`ImportProvider::resolve`] would return. An empty request
-    /// is `OK` without calling the plugin.
-    #[inline]
-    #[must_use]
-    pub fn resolve_unjudged(&self, request: &mut ResolveRequest<'_>) -> StatusCode {
+    /// code it gave; an empty request is `OK` without calling the plugin.
+    #[inline(always)]
+    fn call_resolve(&self, request: &mut ResolveRequest<'_>) -> StatusCode {
         if request.is_empty() {
             return StatusCode::OK;
         }
         self.instance.resolve(request).0
     }
 
-    /// The [`Error::ResolveFailed`] for a [`Plugin::resolve_unjudged`] of
-    /// `names` imports that returned `code`.
+    /// The [`Error::ResolveFailed`] for a `resolve` of `names` imports that
+    /// returned `code`.
     #[cold]
     #[inline(never)]
-    #[must_use]
-    pub fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
+    fn resolve_failed(&self, code: StatusCode, names: usize) -> Error {
         Error::ResolveFailed {
             provider: self.name.to_string(),
             code,

@@ -1,6 +1,6 @@
 //! The import provider trait.
 
-use xplug_abi::Resolution;
+use xplug_abi::{Resolution, StatusCode};
 
 use crate::{Error, ResolveRequest};
 
@@ -31,6 +31,28 @@ pub trait ImportProvider: Send + Sync {
     /// [`Error::NotFound`] when a required import is still unresolved
     /// afterwards; any other variant for a real failure.
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error>;
+
+    /// Fills what this provider can of `request` for a caller that asks
+    /// several providers in turn and judges the slots itself once they are
+    /// done (a manager, `docs/resolution.md#reference-model`): only a real
+    /// failure is an error; a provider that lacks some names returns
+    /// `Ok(())`, as the walk goes on to the next one.
+    ///
+    /// The provided implementation calls [`ImportProvider::resolve`] and
+    /// keeps its errors other than `NOT_FOUND`. A provider whose `resolve`
+    /// spends work on its own judgement (a pass over the slots, an error
+    /// value, tracing) may override this to skip it; it must fill exactly
+    /// the slots `resolve` would.
+    ///
+    /// # Errors
+    /// Any error of [`ImportProvider::resolve`] whose code is neither OK nor
+    /// `NOT_FOUND`.
+    fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), Error> {
+        match self.resolve(request) {
+            Err(error) if error.code() != StatusCode::NOT_FOUND && !error.code().is_ok() => Err(error),
+            _ => Ok(()),
+        }
+    }
 
     /// The bare names this provider exports, when it can list them (used for
     /// "did you mean" suggestions and tooling). `None` when unknown.

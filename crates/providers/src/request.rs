@@ -89,7 +89,6 @@ impl std::fmt::Debug for SymbolName<'_> {
 /// assert_eq!(request.len(), 2);
 /// assert_eq!(request.missing_required().count(), 1);
 /// ```
-#[derive(Debug)]
 pub struct ResolveRequest<'a> {
     names: &'a [SymbolName<'a>],
     fns: &'a mut [*mut c_void],
@@ -98,6 +97,21 @@ pub struct ResolveRequest<'a> {
     /// when built over empty slots, until anything may have written them):
     /// lets [`ResolveRequest::any_filled`] answer without a scan.
     maybe_filled: bool,
+    /// The slots as they were before a call of
+    /// [`ResolveRequest::protect_filled`] (functions, then contexts). Kept
+    /// between calls, so a walk over several providers allocates it once;
+    /// empty (no allocation) until a call finds a filled slot.
+    saved: Vec<*mut c_void>,
+}
+
+impl std::fmt::Debug for ResolveRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolveRequest")
+            .field("names", &self.names)
+            .field("fns", &self.fns)
+            .field("contexts", &self.contexts)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> ResolveRequest<'a> {
@@ -121,7 +135,7 @@ impl<'a> ResolveRequest<'a> {
             });
         }
         let maybe_filled = fns.iter().any(|function| !function.is_null());
-        Ok(Self { names, fns, contexts, maybe_filled })
+        Ok(Self { names, fns, contexts, maybe_filled, saved: Vec::new() })
     }
 
     /// A request over raw C arrays, as a C host passes them.
@@ -141,7 +155,13 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Self {
         if count == 0 {
-            return Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false };
+            return Self {
+                names: &[],
+                fns: &mut [],
+                contexts: &mut [],
+                maybe_filled: false,
+                saved: Vec::new(),
+            };
         }
         // SAFETY: the caller guarantees `count` valid, non-null name pointers;
         // `SymbolName` is `repr(transparent)` over a non-null pointer.
@@ -150,7 +170,7 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        Self { names, fns, contexts, maybe_filled: true }
+        Self { names, fns, contexts, maybe_filled: true, saved: Vec::new() }
     }
 
     /// A request over a v0 resolve-params struct.
@@ -245,37 +265,74 @@ impl<'a> ResolveRequest<'a> {
         true
     }
 
-    /// Copies every slot (functions, then contexts) into `fns` and
-    /// `contexts`, which must be `self.len()` long: what a host keeps to
-    /// undo a provider's changes to slots that were already filled
-    /// ([`ResolveRequest::undo_rewrites`]).
+    /// Calls `call` (typically a provider's resolve) on this request and
+    /// holds it to the first provider rule (`docs/resolution.md#provider-rules`):
+    /// every slot that was filled before the call and that `call` changed
+    /// (function or context rewritten, or cleared) is put back as it was,
+    /// and `rewritten(index)` is told about each. Slots that were empty
+    /// keep whatever `call` wrote into them.
     ///
-    /// # Panics
-    /// When a buffer's length differs from `self.len()`.
-    pub fn snapshot(&self, fns: &mut [*mut c_void], contexts: &mut [*mut c_void]) {
-        fns.copy_from_slice(self.fns);
-        contexts.copy_from_slice(self.contexts);
+    /// Safe Rust cannot break the rule ([`ResolveRequest::fill`] never
+    /// overwrites); foreign code writing through [`ResolveRequest::as_params`]
+    /// can, and a host that lets foreign providers run wraps each call in
+    /// this. A request with no filled slot is passed to `call` as it is,
+    /// after one check; otherwise the slots are copied before the call and
+    /// compared after it, into a buffer the request keeps for its next
+    /// calls.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use xplug_providers::{ResolveRequest, SymbolName};
+    ///
+    /// unsafe extern "C" fn f(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 { 0 }
+    /// let names = [SymbolName::new(c"a"), SymbolName::new(c"b")];
+    /// let mut fns = [f as *mut c_void, std::ptr::null_mut()];
+    /// let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+    /// let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+    /// let mut rewritten = Vec::new();
+    /// request.protect_filled(
+    ///     |request| {
+    ///         let params = request.as_params();
+    ///         // SAFETY: both slots exist; a careless foreign provider
+    ///         // writes every slot, filled or not.
+    ///         unsafe {
+    ///             *params.out_fn_ptrs = std::ptr::null_mut();
+    ///             *params.out_fn_ptrs.add(1) = f as *mut c_void;
+    ///         }
+    ///     },
+    ///     |slot| rewritten.push(slot),
+    /// );
+    /// assert_eq!(rewritten, [0]);
+    /// assert!(request.is_filled(0) && request.is_filled(1));
+    /// ```
+    #[inline]
+    pub fn protect_filled<R>(
+        &mut self,
+        call: impl FnOnce(&mut Self) -> R,
+        rewritten: impl FnMut(usize),
+    ) -> R {
+        if !self.any_filled() {
+            return call(self);
+        }
+        self.protect_filled_slots(call, rewritten)
     }
 
-    /// Puts back every slot that was filled in a [`ResolveRequest::snapshot`]
-    /// and has changed since (function or context rewritten, or cleared),
-    /// calling `rewritten(index)` for each. A provider must never touch a
-    /// filled slot (`docs/resolution.md#provider-rules`); a host that lets
-    /// foreign providers run uses this to make the rule hold anyway.
-    ///
-    /// # Panics
-    /// When a buffer's length differs from `self.len()`.
-    pub fn undo_rewrites(
+    /// [`ResolveRequest::protect_filled`] for a request with a filled slot.
+    #[inline(never)]
+    fn protect_filled_slots<R>(
         &mut self,
-        fns: &[*mut c_void],
-        contexts: &[*mut c_void],
+        call: impl FnOnce(&mut Self) -> R,
         mut rewritten: impl FnMut(usize),
-    ) {
-        assert!(
-            fns.len() == self.fns.len() && contexts.len() == self.contexts.len(),
-            "snapshot of another request"
-        );
-        for index in 0..fns.len() {
+    ) -> R {
+        let len = self.len();
+        // Out of `self` during the call, so `call` cannot reach it.
+        let mut saved = std::mem::take(&mut self.saved);
+        saved.clear();
+        saved.extend_from_slice(self.fns);
+        saved.extend_from_slice(self.contexts);
+        let result = call(self);
+        let (fns, contexts) = saved.split_at(len);
+        for index in 0..len {
             if !fns[index].is_null()
                 && (self.fns[index] != fns[index] || self.contexts[index] != contexts[index])
             {
@@ -284,6 +341,10 @@ impl<'a> ResolveRequest<'a> {
                 rewritten(index);
             }
         }
+        self.saved = saved;
+        // Filled slots are back, whatever `call` did (a `clear` included).
+        self.maybe_filled = true;
+        result
     }
 
     /// Whether any slot holds a function.
@@ -329,12 +390,10 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn all_filled(&self) -> bool {
-        match self.fns.len() {
-            0..16 => self.fns.iter().all(|f| !f.is_null()),
-            // One or a few blocks: inline, no run-time dispatch.
-            16..128 => !self.fns.iter().fold(false, |empty, f| empty | f.is_null()),
-            _ => all_filled_blocks(self.fns),
+        if self.fns.len() < 16 {
+            return self.fns.iter().all(|f| !f.is_null());
         }
+        all_filled_blocks(self.fns)
     }
 
     /// The outcome the slots show, judged exactly as
@@ -398,7 +457,13 @@ impl<'a> RequestSlots<'a> {
     /// A request over these names and slots, for one resolve.
     pub fn request(&mut self) -> ResolveRequest<'_> {
         let maybe_filled = self.fns.iter().any(|function| !function.is_null());
-        ResolveRequest { names: &self.names, fns: &mut self.fns, contexts: &mut self.contexts, maybe_filled }
+        ResolveRequest {
+            names: &self.names,
+            fns: &mut self.fns,
+            contexts: &mut self.contexts,
+            maybe_filled,
+            saved: Vec::new(),
+        }
     }
 
     /// Number of names (and of slots in each array).
@@ -439,16 +504,16 @@ impl<'a> RequestSlots<'a> {
     }
 }
 
-/// [`ResolveRequest::all_filled`] for long requests: blocks of 32 slots
+/// [`ResolveRequest::all_filled`] for longer requests: blocks of 32 slots
 /// tested without branches (the compiler vectorises the fold), with an exit
 /// after the first block holding an empty slot, so a fresh request answers
-/// at its first block and a fully resolved one costs one streaming pass.
+/// at its first block and a fully resolved one costs one pass.
 ///
 /// That pass is the price of judging a resolve from the slots rather than
-/// from the plugin's word, paid on every resolve; on x86_64 it runs with
-/// AVX-512 or AVX2 when the CPU has them (chosen at run time), about three
-/// times faster than the baseline SSE2 build over 4 096 slots.
-#[multiversion::multiversion(targets("x86_64+avx512f", "x86_64+avx2"))]
+/// from the plugin's word, paid on every resolve. It is compiled for the
+/// baseline target only: run-time dispatch to AVX2 was measured to save
+/// 4 to 20 ns over 128 to 512 slots (nothing below 128), under 1 % of any
+/// resolve of that many names.
 fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
     let mut blocks = fns.chunks_exact(32);
     for block in &mut blocks {
@@ -484,10 +549,43 @@ mod tests {
         assert_eq!((fns.len(), contexts.len()), (2, 2));
     }
 
+    /// `protect_filled` restores exactly the slots that were filled, even
+    /// after a `clear` inside the call, and says which; the request keeps
+    /// knowing that slots are filled.
+    #[test]
+    fn protect_filled_restores_filled_slots_only() {
+        let names = vec![SymbolName::new(c"f"); 40];
+        let kept = std::ptr::dangling_mut::<c_void>();
+        let mut fns = vec![std::ptr::null_mut::<c_void>(); 40];
+        let mut contexts = vec![std::ptr::null_mut::<c_void>(); 40];
+        fns[3] = kept;
+        contexts[3] = kept;
+        fns[39] = kept;
+        let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+        let other = kept.wrapping_byte_add(8);
+        let mut rewritten = Vec::new();
+        request.protect_filled(
+            |request| {
+                request.clear();
+                request.fill_raw(0, other, other);
+                request.fill_raw(39, other, other);
+            },
+            |slot| rewritten.push(slot),
+        );
+        assert_eq!(rewritten, [3, 39]);
+        assert_eq!((request.function(3), request.context(3)), (kept, kept));
+        assert_eq!((request.function(39), request.context(39)), (kept, std::ptr::null_mut()));
+        assert_eq!((request.function(0), request.context(0)), (other, other));
+        assert!(request.any_filled());
+        // Nothing filled: `call` runs as it is and nothing is reported.
+        request.clear();
+        let ran = request.protect_filled(|_| true, |_| panic!("no filled slot to rewrite"));
+        assert!(ran);
+    }
+
     /// `all_filled` and `any_filled` agree with a plain scan for every
     /// length around the block sizes and an empty slot at every position
-    /// (the block loop, the remainder and, on x86_64, the dispatched SIMD
-    /// version of this CPU).
+    /// (the short scan, the block loop and its remainder).
     #[test]
     fn slot_scans_agree_with_a_plain_scan() {
         let name = SymbolName::new(c"f");

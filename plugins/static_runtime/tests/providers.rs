@@ -132,7 +132,7 @@ fn static_plugin_through_the_manager() {
     let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
     let mut params = Fma { result: 0, a: -3, b: 5, c: 1 };
     // SAFETY: `static_fma_i64` takes `Fma`.
-    assert_eq!(unsafe { imports.call(0, &mut params) }.unwrap(), 0);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
     assert_eq!(params.result, -14);
 }
 
@@ -204,12 +204,12 @@ fn manager_scans_dynamic_plugins_newest_first() {
     // registration (sample_system, multiplier 2) wins.
     let mut data = Data::new();
     // SAFETY: `simple_mul_workgroup` takes `Workgroup`.
-    data.run(|params| unsafe { imports.call(2, params) }.unwrap());
+    data.run(|params| unsafe { imports.import(2).unwrap().call(params) });
     data.check(|a, b| a * b * 2.0);
 
     let mut data = Data::new();
     // SAFETY: `simple_add_workgroup` takes `Workgroup`.
-    data.run(|params| unsafe { imports.call(1, params) }.unwrap());
+    data.run(|params| unsafe { imports.import(1).unwrap().call(params) });
     data.check(|a, b| a + b);
 
     #[repr(C)]
@@ -218,7 +218,7 @@ fn manager_scans_dynamic_plugins_newest_first() {
     }
     let mut negate = Negate { value: 1.5 };
     // SAFETY: `c_sample_negate_f32` takes `Negate`.
-    assert_eq!(unsafe { imports.call(0, &mut negate) }.unwrap(), 0);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut negate) }, 0);
     assert_eq!(negate.value, -1.5);
 }
 
