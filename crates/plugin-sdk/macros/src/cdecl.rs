@@ -197,7 +197,7 @@ pub(crate) fn declarations(name: &syn::Ident, fields: &Fields) -> TokenStream2 {
     for (index, field) in fields.iter().enumerate() {
         let field_name = field.ident.as_ref().map_or_else(|| format!("_{index}"), ToString::to_string);
         // `Self` in a field type is the struct itself.
-        let ty: Type = syn::parse2(crate::params::replace_self(field.ty.to_token_stream(), name))
+        let ty: Type = syn::parse2(crate::parse::replace_self(field.ty.to_token_stream(), name))
             .unwrap_or_else(|_| field.ty.clone());
         let c = c_type(&ty);
         field_lines.push(field_code(&c, &field_name, &ty));

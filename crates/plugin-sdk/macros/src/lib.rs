@@ -2,14 +2,17 @@
 //! `#[derive(ImportParams)]`. Use them through `xplug_sdk`; the generated
 //! code refers to `::xplug_sdk` paths.
 //!
-//! The work is split in three steps, one private module each:
+//! The work is split in three steps over five private modules:
 //!
-//! * `parse`: the attribute arguments and the `#[import]` markers, read into
-//!   plain values (`PluginArgs`, symbol names);
-//! * `signature`: what each `#[import]` function looks like (`ImportFnInfo`),
-//!   refusing any shape the generated entry point cannot call;
-//! * `expand` and `params`: the generated items, for `#[plugin]` and
-//!   `#[derive(ImportParams)]` respectively.
+//! * parsing, `parse`: the attribute arguments and the `#[import]` markers,
+//!   read into plain values (`PluginArgs`, symbol names), and the token
+//!   helpers the other modules share;
+//! * analysis, `signature`: what each `#[import]` function looks like
+//!   (`ImportFnInfo`), refusing any shape the generated entry point cannot
+//!   call;
+//! * expansion: `expand` for `#[plugin]`, `params` for
+//!   `#[derive(ImportParams)]`, and `cdecl` for the C declaration `params`
+//!   emits beside the Rust items.
 //!
 //! ABI values (feature bits, sanitizer kinds, the hash function of the
 //! export index) come from `xplug-abi`, never retyped here.

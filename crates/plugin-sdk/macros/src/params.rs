@@ -12,12 +12,12 @@
 //!    struct without the derive, a type alias) still fails to compile unless
 //!    it implements the `unsafe` marker trait.
 
-use proc_macro2::{Group, TokenStream as TokenStream2, TokenTree};
+use proc_macro2::TokenStream as TokenStream2;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, GenericArgument, PathArguments, Type};
 
-use crate::parse::has_repr_c;
+use crate::parse::{has_repr_c, replace_self};
 
 /// Expands `#[derive(ImportParams)]` on `input`.
 pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStream2> {
@@ -232,25 +232,4 @@ fn show(ty: &Type) -> String {
         .replace(":: ", "::")
         .replace("& ", "&")
         .replace(" ,", ",")
-}
-
-/// `tokens` with `Self` replaced by `name`, so a field type such as
-/// `*const Self` can be named outside the struct.
-pub(crate) fn replace_self(tokens: TokenStream2, name: &syn::Ident) -> TokenStream2 {
-    tokens
-        .into_iter()
-        .map(|tree| match tree {
-            TokenTree::Ident(ident) if ident == "Self" => {
-                let mut renamed = name.clone();
-                renamed.set_span(ident.span());
-                TokenTree::Ident(renamed)
-            }
-            TokenTree::Group(group) => {
-                let mut replaced = Group::new(group.delimiter(), replace_self(group.stream(), name));
-                replaced.set_span(group.span());
-                TokenTree::Group(replaced)
-            }
-            other => other,
-        })
-        .collect()
 }

@@ -1,7 +1,7 @@
 //! Reading the macros' inputs: `#[plugin(...)]` arguments, `#[import]`
 //! markers and `#[repr]` attributes.
 
-use proc_macro2::Span;
+use proc_macro2::{Group, Span, TokenStream as TokenStream2, TokenTree};
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -247,4 +247,25 @@ pub(crate) fn item_attrs(item: &Item) -> Option<&[Attribute]> {
         Item::Trait(item) => &item.attrs,
         _ => return None,
     })
+}
+
+/// `tokens` with `Self` replaced by `name`, so a field type such as
+/// `*const Self` can be named outside the struct.
+pub(crate) fn replace_self(tokens: TokenStream2, name: &syn::Ident) -> TokenStream2 {
+    tokens
+        .into_iter()
+        .map(|tree| match tree {
+            TokenTree::Ident(ident) if ident == "Self" => {
+                let mut renamed = name.clone();
+                renamed.set_span(ident.span());
+                TokenTree::Ident(renamed)
+            }
+            TokenTree::Group(group) => {
+                let mut replaced = Group::new(group.delimiter(), replace_self(group.stream(), name));
+                replaced.set_span(group.span());
+                TokenTree::Group(replaced)
+            }
+            other => other,
+        })
+        .collect()
 }

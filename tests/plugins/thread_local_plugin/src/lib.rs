@@ -51,8 +51,7 @@ pub struct DestroyedParams {
 
 #[xplug_sdk::plugin(
     name = "thread_local_plugin",
-    description = "leaves a thread-local with a destructor on calling threads (xplug test)",
-    features(standalone)
+    description = "leaves a thread-local with a destructor on calling threads (xplug test)"
 )]
 mod plugin {
     use super::*;
