@@ -170,7 +170,12 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        Self { names, fns, contexts, maybe_filled: true, saved: Vec::new() }
+        let mut request = Self { names, fns, contexts, maybe_filled: true, saved: Vec::new() };
+        // One scan now, so a fresh request from C (IREE's loaders zero their
+        // slots) is known empty: the walk's filled-slot checks are then free
+        // until a provider writes.
+        request.maybe_filled = request.any_filled();
+        request
     }
 
     /// A request over a v0 resolve-params struct.
