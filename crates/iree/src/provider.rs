@@ -316,10 +316,10 @@ extern "C" fn refuse_call(_params: *mut c_void, _context: *mut c_void, _reserved
 }
 
 /// `iree_hal_executable_import_provider_resolve_fn_t` over an
-/// [`ImportProvider`].
+/// [`IreeImportProvider`].
 ///
 /// # Safety
-/// `provider_self` is the `self_` of [`ImportProvider::as_iree_provider`]
+/// `provider_self` is the `self_` of [`IreeImportProvider::as_raw`]
 /// for a live provider; when `count > 0`, IREE passes `count` NUL-terminated
 /// names and `count` writable function and context slots used by no one else
 /// during the call; `out_resolution` is NULL or writable.

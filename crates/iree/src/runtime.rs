@@ -139,7 +139,10 @@ impl IreePluginManager {
     pub unsafe fn load(&self, path: &Path) -> Result<(), Error> {
         let refused = |source: IreeStatus| Error::IreePlugin { path: path.to_owned(), source };
         let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-            refused(IreeStatus { code: 3, text: "INVALID_ARGUMENT; the path contains a NUL byte".into() })
+            refused(IreeStatus {
+                code: xplug_manager::providers::abi::StatusCode::INVALID_ARGUMENT.0,
+                text: "INVALID_ARGUMENT; the path contains a NUL byte".into(),
+            })
         })?;
         let embedded = path.extension().is_some_and(|extension| extension == "sos");
         // SAFETY: the manager is live; the path is NUL-terminated; no
@@ -288,7 +291,7 @@ impl Device {
     /// IREE's name for the device.
     #[must_use]
     pub fn name(&self) -> &'static str {
-        self.inner.provider_device_name()
+        self.inner.provider.device_name()
     }
 
     /// The manager resolving this device's imports.
@@ -309,11 +312,5 @@ impl Device {
     #[must_use]
     pub fn executable_imports(&self) -> Vec<ExecutableImports> {
         self.inner.provider.log()
-    }
-}
-
-impl DeviceInner {
-    fn provider_device_name(&self) -> &'static str {
-        self.provider.device_name()
     }
 }
