@@ -116,7 +116,9 @@ fn loader_calls(c: &mut Criterion) {
             f3.fill(std::ptr::null_mut());
             c3.fill(std::ptr::null_mut());
             let mut request = ResolveRequest::new(&symbols, &mut f3, &mut c3).expect("equal lengths");
-            assert!(black_box(manager.resolve(&mut request)).is_ok());
+            // As much of the answer kept as the C side keeps (its status
+            // pointer): whether it succeeded.
+            assert!(black_box(manager.resolve(&mut request).is_ok()));
         };
         pair(c, &format!("iree_fresh_request_{row}"), None, ("iree", &mut iree_call), ("xplug", &mut fresh));
     }

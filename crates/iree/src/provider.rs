@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use xplug_manager::providers::ResolveRequest;
 use xplug_manager::providers::abi::{Resolution, StatusCode};
-use xplug_manager::{Manager, SlotSource};
+use xplug_manager::{Manager, ResolveTrace, SlotSource};
 
 use crate::sys::{self, iree};
 
@@ -171,19 +171,33 @@ impl IreeImportProvider {
     }
 
     /// Resolves one executable's request, recording when asked to.
+    #[inline]
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, (usize, xplug_manager::Error)> {
         let ordinal = self.executables.fetch_add(1, Ordering::Relaxed);
-        let (trace, result) = if self.recording == ImportRecording::Off {
-            // The hot path: no trace. A failure is still recorded (below),
-            // without who resolved what, so the session can report it typed.
-            match self.manager.resolve(request) {
-                Ok(resolution) => return Ok(resolution),
-                Err(error) => (None, Err(error)),
-            }
-        } else {
+        if self.recording != ImportRecording::Off {
             let (trace, result) = self.manager.resolve_traced(request);
-            (Some(trace), result)
-        };
+            return self.record(ordinal, request, Some(trace), result);
+        }
+        // The hot path: no trace. A failure is still recorded, without who
+        // resolved what, so the session can report it typed.
+        match self.manager.resolve(request) {
+            Ok(resolution) => Ok(resolution),
+            Err(error) => self.record(ordinal, request, None, Err(error)),
+        }
+    }
+
+    /// Records executable `ordinal`'s imports and outcome in the log, and
+    /// gives the outcome IREE sees (a listing run lets missing imports
+    /// through, bound to a function that refuses every call).
+    #[cold]
+    #[inline(never)]
+    fn record(
+        &self,
+        ordinal: usize,
+        request: &mut ResolveRequest<'_>,
+        trace: Option<ResolveTrace>,
+        result: Result<Resolution, xplug_manager::Error>,
+    ) -> Result<Resolution, (usize, xplug_manager::Error)> {
         let missing = match &result {
             Err(error) => error.missing_imports().to_vec(),
             Ok(_) => Vec::new(),
@@ -338,28 +352,13 @@ unsafe extern "C" fn resolve_imports(
                 "xplug import provider called without its state".into(),
             ));
         }
-        if count > 0 {
-            if symbol_names.is_null() || out_fn_ptrs.is_null() || out_fn_contexts.is_null() {
-                return Err((
-                    StatusCode::INVALID_ARGUMENT.0,
-                    "import resolve called with NULL arrays".into(),
-                ));
-            }
-            // SAFETY: IREE passes `count` name pointers.
-            let names = unsafe { std::slice::from_raw_parts(symbol_names, count) };
-            if names.iter().any(|name| name.is_null()) {
-                return Err((
-                    StatusCode::INVALID_ARGUMENT.0,
-                    "import resolve called with a NULL name".into(),
-                ));
-            }
-        }
+        // SAFETY: IREE guarantees the arrays' length, the names'
+        // termination and the slots' exclusive use; NULLs are checked.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        let mut request = request.map_err(|error| (StatusCode::INVALID_ARGUMENT.0, error.to_string()))?;
         // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
         let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
-        // SAFETY: checked non-NULL above; IREE guarantees the lengths,
-        // termination and exclusive use of the slots for the call.
-        let mut request =
-            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         provider.resolve(&mut request).map_err(|(ordinal, error)| {
             (status_code_for_iree(&error), provider.failure_message(ordinal, &error))
         })

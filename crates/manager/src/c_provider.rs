@@ -101,25 +101,20 @@ unsafe extern "C" fn manager_resolve(
         if provider_self.is_null() {
             return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
         }
-        if count > 0 {
-            if symbol_names.is_null() || out_fn_ptrs.is_null() || out_fn_contexts.is_null() {
-                tracing::warn!(count, "C resolve called with NULL arrays");
+        // SAFETY: the caller guarantees the arrays' length, the names'
+        // termination and the slots' exclusive use; NULLs are checked.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        let mut request = match request {
+            Ok(request) => request,
+            Err(error) => {
+                tracing::warn!(count, %error, "C resolve refused");
                 return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
             }
-            // SAFETY: the caller passes `count` name pointers.
-            let names = unsafe { std::slice::from_raw_parts(symbol_names, count) };
-            if names.iter().any(|name| name.is_null()) {
-                tracing::warn!(count, "C resolve called with a NULL symbol name");
-                return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
-            }
-        }
+        };
         // SAFETY: `provider_self` came from `as_c_provider` on a manager the
         // caller keeps alive for the call.
         let manager = unsafe { &*provider_self.cast::<Manager>().cast_const() };
-        // SAFETY: checked above that the arrays and names are non-NULL; the
-        // caller guarantees their length, termination and exclusive use.
-        let mut request =
-            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         match manager.resolve(&mut request) {
             Ok(resolution) => (StatusCode::OK, resolution),
             Err(error) => {

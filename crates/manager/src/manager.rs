@@ -327,6 +327,7 @@ impl Manager {
     /// # Errors
     /// [`Error::ProviderFailed`] when a provider fails with a code other than
     /// `NOT_FOUND`; [`Error::MissingImports`] when required slots stay empty.
+    #[inline]
     pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         if request.is_empty() {
             return Ok(Resolution::NONE);
@@ -338,7 +339,14 @@ impl Manager {
         if tracing::level_enabled!(tracing::Level::DEBUG) {
             return self.resolve_logged(request, count);
         }
-        self.resolve_observed(request, count, &mut Quiet)
+        // The quiet walk, judged here: on success the only value written to
+        // the caller's result is `Ok(NONE)` (a walk's outcome is two words,
+        // so no error-sized value is built or copied unless one happened).
+        match self.walk(request, count, &mut Quiet) {
+            Walked::Complete => Ok(Resolution::NONE),
+            Walked::Incomplete => self.judge_unfilled(request, count),
+            Walked::Failed(error) => Err(*error),
+        }
     }
 
     /// [`Manager::resolve`] when some subscriber takes `debug` events:
@@ -386,9 +394,9 @@ impl Manager {
         observer: &mut O,
     ) -> Result<Resolution, Error> {
         let result = match self.walk(request, count, observer) {
-            Ok(Walked::Complete) => Ok(Resolution::NONE),
-            Ok(Walked::Incomplete) => self.judge_unfilled(request, count),
-            Err(error) => Err(error),
+            Walked::Complete => Ok(Resolution::NONE),
+            Walked::Incomplete => self.judge_unfilled(request, count),
+            Walked::Failed(error) => Err(*error),
         };
         observer.finished(&result);
         result
@@ -401,19 +409,14 @@ impl Manager {
     /// provider called while some slot is filled is held to the
     /// filled-slot rule ([`ResolveRequest::protect_filled`]).
     #[inline(always)]
-    fn walk<O: Observer>(
-        &self,
-        request: &mut ResolveRequest<'_>,
-        count: usize,
-        observer: &mut O,
-    ) -> Result<Walked, Error> {
+    fn walk<O: Observer>(&self, request: &mut ResolveRequest<'_>, count: usize, observer: &mut O) -> Walked {
         // A fresh request answers `any_filled` without a scan.
         if request.any_filled() && request.all_filled() {
-            return Ok(Walked::Complete);
+            return Walked::Complete;
         }
         for (index, entry) in self.registry.newest_first(count) {
             let Some(entry) = entry else {
-                return Err(unreadable_provider(index, count));
+                return Walked::Failed(unreadable_provider(index, count));
             };
             let names = request.names();
             let answer = request.protect_filled(
@@ -425,13 +428,13 @@ impl Manager {
             );
             observer.answered(index, entry, request);
             if let Err(source) = answer {
-                return Err(provider_failed(index, entry, source));
+                return Walked::Failed(provider_failed(index, entry, *source));
             }
             if request.all_filled() {
-                return Ok(Walked::Complete);
+                return Walked::Complete;
             }
         }
-        Ok(Walked::Incomplete)
+        Walked::Incomplete
     }
 
     /// The outcome of a walk that left a slot empty.
@@ -473,39 +476,44 @@ impl Manager {
     }
 }
 
-/// How a walk ended.
+/// How a walk ended: two words, returned in registers, so the hot path
+/// never moves an error-sized value.
 enum Walked {
     /// Every slot is filled.
     Complete,
     /// Every provider was asked and a slot is still empty.
     Incomplete,
+    /// The walk stopped at an error (boxed: errors are the cold path).
+    Failed(Box<Error>),
 }
 
 /// Asks `entry` to fill `request` ([`ImportProvider::supply`]): an owned
 /// plugin through a direct call, any other provider through its trait
 /// object.
+/// The error comes boxed, so the answer is one word on the hot path.
 #[inline(always)]
-fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
-    match &entry.provider {
+fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), Box<xplug_providers::Error>> {
+    let answer = match &entry.provider {
         Held::Plugin(plugin) => plugin.supply(request),
         Held::Shared(provider) => provider.supply(request),
-    }
+    };
+    answer.map_err(Box::new)
 }
 
 /// The error for a registry entry counted but not readable: unreachable by
 /// the registry's publication argument, reported rather than skipped.
 #[cold]
 #[inline(never)]
-fn unreadable_provider(index: usize, count: usize) -> Error {
-    Error::RegistryInconsistent { index, count }
+fn unreadable_provider(index: usize, count: usize) -> Box<Error> {
+    Box::new(Error::RegistryInconsistent { index, count })
 }
 
 /// The error for provider `index` failing with `source`.
 #[cold]
 #[inline(never)]
-fn provider_failed(index: usize, entry: &Entry, source: xplug_providers::Error) -> Error {
+fn provider_failed(index: usize, entry: &Entry, source: xplug_providers::Error) -> Box<Error> {
     tracing::debug!(provider = &*entry.name, code = %source.code(), "provider failed");
-    Error::ProviderFailed { index, provider: entry.name.to_string(), source }
+    Box::new(Error::ProviderFailed { index, provider: entry.name.to_string(), source })
 }
 
 /// A manager's error as a provider's: missing imports are `NOT_FOUND`, a
@@ -542,7 +550,10 @@ impl ImportProvider for Manager {
             return Ok(());
         }
         let count = self.registry.len();
-        self.walk(request, count, &mut Quiet).map(drop).map_err(provider_error)
+        match self.walk(request, count, &mut Quiet) {
+            Walked::Complete | Walked::Incomplete => Ok(()),
+            Walked::Failed(error) => Err(provider_error(*error)),
+        }
     }
 
     /// Every name some provider exports, when every provider can list its

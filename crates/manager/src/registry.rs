@@ -142,6 +142,7 @@ impl Registry {
     }
 
     /// Number of published entries (acquire: every entry below it is readable).
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }

@@ -119,20 +119,14 @@ impl<'a> ResolveRequest<'a> {
     ///
     /// # Errors
     /// [`Error::InvalidRequest`] when the three slices differ in length.
+    #[inline]
     pub fn new(
         names: &'a [SymbolName<'a>],
         fns: &'a mut [*mut c_void],
         contexts: &'a mut [*mut c_void],
     ) -> Result<Self, Error> {
         if names.len() != fns.len() || names.len() != contexts.len() {
-            return Err(Error::InvalidRequest {
-                reason: format!(
-                    "{} names but {} function slots and {} context slots",
-                    names.len(),
-                    fns.len(),
-                    contexts.len()
-                ),
-            });
+            return Err(unequal_lengths(names.len(), fns.len(), contexts.len()));
         }
         let maybe_filled = fns.iter().any(|function| !function.is_null());
         Ok(Self { names, fns, contexts, maybe_filled, saved: Vec::new() })
@@ -148,6 +142,7 @@ impl<'a> ResolveRequest<'a> {
     ///
     /// # Thread-safety
     /// The slots must not be written by anyone else while the request lives.
+    #[inline]
     pub unsafe fn from_raw(
         count: usize,
         names: *const *const c_char,
@@ -176,6 +171,43 @@ impl<'a> ResolveRequest<'a> {
         // until a provider writes.
         request.maybe_filled = request.any_filled();
         request
+    }
+
+    /// A request over the arrays a C caller passed to a provider's
+    /// `resolve`, checked first: the three arrays must be non-NULL when
+    /// `count > 0`, and so must every name. The one check of C arguments
+    /// every C-facing provider shares (the manager's C view, `xplug-iree`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRequest`] naming what is NULL; nothing is written.
+    ///
+    /// # Safety
+    /// When `count > 0`: each non-NULL array points to `count` initialised
+    /// elements that stay valid (and, for the slots, unaliased) for `'a`;
+    /// every non-NULL name is a NUL-terminated string valid for `'a`.
+    ///
+    /// # Thread-safety
+    /// As [`ResolveRequest::from_raw`].
+    #[inline]
+    pub unsafe fn from_c_arrays(
+        count: usize,
+        names: *const *const c_char,
+        fns: *mut *mut c_void,
+        contexts: *mut *mut c_void,
+    ) -> Result<Self, Error> {
+        if count > 0 {
+            if names.is_null() || fns.is_null() || contexts.is_null() {
+                return Err(null_argument("the names, functions or contexts array is NULL"));
+            }
+            // SAFETY: non-NULL, and the caller passes `count` name pointers.
+            let pointers = unsafe { std::slice::from_raw_parts(names, count) };
+            if pointers.iter().any(|name| name.is_null()) {
+                return Err(null_argument("a symbol name is NULL"));
+            }
+        }
+        // SAFETY: checked above that the arrays and names are non-NULL; the
+        // caller guarantees their length, termination and exclusive use.
+        Ok(unsafe { Self::from_raw(count, names, fns, contexts) })
     }
 
     /// A request over a v0 resolve-params struct.
@@ -310,7 +342,7 @@ impl<'a> ResolveRequest<'a> {
     /// assert_eq!(rewritten, [0]);
     /// assert!(request.is_filled(0) && request.is_filled(1));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn protect_filled<R>(
         &mut self,
         call: impl FnOnce(&mut Self) -> R,
@@ -519,6 +551,23 @@ impl<'a> RequestSlots<'a> {
 /// baseline target only: run-time dispatch to AVX2 was measured to save
 /// 4 to 20 ns over 128 to 512 slots (nothing below 128), under 1 % of any
 /// resolve of that many names.
+/// The error of [`ResolveRequest::new`] over slices of unequal lengths
+/// (out of line: building it is the cold path of an inlined constructor).
+#[cold]
+#[inline(never)]
+fn unequal_lengths(names: usize, fns: usize, contexts: usize) -> Error {
+    Error::InvalidRequest {
+        reason: format!("{names} names but {fns} function slots and {contexts} context slots"),
+    }
+}
+
+/// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
+#[cold]
+#[inline(never)]
+fn null_argument(what: &str) -> Error {
+    Error::InvalidRequest { reason: format!("resolve called with invalid arguments: {what}") }
+}
+
 fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
     let mut blocks = fns.chunks_exact(32);
     for block in &mut blocks {
@@ -552,6 +601,30 @@ mod tests {
         assert!(!slots.request().any_filled());
         let (fns, contexts) = slots.into_slots();
         assert_eq!((fns.len(), contexts.len()), (2, 2));
+    }
+
+    /// `from_c_arrays` refuses NULL arrays and names when there are names,
+    /// accepts anything for zero names, and sees the slots otherwise.
+    #[test]
+    fn c_arrays_are_checked_before_use() {
+        let names = [c"a".as_ptr(), std::ptr::null()];
+        let mut fns = [std::ptr::null_mut::<c_void>(); 2];
+        let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+        let (f, c) = (fns.as_mut_ptr(), contexts.as_mut_ptr());
+        // SAFETY: two-element arrays; the NULL name is what is tested.
+        let error = unsafe { ResolveRequest::from_c_arrays(2, names.as_ptr(), f, c) }.unwrap_err();
+        assert!(error.to_string().contains("a symbol name is NULL"), "{error}");
+        // SAFETY: one-element arrays but the NULL one, which is tested.
+        let error = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), std::ptr::null_mut(), c) };
+        assert!(error.unwrap_err().to_string().contains("array is NULL"));
+        // SAFETY: zero names: the pointers are not read.
+        let empty = unsafe {
+            ResolveRequest::from_c_arrays(0, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        assert!(empty.unwrap().is_empty());
+        // SAFETY: the first element of each array, a valid name.
+        let request = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), f, c) }.unwrap();
+        assert_eq!((request.len(), request.any_filled()), (1, false));
     }
 
     /// `protect_filled` restores exactly the slots that were filled, even
