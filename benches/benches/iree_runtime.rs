@@ -27,11 +27,11 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use xplug_benches::pair;
+use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, IreePluginManager, Module, RawImportProvider, Runtime, Session, Tensor};
 use xplug_manager::Manager;
 use xplug_providers::{ResolveRequest, SymbolName};
-use xtask::iree_e2e::{self, MUL_CALL};
 
 /// One resolve as IREE's loader makes it: slots cleared, then the C call.
 fn loader_call<'a>(

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use xtask::iree_e2e;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "xplug project automation")]
@@ -157,12 +158,12 @@ fn main() -> ExitCode {
         Command::IreeE2e { debug } => {
             let root = xtask::workspace_root();
             let profile = xplug_fixtures::plugins::PluginProfile::from_release_flag(!debug);
-            let cases = xtask::iree_e2e::cases().len();
+            let cases = iree_e2e::cases().len();
             let mut done = 0;
-            let result = xtask::iree_e2e::run(&root, profile, |case, outcome| {
+            let result = iree_e2e::run(&root, profile, |case, outcome| {
                 done += 1;
                 let verdict = match outcome {
-                    xtask::iree_e2e::Outcome::Pass => "ok",
+                    iree_e2e::Outcome::Pass => "ok",
                     _ => "FAILED",
                 };
                 eprintln!(
@@ -176,11 +177,11 @@ fn main() -> ExitCode {
                 Ok(report) => {
                     println!(
                         "\nIREE {} (iree-compile, iree-run-module --device=local-sync), {} plugins from {}\n",
-                        xtask::iree_e2e::IREE_VERSION,
+                        iree_e2e::IREE_VERSION,
                         profile.dir_name(),
                         xplug_fixtures::plugins::output_dir(&root, profile).display()
                     );
-                    print!("{}", report.table());
+                    print!("{}", iree_e2e::report_table(&report));
                     if report.all_passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
                 }
                 Err(error) => {

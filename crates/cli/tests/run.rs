@@ -7,8 +7,8 @@ mod common;
 use std::process::Command;
 
 use common::{json, xplug};
+use xplug_fixtures::iree_e2e::{self, MUL_CALL, TWO_IMPORTS};
 use xplug_fixtures::plugins::PluginProfile;
-use xtask::iree_e2e::{self, MUL_CALL, TWO_IMPORTS};
 
 fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use xplug_fixtures::iree_e2e::{self, MUL_CALL, Prepared, TWO_IMPORTS};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
-use xtask::iree_e2e::{self, MUL_CALL, Prepared, TWO_IMPORTS};
 
 // Linked into this binary with its `static` feature: it registers through
 // `inventory` and serves IREE executables as a Rust plugin, no C involved.

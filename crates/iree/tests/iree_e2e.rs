@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use xplug_fixtures::iree_e2e::{self, Case};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
-use xtask::iree_e2e::{self, Case};
 
 fn manager_for(prepared: &iree_e2e::Prepared, case: &Case) -> Arc<Manager> {
     let specs: Vec<PathBuf> = case.plugins.iter().map(|name| prepared.library(name).to_owned()).collect();
