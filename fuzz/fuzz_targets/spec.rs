@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xplug_manager::spec::{EMBEDDED_PREFIX, LoaderKind, PluginSpec};
+use xplug_manager::spec::{EMBEDDED_PREFIX, PluginSpec, STATIC_PREFIX, SpecTarget};
 
 fn encode(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("%{byte:02X}")).collect()
@@ -16,14 +16,19 @@ fuzz_target!(|data: &[u8]| {
         Err(error) => assert!(error.to_string().contains(&format!("`{text}`")), "{error}"),
         Ok(spec) => {
             assert_eq!(spec.as_str(), text);
-            assert!(!spec.path().is_empty() && !spec.path().contains('?'));
+            let named = spec.target().as_str();
+            assert!(!named.is_empty() && !named.contains('?'));
             assert!(spec.params().iter().all(|(key, _)| !key.is_empty()));
             // Render with every byte escaped and parse again.
             let mut rendered = String::new();
-            if spec.loader() == LoaderKind::Embedded && text.starts_with(EMBEDDED_PREFIX) {
-                rendered.push_str(EMBEDDED_PREFIX);
+            match spec.target() {
+                SpecTarget::EmbeddedElf { .. } if text.starts_with(EMBEDDED_PREFIX) => {
+                    rendered.push_str(EMBEDDED_PREFIX);
+                }
+                SpecTarget::Static { .. } => rendered.push_str(STATIC_PREFIX),
+                _ => {}
             }
-            rendered.push_str(spec.path());
+            rendered.push_str(named);
             for (index, (key, value)) in spec.params().iter().enumerate() {
                 rendered.push(if index == 0 { '?' } else { '&' });
                 rendered.push_str(&encode(key));
@@ -31,9 +36,8 @@ fuzz_target!(|data: &[u8]| {
                 rendered.push_str(&encode(value));
             }
             let again = PluginSpec::parse(&rendered).expect("a rendered spec parses");
-            assert_eq!(again.path(), spec.path());
+            assert_eq!(again.target(), spec.target());
             assert_eq!(again.params(), spec.params());
-            assert_eq!(again.loader(), spec.loader());
         }
     }
 });

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
-use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_manager::spec::{PluginSpec, SpecTarget};
 use xplug_providers::raw::{ParamInfo, RawHeader};
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
@@ -49,12 +49,12 @@ struct Embedded {
     segments: Vec<String>,
 }
 
-fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError> {
-    let path = Path::new(spec.path());
+fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Report, CliError> {
+    let path = Path::new(file);
     let bytes = crate::fatelf::read(path)?;
     let params = spec.load_params();
     // Validated and mapped once: the plan shown is the one the plugin runs from.
-    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params).map_err(|source| match source {
+    let loaded = trust::load_embedded_image(file, &bytes, &params).map_err(|source| match source {
         xplug_providers::Error::EmbeddedElf { source, .. } => {
             CliError::FatElf { context: format!("cannot load embedded plugin `{plugin}`"), source: *source }
         }
@@ -119,11 +119,13 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     }
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
-    if spec.loader() == LoaderKind::Embedded {
-        return inspect_embedded(plugin, &spec);
-    }
+    let path = match spec.target() {
+        SpecTarget::EmbeddedElf { path } => return inspect_embedded(plugin, &spec, path),
+        SpecTarget::SystemLibrary { path } => Path::new(path),
+        // `static:` specs are answered above, from the registrations.
+        _ => return Err(CliError::Usage { message: format!("`{plugin}` names no plugin file to inspect") }),
+    };
     let params = spec.load_params();
-    let path = Path::new(spec.path());
     // The file is opened once: its lists and header are read from the
     // library the plugin is then loaded from.
     let raw =

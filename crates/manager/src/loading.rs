@@ -6,7 +6,7 @@ use std::sync::Arc;
 use xplug_providers::{LoadParamList, Plugin, static_plugins};
 
 use crate::registry::Held;
-use crate::spec::{self, LoaderKind, PluginSpec};
+use crate::spec::{self, PluginSpec, SpecTarget};
 use crate::{Error, Manager};
 
 /// What a registration added to a [`Manager`]: where the provider sits in
@@ -97,24 +97,21 @@ impl Manager {
         let params = spec.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
         let _entered = span.enter();
-        if spec.loader() == LoaderKind::Static {
-            let registrations = static_plugins();
-            let Some(registration) = registrations.iter().find(|r| r.name() == spec.path()) else {
-                return Err(Error::StaticPluginNotFound {
-                    name: spec.path().to_owned(),
-                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-                });
-            };
-            let plugin = Plugin::from_registration(registration, &params)
-                .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
-            return self.register_plugin(plugin);
-        }
-        // SAFETY: the caller vouches for the plugin (see `load_spec`).
-        let loaded = unsafe {
-            match spec.loader() {
-                LoaderKind::Embedded => Plugin::load_embedded_elf(spec.path(), &params),
-                _ => Plugin::load_system_library(spec.path(), &params),
+        let loaded = match spec.target() {
+            SpecTarget::Static { name } => {
+                let registrations = static_plugins();
+                let Some(registration) = registrations.iter().find(|r| r.name() == name) else {
+                    return Err(Error::StaticPluginNotFound {
+                        name: name.clone(),
+                        linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                    });
+                };
+                Plugin::from_registration(registration, &params)
             }
+            // SAFETY: the caller vouches for the plugin (see `load_spec`).
+            SpecTarget::EmbeddedElf { path } => unsafe { Plugin::load_embedded_elf(path, &params) },
+            // SAFETY: as above.
+            SpecTarget::SystemLibrary { path } => unsafe { Plugin::load_system_library(path, &params) },
         };
         let plugin = loaded.map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
         self.register_plugin(plugin)

@@ -11,10 +11,11 @@
 //!
 //! - `path` is everything before the first `?`, taken literally (no
 //!   decoding), so a library path cannot contain `?`. It must not be empty.
-//! - The `embedded:` prefix, or a path ending in `.sos`, selects the embedded
-//!   ELF loader ([`LoaderKind::Embedded`]); `static:NAME` names a plugin
-//!   linked into the binary ([`LoaderKind::Static`], `path` is the name);
-//!   anything else the system loader.
+//! - The `embedded:` prefix, or a path ending in `.sos`, names a file for
+//!   the embedded ELF loader ([`SpecTarget::EmbeddedElf`]); `static:NAME`
+//!   names a plugin linked into the binary ([`SpecTarget::Static`]);
+//!   anything else a file for the system loader
+//!   ([`SpecTarget::SystemLibrary`]).
 //! - `key` and `value` are percent-decoded: `%XX` (two hex digits, either
 //!   case) is the byte `0xXX`, so any byte, including `&`, `=`, `%`, `:` and
 //!   `;`, can be passed. `+` is **not** a space: it stays a literal `+`
@@ -25,18 +26,25 @@
 //!   than guessed at. Repeated keys are kept, in order.
 //!
 //! ```
-//! use xplug_manager::spec::{LoaderKind, PluginSpec};
+//! use xplug_manager::spec::{PluginSpec, SpecTarget};
 //!
 //! let spec = PluginSpec::parse("/opt/libfast.so?scale=3&name=a%26b&flag").unwrap();
-//! assert_eq!(spec.path(), "/opt/libfast.so");
-//! assert_eq!(spec.loader(), LoaderKind::SystemLibrary);
+//! assert_eq!(spec.target(), &SpecTarget::SystemLibrary { path: "/opt/libfast.so".into() });
+//! assert_eq!(spec.path(), Some("/opt/libfast.so"));
 //! assert_eq!(
 //!     spec.params(),
 //!     [(b"scale".to_vec(), b"3".to_vec()), (b"name".to_vec(), b"a&b".to_vec()), (b"flag".to_vec(), vec![])]
 //! );
 //!
-//! assert_eq!(PluginSpec::parse("embedded:k.bin").unwrap().loader(), LoaderKind::Embedded);
-//! assert_eq!(PluginSpec::parse("kernels.sos").unwrap().loader(), LoaderKind::Embedded);
+//! assert_eq!(
+//!     PluginSpec::parse("embedded:k.bin").unwrap().target(),
+//!     &SpecTarget::EmbeddedElf { path: "k.bin".into() }
+//! );
+//! assert!(matches!(PluginSpec::parse("kernels.sos").unwrap().target(), SpecTarget::EmbeddedElf { .. }));
+//! // A static plugin is a name, not a path.
+//! let linked = PluginSpec::parse("static:sample_static").unwrap();
+//! assert_eq!(linked.target(), &SpecTarget::Static { name: "sample_static".into() });
+//! assert_eq!(linked.path(), None);
 //! assert!(PluginSpec::parse("lib.so?=1").unwrap_err().to_string().contains("`lib.so?=1`"));
 //! ```
 
@@ -59,25 +67,47 @@ pub const ENV_VAR: &str = "XPLUG_PLUGINS";
 /// contain `:`), `:` elsewhere.
 pub const ENV_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
 
-/// Which loader a spec selects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a spec names, and so which loader takes it: a file for one of the
+/// two file loaders, or a plugin linked into the binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LoaderKind {
-    /// The operating system's loader (`dlopen`/`LoadLibrary`).
-    SystemLibrary,
-    /// xplug's own embedded-ELF loader (`embedded:PATH` and `.sos` files).
-    Embedded,
+pub enum SpecTarget {
+    /// A shared library for the operating system's loader
+    /// (`dlopen`/`LoadLibrary`).
+    SystemLibrary {
+        /// The file, as written.
+        path: String,
+    },
+    /// An embedded ELF file (`embedded:PATH`, or a path ending in `.sos`) for
+    /// xplug's own loader.
+    EmbeddedElf {
+        /// The file, as written (without `embedded:`).
+        path: String,
+    },
     /// A plugin linked into the binary, found by name among
     /// `xplug_providers::static_plugins()` (`static:NAME`).
-    Static,
+    Static {
+        /// The plugin's registered name.
+        name: String,
+    },
+}
+
+impl SpecTarget {
+    /// The file path or the static plugin's name, as written in the spec.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::SystemLibrary { path } | Self::EmbeddedElf { path } => path,
+            Self::Static { name } => name,
+        }
+    }
 }
 
 /// A parsed plugin spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginSpec {
     original: String,
-    loader: LoaderKind,
-    path: String,
+    target: SpecTarget,
     params: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -126,14 +156,14 @@ impl PluginSpec {
                 params.push((key, value));
             }
         }
-        let loader = if is_static {
-            LoaderKind::Static
+        let target = if is_static {
+            SpecTarget::Static { name: path.to_owned() }
         } else if explicit_embedded || path.ends_with(EMBEDDED_SUFFIX) {
-            LoaderKind::Embedded
+            SpecTarget::EmbeddedElf { path: path.to_owned() }
         } else {
-            LoaderKind::SystemLibrary
+            SpecTarget::SystemLibrary { path: path.to_owned() }
         };
-        Ok(Self { original: spec.to_owned(), loader, path: path.to_owned(), params })
+        Ok(Self { original: spec.to_owned(), target, params })
     }
 
     /// The spec as written.
@@ -142,16 +172,20 @@ impl PluginSpec {
         &self.original
     }
 
-    /// The loader the spec selects.
+    /// What the spec names (and so the loader that takes it).
     #[must_use]
-    pub fn loader(&self) -> LoaderKind {
-        self.loader
+    pub fn target(&self) -> &SpecTarget {
+        &self.target
     }
 
-    /// The library path (without `embedded:` and without parameters).
+    /// The file the spec names (without `embedded:` and without
+    /// parameters); `None` for a static plugin, which is a name.
     #[must_use]
-    pub fn path(&self) -> &str {
-        &self.path
+    pub fn path(&self) -> Option<&str> {
+        match &self.target {
+            SpecTarget::SystemLibrary { path } | SpecTarget::EmbeddedElf { path } => Some(path),
+            SpecTarget::Static { .. } => None,
+        }
     }
 
     /// The decoded load parameters, in order.
@@ -271,8 +305,8 @@ mod tests {
     #[test]
     fn static_specs_name_a_linked_plugin() {
         let spec = PluginSpec::parse("static:sample_static?k=v").unwrap();
-        assert_eq!(spec.loader(), LoaderKind::Static);
-        assert_eq!(spec.path(), "sample_static");
+        assert_eq!(spec.target(), &SpecTarget::Static { name: "sample_static".into() });
+        assert_eq!(spec.path(), None);
         assert_eq!(spec.params(), [(b"k".to_vec(), b"v".to_vec())]);
         assert!(PluginSpec::parse("static:").is_err());
         assert_eq!(
@@ -301,14 +335,16 @@ mod tests {
     #[test]
     fn plain_paths() {
         let spec = PluginSpec::parse("libplugin.so").unwrap();
-        assert_eq!(spec.path(), "libplugin.so");
-        assert_eq!(spec.loader(), LoaderKind::SystemLibrary);
+        assert_eq!(spec.target(), &SpecTarget::SystemLibrary { path: "libplugin.so".into() });
         assert!(spec.params().is_empty());
         assert_eq!(spec.as_str(), "libplugin.so");
         // Paths are literal: `%` and `+` and `=` stay as written.
-        assert_eq!(PluginSpec::parse("/a/b%20c+d=e.so").unwrap().path(), "/a/b%20c+d=e.so");
+        assert_eq!(PluginSpec::parse("/a/b%20c+d=e.so").unwrap().path(), Some("/a/b%20c+d=e.so"));
         // `embedded:` only counts as a prefix.
-        assert_eq!(PluginSpec::parse("/x/embedded:y.so").unwrap().loader(), LoaderKind::SystemLibrary);
+        assert!(matches!(
+            PluginSpec::parse("/x/embedded:y.so").unwrap().target(),
+            SpecTarget::SystemLibrary { .. }
+        ));
     }
 
     #[test]
@@ -337,10 +373,9 @@ mod tests {
     #[test]
     fn embedded_specs() {
         let spec = PluginSpec::parse("embedded:/k/x.bin?a=1").unwrap();
-        assert_eq!(spec.loader(), LoaderKind::Embedded);
-        assert_eq!(spec.path(), "/k/x.bin");
-        assert_eq!(PluginSpec::parse("x.sos?a=1").unwrap().loader(), LoaderKind::Embedded);
-        assert_eq!(PluginSpec::parse("x.sos").unwrap().path(), "x.sos");
+        assert_eq!(spec.target(), &SpecTarget::EmbeddedElf { path: "/k/x.bin".into() });
+        assert!(matches!(PluginSpec::parse("x.sos?a=1").unwrap().target(), SpecTarget::EmbeddedElf { .. }));
+        assert_eq!(PluginSpec::parse("x.sos").unwrap().path(), Some("x.sos"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `env_list.rs`); these properties run in CI.
 
 use proptest::prelude::*;
-use xplug_manager::spec::{EMBEDDED_PREFIX, LoaderKind, PluginSpec, split_spec_list};
+use xplug_manager::spec::{EMBEDDED_PREFIX, PluginSpec, SpecTarget, split_spec_list};
 
 /// Percent-encodes every byte that is not ASCII alphanumeric or `_-.`.
 fn encode(bytes: &[u8]) -> String {
@@ -56,10 +56,14 @@ proptest! {
         let text = render(embedded, &path, &params);
         let spec = PluginSpec::parse(&text).unwrap();
         prop_assert_eq!(spec.as_str(), text.as_str());
-        prop_assert_eq!(spec.path(), path.as_str());
+        prop_assert_eq!(spec.path(), Some(path.as_str()));
         prop_assert_eq!(spec.params(), params.as_slice());
-        let expected = if embedded || path.ends_with(".sos") { LoaderKind::Embedded } else { LoaderKind::SystemLibrary };
-        prop_assert_eq!(spec.loader(), expected);
+        let expected = if embedded || path.ends_with(".sos") {
+            SpecTarget::EmbeddedElf { path: path.clone() }
+        } else {
+            SpecTarget::SystemLibrary { path: path.clone() }
+        };
+        prop_assert_eq!(spec.target(), &expected);
         prop_assert_eq!(spec.load_params().len(), params.len());
     }
 
@@ -67,8 +71,8 @@ proptest! {
     fn any_text_parses_or_is_refused_quoting_it(text in "\\PC{0,40}") {
         match PluginSpec::parse(&text) {
             Ok(spec) => {
-                prop_assert!(!spec.path().is_empty());
-                prop_assert!(!spec.path().contains('?'));
+                prop_assert!(!spec.target().as_str().is_empty());
+                prop_assert!(!spec.target().as_str().contains('?'));
             }
             Err(error) => {
                 let quoted = format!("`{text}`");

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde_json::json;
 use xplug_abi::Features;
-use xplug_manager::spec::{LoaderKind, PluginSpec};
+use xplug_manager::spec::{PluginSpec, SpecTarget};
 use xplug_providers::raw::open_elf_image;
 use xplug_providers::{LoadParamList, checks};
 
@@ -111,19 +111,20 @@ pub(crate) fn run(
 ) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
-    if parsed.loader() == LoaderKind::Static {
-        return Err(CliError::Usage {
-            message: format!(
-                "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
+    let (file, embedded) = match parsed.target() {
+        SpecTarget::SystemLibrary { path } => (path, false),
+        SpecTarget::EmbeddedElf { path } => (path, true),
+        _ => {
+            return Err(CliError::Usage {
+                message: format!(
+                    "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
                  (`cargo build --release`) and check its library, or `xplug inspect {spec}`"
-            ),
-        });
-    }
-    let embedded = parsed.loader() == LoaderKind::Embedded;
-    let results = match isolation {
-        Isolation::InProcess => {
-            run_checks(Path::new(parsed.path()), embedded, &parsed.load_params(), symbols, only)?
+                ),
+            });
         }
+    };
+    let results = match isolation {
+        Isolation::InProcess => run_checks(Path::new(file), embedded, &parsed.load_params(), symbols, only)?,
         Isolation::Child(timeout) => match children::run_checks(spec, symbols, only, json, timeout)? {
             children::Isolated::Results(results) => results,
             children::Isolated::Forwarded(code) => return Ok(code),
