@@ -94,29 +94,8 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
-        let params = spec.load_params();
-        let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
-        let _entered = span.enter();
-        if spec.loader() == LoaderKind::Static {
-            let registrations = static_plugins();
-            let Some(registration) = registrations.iter().find(|r| r.name() == spec.path()) else {
-                return Err(Error::StaticPluginNotFound {
-                    name: spec.path().to_owned(),
-                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-                });
-            };
-            let plugin = Plugin::from_registration(registration, &params)
-                .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
-            return self.register_plugin(plugin);
-        }
-        // SAFETY: the caller vouches for the plugin (see `load_spec`).
-        let loaded = unsafe {
-            match spec.loader() {
-                LoaderKind::Embedded => Plugin::load_embedded_elf(spec.path(), &params),
-                _ => Plugin::load_system_library(spec.path(), &params),
-            }
-        };
-        let plugin = loaded.map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+        // SAFETY: forwarded to the caller.
+        let plugin = unsafe { spec.load() }?;
         self.register_plugin(plugin)
     }
 
@@ -233,5 +212,43 @@ impl Manager {
             })?;
         }
         Ok(self)
+    }
+}
+
+impl PluginSpec {
+    /// Loads the plugin this spec names with its load parameters, with the
+    /// loader [`Manager::load_spec`] would choose, without registering it:
+    /// for a tool that reads what the loaded [`Plugin`] describes (its
+    /// exports, parameters, import layouts) before handing it to
+    /// [`Manager::register_plugin`].
+    ///
+    /// # Errors
+    /// As [`Manager::load_spec`], except [`Error::CapacityReached`].
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    pub unsafe fn load(&self) -> Result<Plugin, Error> {
+        let params = self.load_params();
+        let span = tracing::debug_span!("xplug_load_plugin", spec = self.as_str());
+        let _entered = span.enter();
+        if self.loader() == LoaderKind::Static {
+            let registrations = static_plugins();
+            let Some(registration) = registrations.iter().find(|r| r.name() == self.path()) else {
+                return Err(Error::StaticPluginNotFound {
+                    name: self.path().to_owned(),
+                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                });
+            };
+            return Plugin::from_registration(registration, &params)
+                .map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source });
+        }
+        // SAFETY: the caller vouches for the plugin (see `load_spec`).
+        let loaded = unsafe {
+            match self.loader() {
+                LoaderKind::Embedded => Plugin::load_embedded_elf(self.path(), &params),
+                _ => Plugin::load_system_library(self.path(), &params),
+            }
+        };
+        loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }
 }

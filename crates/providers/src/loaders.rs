@@ -345,6 +345,7 @@ pub(crate) fn load_checked(
     })?;
     // Only a plugin that passed every check is asked for its names.
     let exports = library.and_then(|library| library.exports());
+    let import_layouts = library.and_then(|library| library.import_layouts());
 
     Ok(Plugin {
         instance,
@@ -359,6 +360,7 @@ pub(crate) fn load_checked(
         source: site.source,
         exports,
         params: declared,
+        import_layouts,
         code: site.code,
         allocator,
     })
