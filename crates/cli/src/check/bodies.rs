@@ -240,8 +240,10 @@ pub(super) fn resolve_unknown_optional(subject: &Subject<'_>) -> Verdict {
 }
 
 fn no_exports() -> Verdict {
-    Ok("skipped: no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)"
-        .to_owned())
+    Ok(format!(
+        "{}no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)",
+        super::catalogue::SKIPPED
+    ))
 }
 
 pub(super) fn resolve_exports(subject: &Subject<'_>) -> Verdict {
