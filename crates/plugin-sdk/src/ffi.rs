@@ -498,9 +498,17 @@ fn set_load_error(message: Option<alloc::string::String>) {
     let _ = message;
 }
 
+/// Set once a host has called `xplug_plugin_load_error`: it reads the
+/// messages of refused loads, so `load` stops printing them to stderr (the
+/// host shows them; printing too would show each twice). Hosts that never
+/// call it (IREE's) keep the printed line, their only view of the message.
+static HOST_READS_LOAD_ERRORS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 /// `xplug_plugin_load_error`: the message of the last refused `load` on
-/// this thread (valid until the next `load` here), or NULL.
+/// this thread (valid until the next `load` here), or NULL. Calling it also
+/// tells the plugin that the host reads these messages.
 pub extern "C" fn last_load_error() -> *const c_char {
+    HOST_READS_LOAD_ERRORS.store(true, core::sync::atomic::Ordering::Relaxed);
     #[cfg(feature = "std")]
     {
         // `try_*`: no panic may cross this C boundary (a thread-local being
@@ -519,7 +527,9 @@ pub extern "C" fn last_load_error() -> *const c_char {
 
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
     #[cfg(feature = "std")]
-    std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    if !HOST_READS_LOAD_ERRORS.load(core::sync::atomic::Ordering::Relaxed) {
+        std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    }
     #[cfg(feature = "std")]
     set_load_error(Some(std::format!("{error}")));
     #[cfg(not(feature = "std"))]

@@ -254,6 +254,10 @@
 //!
 //! which xplug's host reads after a refused `load`, so the plugin's own
 //! explanation reaches the error (`xplug --json` prints it as a cause).
+//! xplug's host also calls it once before `load`, which tells the plugin
+//! that the host shows these messages: from then on they are no longer
+//! printed to stderr, so each appears once. A host that never calls it
+//! (IREE's runtime) still gets the printed line.
 //!
 //! # `no_std`
 //!

@@ -319,6 +319,12 @@ pub(crate) fn load_checked(
             .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
     }
 
+    // Asking for the load message before `load` tells an `xplug-sdk`
+    // plugin that this host shows it (as a cause of the error below), so
+    // the plugin does not also print it (docs/abi.md#load-error-message).
+    if let Some(library) = library {
+        let _ = library.load_error();
+    }
     let allocator = CountingAllocator::new();
     let instance = table.load(&allocator, params).map_err(|error| match error {
         RawLoadError::Refused { code } => {
