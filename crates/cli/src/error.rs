@@ -304,6 +304,7 @@ impl CliError {
                     } => "unknown_param",
                     LoadError::Incompatible { .. } => "incompatible",
                     LoadError::LoadFailed { .. } => "load_failed",
+                    LoadError::EmbeddedElf { source, .. } => embedded_kind(source),
                     _ => "load",
                 });
             }
@@ -322,6 +323,30 @@ impl CliError {
             next = cause.source();
         }
         causes
+    }
+}
+
+/// The kind of a file xplug's embedded ELF loader refused, by cause: the
+/// same kind as the system loader's refusal where the cause is the same
+/// (`wrong_architecture`, `missing_export`).
+fn embedded_kind(error: &xplug_providers::embedded_elf::EmbeddedElfError) -> &'static str {
+    use xplug_providers::embedded_elf::EmbeddedElfError as Elf;
+    match error {
+        // An ordinary shared library (libz.so.1) given as a standalone
+        // plugin: it needs the OS loader.
+        Elf::NeededLibrary { .. }
+        | Elf::UndefinedSymbol { .. }
+        | Elf::Initializer { .. }
+        | Elf::ThreadLocalStorage { .. } => "not_standalone",
+        Elf::NoMatchingRecord { .. } | Elf::WrongArchitecture { .. } => "wrong_architecture",
+        Elf::MissingQuery { .. } | Elf::QueryNotCode { .. } => "missing_export",
+        Elf::UnsupportedHost { .. } => "unsupported_host",
+        Elf::Memory { .. } => "out_of_memory",
+        Elf::UnsupportedDynamicEntry { .. }
+        | Elf::UnsupportedRelocation { .. }
+        | Elf::RelocationOverflow { .. } => "unsupported_elf",
+        Elf::Truncated { .. } | Elf::BadMagic { .. } => "not_elf",
+        _ => "invalid_elf",
     }
 }
 

@@ -54,12 +54,9 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError>
     let bytes = crate::fatelf::read(path)?;
     let params = spec.load_params();
     // Validated and mapped once: the plan shown is the one the plugin runs from.
-    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params).map_err(|source| match source {
-        xplug_providers::Error::EmbeddedElf { source, .. } => {
-            CliError::FatElf { context: format!("cannot load embedded plugin `{plugin}`"), source: *source }
-        }
-        source => CliError::Load { what: plugin.to_owned(), source },
-    })?;
+    // The same error (and so the same kind) as every other command's.
+    let loaded = trust::load_embedded_image(spec.path(), &bytes, &params)
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let embedded = loaded.elf_image().map(|image| {
         let plan = image.plan();
         let record = plan.record().map_or_else(

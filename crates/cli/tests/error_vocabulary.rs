@@ -149,3 +149,26 @@ fn check_stops_at_a_fatal_failure_and_counts_skips_as_skips() {
         "{stdout}"
     );
 }
+
+#[test]
+fn an_ordinary_shared_library_given_as_embedded_is_not_standalone_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    // Like `embedded:libz.so.1`: a library that needs libc.
+    let path = xplug_fixtures::build_c_plugin_from_code(
+        "int not_a_plugin(void) { return 1; }\n",
+        dir.path(),
+        "needslibc",
+        &["-Wl,--no-as-needed", "-lc"],
+    );
+    let spec = format!("embedded:{}", path.display());
+    for command in [
+        &["inspect", &spec][..],
+        &["resolve", "--plugin", &spec, "f"][..],
+        &["call", &spec, "f", "--hex", "00"][..],
+    ] {
+        let value = json(command, 1);
+        assert_eq!(value["error"]["kind"], "not_standalone", "{command:?}: {value}");
+        assert!(value["error"].to_string().contains("DT_NEEDED"), "{command:?}: {value}");
+        no_line_repeated(&stderr_of(command));
+    }
+}
