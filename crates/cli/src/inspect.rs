@@ -96,12 +96,14 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError>
 fn inspect(plugin: &str) -> Result<Report, CliError> {
     if let Some(name) = plugin.strip_prefix(STATIC_PREFIX) {
         let registrations = static_plugins();
+        // The manager's error, so the kind is the one `resolve` and `call`
+        // give for the same spec.
         let registration =
-            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Usage {
-                message: format!(
-                    "no static plugin `{name}` is linked into xplug; linked: [{}]",
-                    registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
-                ),
+            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Plugin {
+                source: xplug_manager::Error::StaticPluginNotFound {
+                    name: name.to_owned(),
+                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                },
             })?;
         let loaded = Plugin::from_registration(registration, &LoadParamList::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;

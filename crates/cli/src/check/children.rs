@@ -91,7 +91,10 @@ pub(super) fn run_checks(
                 });
             }
         }
-        if check.fatal && results.last().is_some_and(|result| result.outcome == Outcome::Fail) {
+        if results
+            .last()
+            .is_some_and(|result| result.outcome == Outcome::Fail && check.stops_the_run(&result.detail))
+        {
             fatal = Some(check.name);
         }
     }

@@ -74,15 +74,11 @@ pub(crate) fn run_checks(
         }
         let verdict = (check.run)(&subject);
         let outcome = Outcome::of(&verdict);
-        if outcome == Outcome::Fail && check.fatal {
+        let detail = verdict.unwrap_or_else(|detail| detail);
+        if outcome == Outcome::Fail && check.stops_the_run(&detail) {
             fatal = Some(check.name);
         }
-        results.push(CheckResult {
-            name: check.name,
-            outcome,
-            detail: verdict.unwrap_or_else(|detail| detail),
-            fault: None,
-        });
+        results.push(CheckResult { name: check.name, outcome, detail, fault: None });
     }
     Ok(results)
 }
