@@ -86,6 +86,10 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
  * on the calling thread (see xplug_plugin_load_error_fn_t). */
 #define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
 
+/* xplug's optional extra export describing each import's params struct
+ * (see xplug_import_layouts_fn_t), for tools that call imports by hand. */
+#define XPLUG_IMPORT_LAYOUTS_NAME "xplug_import_layouts"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)
@@ -310,6 +314,37 @@ typedef const struct xplug_plugin_param_t *(*xplug_plugin_params_fn_t)(size_t *o
 
 // xplug's optional extra export: why the last `load` on the calling thread
 typedef const char *(*xplug_plugin_load_error_fn_t)(void);
+
+// One field of an import's params struct, as [`ImportLayout::fields`]
+typedef struct xplug_field_layout_t {
+  // The field's name (`_0`, `_1`, ... for a tuple struct).
+  const char *name;
+  // The field's type as the plugin's source spells it (`f32`,
+  const char *type_name;
+  // Its offset in the struct, in bytes.
+  size_t offset;
+  // Its size in bytes.
+  size_t size;
+} xplug_field_layout_t;
+
+// The params struct one import takes (an element of the array
+typedef struct xplug_import_layout_t {
+  // The import's name, without `?`, as `resolve` matches it.
+  const char *symbol;
+  // The params struct's name as the plugin's source spells it.
+  const char *type_name;
+  // `sizeof` the params struct: the bytes the import reads and writes
+  size_t size;
+  // Its alignment in bytes.
+  size_t align;
+  // The number of entries `fields` points at.
+  size_t field_count;
+  // The fields in declaration order, or NULL.
+  const struct xplug_field_layout_t *fields;
+} xplug_import_layout_t;
+
+// xplug's optional extra export: the params layout of each import, for
+typedef const struct xplug_import_layout_t *(*xplug_import_layouts_fn_t)(size_t *out_count);
 
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */

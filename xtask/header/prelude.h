@@ -70,6 +70,10 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
  * on the calling thread (see xplug_plugin_load_error_fn_t). */
 #define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
 
+/* xplug's optional extra export describing each import's params struct
+ * (see xplug_import_layouts_fn_t), for tools that call imports by hand. */
+#define XPLUG_IMPORT_LAYOUTS_NAME "xplug_import_layouts"
+
 /* Marks the query function as exported from a shared library. */
 #if defined(_WIN32) || defined(__CYGWIN__)
 #define IREE_HAL_EXECUTABLE_PLUGIN_EXPORT __declspec(dllexport)

@@ -38,6 +38,9 @@ enum Command {
         /// Only print the table from the last run's results.
         #[arg(long)]
         no_run: bool,
+        /// Exit with a failure when any row misses its target.
+        #[arg(long)]
+        check: bool,
     },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
@@ -105,7 +108,7 @@ fn main() -> ExitCode {
                 Err(error) => failure(&error),
             }
         }
-        Command::Bench { quick, no_run } => {
+        Command::Bench { quick, no_run, check } => {
             let root = xtask::workspace_root();
             let extra: Vec<String> = if quick {
                 ["--warm-up-time", "1", "--measurement-time", "2"].map(str::to_owned).to_vec()
@@ -128,7 +131,16 @@ fn main() -> ExitCode {
                         println!("command: cargo xtask bench{}\n", if quick { " --quick" } else { "" });
                     }
                     print!("{}", xtask::bench::table(&ratios));
-                    ExitCode::SUCCESS
+                    let missed = xtask::bench::missed(&ratios);
+                    if missed.is_empty() {
+                        return ExitCode::SUCCESS;
+                    }
+                    let verdict = if check { "error" } else { "note" };
+                    eprintln!("\n{verdict}: {} row(s) miss their target:", missed.len());
+                    for ratio in &missed {
+                        eprintln!("  {} ({:.4}x, target {})", ratio.comparison, ratio.ratio, ratio.target);
+                    }
+                    if check { ExitCode::FAILURE } else { ExitCode::SUCCESS }
                 }
                 Err(error) => {
                     eprintln!("error: {error}");

@@ -151,6 +151,7 @@ fn exported_symbols_are_exactly_the_entry_points_the_tool_exports_and_the_link_c
         symbols,
         [
             "iree_hal_executable_plugin_query",
+            "xplug_import_layouts",
             "xplug_plugin_exports",
             "xplug_plugin_load_error",
             "xplug_plugin_params",

@@ -6,11 +6,14 @@
 //! - resolve: `Manager::resolve` on one reused request whose slots are
 //!   cleared before each call: no allocation inside the timed loop;
 //! - call: each resolved import through a `ResolvedImport` handle (checked
-//!   once), with a zeroed parameter block.
+//!   once), with the params block `--field`s describe (checked against the
+//!   plugin's declared layout, as `xplug call` checks it), or a zeroed
+//!   block, which the report says.
+//!
+//! A debug build of xplug warns that its figures are not release figures.
 
 use std::ffi::CString;
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -20,7 +23,7 @@ use xplug_providers::RequestSlots;
 
 use crate::error::CliError;
 use crate::output::{Progress, Style, Table, format_ns, print_json, safe};
-use crate::{resolve, trust};
+use crate::{call, resolve, trust};
 
 /// How long one timed batch should take at least.
 const BATCH: Duration = Duration::from_millis(2);
@@ -63,9 +66,22 @@ pub(crate) struct Options<'a> {
     pub(crate) symbols: &'a [String],
     /// Timed batches per measurement.
     pub(crate) runs: usize,
-    /// Also call each import with zeroed params of this many bytes.
-    pub(crate) call_bytes: Option<usize>,
+    /// Also call each import, with these params.
+    pub(crate) call: Option<CallParams>,
 }
+
+/// The params block `bench --call` calls imports with.
+pub(crate) enum CallParams {
+    /// The block `--field`s describe (as `xplug call` builds it).
+    Fields(Vec<call::Field>),
+    /// This many zero bytes (no `--field`).
+    Zeroed(usize),
+}
+
+/// The warning a debug build of xplug prints before its timings.
+const DEBUG_BUILD_WARNING: &str = "this xplug is a debug build: its own code (manager, resolve loop, call \
+     handles) runs several times slower than in a release build; build with `cargo build --release` and run \
+     target/release/xplug for figures to compare";
 
 /// Runs the command; returns the exit code.
 pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
@@ -73,15 +89,18 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         context: format!("cannot use plugin `{}`", options.plugin),
         source,
     })?;
+    let debug_build = cfg!(debug_assertions);
+    if debug_build {
+        eprintln!("{} {DEBUG_BUILD_WARNING}", Style::stderr().warn("warning:"));
+    }
     let progress = Progress::start("benchmarking");
     let load_ns = median_ns(options.runs.min(5), || {
         let manager = Manager::new();
         let loaded = trust::load_spec(&manager, options.plugin);
         drop(black_box((manager, loaded)));
     });
-    let manager = Manager::new();
-    let plugin_name = trust::load_spec(&manager, options.plugin)?.name().to_owned();
-    let manager = Arc::new(manager);
+    let (manager, layouts) = call::load_with_layouts(options.plugin)?;
+    let plugin_name = manager.providers().first().cloned().unwrap_or_else(|| options.plugin.to_owned());
 
     let mut names = options.symbols.to_vec();
     resolve::sort_imports(&mut names);
@@ -101,20 +120,36 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         let _ = black_box(manager.resolve(&mut slots.request()));
     });
     let mut calls = Vec::new();
-    if let Some(bytes) = options.call_bytes
+    let mut call_notes = Vec::new();
+    if let Some(params) = &options.call
         && let Ok(imports) = manager.resolve_imports(names.iter().map(String::as_str))
     {
         for (index, name) in names.iter().enumerate() {
             let Ok(import) = imports.import(index) else { continue };
-            // 16-byte aligned, zeroed parameter block.
-            let mut block = vec![0u128; bytes.div_ceil(16).max(1)];
+            let mut block = match params {
+                CallParams::Fields(fields) => {
+                    let block = call::Block::build(&call::Params::Fields(fields.clone()));
+                    let report = call::check_block(options.plugin, name, layouts.as_deref(), &block)?;
+                    call_notes.extend(report.note.into_iter().chain(report.warnings));
+                    block
+                }
+                CallParams::Zeroed(bytes) => {
+                    call_notes.push(format!(
+                        "`{name}` was called with {bytes} zero bytes as its params (no --field): the time is that \
+                         of its all-zero case (a zero size is often an early return); give its fields with --field \
+                         to time real work"
+                    ));
+                    call::Block::zeroed(*bytes)
+                }
+            };
             let mut result = 0;
             xplug_probe::mark(xplug_probe::Stage::Call);
             let ns = median_ns(options.runs, || {
                 // SAFETY: the import was resolved by the manager, which
-                // `imports` keeps alive; with `--call` the user asserts it
-                // accepts a zeroed parameter block of this size.
-                result = unsafe { import.call(&mut block[0]) };
+                // `imports` keeps alive; the user asserts it accepts this
+                // block (its size checked against the plugin's layout when
+                // the plugin gives one), whose buffers live as long as it.
+                result = unsafe { import.call(block.head()) };
                 black_box(result);
             });
             calls.push((name.clone(), ns, result));
@@ -142,6 +177,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
                 "median_ns_per_name": per_name,
             },
             "calls": calls.iter().map(|(name, ns, result)| json!({"name": name, "median_ns": ns, "result": result})).collect::<Vec<_>>(),
+            "call_params": match &options.call {
+                Some(CallParams::Fields(fields)) => json!({"fields": fields.len()}),
+                Some(CallParams::Zeroed(bytes)) => json!({"zeroed_bytes": bytes}),
+                None => serde_json::Value::Null,
+            },
+            "notes": call_notes,
+            "debug_build": debug_build,
         }));
     } else {
         let style = Style::stdout();
@@ -157,10 +199,22 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             format_ns(resolve_ns),
             format!("{} per name; {resolved} resolved", format_ns(per_name)),
         ]);
+        let zeroed = matches!(options.call, Some(CallParams::Zeroed(_)));
         for (name, ns, result) in &calls {
-            table.row([format!("call {}", safe(name)), format_ns(*ns), format!("returned {result}")]);
+            let mut note = format!("returned {result}");
+            if *result != 0 {
+                note.push_str(&format!(" ({})", crate::error::import_code_name(*result)));
+            }
+            if zeroed {
+                note.push_str("; zeroed params");
+            }
+            table.row([format!("call {}", safe(name)), format_ns(*ns), note]);
         }
         print!("{}", table.render(style));
+        let stderr = Style::stderr();
+        for note in &call_notes {
+            eprintln!("{} {}", stderr.warn("note:"), safe(note));
+        }
     }
     if let Some(failure) = failure {
         crate::error::report_error(&failure);

@@ -15,10 +15,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::json;
+use xplug_abi::bare_name;
 use xplug_manager::Manager;
+use xplug_manager::spec::PluginSpec;
+use xplug_providers::raw::ImportLayoutInfo;
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json};
+use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
 /// A scalar C type a field or buffer element can have.
@@ -232,7 +235,7 @@ fn layout(fields: &[Field]) -> (Vec<(usize, usize)>, usize) {
 }
 
 /// A zeroed, 16-byte aligned byte buffer.
-struct Aligned {
+pub(crate) struct Aligned {
     words: Vec<u128>,
     len: usize,
 }
@@ -262,6 +265,220 @@ pub(crate) enum Params {
     Bytes(Vec<u8>),
 }
 
+/// A params block built from [`Params`], with the buffers its pointer
+/// fields point at (alive as long as the block).
+pub(crate) struct Block {
+    fields: Vec<Field>,
+    places: Vec<(usize, usize)>,
+    block: Aligned,
+    /// (field index, element type, buffer).
+    buffers: Vec<(usize, Scalar, Aligned)>,
+}
+
+impl Block {
+    /// Lays out `params` and allocates the buffers of its `ptr:` fields.
+    pub(crate) fn build(params: &Params) -> Self {
+        match params {
+            Params::Bytes(bytes) => {
+                let mut block = Aligned::new(bytes.len());
+                block.bytes_mut().copy_from_slice(bytes);
+                Self { fields: Vec::new(), places: Vec::new(), block, buffers: Vec::new() }
+            }
+            Params::Fields(fields) => {
+                let (places, size) = layout(fields);
+                let mut block = Aligned::new(size);
+                let mut buffers: Vec<(usize, Scalar, Aligned)> = Vec::new();
+                for (index, (field, &(offset, size))) in fields.iter().zip(&places).enumerate() {
+                    match field {
+                        Field::Value { bytes, .. } => {
+                            block.bytes_mut()[offset..offset + size].copy_from_slice(bytes)
+                        }
+                        Field::Null => {}
+                        Field::Buffer { element, len, init } => {
+                            let mut buffer = Aligned::new(len * element.size());
+                            buffer.bytes_mut()[..init.len()].copy_from_slice(init);
+                            let address = buffer.words.as_mut_ptr() as usize;
+                            block.bytes_mut()[offset..offset + size].copy_from_slice(&address.to_ne_bytes());
+                            buffers.push((index, *element, buffer));
+                        }
+                    }
+                }
+                Self { fields: fields.clone(), places, block, buffers }
+            }
+        }
+    }
+
+    /// A block of `len` zero bytes.
+    pub(crate) fn zeroed(len: usize) -> Self {
+        Self { fields: Vec::new(), places: Vec::new(), block: Aligned::new(len), buffers: Vec::new() }
+    }
+
+    /// The block's size in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.block.len
+    }
+
+    /// The first 16 bytes of the block, which an import receives a pointer
+    /// to (the rest follows in memory).
+    pub(crate) fn head(&mut self) -> &mut u128 {
+        &mut self.block.words[0]
+    }
+
+    /// The value of the non-negative integer field given at `offset`, with
+    /// the field's index, if one was given there.
+    fn integer_at(&self, offset: usize) -> Option<(usize, u64)> {
+        self.fields.iter().zip(&self.places).enumerate().find_map(|(index, (field, &(at, size)))| {
+            let Field::Value { scalar, .. } = field else { return None };
+            if at != offset {
+                return None;
+            }
+            scalar.decode(&self.block.bytes()[at..at + size]).as_u64().map(|value| (index, value))
+        })
+    }
+}
+
+/// Whether a field named `name` is a length (`size`, `n`, `len`,
+/// `count`, `*_size`, `num_*`, ...): one whose value the import likely
+/// reads that many elements of its buffers for.
+fn is_size_like(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(name.as_str(), "n" | "size" | "len" | "length" | "count" | "elements")
+        || ["_size", "_len", "_length", "_count"].iter().any(|suffix| name.ends_with(suffix))
+        || name.starts_with("num_")
+        || name.starts_with("n_")
+}
+
+/// The `--field` a declared field type is given with (`ptr:f32[N]` for
+/// `Buffer<f32>`, `usize:VALUE` for `usize`).
+fn field_syntax(type_name: &str) -> String {
+    let compact: String = type_name.chars().filter(|c| !c.is_whitespace()).collect();
+    let pointee = ["Buffer<", "BufferMut<"]
+        .iter()
+        .find_map(|prefix| compact.strip_prefix(prefix).and_then(|rest| rest.strip_suffix('>')))
+        .or_else(|| compact.strip_prefix("*const").or_else(|| compact.strip_prefix("*mut")));
+    if let Some(pointee) = pointee {
+        let element = Scalar::parse(pointee).map_or("u8", Scalar::name);
+        return format!("ptr:{element}[N]");
+    }
+    match Scalar::parse(&compact) {
+        Some(scalar) => format!("{}:VALUE", scalar.name()),
+        None => format!("bytes of `{type_name}` (use --hex)"),
+    }
+}
+
+/// What the plugin says of an import's params block, and what `call`
+/// concluded from it.
+#[derive(Debug, Default)]
+pub(crate) struct LayoutReport {
+    /// The declared layout, when the plugin gives one.
+    pub(crate) declared: Option<ImportLayoutInfo>,
+    /// Why the block could not be checked, when it could not.
+    pub(crate) note: Option<String>,
+    /// Things the block allows that the import may not survive.
+    pub(crate) warnings: Vec<String>,
+}
+
+impl LayoutReport {
+    /// The report as JSON: `{"checked", "type", "size", "fields", "note"}`.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        json!({
+            "checked": self.declared.is_some(),
+            "type": self.declared.as_ref().and_then(|d| d.type_name.clone()),
+            "size": self.declared.as_ref().map(|d| d.size),
+            "fields": self.declared.as_ref().and_then(|d| d.fields.as_ref()).map(|fields| fields.iter().map(|f| json!({
+                "name": f.name, "type": f.type_name, "offset": f.offset, "size": f.size,
+            })).collect::<Vec<_>>()),
+            "note": self.note,
+        })
+    }
+
+    /// Prints the note and warnings on stderr.
+    pub(crate) fn print(&self) {
+        let style = Style::stderr();
+        if let Some(note) = &self.note {
+            eprintln!("{} {}", style.warn("note:"), safe(note));
+        }
+        for warning in &self.warnings {
+            eprintln!("{} {}", style.warn("warning:"), safe(warning));
+        }
+    }
+}
+
+/// Checks `block` against the layout the plugin declares for `import`
+/// (`layouts` is what its `xplug_import_layouts` export listed, `None`
+/// without the export): a block of another size is refused; a size-like
+/// field larger than the buffers xplug allocated is a warning.
+pub(crate) fn check_block(
+    plugin: &str,
+    import: &str,
+    layouts: Option<&[ImportLayoutInfo]>,
+    block: &Block,
+) -> Result<LayoutReport, CliError> {
+    let bare = String::from_utf8_lossy(bare_name(import.as_bytes())).into_owned();
+    let Some(layouts) = layouts else {
+        return Ok(LayoutReport {
+            note: Some(format!(
+                "plugin `{plugin}` does not describe its params layouts (no `xplug_import_layouts` export, as in \
+                 C plugins and plugins linked into xplug): the {}-byte block is not checked against `{bare}`",
+                block.len()
+            )),
+            ..LayoutReport::default()
+        });
+    };
+    let Some(declared) = layouts.iter().find(|layout| layout.symbol == bare) else {
+        return Ok(LayoutReport {
+            note: Some(format!(
+                "plugin `{plugin}` describes no params layout for `{bare}`: the {}-byte block is not checked",
+                block.len()
+            )),
+            ..LayoutReport::default()
+        });
+    };
+    let fields = declared.fields.as_deref().unwrap_or_default();
+    if block.len() != declared.size {
+        return Err(CliError::ParamsSize {
+            plugin: plugin.to_owned(),
+            import: bare,
+            type_name: declared.type_name.clone().unwrap_or_else(|| "its params struct".to_owned()),
+            expected: declared.size,
+            found: block.len(),
+            given: block.fields.len(),
+            fields: fields
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}: {} @{} (--field {})",
+                        f.name,
+                        f.type_name,
+                        f.offset,
+                        field_syntax(&f.type_name)
+                    )
+                })
+                .collect(),
+        });
+    }
+    let mut warnings = Vec::new();
+    if let Some(smallest) = block
+        .buffers
+        .iter()
+        .map(|(index, element, buffer)| (*index, *element, buffer.len / element.size()))
+        .min_by_key(|(_, _, len)| *len)
+    {
+        for field in fields.iter().filter(|field| is_size_like(&field.name)) {
+            if let Some((index, value)) = block.integer_at(field.offset)
+                && usize::try_from(value).map_or(true, |value| value > smallest.2)
+            {
+                warnings.push(format!(
+                    "field {index} `{}` is {value}, but the smallest buffer xplug allocated (field {}, {}) has {} \
+                     element(s): `{bare}` may read or write past it (and crash)",
+                    field.name, smallest.0, block.fields[smallest.0], smallest.2
+                ));
+            }
+        }
+    }
+    Ok(LayoutReport { declared: Some(declared.clone()), note: None, warnings })
+}
+
 /// Options of the command.
 pub(crate) struct Options<'a> {
     /// The plugin spec.
@@ -272,12 +489,25 @@ pub(crate) struct Options<'a> {
     pub(crate) params: Params,
 }
 
+/// Loads the plugin `spec` names into a fresh manager and returns the
+/// manager with the params layouts the plugin describes (`None` without
+/// its `xplug_import_layouts` export).
+pub(crate) fn load_with_layouts(
+    spec: &str,
+) -> Result<(Arc<Manager>, Option<Vec<ImportLayoutInfo>>), CliError> {
+    let parsed = PluginSpec::parse(spec)
+        .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    let plugin = trust::load_parsed_spec(&parsed)?;
+    let layouts = plugin.import_layouts().map(<[ImportLayoutInfo]>::to_vec);
+    let manager = Manager::new();
+    manager.register_plugin(plugin).map_err(|source| CliError::Plugin { source })?;
+    Ok((Arc::new(manager), layouts))
+}
+
 /// Runs the command; returns the exit code (the import's result decides:
 /// 0 for success, 1 otherwise).
 pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
-    let manager = Manager::new();
-    trust::load_spec(&manager, options.plugin)?;
-    let manager = Arc::new(manager);
+    let (manager, layouts) = load_with_layouts(options.plugin)?;
     let imports = manager.resolve_imports([options.import]).map_err(|source| CliError::Manager {
         context: format!("cannot resolve `{}` through `{}`", options.import, options.plugin),
         source,
@@ -287,48 +517,35 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         source,
     })?;
 
-    let (fields, places, mut block, mut buffers) = match &options.params {
-        Params::Bytes(bytes) => {
-            let mut block = Aligned::new(bytes.len());
-            block.bytes_mut().copy_from_slice(bytes);
-            (Vec::new(), Vec::new(), block, Vec::new())
-        }
-        Params::Fields(fields) => {
-            let (places, size) = layout(fields);
-            let mut block = Aligned::new(size);
-            let mut buffers: Vec<(usize, Scalar, Aligned)> = Vec::new();
-            for (index, (field, &(offset, size))) in fields.iter().zip(&places).enumerate() {
-                match field {
-                    Field::Value { bytes, .. } => {
-                        block.bytes_mut()[offset..offset + size].copy_from_slice(bytes)
-                    }
-                    Field::Null => {}
-                    Field::Buffer { element, len, init } => {
-                        let mut buffer = Aligned::new(len * element.size());
-                        buffer.bytes_mut()[..init.len()].copy_from_slice(init);
-                        let address = buffer.words.as_mut_ptr() as usize;
-                        block.bytes_mut()[offset..offset + size].copy_from_slice(&address.to_ne_bytes());
-                        buffers.push((index, *element, buffer));
-                    }
-                }
-            }
-            (fields.clone(), places, block, buffers)
-        }
-    };
+    let mut block = Block::build(&options.params);
+    let report = check_block(options.plugin, options.import, layouts.as_deref(), &block)?;
+    report.print();
 
+    xplug_probe::mark(xplug_probe::Stage::Call);
     // SAFETY: the user asserts, by naming the import and describing its
     // params, that this block (and the buffers its pointers point at, all
-    // alive until after the call) is what the import expects.
-    let result = unsafe { import.call(&mut block.words[0]) };
+    // alive until after the call) is what the import expects; its size was
+    // checked against the plugin's own layout when the plugin gives one.
+    let result = unsafe { import.call(block.head()) };
 
+    let Block { fields, places, block, mut buffers } = block;
     let field_values: Vec<serde_json::Value> = fields
         .iter()
         .zip(&places)
-        .map(|(field, &(offset, size))| match field {
-            Field::Value { scalar, .. } => {
-                json!({"type": field.to_string(), "offset": offset, "value": scalar.decode(&block.bytes()[offset..offset + size])})
+        .enumerate()
+        .map(|(index, (field, &(offset, size)))| {
+            let name = report
+                .declared
+                .as_ref()
+                .and_then(|d| d.fields.as_ref())
+                .and_then(|declared| declared.iter().find(|f| f.offset == offset))
+                .map(|f| f.name.clone());
+            match field {
+                Field::Value { scalar, .. } => {
+                    json!({"index": index, "name": name, "type": field.to_string(), "offset": offset, "value": scalar.decode(&block.bytes()[offset..offset + size])})
+                }
+                _ => json!({"index": index, "name": name, "type": field.to_string(), "offset": offset}),
             }
-            _ => json!({"type": field.to_string(), "offset": offset}),
         })
         .collect();
     let buffer_values: Vec<serde_json::Value> = buffers
@@ -347,6 +564,9 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             "plugin": options.plugin,
             "import": options.import,
             "result": result,
+            "result_code": (result != 0).then(|| crate::error::import_code_name(result)),
+            "layout": report.to_json(),
+            "warnings": report.warnings,
             "block_bytes": block.len,
             "block_hex": block.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>(),
             "fields": field_values,
@@ -354,9 +574,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         }));
     } else {
         let style = Style::stdout();
-        let verdict = if result == 0 { style.good("0 (success)") } else { style.bad(&result.to_string()) };
+        let verdict = if result == 0 {
+            style.good("0 (success)")
+        } else {
+            style.bad(&format!("{result} ({})", crate::error::import_code_name(result)))
+        };
         println!("{} returned {verdict}", style.bold(options.import));
-        let mut table = Table::new(["field", "type", "offset", "after the call"]);
+        let mut table = Table::new(["field", "name", "type", "offset", "after the call"]);
         for (index, value) in field_values.iter().enumerate() {
             let shown = match value.get("value") {
                 Some(value) => value.to_string(),
@@ -367,6 +591,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             };
             table.row([
                 index.to_string(),
+                safe(value["name"].as_str().unwrap_or("-")),
                 value["type"].as_str().unwrap_or_default().to_owned(),
                 value["offset"].to_string(),
                 shown,
@@ -381,7 +606,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             block.bytes().iter().map(|b| format!("{b:02x}")).collect::<String>()
         );
     }
-    Ok(if result == 0 { 0 } else { 1 })
+    if let Some(failure) = failure {
+        if !json {
+            crate::error::report_error(&failure);
+        }
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -78,8 +78,38 @@ pub(crate) enum CliError {
         /// The files not found there.
         missing: Vec<String>,
     },
+    /// A plugin could not be loaded through its spec: the manager's error
+    /// says which spec, its causes why (no line of it is repeated).
+    #[error(transparent)]
+    Plugin {
+        /// The manager's error.
+        source: xplug_manager::Error,
+    },
+    /// A params block whose size is not the size the plugin declares for
+    /// the import's params struct.
+    #[error(
+        "the params block for `{import}` is {found} bytes ({given} field(s) given), but plugin `{plugin}` declares \
+         `{type_name}` as {expected} bytes{}; give one --field per field, in order",
+        if fields.is_empty() { String::new() } else { format!(": {}", fields.join(", ")) }
+    )]
+    ParamsSize {
+        /// The plugin as named on the command line.
+        plugin: String,
+        /// The import.
+        import: String,
+        /// The params struct's name.
+        type_name: String,
+        /// Its declared size.
+        expected: usize,
+        /// The size of the block given.
+        found: usize,
+        /// How many `--field`s were given.
+        given: usize,
+        /// The declared fields: name, type, offset and the `--field` for it.
+        fields: Vec<String>,
+    },
     /// An import returned a non-zero result.
-    #[error("import `{name}` failed with result {result}")]
+    #[error("import `{name}` returned {result} ({})", import_code_name(*result))]
     ImportFailed {
         /// The import.
         name: String,
@@ -192,7 +222,9 @@ impl CliError {
             Self::Load { source, .. } => source.code(),
             Self::Manager { source, .. } => source.code(),
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
-            Self::ImportFailed { .. } => StatusCode::INTERNAL,
+            Self::Plugin { source } => source.code(),
+            Self::ParamsSize { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::ImportFailed { result, .. } => import_status(*result).unwrap_or(StatusCode::UNKNOWN),
             Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
             Self::FatElf { source, .. } => source.code(),
             Self::File { .. } => StatusCode::UNAVAILABLE,
@@ -212,10 +244,16 @@ impl CliError {
             Self::Usage { .. } => "usage",
             // A plugin that cannot be loaded gets the same kind from every
             // command, whichever layer reported it.
-            Self::Load { .. } | Self::Manager { .. } => self.load_failure_kind().unwrap_or(match self {
-                Self::Load { .. } => "load",
-                _ => "manager",
-            }),
+            Self::Plugin { source: xplug_manager::Error::StaticPluginNotFound { .. } } => {
+                "static_plugin_not_found"
+            }
+            Self::Load { .. } | Self::Manager { .. } | Self::Plugin { .. } => {
+                self.load_failure_kind().unwrap_or(match self {
+                    Self::Load { .. } => "load",
+                    _ => "manager",
+                })
+            }
+            Self::ParamsSize { .. } => "params_size",
             Self::UnknownParam { .. } => "unknown_param",
             Self::ChecksFailed { .. } => "checks_failed",
             Self::PluginsNotBuilt { .. } => "plugins_not_built",
@@ -261,8 +299,15 @@ impl CliError {
                     LoadError::NotAFunction { .. } => "not_a_function",
                     LoadError::MissingExport { .. } => "missing_export",
                     LoadError::UnsupportedVersion { .. } => "unsupported_version",
+                    // One kind per cause: an undeclared key is the same
+                    // mistake whichever command (or check) finds it.
+                    LoadError::Incompatible {
+                        reason: xplug_providers::checks::Incompatibility::UndeclaredParam { .. },
+                        ..
+                    } => "unknown_param",
                     LoadError::Incompatible { .. } => "incompatible",
                     LoadError::LoadFailed { .. } => "load_failed",
+                    LoadError::EmbeddedElf { source, .. } => embedded_kind(source),
                     _ => "load",
                 });
             }
@@ -281,6 +326,47 @@ impl CliError {
             next = cause.source();
         }
         causes
+    }
+}
+
+/// The kind of a file xplug's embedded ELF loader refused, by cause: the
+/// same kind as the system loader's refusal where the cause is the same
+/// (`wrong_architecture`, `missing_export`).
+fn embedded_kind(error: &xplug_providers::embedded_elf::EmbeddedElfError) -> &'static str {
+    use xplug_providers::embedded_elf::EmbeddedElfError as Elf;
+    match error {
+        // An ordinary shared library (libz.so.1) given as a standalone
+        // plugin: it needs the OS loader.
+        Elf::NeededLibrary { .. }
+        | Elf::UndefinedSymbol { .. }
+        | Elf::Initializer { .. }
+        | Elf::ThreadLocalStorage { .. } => "not_standalone",
+        Elf::NoMatchingRecord { .. } | Elf::WrongArchitecture { .. } => "wrong_architecture",
+        Elf::MissingQuery { .. } | Elf::QueryNotCode { .. } => "missing_export",
+        Elf::UnsupportedHost { .. } => "unsupported_host",
+        Elf::Memory { .. } => "out_of_memory",
+        Elf::UnsupportedDynamicEntry { .. }
+        | Elf::UnsupportedRelocation { .. }
+        | Elf::RelocationOverflow { .. } => "unsupported_elf",
+        Elf::Truncated { .. } | Elf::BadMagic { .. } => "not_elf",
+        _ => "invalid_elf",
+    }
+}
+
+/// The status code an import's non-zero `result` stands for, when it is
+/// one IREE names (imports return status codes by convention: `3` is
+/// `INVALID_ARGUMENT`).
+pub(crate) fn import_status(result: i32) -> Option<StatusCode> {
+    let code = StatusCode(u32::try_from(result).ok()?);
+    (code.name().is_some() && !code.is_ok()).then_some(code)
+}
+
+/// `result` as people read it: its status code's name, or why it has none.
+pub(crate) fn import_code_name(result: i32) -> String {
+    match import_status(result) {
+        Some(code) => code.to_string(),
+        None if result == 0 => "OK".to_owned(),
+        None => "not an IREE status code".to_owned(),
     }
 }
 

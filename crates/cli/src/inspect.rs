@@ -54,12 +54,9 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Repor
     let bytes = crate::fatelf::read(path)?;
     let params = spec.load_params();
     // Validated and mapped once: the plan shown is the one the plugin runs from.
-    let loaded = trust::load_embedded_image(file, &bytes, &params).map_err(|source| match source {
-        xplug_providers::Error::EmbeddedElf { source, .. } => {
-            CliError::FatElf { context: format!("cannot load embedded plugin `{plugin}`"), source: *source }
-        }
-        source => CliError::Load { what: plugin.to_owned(), source },
-    })?;
+    // The same error (and so the same kind) as every other command's.
+    let loaded = trust::load_embedded_image(file, &bytes, &params)
+        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let embedded = loaded.elf_image().map(|image| {
         let plan = image.plan();
         let record = plan.record().map_or_else(
@@ -99,12 +96,14 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Repor
 fn inspect(plugin: &str) -> Result<Report, CliError> {
     if let Some(name) = plugin.strip_prefix(STATIC_PREFIX) {
         let registrations = static_plugins();
+        // The manager's error, so the kind is the one `resolve` and `call`
+        // give for the same spec.
         let registration =
-            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Usage {
-                message: format!(
-                    "no static plugin `{name}` is linked into xplug; linked: [{}]",
-                    registrations.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
-                ),
+            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Plugin {
+                source: xplug_manager::Error::StaticPluginNotFound {
+                    name: name.to_owned(),
+                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                },
             })?;
         let loaded = Plugin::from_registration(registration, &LoadParamList::new())
             .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;

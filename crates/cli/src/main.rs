@@ -6,10 +6,11 @@
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
 //! load or check failure, 2 a usage error.
 //!
-//! `inspect`, `check` and `bench` exercise the plugin in a child process
-//! (this binary re-run with `--in-process`), so a plugin that crashes or
-//! hangs is reported ("crashed with SIGSEGV during load") instead of
-//! killing the tool; `check` runs each check in a child of its own.
+//! `inspect`, `check`, `bench` and `call` exercise the plugin in a child
+//! process (this binary re-run with `--in-process`), so a plugin that
+//! crashes or hangs is reported ("crashed with SIGSEGV during call")
+//! instead of killing the tool; `check` runs each check in a child of its
+//! own.
 
 #![expect(
     clippy::result_large_err,
@@ -60,7 +61,7 @@ struct Cli {
     #[arg(long, global = true)]
     in_process: bool,
     /// Seconds a plugin may run without progress before its child process
-    /// is killed (inspect, check and bench).
+    /// is killed (inspect, check, bench and call).
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=86_400))]
     timeout: u32,
@@ -120,10 +121,15 @@ enum Command {
         /// Timed batches per measurement (the median is reported).
         #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         runs: u32,
-        /// Also call each resolved import with a zeroed parameter block of
-        /// this many bytes; only for imports that accept all-zero params.
+        /// Also call each resolved import: with the block --field describes,
+        /// or else a zeroed block of this many bytes (which times how the
+        /// import handles all-zero params, often an early return).
         #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
         call: Option<usize>,
+        /// A field of the params block the calls get, as `xplug call`
+        /// takes it (implies --call).
+        #[arg(long = "field", value_name = "FIELD")]
+        fields: Vec<String>,
     },
     /// Call one import with a params block built from typed fields (or
     /// given as hex or a file) and show the result and the block after it.
@@ -281,7 +287,12 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                         .map_err(|message| CliError::Usage { message })?,
                 )
             };
-            call::run(&call::Options { plugin, import, params }, cli.json)
+            match isolation {
+                isolate::Isolation::InProcess => {
+                    call::run(&call::Options { plugin, import, params }, cli.json)
+                }
+                isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
+            }
         }
         Command::Fatelf { action } => fatelf::run(action, cli.json),
         Command::Run {
@@ -320,11 +331,20 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 cli.json,
             )
         }
-        Command::Bench { plugin, symbols, runs, call } => match isolation {
-            isolate::Isolation::InProcess => bench::run(
-                &bench::Options { plugin, symbols, runs: *runs as usize, call_bytes: *call },
-                cli.json,
-            ),
+        Command::Bench { plugin, symbols, runs, call, fields } => match isolation {
+            isolate::Isolation::InProcess => {
+                let fields = fields
+                    .iter()
+                    .map(|field| call::parse_field(field))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|message| CliError::Usage { message })?;
+                let call = match (fields.is_empty(), call) {
+                    (false, _) => Some(bench::CallParams::Fields(fields)),
+                    (true, Some(bytes)) => Some(bench::CallParams::Zeroed(*bytes)),
+                    (true, None) => None,
+                };
+                bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call }, cli.json)
+            }
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
         Command::New { name, path, sdk } => {

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use xplug_manager::spec::PluginSpec;
 use xplug_manager::{Manager, Registered};
 
 use crate::error::CliError;
@@ -43,10 +44,16 @@ pub(crate) fn open_raw_library(path: &Path) -> Result<RawLibrary, xplug_provider
 }
 
 /// Loads the plugin `spec` names into `manager`; returns the manager's
-/// handle for it, or an error saying which plugin could not be loaded.
+/// handle for it, or the manager's error (which names the spec).
 pub(crate) fn load_spec(manager: &Manager, spec: &str) -> Result<Registered, CliError> {
     // SAFETY: as in `load_embedded_image`: the spec came from the command line
     // (or names a plugin this project built) and the user chose to load it.
-    unsafe { manager.load_spec(spec) }
-        .map_err(|source| CliError::Manager { context: format!("cannot load plugin `{spec}`"), source })
+    unsafe { manager.load_spec(spec) }.map_err(|source| CliError::Plugin { source })
+}
+
+/// Loads the plugin a parsed `spec` names, unregistered, so its lists can
+/// be read before it is handed to a manager.
+pub(crate) fn load_parsed_spec(spec: &PluginSpec) -> Result<Plugin, CliError> {
+    // SAFETY: as in `load_spec`.
+    unsafe { spec.load() }.map_err(|source| CliError::Plugin { source })
 }

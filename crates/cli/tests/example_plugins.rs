@@ -120,11 +120,24 @@ fn call_runs_an_import_on_real_values() {
             "usize:0",
             "--field",
             "usize:4",
+            "--field",
+            "usize:0",
+            "--field",
+            "u32:0",
+            "--field",
+            "ptr:null",
         ],
         1,
     );
     assert_eq!(value["ok"], false, "{value}");
-    assert_ne!(value["result"], 0, "NULL bindings with a non-empty slice are refused: {value}");
+    // The code by name, the one the import returned.
+    assert_eq!(value["result"], 3, "NULL bindings with a non-empty slice are refused: {value}");
+    assert_eq!(value["error"]["kind"], "import_failed", "{value}");
+    assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
+    assert_eq!(
+        value["error"]["message"], "import `simple_mul_workgroup` returned 3 (INVALID_ARGUMENT)",
+        "{value}"
+    );
 }
 
 #[test]

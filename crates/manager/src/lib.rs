@@ -95,6 +95,14 @@
 //! by hand. The manager hands itself to C code as IREE's import provider
 //! struct through [`Manager::as_c_provider`].
 //!
+//! # Errors
+//!
+//! Every error prints only its own message and gives its cause as
+//! `source()`. A program returning them from `main` returns a [`Report`]
+//! (`?` converts any error), which prints the message and each cause once,
+//! instead of the derived `Debug` dump; `anyhow::Error` prints the same
+//! chain.
+//!
 //! # Threads
 //!
 //! [`Manager`] is `Send + Sync`. Registration may run while other threads
@@ -122,6 +130,7 @@ pub use imports::{ResolvedImport, ResolvedImports};
 pub use loading::Registered;
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
 pub use typed::TypedImport;
+pub use xplug_providers::Report;
 pub use xplug_providers::abi::AnyBitPattern;
 
 pub use xplug_providers as providers;

@@ -94,26 +94,8 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
-        let params = spec.load_params();
-        let span = tracing::debug_span!("xplug_load_plugin", spec = spec.as_str());
-        let _entered = span.enter();
-        let loaded = match spec.target() {
-            SpecTarget::Static { name } => {
-                let registrations = static_plugins();
-                let Some(registration) = registrations.iter().find(|r| r.name() == name) else {
-                    return Err(Error::StaticPluginNotFound {
-                        name: name.clone(),
-                        linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-                    });
-                };
-                Plugin::from_registration(registration, &params)
-            }
-            // SAFETY: the caller vouches for the plugin (see `load_spec`).
-            SpecTarget::EmbeddedElf { path } => unsafe { Plugin::load_embedded_elf(path, &params) },
-            // SAFETY: as above.
-            SpecTarget::SystemLibrary { path } => unsafe { Plugin::load_system_library(path, &params) },
-        };
-        let plugin = loaded.map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+        // SAFETY: forwarded to the caller.
+        let plugin = unsafe { spec.load() }?;
         self.register_plugin(plugin)
     }
 
@@ -230,5 +212,41 @@ impl Manager {
             })?;
         }
         Ok(self)
+    }
+}
+
+impl PluginSpec {
+    /// Loads the plugin this spec names with its load parameters, with the
+    /// loader [`Manager::load_spec`] would choose, without registering it:
+    /// for a tool that reads what the loaded [`Plugin`] describes (its
+    /// exports, parameters, import layouts) before handing it to
+    /// [`Manager::register_plugin`].
+    ///
+    /// # Errors
+    /// As [`Manager::load_spec`], except [`Error::CapacityReached`].
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    pub unsafe fn load(&self) -> Result<Plugin, Error> {
+        let params = self.load_params();
+        let span = tracing::debug_span!("xplug_load_plugin", spec = self.as_str());
+        let _entered = span.enter();
+        let loaded = match self.target() {
+            SpecTarget::Static { name } => {
+                let registrations = static_plugins();
+                let Some(registration) = registrations.iter().find(|r| r.name() == name) else {
+                    return Err(Error::StaticPluginNotFound {
+                        name: name.clone(),
+                        linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+                    });
+                };
+                Plugin::from_registration(registration, &params)
+            }
+            // SAFETY: the caller vouches for the plugin (see `load_spec`).
+            SpecTarget::EmbeddedElf { path } => unsafe { Plugin::load_embedded_elf(path, &params) },
+            // SAFETY: as above.
+            SpecTarget::SystemLibrary { path } => unsafe { Plugin::load_system_library(path, &params) },
+        };
+        loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }
 }

@@ -9,8 +9,9 @@
 use core::mem::{align_of, offset_of, size_of};
 
 use crate::{
-    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ParamDecl, PluginV0,
-    Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
+    Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, FieldLayout, Header,
+    ImportLayout, ParamDecl, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode,
+    StringPair, StringView, Version,
 };
 
 /// Size of a C pointer (and of `size_t`) on the target.
@@ -132,4 +133,21 @@ const _: () = {
     assert!(offset_of!(ParamDecl, default_value) == 2 * P);
     assert!(offset_of!(ParamDecl, description) == 3 * P);
     assert!(size_of::<crate::ParamsListFn>() == P);
+};
+
+// xplug_field_layout_t and xplug_import_layout_t: pointers and sizes.
+const _: () = {
+    assert!(size_of::<FieldLayout>() == 4 * P && align_of::<FieldLayout>() == P);
+    assert!(offset_of!(FieldLayout, name) == 0);
+    assert!(offset_of!(FieldLayout, type_name) == P);
+    assert!(offset_of!(FieldLayout, offset) == 2 * P);
+    assert!(offset_of!(FieldLayout, size) == 3 * P);
+    assert!(size_of::<ImportLayout>() == 6 * P && align_of::<ImportLayout>() == P);
+    assert!(offset_of!(ImportLayout, symbol) == 0);
+    assert!(offset_of!(ImportLayout, type_name) == P);
+    assert!(offset_of!(ImportLayout, size) == 2 * P);
+    assert!(offset_of!(ImportLayout, align) == 3 * P);
+    assert!(offset_of!(ImportLayout, field_count) == 4 * P);
+    assert!(offset_of!(ImportLayout, fields) == 5 * P);
+    assert!(size_of::<crate::ImportLayoutsFn>() == P);
 };

@@ -51,6 +51,64 @@ pub struct ParamDecl {
 /// name: `xplug_plugin_params_fn_t`.
 pub type ParamsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
 
+/// Name of xplug's optional extra export describing the params struct of
+/// each import (see [`ImportLayoutsFn`]); hosts that do not know it ignore
+/// it.
+pub const IMPORT_LAYOUTS_NAME: &CStr = c"xplug_import_layouts";
+
+/// One field of an import's params struct, as [`ImportLayout::fields`]
+/// lists it. C name: `xplug_field_layout_t`.
+///
+/// The strings are NUL-terminated, owned by the plugin and valid while it
+/// is loaded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct FieldLayout {
+    /// The field's name (`_0`, `_1`, ... for a tuple struct).
+    pub name: *const c_char,
+    /// The field's type as the plugin's source spells it (`f32`,
+    /// `Buffer<f32>`, `*mut u8`, `[u32; 3]`).
+    pub type_name: *const c_char,
+    /// Its offset in the struct, in bytes.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// The params struct one import takes (an element of the array
+/// [`ImportLayoutsFn`] returns). C name: `xplug_import_layout_t`.
+///
+/// `size` and `align` are always given; `fields` may be NULL (with a
+/// `field_count` of 0) when the plugin knows the struct's size but not its
+/// fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ImportLayout {
+    /// The import's name, without `?`, as `resolve` matches it.
+    pub symbol: *const c_char,
+    /// The params struct's name as the plugin's source spells it.
+    pub type_name: *const c_char,
+    /// `sizeof` the params struct: the bytes the import reads and writes
+    /// through its `params` argument.
+    pub size: usize,
+    /// Its alignment in bytes.
+    pub align: usize,
+    /// The number of entries `fields` points at.
+    pub field_count: usize,
+    /// The fields in declaration order, or NULL.
+    pub fields: *const FieldLayout,
+}
+
+/// xplug's optional extra export: the params layout of each import, for
+/// tools that call imports by hand (`xplug call`).
+///
+/// Returns an array of `*out_count` [`ImportLayout`]s, sorted by symbol,
+/// that lives as long as the library is loaded (or NULL with a count of
+/// 0), writing the count when `out_count` is not NULL. An import the array
+/// does not list has an unknown layout. C name:
+/// `xplug_import_layouts_fn_t`.
+pub type ImportLayoutsFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ImportLayout;
+
 /// Name of xplug's optional extra export giving the message of a refused
 /// `load` (see [`LoadErrorFn`]); hosts that do not know it ignore it.
 pub const LOAD_ERROR_NAME: &CStr = c"xplug_plugin_load_error";

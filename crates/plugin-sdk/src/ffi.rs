@@ -17,8 +17,8 @@ use core::mem::{needs_drop, size_of};
 use core::ptr::{self, NonNull};
 
 use xplug_abi::{
-    EnvironmentV0, Features, Header, ImportFn, ParamDecl, PluginV0, Resolution, ResolveParamsV0, Sanitizer,
-    Status, StatusCode, StringPair, Version,
+    EnvironmentV0, Features, FieldLayout, Header, ImportFn, ImportLayout, ParamDecl, PluginV0, Resolution,
+    ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, Version,
 };
 
 pub use crate::resolve::HashIndex;
@@ -57,6 +57,9 @@ pub unsafe trait PluginDef: 'static {
     const PARAMS: Option<&'static [DeclaredParam]>;
     /// The same declarations as C structs, for `xplug_plugin_params`.
     fn param_decls() -> &'static [CParamDecl];
+    /// The params layout of each import, in the order of `exports()`, for
+    /// `xplug_import_layouts`.
+    fn import_layouts() -> &'static [CImportLayout];
 }
 
 /// A declared load parameter as C sees it, shareable in a `static` array.
@@ -97,6 +100,75 @@ pub extern "C" fn params_list<D: PluginDef>(out_count: Option<&mut usize>) -> *c
         *count = decls.len();
     }
     decls.as_ptr().cast::<ParamDecl>()
+}
+
+/// One field of a params struct as C sees it, shareable in a `static`
+/// array (an element of [`ParamsLayout::fields`]).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct CFieldLayout(FieldLayout);
+
+// SAFETY: both pointers come from `&'static CStr`s (see `new`), immutable
+// and valid for the whole program.
+unsafe impl Sync for CFieldLayout {}
+
+impl CFieldLayout {
+    /// The C description of one field.
+    #[must_use]
+    pub const fn new(name: &'static CStr, type_name: &'static CStr, offset: usize, size: usize) -> Self {
+        Self(FieldLayout { name: name.as_ptr(), type_name: type_name.as_ptr(), offset, size })
+    }
+}
+
+/// What `#[derive(ImportParams)]` knows of a params struct beyond its size:
+/// its name and fields (`ImportParams::__LAYOUT`).
+#[derive(Clone, Copy, Debug)]
+pub struct ParamsLayout {
+    /// The struct's name.
+    pub type_name: &'static CStr,
+    /// Its fields in declaration order.
+    pub fields: &'static [CFieldLayout],
+}
+
+/// One import's params layout as C sees it, shareable in a `static` array
+/// handed to `xplug_import_layouts`.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct CImportLayout(ImportLayout);
+
+// SAFETY: every pointer comes from a `&'static CStr` or a `&'static` slice
+// (see `of`), immutable and valid for the whole program.
+unsafe impl Sync for CImportLayout {}
+
+impl CImportLayout {
+    /// The layout of import `I`'s params struct, exported as `symbol`: its
+    /// size and alignment always, its name and fields when the derive gave
+    /// them.
+    #[must_use]
+    pub const fn of<I: Import>(symbol: &'static CStr) -> Self {
+        let (type_name, field_count, fields) = match <I::Params as ImportParams>::__LAYOUT {
+            Some(layout) => (layout.type_name.as_ptr(), layout.fields.len(), layout.fields.as_ptr()),
+            None => (ptr::null(), 0, ptr::null()),
+        };
+        Self(ImportLayout {
+            symbol: symbol.as_ptr(),
+            type_name,
+            size: size_of::<I::Params>(),
+            align: core::mem::align_of::<I::Params>(),
+            field_count,
+            fields: fields.cast::<FieldLayout>(),
+        })
+    }
+}
+
+/// `xplug_import_layouts`: the params layout of each import of `D`, sorted
+/// by symbol, and their count.
+pub extern "C" fn import_layouts<D: PluginDef>(out_count: Option<&mut usize>) -> *const ImportLayout {
+    let layouts = D::import_layouts();
+    if let Some(count) = out_count {
+        *count = layouts.len();
+    }
+    layouts.as_ptr().cast::<ImportLayout>()
 }
 
 /// One `#[import]` function, as the macro describes it.
@@ -426,9 +498,17 @@ fn set_load_error(message: Option<alloc::string::String>) {
     let _ = message;
 }
 
+/// Set once a host has called `xplug_plugin_load_error`: it reads the
+/// messages of refused loads, so `load` stops printing them to stderr (the
+/// host shows them; printing too would show each twice). Hosts that never
+/// call it (IREE's) keep the printed line, their only view of the message.
+static HOST_READS_LOAD_ERRORS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
 /// `xplug_plugin_load_error`: the message of the last refused `load` on
-/// this thread (valid until the next `load` here), or NULL.
+/// this thread (valid until the next `load` here), or NULL. Calling it also
+/// tells the plugin that the host reads these messages.
 pub extern "C" fn last_load_error() -> *const c_char {
+    HOST_READS_LOAD_ERRORS.store(true, core::sync::atomic::Ordering::Relaxed);
     #[cfg(feature = "std")]
     {
         // `try_*`: no panic may cross this C boundary (a thread-local being
@@ -447,7 +527,9 @@ pub extern "C" fn last_load_error() -> *const c_char {
 
 fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
     #[cfg(feature = "std")]
-    std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    if !HOST_READS_LOAD_ERRORS.load(core::sync::atomic::Ordering::Relaxed) {
+        std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
+    }
     #[cfg(feature = "std")]
     set_load_error(Some(std::format!("{error}")));
     #[cfg(not(feature = "std"))]

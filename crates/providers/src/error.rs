@@ -317,3 +317,66 @@ impl Error {
         }
     }
 }
+
+/// An error and its causes, for people: `Display` and `Debug` both print
+/// the error's message, then each cause on a line of its own
+/// (`caused by: ...`), each message once.
+///
+/// Every error of xplug's crates prints only its own message and gives its
+/// cause as [`std::error::Error::source`]; the derived `Debug` is a
+/// structure dump. A program that returns errors from `main` (which prints
+/// them with `Debug`) returns a `Report` instead: `?` converts any error.
+///
+/// ```
+/// use std::path::PathBuf;
+/// use xplug_providers::{Error, Report};
+///
+/// fn load() -> Result<(), Error> {
+///     Err(Error::FileNotFound { path: PathBuf::from("/no/such/libplugin.so") })
+/// }
+///
+/// // What `fn main() -> Result<(), Report>` prints when it fails.
+/// fn run() -> Result<(), Report> {
+///     load()?;
+///     Ok(())
+/// }
+///
+/// let report = run().unwrap_err();
+/// assert_eq!(format!("{report:?}"), "plugin library /no/such/libplugin.so does not exist; check the path");
+/// ```
+///
+/// With `anyhow` instead, `anyhow::Error`'s `Debug` prints the same chain
+/// (`Caused by:`); either way each message appears once.
+pub struct Report(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Report {
+    /// The error reported.
+    #[must_use]
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for Report {
+    fn from(error: E) -> Self {
+        Self(Box::new(error))
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut next = self.0.source();
+        while let Some(cause) = next {
+            write!(f, "\n  caused by: {cause}")?;
+            next = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}

@@ -112,7 +112,7 @@ mod request;
 mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
-pub use error::{Error, LoaderError, PluginMessage};
+pub use error::{Error, LoaderError, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use name::ProviderName;
 pub use params::LoadParamList;

@@ -319,6 +319,12 @@ pub(crate) fn load_checked(
             .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
     }
 
+    // Asking for the load message before `load` tells an `xplug-sdk`
+    // plugin that this host shows it (as a cause of the error below), so
+    // the plugin does not also print it (docs/abi.md#load-error-message).
+    if let Some(library) = library {
+        let _ = library.load_error();
+    }
     let allocator = CountingAllocator::new();
     let instance = table.load(&allocator, params).map_err(|error| match error {
         RawLoadError::Refused { code } => {
@@ -345,6 +351,7 @@ pub(crate) fn load_checked(
     })?;
     // Only a plugin that passed every check is asked for its names.
     let exports = library.and_then(|library| library.exports());
+    let import_layouts = library.and_then(|library| library.import_layouts());
 
     Ok(Plugin {
         instance,
@@ -359,6 +366,7 @@ pub(crate) fn load_checked(
         source: site.source,
         exports,
         params: declared,
+        import_layouts,
         code: site.code,
         allocator,
     })

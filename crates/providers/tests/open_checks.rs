@@ -153,3 +153,70 @@ fn a_well_formed_c_plugin_still_loads_bound_now() {
     assert_eq!(plugin.name(), "configurable");
     assert_eq!(plugin.unload().live_allocations, 0);
 }
+
+/// A C plugin declaring import layouts through `xplug_import_layouts`:
+/// `add`'s struct of three `int32_t`s, then entries the reader must bound.
+const LAYOUTS: &str = r#"
+static const xplug_field_layout_t add_fields[3] = {
+  {"a", "i32", 0, 4}, {"b", "i32", 4, 4}, {"out", "i32", 8, 4},
+};
+/* A field past the end of its 8-byte struct: the field list is dropped. */
+static const xplug_field_layout_t bad_fields[1] = {{"x", "u64", 4, 8}};
+static const xplug_import_layout_t layouts[4] = {
+  {"add", "binop_params_t", 12, 4, 3, add_fields},
+  {"bad", "bad_t", 8, 8, 1, bad_fields},
+  {"huge", "huge_t", 16, 8, 100000, add_fields},
+  {NULL, NULL, 4, 4, 0, NULL},
+};
+IREE_HAL_EXECUTABLE_PLUGIN_EXPORT const xplug_import_layout_t* xplug_import_layouts(size_t* count) {
+#ifdef LAYOUT_COUNT
+  *count = LAYOUT_COUNT;
+  return LAYOUT_COUNT > 4 ? NULL : layouts;
+#else
+  *count = 4;
+  return layouts;
+#endif
+}
+"#;
+
+#[test]
+fn import_layouts_are_copied_out_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = configurable_with(dir.path(), "layouts", LAYOUTS);
+    // SAFETY: as in `load`.
+    let library = unsafe { RawLibrary::open(&path) }.unwrap();
+    let layouts = library.import_layouts().expect("the export is read");
+    // The entry without a symbol is skipped.
+    assert_eq!(layouts.len(), 3, "{layouts:?}");
+    let add = &layouts[0];
+    assert_eq!(
+        (add.symbol.as_str(), add.type_name.as_deref(), add.size, add.align),
+        ("add", Some("binop_params_t"), 12, 4)
+    );
+    let fields = add.fields.as_ref().expect("three fields");
+    let shown: Vec<(&str, &str, usize, usize)> =
+        fields.iter().map(|f| (f.name.as_str(), f.type_name.as_str(), f.offset, f.size)).collect();
+    assert_eq!(shown, [("a", "i32", 0, 4), ("b", "i32", 4, 4), ("out", "i32", 8, 4)]);
+    // A field outside its struct, or more fields than any struct has:
+    // the size is kept, the fields are not.
+    assert_eq!((layouts[1].size, layouts[1].fields.is_none()), (8, true), "{layouts:?}");
+    assert_eq!((layouts[2].size, layouts[2].fields.is_none()), (16, true), "{layouts:?}");
+    // The loaded plugin keeps the same copy.
+    let plugin = load(&path).unwrap();
+    assert_eq!(plugin.import_layouts(), Some(&layouts[..]));
+    assert_eq!(plugin.unload().live_allocations, 0);
+    // Without the export there is no list.
+    let plain = configurable_with(dir.path(), "plain", "");
+    // SAFETY: as in `load`.
+    assert_eq!(unsafe { RawLibrary::open(&plain) }.unwrap().import_layouts(), None);
+}
+
+#[test]
+fn an_absurd_import_layout_count_is_no_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let code = format!("#define LAYOUT_COUNT ((size_t)1 << 40)\n{LAYOUTS}");
+    let path = configurable_with(dir.path(), "absurd_layouts", &code);
+    // SAFETY: as in `load`.
+    let library = unsafe { RawLibrary::open(&path) }.unwrap();
+    assert_eq!(library.import_layouts(), None);
+}

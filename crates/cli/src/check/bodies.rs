@@ -45,16 +45,23 @@ fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
 fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
     let table = table_for(subject)?;
     checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
-        .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
+        .map_err(|refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})"))?;
     let mut params = subject.params.clone();
     for (key, value) in extra {
         params.push(*key, *value);
     }
     table.load(&CountingAllocator::new(), &params).map_err(|error| match error {
-        RawLoadError::Refused { code } => format!("load returned {code} with {} parameter(s)", params.len()),
-        other => other.to_string(),
+        RawLoadError::Refused { code } => {
+            format!("{NOT_LOADED}load returned {code} with {} parameter(s)", params.len())
+        }
+        other => format!("{NOT_LOADED}{other}"),
     })
 }
+
+/// How the detail of a check that could not get a loaded instance starts:
+/// every later check that needs one would fail the same way, so such a
+/// failure is fatal ([`super::catalogue::Outcome`]).
+pub(crate) const NOT_LOADED: &str = "not loaded: ";
 
 pub(super) fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
     let query = subject.query.clone()?;
@@ -148,7 +155,7 @@ pub(super) fn load_with_params(subject: &Subject<'_>) -> Verdict {
     // A plugin that declares its parameters must refuse any other key.
     let table = table_for(subject)?;
     checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
-        .map_err(|refusal| format!("not run: a host refuses the plugin ({refusal})"))?;
+        .map_err(|refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})"))?;
     let mut params = subject.params.clone();
     params.push(CHECK_PARAM.0, CHECK_PARAM.1);
     let allocator = CountingAllocator::new();
@@ -240,8 +247,10 @@ pub(super) fn resolve_unknown_optional(subject: &Subject<'_>) -> Verdict {
 }
 
 fn no_exports() -> Verdict {
-    Ok("skipped: no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)"
-        .to_owned())
+    Ok(format!(
+        "{}no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)",
+        super::catalogue::SKIPPED
+    ))
 }
 
 pub(super) fn resolve_exports(subject: &Subject<'_>) -> Verdict {

@@ -18,15 +18,69 @@ pub(crate) struct Check {
     /// What it verifies, for humans.
     pub(crate) description: &'static str,
     pub(super) run: fn(&Subject<'_>) -> Verdict,
+    /// Whether its failure makes every later check meaningless (no table,
+    /// a header a host refuses): the later checks are then skipped, not
+    /// failed again for the same reason. Any check that could not load an
+    /// instance is fatal too ([`Check::stops_the_run`]).
+    pub(crate) fatal: bool,
 }
+
+impl Check {
+    /// Whether a failure of this check with `detail` stops the run: a
+    /// fatal check, or any check whose plugin did not load (each later one
+    /// would say the same).
+    pub(crate) fn stops_the_run(&self, detail: &str) -> bool {
+        self.fatal || detail.starts_with(super::bodies::NOT_LOADED)
+    }
+}
+
+/// How one check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It ran and the plugin conforms.
+    Pass,
+    /// It ran and the plugin does not conform (or crashed, or hung).
+    Fail,
+    /// It did not run: nothing to check, or an earlier fatal check failed.
+    Skip,
+}
+
+impl Outcome {
+    /// `pass`, `fail` or `skip`, as `--json` spells it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Skip => "skip",
+        }
+    }
+
+    /// The outcome `--json` spelled `text`.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        [Self::Pass, Self::Fail, Self::Skip].into_iter().find(|outcome| outcome.as_str() == text)
+    }
+
+    /// The outcome of a check's verdict: a detail starting with
+    /// [`SKIPPED`] is a skip.
+    pub(crate) fn of(verdict: &Verdict) -> Self {
+        match verdict {
+            Ok(detail) if detail.starts_with(SKIPPED) => Self::Skip,
+            Ok(_) => Self::Pass,
+            Err(_) => Self::Fail,
+        }
+    }
+}
+
+/// How the detail of a check that did not run starts.
+pub(crate) const SKIPPED: &str = "skipped: ";
 
 /// The result of one check.
 #[derive(Debug)]
 pub(crate) struct CheckResult {
     /// The check's name.
     pub(crate) name: &'static str,
-    /// Whether it passed.
-    pub(crate) ok: bool,
+    /// Whether it passed, failed or was skipped.
+    pub(crate) outcome: Outcome,
     /// What was seen.
     pub(crate) detail: String,
     /// The crash or hang that failed it, when one did.
@@ -39,60 +93,87 @@ pub(crate) const CHECKS: &[Check] = &[
         name: "query-max-version-0",
         description: "query(0) returns NULL (the plugin needs version 1)",
         run: query_max_version_0,
+        fatal: false,
     },
     Check {
         name: "query-latest",
         description: "query(LATEST) returns a table with a header",
         run: query_latest,
+        fatal: true,
     },
     Check {
         name: "header",
         description: "header version, name, features and sanitizer are sane",
         run: header,
+        fatal: true,
     },
     Check {
         name: "load-unload",
         description: "load with the spec's params succeeds; unload frees everything",
         run: load_plain,
+        fatal: false,
     },
     Check {
         name: "load-unload-params",
         description: "an unknown load param is refused (INVALID_ARGUMENT, nothing held) by a plugin that declares \
                       its params, else accepted and unload frees everything",
         run: load_with_params,
+        fatal: false,
     },
-    Check { name: "resolve-nothing", description: "resolving zero names is OK", run: resolve_nothing },
+    Check {
+        name: "resolve-nothing",
+        description: "resolving zero names is OK",
+        run: resolve_nothing,
+        fatal: false,
+    },
     Check {
         name: "resolve-unknown-required",
         description: "an unknown required name gives NOT_FOUND and an empty slot",
         run: resolve_unknown_required,
+        fatal: false,
     },
     Check {
         name: "resolve-unknown-optional",
         description: "an unknown ?optional name gives OK with MISSING_OPTIONAL",
         run: resolve_unknown_optional,
+        fatal: false,
     },
     Check {
         name: "resolve-exports",
         description: "every listed export resolves to a function",
         run: resolve_exports,
+        fatal: false,
     },
     Check {
         name: "filled-slots-untouched",
         description: "slots filled before resolve are skipped and left alone",
         run: filled_slots_untouched,
+        fatal: false,
     },
     Check {
         name: "repeated-resolve-stable",
         description: "resolving the same names twice gives the same pointers",
         run: repeated_resolve_stable,
+        fatal: false,
     },
     Check {
         name: "allocations-balanced",
         description: "after load, resolves and unload the plugin holds no host memory",
         run: allocations_balanced,
+        fatal: false,
     },
 ];
+
+/// The result standing for a check not run because `fatal`, an earlier
+/// check, failed.
+pub(crate) fn skipped_after(check: &Check, fatal: &str) -> CheckResult {
+    CheckResult {
+        name: check.name,
+        outcome: Outcome::Skip,
+        detail: format!("{SKIPPED}check `{fatal}` failed, and this one depends on what it checks"),
+        fault: None,
+    }
+}
 
 /// The checks `only` selects (all when `None`).
 pub(super) fn select(only: Option<&str>) -> Result<Vec<&'static Check>, CliError> {

@@ -6,7 +6,7 @@
 
 use xplug_probe::{ProbeFailure, ProbeStatus};
 
-use super::catalogue::{CheckResult, select};
+use super::catalogue::{CheckResult, Outcome, SKIPPED, select, skipped_after};
 use crate::error::CliError;
 use crate::isolate;
 
@@ -29,14 +29,19 @@ pub(super) fn run_checks(
 ) -> Result<Isolated, CliError> {
     let mut results = Vec::new();
     let mut hang: Option<(&'static str, ProbeFailure)> = None;
+    let mut fatal: Option<&'static str> = None;
     for check in select(only)? {
         if let Some((hung_check, failure)) = &hang {
             results.push(CheckResult {
                 name: check.name,
-                ok: false,
-                detail: format!("not run: the plugin {failure} in check {hung_check}"),
+                outcome: Outcome::Skip,
+                detail: format!("{SKIPPED}not run: the plugin {failure} in check {hung_check}"),
                 fault: None,
             });
+            continue;
+        }
+        if let Some(fatal) = fatal {
+            results.push(skipped_after(check, fatal));
             continue;
         }
         let mut args: Vec<std::ffi::OsString> =
@@ -58,9 +63,10 @@ pub(super) fn run_checks(
                     isolate::forward(if json { &output.stdout } else { &[] }, &output.stderr);
                     return Ok(Isolated::Forwarded(u8::try_from(code).unwrap_or(1)));
                 };
+                let outcome = entry["outcome"].as_str().and_then(Outcome::parse).unwrap_or(Outcome::Fail);
                 results.push(CheckResult {
                     name: check.name,
-                    ok: entry["ok"].as_bool().unwrap_or(false),
+                    outcome,
                     detail: entry["detail"].as_str().unwrap_or("the child gave no detail").to_owned(),
                     fault: None,
                 });
@@ -71,7 +77,7 @@ pub(super) fn run_checks(
                 }
                 results.push(CheckResult {
                     name: check.name,
-                    ok: false,
+                    outcome: Outcome::Fail,
                     detail: failure.to_string(),
                     fault: Some(failure),
                 });
@@ -79,11 +85,17 @@ pub(super) fn run_checks(
             _ => {
                 results.push(CheckResult {
                     name: check.name,
-                    ok: false,
+                    outcome: Outcome::Fail,
                     detail: "the child process ended in an unknown way".to_owned(),
                     fault: None,
                 });
             }
+        }
+        if results
+            .last()
+            .is_some_and(|result| result.outcome == Outcome::Fail && check.stops_the_run(&result.detail))
+        {
+            fatal = Some(check.name);
         }
     }
     Ok(Isolated::Results(results))

@@ -27,7 +27,7 @@ use xplug_providers::{LoadParamList, checks};
 
 use self::bodies::Subject;
 pub(crate) use self::catalogue::CHECKS;
-use self::catalogue::{CheckResult, select};
+use self::catalogue::{CheckResult, Outcome, select, skipped_after};
 use crate::error::{CliError, fault_json, report_error};
 use crate::isolate::Isolation;
 use crate::output::{Style, Table, print_json, safe};
@@ -51,31 +51,36 @@ pub(crate) fn run_checks(
         (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, None, Vec::new())
     } else {
         library = trust::open_raw_library(path).map_err(load_error)?;
+        // Without a query function nothing can be checked: one error, not
+        // the same message from every check.
+        let query = library.query().map_err(load_error)?;
         let declared = library.params();
         if let Some(declared) = &declared {
             refuse_undeclared(path, declared, params)?;
         }
         let exports = library.exports().unwrap_or_default();
-        (
-            library.query().map_err(|error| error.to_string()),
-            "system library",
-            Features::NONE,
-            declared,
-            exports,
-        )
+        (Ok(query), "system library", Features::NONE, declared, exports)
     };
     exports.extend(symbols.iter().cloned());
     exports.sort();
     exports.dedup();
     let subject = Subject { query, loader, required, params: params.clone(), declared, exports };
-    Ok(selected
-        .into_iter()
-        .map(|check| {
-            let verdict = (check.run)(&subject);
-            let ok = verdict.is_ok();
-            CheckResult { name: check.name, ok, detail: verdict.unwrap_or_else(|detail| detail), fault: None }
-        })
-        .collect())
+    let mut results = Vec::new();
+    let mut fatal: Option<&'static str> = None;
+    for check in selected {
+        if let Some(fatal) = fatal {
+            results.push(skipped_after(check, fatal));
+            continue;
+        }
+        let verdict = (check.run)(&subject);
+        let outcome = Outcome::of(&verdict);
+        let detail = verdict.unwrap_or_else(|detail| detail);
+        if outcome == Outcome::Fail && check.stops_the_run(&detail) {
+            fatal = Some(check.name);
+        }
+        results.push(CheckResult { name: check.name, outcome, detail, fault: None });
+    }
+    Ok(results)
 }
 
 /// Refuses, before any check runs, a load parameter the plugin does not
@@ -130,7 +135,8 @@ pub(crate) fn run(
             children::Isolated::Forwarded(code) => return Ok(code),
         },
     };
-    let failed = results.iter().filter(|result| !result.ok).count();
+    let count = |outcome: Outcome| results.iter().filter(|result| result.outcome == outcome).count();
+    let (passed, failed, skipped) = (count(Outcome::Pass), count(Outcome::Fail), count(Outcome::Skip));
     let failure = (failed > 0).then(|| CliError::ChecksFailed {
         plugin: spec.to_owned(),
         failed,
@@ -140,9 +146,13 @@ pub(crate) fn run(
         print_json(&json!({
             "ok": failed == 0,
             "error": failure.as_ref().map(CliError::to_json),
+            "passed": passed,
+            "failed": failed,
+            "skipped": skipped,
             "checks": results.iter().map(|r| json!({
                 "name": r.name,
-                "ok": r.ok,
+                "ok": r.outcome != Outcome::Fail,
+                "outcome": r.outcome.as_str(),
                 "detail": r.detail,
                 "fault": r.fault.as_ref().map(fault_json),
             })).collect::<Vec<_>>(),
@@ -151,11 +161,18 @@ pub(crate) fn run(
         let style = Style::stdout();
         let mut table = Table::new(["check", "result", "detail"]);
         for result in &results {
-            let verdict = if result.ok { style.good("pass") } else { style.bad("FAIL") };
+            let verdict = match result.outcome {
+                Outcome::Pass => style.good("pass"),
+                Outcome::Fail => style.bad("FAIL"),
+                Outcome::Skip => style.warn("skip"),
+            };
             table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }
         print!("{}", table.render(style));
-        let summary = format!("{} of {} checks passed for {spec}", results.len() - failed, results.len());
+        let summary = format!(
+            "{passed} passed, {failed} failed, {skipped} skipped of {} checks for {spec}",
+            results.len()
+        );
         println!("{}", if failed == 0 { style.good(&summary) } else { style.bad(&summary) });
     }
     if let Some(failure) = failure {

@@ -82,6 +82,11 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         let c_name = c_str(&import.symbol, import.symbol_span);
         quote! { ::xplug_sdk::__private::CName::new(#c_name) }
     });
+    let import_layouts = imports.iter().map(|import| {
+        let marker = marker_ident(import);
+        let c_name = c_str(&import.symbol, import.symbol_span);
+        quote! { ::xplug_sdk::__private::CImportLayout::of::<#marker>(#c_name) }
+    });
     let symbols = imports.iter().map(|import| LitStr::new(&import.symbol, import.symbol_span));
     // Through the marker's `Params`, so a params type without the derive is
     // reported once (at the marker's impl), not again here.
@@ -110,6 +115,7 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
             ::xplug_sdk::__private::v0_table::<__XplugPlugin>(&__XPLUG_HEADER);
         static __XPLUG_EXPORTS: [::xplug_sdk::__private::Export; #count] = [#(#export_entries),*];
         static __XPLUG_EXPORT_NAMES: [::xplug_sdk::__private::CName; #count] = [#(#export_names),*];
+        static __XPLUG_IMPORT_LAYOUTS: [::xplug_sdk::__private::CImportLayout; #count] = [#(#import_layouts),*];
         #index_static
         #params_statics
 
@@ -135,6 +141,9 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
             const PARAMS: ::core::option::Option<&'static [::xplug_sdk::DeclaredParam]> = #params_value;
             fn param_decls() -> &'static [::xplug_sdk::__private::CParamDecl] {
                 &__XPLUG_PARAM_DECLS
+            }
+            fn import_layouts() -> &'static [::xplug_sdk::__private::CImportLayout] {
+                &__XPLUG_IMPORT_LAYOUTS
             }
         }
 
@@ -182,6 +191,14 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
                 out_count: ::core::option::Option<&mut usize>,
             ) -> *const *const ::core::ffi::c_char {
                 ::xplug_sdk::__private::export_list::<__XplugPlugin>(out_count)
+            }
+
+            /// The params layout of each import, for tools.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn xplug_import_layouts(
+                out_count: ::core::option::Option<&mut usize>,
+            ) -> *const ::xplug_sdk::abi::ImportLayout {
+                ::xplug_sdk::__private::import_layouts::<__XplugPlugin>(out_count)
             }
 
             /// Why the last `load` on this thread failed, for tools.

@@ -77,6 +77,7 @@ pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStre
         }
     });
     let c_declarations = crate::cdecl::declarations(name, &data.fields);
+    let layout = layout_const(name, &data.fields);
     Ok(quote! {
         // Every field type must be valid for any bit pattern (checked by the
         // compiler here, with the error at the field).
@@ -92,8 +93,49 @@ pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStre
         // executable's C struct.
         unsafe impl ::xplug_sdk::ImportParams for #name {
             #c_declarations
+            #layout
         }
     })
+}
+
+/// The `ImportParams::__LAYOUT` constant of struct `name`: its name and,
+/// per field, the name, the type as written, the offset and the size, the
+/// last two computed by the compiler (`offset_of!`, `size_of`).
+fn layout_const(name: &syn::Ident, fields: &syn::Fields) -> TokenStream2 {
+    let entries = fields.iter().enumerate().map(|(index, field)| {
+        let field_name = field.ident.as_ref().map_or_else(|| format!("_{index}"), ToString::to_string);
+        let member = field.ident.as_ref().map_or_else(
+            || {
+                let index = syn::Index::from(index);
+                quote! { #index }
+            },
+            |ident| quote! { #ident },
+        );
+        let ty = replace_self(field.ty.to_token_stream(), name);
+        let field_c = c_lit(&field_name);
+        let type_c = c_lit(&show(&field.ty));
+        quote! {
+            ::xplug_sdk::__private::CFieldLayout::new(
+                #field_c,
+                #type_c,
+                ::core::mem::offset_of!(#name, #member),
+                ::core::mem::size_of::<#ty>(),
+            )
+        }
+    });
+    let name_c = c_lit(&name.to_string());
+    quote! {
+        const __LAYOUT: ::core::option::Option<::xplug_sdk::__private::ParamsLayout> = {
+            const FIELDS: &[::xplug_sdk::__private::CFieldLayout] = &[#(#entries),*];
+            ::core::option::Option::Some(::xplug_sdk::__private::ParamsLayout { type_name: #name_c, fields: FIELDS })
+        };
+    }
+}
+
+/// A C string literal of `text` (identifiers and type text: no NUL).
+fn c_lit(text: &str) -> syn::LitCStr {
+    let text = std::ffi::CString::new(text.replace('\0', "")).unwrap_or_default();
+    syn::LitCStr::new(&text, proc_macro2::Span::call_site())
 }
 
 /// Why a field type is refused, and what to write instead.

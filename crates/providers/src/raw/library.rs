@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use dlopen2::raw::Library;
 use xplug_abi::{
-    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl,
-    ParamsListFn, QueryFn,
+    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME, ImportLayout,
+    ImportLayoutsFn, LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl, ParamsListFn, QueryFn,
 };
 
 use super::RawQuery;
@@ -42,6 +42,102 @@ pub struct ParamInfo {
     pub default: Option<String>,
     /// What the parameter does.
     pub description: String,
+}
+
+/// More imports than any real plugin describes: a larger count from
+/// `xplug_import_layouts` is garbage and the description is ignored.
+pub const MAX_IMPORT_LAYOUTS: usize = 1 << 20;
+
+/// More fields than any real params struct has: an import claiming more
+/// through `xplug_import_layouts` is listed with its size only.
+pub const MAX_LAYOUT_FIELDS: usize = 1 << 12;
+
+/// The params struct of one import, as the plugin describes it through
+/// `xplug_import_layouts`, copied out of the library.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportLayoutInfo {
+    /// The import's name, without `?`.
+    pub symbol: String,
+    /// The params struct's name, when the plugin gives it.
+    pub type_name: Option<String>,
+    /// `sizeof` the params struct, in bytes.
+    pub size: usize,
+    /// Its alignment, in bytes.
+    pub align: usize,
+    /// Its fields in declaration order; `None` when the plugin knows only
+    /// the size (a params type without xplug's derive).
+    pub fields: Option<Vec<FieldInfo>>,
+}
+
+/// One field of an [`ImportLayoutInfo`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldInfo {
+    /// The field's name.
+    pub name: String,
+    /// Its type as the plugin's source spells it (`f32`, `Buffer<f32>`).
+    pub type_name: String,
+    /// Its offset in the struct, in bytes.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// Copies the layouts a plugin's `xplug_import_layouts` returned: entries
+/// without a symbol are skipped; an entry whose fields pointer is NULL, or
+/// whose fields claim more than [`MAX_LAYOUT_FIELDS`] or lie outside its
+/// size, keeps its size only.
+///
+/// # Safety
+/// `layouts` points at `count` readable [`ImportLayout`]s whose non-NULL
+/// strings are NUL-terminated and whose non-NULL `fields` point at
+/// `field_count` readable [`FieldLayout`]s, all valid for this call.
+pub(crate) unsafe fn copy_import_layouts(
+    layouts: *const ImportLayout,
+    count: usize,
+) -> Vec<ImportLayoutInfo> {
+    if count == 0 || layouts.is_null() {
+        return Vec::new();
+    }
+    let text = |pointer: *const std::ffi::c_char| {
+        // SAFETY: each non-NULL string is NUL-terminated (the caller's
+        // promise).
+        (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
+    };
+    // SAFETY: `count` readable entries (the caller's promise).
+    let layouts: &[ImportLayout] = unsafe { std::slice::from_raw_parts(layouts, count) };
+    layouts
+        .iter()
+        .filter_map(|layout| {
+            let symbol = text(layout.symbol)?;
+            let fields = (!layout.fields.is_null() && layout.field_count <= MAX_LAYOUT_FIELDS)
+                .then(|| {
+                    // SAFETY: `field_count` readable fields (the caller's
+                    // promise), bounded above.
+                    let fields: &[FieldLayout] =
+                        unsafe { std::slice::from_raw_parts(layout.fields, layout.field_count) };
+                    fields
+                        .iter()
+                        .map(|field| {
+                            field.offset.checked_add(field.size).filter(|end| *end <= layout.size)?;
+                            Some(FieldInfo {
+                                name: text(field.name)?,
+                                type_name: text(field.type_name).unwrap_or_default(),
+                                offset: field.offset,
+                                size: field.size,
+                            })
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .flatten();
+            Some(ImportLayoutInfo {
+                symbol,
+                type_name: text(layout.type_name),
+                size: layout.size,
+                align: layout.align,
+                fields,
+            })
+        })
+        .collect()
 }
 
 /// A plugin library opened by the OS loader (`dlopen`), the first step of
@@ -639,6 +735,36 @@ impl RawLibrary {
                 })
                 .collect(),
         )
+    }
+}
+
+impl RawLibrary {
+    /// The params layout of each import the library describes through
+    /// xplug's optional `xplug_import_layouts` export, copied; `None` when
+    /// it has no such export, returns NULL with a non-zero count, or claims
+    /// more than [`MAX_IMPORT_LAYOUTS`]. Bounds as in
+    /// [`ImportLayoutInfo`]: a field outside its struct drops the field
+    /// list, keeping the size.
+    #[must_use]
+    pub fn import_layouts(&self) -> Option<Vec<ImportLayoutInfo>> {
+        let address = self.symbol_address(IMPORT_LAYOUTS_NAME)?;
+        if !symbol_kind(address).may_be_called() {
+            return None;
+        }
+        // SAFETY: `ImportLayoutsFn` is a pointer-sized function pointer
+        // type; the export is a function (checked above) with that type by
+        // the contract the opener vouched for.
+        let list = unsafe { self.library.symbol_cstr::<ImportLayoutsFn>(IMPORT_LAYOUTS_NAME) }.ok()?;
+        let mut count = 0usize;
+        // SAFETY: the export's contract; `count` is a valid out-pointer.
+        let layouts = unsafe { list(&mut count) };
+        if count != 0 && (layouts.is_null() || count > MAX_IMPORT_LAYOUTS) {
+            return None;
+        }
+        // SAFETY: the export returned `count` layouts valid while the
+        // library is open (it is borrowed for this call), with the
+        // contract of `xplug_import_layouts`.
+        Some(unsafe { copy_import_layouts(layouts, count) })
     }
 }
 

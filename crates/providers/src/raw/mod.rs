@@ -65,7 +65,10 @@ use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, S
 pub use elf::open_elf_image;
 pub(crate) use elf::read_elf_file;
 pub use instance::RawInstance;
-pub use library::{MAX_DECLARED_PARAMS, MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind};
+pub use library::{
+    FieldInfo, ImportLayoutInfo, MAX_DECLARED_PARAMS, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS,
+    MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind,
+};
 pub use stage::{Stage, set_stage_hook};
 
 use crate::{CountingAllocator, LoadParamList};
