@@ -278,6 +278,18 @@ mod error;
 mod ffi;
 mod params;
 mod resolve;
+#[cfg(feature = "standalone")]
+mod standalone;
+
+#[cfg(all(feature = "standalone", feature = "std"))]
+compile_error!(
+    "xplug-sdk's `standalone` feature (a no_std `.sos` build) excludes `std`: build the plugin with \
+     `--no-default-features --features <its standalone feature>` (`xplug build --sos` does)"
+);
+
+// The C memory functions of a standalone build.
+#[cfg(feature = "standalone")]
+extern crate xplug_sdk_builtins as _;
 
 use alloc::string::String;
 use core::ffi::c_int;
@@ -288,7 +300,7 @@ use core::ptr::NonNull;
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
-pub use error::{Error, ImportError};
+pub use error::{Error, ImportError, ParamText};
 pub use params::{DeclaredParam, Environment, LoadParams, Param, ParamKind};
 pub use xplug_abi as abi;
 pub use xplug_sdk_macros::{ImportParams, plugin};
