@@ -89,8 +89,9 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec) -> Result<Report, CliError>
     Ok(Report {
         info: loaded.info().clone(),
         loader: "embedded ELF",
-        exports: None,
-        params: None,
+        // xplug's optional exports, read from the `.sos` by xplug's loader.
+        exports: loaded.exports().map(<[String]>::to_vec),
+        params: loaded.params().map(<[ParamInfo]>::to_vec),
         load_error: None,
         embedded,
     })
