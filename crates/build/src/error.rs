@@ -64,7 +64,9 @@ pub enum BuildError {
         problem: &'static str,
     },
     /// The host's architecture has no embedded-ELF record target.
-    #[error("no embedded-ELF target for host `{host}`: .sos files are built on x86_64, aarch64 and riscv64 hosts")]
+    #[error(
+        "no embedded-ELF target for host `{host}`: .sos files are built on x86_64, aarch64 and riscv64 hosts"
+    )]
     UnsupportedHost {
         /// The rustc host triple.
         host: String,
@@ -110,9 +112,10 @@ pub(crate) fn hint(step: &str, stderr: &str) -> Option<&'static str> {
              none), e.g. format into a fixed buffer with `core::fmt::Write`",
         );
     }
-    if step == "link" && ["memcpy", "memset", "memmove", "memcmp", "bcmp", "strlen"]
-        .iter()
-        .any(|name| stderr.contains(&format!("undefined symbol: {name}")))
+    if step == "link"
+        && ["memcpy", "memset", "memmove", "memcmp", "bcmp", "strlen"]
+            .iter()
+            .any(|name| stderr.contains(&format!("undefined symbol: {name}")))
     {
         return Some(
             "the C memory functions are missing: the crate's `sos` feature must turn on `xplug-sdk/standalone`",

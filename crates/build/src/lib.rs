@@ -180,7 +180,12 @@ pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
 /// [`BuildError::Tool`] when the linker cannot be started,
 /// [`BuildError::Failed`] with its output (and a hint for unwinding
 /// symbols or missing memory functions) when it fails.
-pub fn link(linker: &Path, inputs: &[PathBuf], version_script: &Path, output: &Path) -> Result<(), BuildError> {
+pub fn link(
+    linker: &Path,
+    inputs: &[PathBuf],
+    version_script: &Path,
+    output: &Path,
+) -> Result<(), BuildError> {
     let mut command = Command::new(linker);
     command
         .args(LINK_FLAGS)

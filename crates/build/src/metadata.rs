@@ -22,8 +22,9 @@ pub struct PluginCrate {
 }
 
 impl PluginCrate {
-    /// Asks `cargo metadata --no-deps` about `manifest`, picking `package`
-    /// (or the one package there is).
+    /// Asks `cargo metadata --no-deps` about `manifest`, picking `package`,
+    /// else the package whose manifest `manifest` is (a workspace member's),
+    /// else the one package there is.
     ///
     /// # Errors
     /// [`BuildError::Tool`] / [`BuildError::Metadata`] when cargo cannot
@@ -48,14 +49,24 @@ impl PluginCrate {
 
     /// [`PluginCrate::locate`] on `cargo metadata`'s answer.
     fn from_metadata(manifest: &Path, package: Option<&str>, value: &Value) -> Result<Self, BuildError> {
-        let metadata_error =
-            |detail: &str| BuildError::Metadata { manifest: manifest.to_path_buf(), detail: detail.to_owned() };
+        let metadata_error = |detail: &str| BuildError::Metadata {
+            manifest: manifest.to_path_buf(),
+            detail: detail.to_owned(),
+        };
         let packages = value["packages"].as_array().ok_or_else(|| metadata_error("no `packages` list"))?;
         let name_of = |entry: &Value| entry["name"].as_str().unwrap_or_default().to_owned();
-        let chosen = match package {
-            Some(wanted) => packages.iter().find(|entry| entry["name"] == wanted),
-            None if packages.len() == 1 => packages.first(),
-            None => {
+        // A member's own manifest names that member (cargo metadata lists
+        // the whole workspace for it).
+        let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let wanted_manifest = canonical(manifest);
+        let own = packages.iter().find(|entry| {
+            entry["manifest_path"].as_str().is_some_and(|path| canonical(Path::new(path)) == wanted_manifest)
+        });
+        let chosen = match (package, own) {
+            (Some(wanted), _) => packages.iter().find(|entry| entry["name"] == wanted),
+            (None, Some(own)) => Some(own),
+            (None, None) if packages.len() == 1 => packages.first(),
+            (None, None) => {
                 return Err(BuildError::AmbiguousPackage {
                     manifest: manifest.to_path_buf(),
                     packages: packages.iter().map(name_of).collect(),
@@ -70,16 +81,19 @@ impl PluginCrate {
         let Some(chosen) = chosen else {
             return Err(no_library(package.unwrap_or_default().to_owned(), "does not exist"));
         };
-        let lib = chosen["targets"].as_array().into_iter().flatten().find(|target| {
-            target["kind"].as_array().into_iter().flatten().any(|kind| {
-                matches!(kind.as_str(), Some("lib" | "rlib" | "cdylib" | "staticlib" | "dylib"))
-            })
-        });
+        let lib =
+            chosen["targets"].as_array().into_iter().flatten().find(|target| {
+                target["kind"].as_array().into_iter().flatten().any(|kind| {
+                    matches!(kind.as_str(), Some("lib" | "rlib" | "cdylib" | "staticlib" | "dylib"))
+                })
+            });
         let Some(lib) = lib else { return Err(no_library(name_of(chosen), "has no library target")) };
         Ok(Self {
             package: name_of(chosen),
             manifest_path: PathBuf::from(
-                chosen["manifest_path"].as_str().ok_or_else(|| metadata_error("a package without manifest_path"))?,
+                chosen["manifest_path"]
+                    .as_str()
+                    .ok_or_else(|| metadata_error("a package without manifest_path"))?,
             ),
             lib_name: lib["name"].as_str().unwrap_or_default().replace('-', "_"),
             target_dir: PathBuf::from(
@@ -127,5 +141,9 @@ mod tests {
         let error = PluginCrate::from_metadata(manifest, Some("c"), &value).unwrap_err();
         assert!(error.to_string().contains("does not exist"), "{error}");
         assert_eq!(PluginCrate::from_metadata(manifest, Some("a"), &value).unwrap().package, "a");
+        // A member's own manifest picks that member.
+        let member = Path::new("/w/b/Cargo.toml");
+        let error = PluginCrate::from_metadata(member, None, &value).unwrap_err();
+        assert!(error.to_string().contains("`b` in /w/b/Cargo.toml has no library target"), "{error}");
     }
 }

@@ -29,7 +29,8 @@ impl Toolchain {
             let mut command = Command::new(&rustc);
             command.args(args);
             let line = format!("{command:?}");
-            let output = command.output().map_err(|source| BuildError::Tool { command: line.clone(), source })?;
+            let output =
+                command.output().map_err(|source| BuildError::Tool { command: line.clone(), source })?;
             if !output.status.success() {
                 return Err(BuildError::Failed {
                     step: "rustc",
@@ -77,8 +78,9 @@ impl Toolchain {
     /// [`BuildError::UnsupportedHost`] when the host has no record target,
     /// [`BuildError::HostTargetMissing`] when its target is not installed.
     pub fn record_targets(&self) -> Result<(Vec<&'static str>, Vec<SkippedRecord>), BuildError> {
-        let host_target =
-            self.host_record_target().ok_or_else(|| BuildError::UnsupportedHost { host: self.host.clone() })?;
+        let host_target = self
+            .host_record_target()
+            .ok_or_else(|| BuildError::UnsupportedHost { host: self.host.clone() })?;
         if !self.has_target(host_target) {
             return Err(BuildError::HostTargetMissing {
                 target: host_target.to_owned(),

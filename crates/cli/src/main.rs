@@ -205,11 +205,9 @@ enum Command {
     /// Build the plugin crate of the current directory (or --manifest-path)
     /// as a standalone embedded ELF file (`.sos`), with a FatELF record for
     /// every installed rustup target it supports.
-    #[command(
-        after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
+    #[command(after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
                       `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
-                      Example:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist"
-    )]
+                      Example:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist")]
     Build {
         /// Build the `.sos` (the only output this command makes; required
         /// so that a plain `xplug build` is not mistaken for `cargo build`).

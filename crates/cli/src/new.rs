@@ -135,7 +135,8 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
 
     let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let built = Path::new("target").join("release").join(&library);
-    let sos = (template == Template::Workgroup).then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
+    let sos = (template == Template::Workgroup)
+        .then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
     if json_output {
         print_json(&json!({
             "ok": true,

@@ -229,15 +229,22 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     let xplug_out = temp.path().join("xplug.npy");
     let output_arg = format!("--output=@{}", xplug_out.display());
     let with_slope = format!("--plugin={sos_str}?slope=0.5");
-    let run = common::json(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &with_slope], 0);
+    let run =
+        common::json(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &with_slope], 0);
     assert_eq!(run["ok"], true, "{run}");
     assert_eq!(read_npy(&xplug_out), leaky_relu(&x, 0.5));
 
     // A misspelled key: refused by the host from the declaration the .sos
     // exports, with a suggestion.
     let misspelled = format!("--plugin={sos_str}?slop=0.5");
-    let (code, refused) =
-        common::json_output(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &misspelled]);
+    let (code, refused) = common::json_output(&[
+        "run",
+        vmfb_str,
+        "--function=leaky_relu",
+        &input_arg,
+        &output_arg,
+        &misspelled,
+    ]);
     assert_eq!(code, Some(1), "{refused}");
     let text = refused.to_string();
     assert!(text.contains("`slop`") && text.contains("slope"), "{refused}");
@@ -249,7 +256,9 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
         common::json_output(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &malformed]);
     assert_eq!(code, Some(1), "{refused}");
     assert!(
-        refused.to_string().contains("load parameter `slope` has the value `abc` but a finite number is expected"),
+        refused
+            .to_string()
+            .contains("load parameter `slope` has the value `abc` but a finite number is expected"),
         "{refused}"
     );
 }

@@ -185,7 +185,7 @@ pub struct ParamText {
 
 impl ParamText {
     /// The most bytes kept.
-    pub const CAPACITY: usize = 64;
+    pub const CAPACITY: usize = 40;
 
     /// Copies up to [`Self::CAPACITY`] bytes of `text`.
     #[must_use]
@@ -197,7 +197,7 @@ impl ParamText {
             bytes[i] = text[i];
             i += 1;
         }
-        // `len <= CAPACITY = 64` fits in a `u8`.
+        // `len <= CAPACITY` (40) fits in a `u8`.
         Self { bytes, len: len as u8, truncated: text.len() > Self::CAPACITY }
     }
 
@@ -213,6 +213,9 @@ impl ParamText {
         self.truncated
     }
 }
+
+// The length is kept in a `u8`.
+const _: () = assert!(ParamText::CAPACITY <= u8::MAX as usize);
 
 impl From<&str> for ParamText {
     fn from(text: &str) -> Self {

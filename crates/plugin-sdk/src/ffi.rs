@@ -456,8 +456,11 @@ mod no_std_load_error {
     // `load` that wrote it returned (the export's contract).
     unsafe impl Sync for Buffer {}
 
-    static BUFFER: Buffer =
-        Buffer { writing: AtomicBool::new(false), len: AtomicUsize::new(0), bytes: UnsafeCell::new([0; CAPACITY]) };
+    static BUFFER: Buffer = Buffer {
+        writing: AtomicBool::new(false),
+        len: AtomicUsize::new(0),
+        bytes: UnsafeCell::new([0; CAPACITY]),
+    };
 
     /// Writes into the buffer, keeping room for the NUL.
     struct Writer<'a> {

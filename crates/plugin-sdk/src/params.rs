@@ -126,7 +126,11 @@ impl<'a> LoadParams<'a> {
                 let suggestion = core::str::from_utf8(param.key)
                     .ok()
                     .and_then(|key| xplug_abi::suggest::closest(key, declared.iter().map(|decl| decl.name)));
-                return Err(Error::UnknownParam { key: ParamText::new(param.key), suggestion, known: declared });
+                return Err(Error::UnknownParam {
+                    key: ParamText::new(param.key),
+                    suggestion,
+                    known: declared,
+                });
             };
             if !decl.kind.accepts(param.value) {
                 return Err(Error::InvalidParam {

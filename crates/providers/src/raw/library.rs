@@ -8,8 +8,8 @@ use std::sync::Arc;
 use dlopen2::raw::Library;
 use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 
-use super::optional::{OptionalExports, ParamInfo};
 use super::RawQuery;
+use super::optional::{OptionalExports, ParamInfo};
 use super::stage::{self, Stage};
 use crate::{CountingAllocator, Error, LoaderError, Origin};
 
