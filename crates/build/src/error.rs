@@ -15,17 +15,20 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
-    /// A step (`cargo`, `link`, `rustc`) ran and failed.
+    /// A step (`cargo`, `link`, `rustc`) ran and failed. The message names
+    /// the command and the fix for the usual mistakes; what the tool
+    /// printed is in `stderr`, for the caller to show as it is (a tool's
+    /// multi-line output, e.g. the linker's undefined symbols).
     #[error(
-        "the {step} step failed: `{command}`{}\n{stderr}",
-        .hint.map(|hint| format!("\nhint: {hint}")).unwrap_or_default()
+        "the {step} step failed (its output is above): `{command}`{}",
+        .hint.map(|hint| format!("; hint: {hint}")).unwrap_or_default()
     )]
     Failed {
         /// `cargo`, `link` or `rustc`.
         step: &'static str,
         /// The command line.
         command: String,
-        /// What the tool printed.
+        /// What the tool printed on stderr.
         stderr: String,
         /// What to change, for the usual mistakes.
         hint: Option<&'static str>,

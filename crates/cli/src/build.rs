@@ -24,8 +24,14 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
     let mut sos = xplug_build::SosOptions::new(options.manifest_path);
     sos.package = options.package.map(str::to_owned);
     sos.out_dir = options.out_dir.map(Path::to_path_buf);
-    let report = xplug_build::build_sos(&sos)
-        .map_err(|source| CliError::Build { manifest: options.manifest_path.to_path_buf(), source })?;
+    let report = xplug_build::build_sos(&sos).map_err(|source| {
+        // The tool's own output (cargo's diagnostics, the linker's
+        // undefined symbols), as the tool printed it, before the error.
+        if let xplug_build::BuildError::Failed { stderr, .. } = &source {
+            eprint!("{stderr}");
+        }
+        CliError::Build { manifest: options.manifest_path.to_path_buf(), source }
+    })?;
     if json_output {
         print_json(&json!({
             "ok": true,

@@ -374,6 +374,7 @@ xplug-manager = {{ path = {manager} }}
 //!   (`no_std`, allocating only through the host allocator).
 #![no_std]
 
+use xplug_sdk::abi::StatusCode;
 use xplug_sdk::{{Buffer, BufferMut, Environment, Error, ImportError, ImportParams, LoadParams, PluginState}};
 
 /// The params struct IREE passes to `{import}` (C layout, 64-bit:
@@ -414,6 +415,15 @@ impl PluginState for LeakyRelu {{
         // unknown keys and non-numbers; `parse` sees the default when the
         // key is absent.
         let slope = params.parse("slope", "a finite number")?.unwrap_or(0.25);
+        if !(0.0..=1.0).contains(&slope) {{
+            // The message is a `&'static str` (copied into a `String`
+            // through the host allocator): `format!` would link the
+            // standard library's unwinding code, which a `.sos` cannot have.
+            return Err(Error::custom(
+                StatusCode::OUT_OF_RANGE,
+                "`slope` must be between 0 and 1 (a leaky ReLU keeps the sign of its input); pass e.g. `slope=0.1`",
+            ));
+        }}
         Ok(Self {{ slope }})
     }}
 }}
@@ -423,7 +433,7 @@ impl PluginState for LeakyRelu {{
     description = "leaky ReLU workgroup kernel",
     features(standalone),
     state = LeakyRelu,
-    params(slope: f32 = 0.25 "the slope applied to negative inputs")
+    params(slope: f32 = 0.25 "the slope applied to negative inputs, between 0 and 1")
 )]
 pub mod plugin {{
     use super::*;
@@ -519,7 +529,7 @@ fn the_slope_parameter_is_used() {{
 
 #[test]
 fn bad_parameters_refuse_the_load() {{
-    for bad in [("slop", "0.5"), ("slope", "abc")] {{
+    for bad in [("slop", "0.5"), ("slope", "abc"), ("slope", "2")] {{
         let error = load(&LoadParamList::new().with(bad.0, bad.1)).expect_err("refused");
         assert!(matches!(error, Error::LoadFailed {{ .. }}), "{{error}}");
     }}
@@ -621,8 +631,14 @@ xplug run leaky_relu.vmfb --function=leaky_relu --input="6xf32=-4,-2,0,2,-8,6" \
   --plugin='target/sos/{ident}.sos?slope=0.5'
 ```
 
-A misspelled key (`?slop=0.5`) or a value that is not a number
-(`?slope=abc`) refuses the load with the plugin's message.
+A misspelled key (`?slop=0.5`), a value that is not a number
+(`?slope=abc`) or one outside [0, 1] (`?slope=2`) refuses the load with
+the plugin's message.
+
+In the `.sos` build, `alloc` works through the host allocator, but the
+precompiled standard library's formatting (`format!`, `to_string`) links
+unwinding code a `.sos` cannot have: `xplug build --sos` then fails naming
+`_Unwind_Resume`. Keep messages static, as `load` does here.
 "#
     );
     vec![

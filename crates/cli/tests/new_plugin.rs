@@ -261,4 +261,19 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
             .contains("load parameter `slope` has the value `abc` but a finite number is expected"),
         "{refused}"
     );
+
+    // Out of range: the plugin's own `Error::custom`, whose `String` it
+    // allocates through the host allocator (the standalone global
+    // allocator) and frees before `load` returns.
+    let out_of_range = format!("--plugin={sos_str}?slope=2");
+    let (code, refused) = common::json_output(&[
+        "run",
+        vmfb_str,
+        "--function=leaky_relu",
+        &input_arg,
+        &output_arg,
+        &out_of_range,
+    ]);
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(refused.to_string().contains("`slope` must be between 0 and 1"), "{refused}");
 }

@@ -255,12 +255,40 @@
 //! which xplug's host reads after a refused `load`, so the plugin's own
 //! explanation reaches the error (`xplug --json` prints it as a cause).
 //!
-//! # `no_std`
+//! # `no_std` and `.sos` files
 //!
-//! The crate is `#![no_std]` (+ `alloc` for error messages). Turn off the
-//! default features (`std`, `static-registration`) for a plugin that must
-//! not link the standard library; panics then abort instead of being
-//! reported, and static registration is unavailable.
+//! The crate is `#![no_std]` (+ `alloc`). Turn off the default features
+//! (`std`, `static-registration`) for a plugin that must not link the
+//! standard library; panics then abort instead of being reported, static
+//! registration is unavailable, and the message of a refused `load` is kept
+//! in one fixed 512-byte buffer (the latest in the process) for
+//! `xplug_plugin_load_error`.
+//!
+//! The `standalone` feature (without `std`) is what a plugin linked as a
+//! standalone embedded ELF file (`.sos`, `xplug build --sos`) needs: a
+//! global allocator that allocates through the host allocator of the latest
+//! `load` (so `Box`, `Vec` and `String` work and the host accounts for
+//! every byte), a panic handler that executes a trap instruction, and the C
+//! memory functions (`xplug-sdk-builtins`). A plugin crate turns it on from
+//! its own `sos` feature:
+//!
+//! ```toml
+//! [features]
+//! default = ["std"]
+//! std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
+//! sos = ["xplug-sdk/standalone"]
+//!
+//! [dependencies]
+//! xplug-sdk = { path = "...", default-features = false }
+//! ```
+//!
+//! The SDK's load path allocates nothing and links no unwinding code: a
+//! load-parameter error carries its key and value as [`ParamText`] (fixed
+//! size), so a bad parameter in a `.sos` is a refused `load` with its
+//! message, not a trap. The precompiled standard library is built with
+//! unwinding, so its formatting into a `String` (`format!`, `to_string`)
+//! links `_Unwind_Resume`, which a `.sos` cannot have (the link fails and
+//! `xplug build` says so): give [`Error::custom`] a `&'static str`.
 #![no_std]
 
 extern crate alloc;
