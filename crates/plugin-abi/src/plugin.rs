@@ -66,7 +66,8 @@ pub const OPTIONAL_EXPORTS: [&CStr; 3] = [EXPORTS_LIST_NAME, PARAMS_LIST_NAME, L
 /// xplug's optional extra export: why the last `load` on the calling thread
 /// failed, as a NUL-terminated message owned by the plugin (valid until the
 /// next `load` on that thread), or NULL when it did not fail or the plugin
-/// keeps no message. The v0 ABI returns only a status code from `load`;
+/// keeps no message. (An `xplug-sdk` plugin built without `std`, such as a
+/// `.sos`, keeps the latest message of the process instead.) The v0 ABI returns only a status code from `load`;
 /// this lets a host show the plugin's own explanation. C name:
 /// `xplug_plugin_load_error_fn_t`.
 pub type LoadErrorFn = unsafe extern "C" fn() -> *const c_char;
