@@ -124,8 +124,9 @@ pub(crate) fn hint(step: &str, stderr: &str) -> Option<&'static str> {
             "the C memory functions are missing: the crate's `sos` feature must turn on `xplug-sdk/standalone`",
         );
     }
-    if step == "cargo" && stderr.contains("does not have the feature `sos`")
-        || stderr.contains("does not contain this feature: sos")
+    if step == "cargo"
+        && (stderr.contains("does not have the feature `sos`")
+            || stderr.contains("does not contain this feature: sos"))
     {
         return Some(
             "declare `[features] sos = [\"xplug-sdk/standalone\"]` (and make the crate `no_std` without its \
@@ -154,5 +155,8 @@ mod tests {
         assert!(hint("link", "anything else").is_none());
         let feature = hint("cargo", "error: Package `p v0.1.0` does not have the feature `sos`");
         assert!(feature.unwrap().contains("sos = [\"xplug-sdk/standalone\"]"));
+        let feature = hint("cargo", "error: the package 'adder' does not contain this feature: sos");
+        assert!(feature.unwrap().contains("sos = [\"xplug-sdk/standalone\"]"));
+        assert!(hint("link", "error: the package 'adder' does not contain this feature: sos").is_none());
     }
 }

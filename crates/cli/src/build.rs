@@ -2,7 +2,7 @@
 //! file through `xplug-build` (the one implementation of that build) and
 //! says what it made, where, and which records it skipped and why.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -11,8 +11,8 @@ use crate::output::{Style, Table, print_json};
 
 /// What `xplug build` was asked for.
 pub(crate) struct Options<'a> {
-    /// The plugin crate's manifest.
-    pub(crate) manifest_path: &'a Path,
+    /// The plugin crate's manifest (default: the nearest `Cargo.toml`).
+    pub(crate) manifest_path: Option<&'a Path>,
     /// The package, for a workspace manifest.
     pub(crate) package: Option<&'a str>,
     /// Where the `.sos` goes.
@@ -21,7 +21,11 @@ pub(crate) struct Options<'a> {
 
 /// Runs `xplug build --sos`.
 pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
-    let mut sos = xplug_build::SosOptions::new(options.manifest_path);
+    let manifest = match options.manifest_path {
+        Some(path) => path.to_path_buf(),
+        None => nearest_manifest()?,
+    };
+    let mut sos = xplug_build::SosOptions::new(&manifest);
     sos.package = options.package.map(str::to_owned);
     sos.out_dir = options.out_dir.map(Path::to_path_buf);
     let report = xplug_build::build_sos(&sos).map_err(|source| {
@@ -30,7 +34,7 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         if let xplug_build::BuildError::Failed { stderr, .. } = &source {
             eprint!("{stderr}");
         }
-        CliError::Build { manifest: options.manifest_path.to_path_buf(), source }
+        CliError::Build { manifest: manifest.clone(), source }
     })?;
     if json_output {
         print_json(&json!({
@@ -70,4 +74,22 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
     println!("load it: xplug inspect {}", report.path.display());
     println!("         iree-run-module --executable_plugin={} ...", report.path.display());
     Ok(0)
+}
+
+/// The `Cargo.toml` in the current directory or the nearest one above it
+/// (where `cargo build` would look).
+fn nearest_manifest() -> Result<PathBuf, CliError> {
+    let here = std::env::current_dir().map_err(|source| CliError::File {
+        context: "cannot read the current directory".to_owned(),
+        source,
+    })?;
+    here.ancestors().map(|dir| dir.join("Cargo.toml")).find(|manifest| manifest.is_file()).ok_or_else(|| {
+        CliError::Usage {
+            message: format!(
+                "no Cargo.toml in {} or any directory above it; run `xplug build --sos` inside the plugin \
+                 crate or pass --manifest-path",
+                here.display()
+            ),
+        }
+    })
 }

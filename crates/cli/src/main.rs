@@ -213,9 +213,10 @@ enum Command {
         /// so that a plain `xplug build` is not mistaken for `cargo build`).
         #[arg(long, required = true)]
         sos: bool,
-        /// The plugin crate's Cargo.toml (default: ./Cargo.toml).
-        #[arg(long, value_name = "PATH", default_value = "Cargo.toml")]
-        manifest_path: PathBuf,
+        /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
+        /// in the current directory or above, as cargo finds it).
+        #[arg(long, value_name = "PATH")]
+        manifest_path: Option<PathBuf>,
         /// The package to build, when the manifest is a workspace.
         #[arg(long, short = 'p', value_name = "NAME")]
         package: Option<String>,
@@ -359,7 +360,11 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
         Command::Build { sos: _, manifest_path, package, out_dir } => build::run(
-            &build::Options { manifest_path, package: package.as_deref(), out_dir: out_dir.as_deref() },
+            &build::Options {
+                manifest_path: manifest_path.as_deref(),
+                package: package.as_deref(),
+                out_dir: out_dir.as_deref(),
+            },
             cli.json,
         ),
         Command::New { name, path, sdk, template, standalone } => new::run(
