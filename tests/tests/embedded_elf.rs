@@ -72,7 +72,12 @@ fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
     let host_record = plan.elf().len();
     assert!(host_record <= 16 * 1024, "the host record is {host_record} bytes");
     assert!(plan.relocation_count() > 0);
-    assert_eq!(plan.symbol_count(), 2, "only the query function is exported");
+    // The query function and xplug's optional exports (the SDK's
+    // `xplug_plugin_exports` and `xplug_plugin_load_error`; the sample
+    // declares no parameters), nothing else.
+    let optional: Vec<&str> = plan.optional_exports().iter().map(|(name, _)| *name).collect();
+    assert_eq!(optional, ["xplug_plugin_exports", "xplug_plugin_load_error"]);
+    assert_eq!(plan.symbol_count(), 4, "the null symbol, the query function and the optional exports");
     assert_eq!(plan.hash_table(), xplug_elf::SymbolHashTable::Sysv);
 }
 
@@ -90,6 +95,24 @@ fn the_plugin_source_names_the_file_and_record() {
     assert_eq!(record.index, 0, "the host record comes first");
     assert!(plugin.source().to_string().contains("FatELF record 0"), "{}", plugin.source());
     assert_eq!(plugin.unload().live_allocations, 0);
+}
+
+#[test]
+fn the_loader_reads_the_optional_exports_of_an_sdk_sos() {
+    // SAFETY: the project's own standalone plugin.
+    let plugin =
+        unsafe { Plugin::load_embedded_elf(sos("sample_standalone"), &LoadParamList::new()) }.unwrap();
+    // `xplug_plugin_exports`, called in the mapped image.
+    assert_eq!(
+        plugin.exports(),
+        Some(&["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"].map(String::from)[..])
+    );
+    // No `params(...)`: no `xplug_plugin_params`, every key reaches `load`.
+    assert_eq!(plugin.params(), None);
+    // The C sample has none of xplug's exports.
+    // SAFETY: the project's own standalone C plugin.
+    let c = unsafe { Plugin::load_embedded_elf(sos("c_sample"), &LoadParamList::new()) }.unwrap();
+    assert_eq!(c.exports(), None);
 }
 
 #[test]
@@ -443,8 +466,8 @@ fn unknown_and_unsupported_relocations_are_refused_by_name() {
 fn a_symbol_index_out_of_range_is_refused() {
     let mut elf = rust_elf();
     let rela = first_rela(&elf);
-    put_u64(&mut elf, rela + 8, (5 << 32) | 1); // R_X86_64_64 against symbol 5
-    assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 5, count: 2, .. }));
+    put_u64(&mut elf, rela + 8, (9 << 32) | 1); // R_X86_64_64 against symbol 9
+    assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 9, count: 4, .. }));
 }
 
 #[test]

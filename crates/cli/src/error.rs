@@ -183,6 +183,16 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_npy::Error,
     },
+    /// `xplug build --sos` failed (cargo, the linker, the crate's
+    /// manifest).
+    #[error("cannot build the .sos of {}", manifest.display())]
+    Build {
+        /// The plugin crate's manifest.
+        manifest: PathBuf,
+        /// xplug-build's error.
+        #[source]
+        source: xplug_build::BuildError,
+    },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
     WorkerPanicked {
@@ -235,6 +245,7 @@ impl CliError {
             Self::ProbeUnavailable { source, .. } => source.code(),
             Self::Iree { source, .. } => iree_code(source),
             Self::Npy { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::Build { .. } => StatusCode::FAILED_PRECONDITION,
         }
     }
 
@@ -271,6 +282,7 @@ impl CliError {
             Self::Iree { source: xplug_iree::Error::NoSuchFunction { .. }, .. } => "no_such_function",
             Self::Iree { .. } => "iree",
             Self::Npy { .. } => "npy",
+            Self::Build { .. } => "build",
         }
     }
 

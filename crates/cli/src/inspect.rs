@@ -86,8 +86,9 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Repor
     Ok(Report {
         info: loaded.info().clone(),
         loader: "embedded ELF",
-        exports: None,
-        params: None,
+        // xplug's optional exports, read from the `.sos` by xplug's loader.
+        exports: loaded.exports().map(<[String]>::to_vec),
+        params: loaded.params().map(<[ParamInfo]>::to_vec),
         load_error: None,
         embedded,
     })

@@ -24,6 +24,7 @@
 use sample_static as _;
 
 mod bench;
+mod build;
 mod call;
 mod check;
 mod demo;
@@ -207,6 +208,28 @@ enum Command {
         #[command(subcommand)]
         action: fatelf::Action,
     },
+    /// Build the plugin crate of the current directory (or --manifest-path)
+    /// as a standalone embedded ELF file (`.sos`), with a FatELF record for
+    /// every installed rustup target it supports.
+    #[command(after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
+                      `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
+                      Example:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist")]
+    Build {
+        /// Build the `.sos` (the only output this command makes; required
+        /// so that a plain `xplug build` is not mistaken for `cargo build`).
+        #[arg(long, required = true)]
+        sos: bool,
+        /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
+        /// in the current directory or above, as cargo finds it).
+        #[arg(long, value_name = "PATH")]
+        manifest_path: Option<PathBuf>,
+        /// The package to build, when the manifest is a workspace.
+        #[arg(long, short = 'p', value_name = "NAME")]
+        package: Option<String>,
+        /// Where to write NAME.sos (default: TARGET_DIR/sos).
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Create a plugin crate that `cargo build --release` turns into a
     /// loadable shared library (one import and a test that loads it).
     New {
@@ -219,6 +242,15 @@ enum Command {
         /// xplug was built from).
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
+        /// What the crate holds: `add` (one scalar import, the default) or
+        /// `workgroup` (a stateful dispatch kernel with a load parameter, a
+        /// host test, an .mlir program; also builds as a .sos).
+        #[arg(long, value_enum, value_name = "TEMPLATE")]
+        template: Option<new::Template>,
+        /// A crate that builds as a shared library and, with `xplug build
+        /// --sos`, as a standalone embedded ELF (selects `workgroup`).
+        #[arg(long)]
+        standalone: bool,
     },
     /// The dispatch demo: static + dynamic plugins, an import table with an
     /// override, simple_mul_workgroup over millions of floats on every core.
@@ -347,9 +379,24 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             }
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
-        Command::New { name, path, sdk } => {
-            new::run(&new::Options { name, path: path.as_deref(), checkout: sdk.as_deref() }, cli.json)
-        }
+        Command::Build { sos: _, manifest_path, package, out_dir } => build::run(
+            &build::Options {
+                manifest_path: manifest_path.as_deref(),
+                package: package.as_deref(),
+                out_dir: out_dir.as_deref(),
+            },
+            cli.json,
+        ),
+        Command::New { name, path, sdk, template, standalone } => new::run(
+            &new::Options {
+                name,
+                path: path.as_deref(),
+                checkout: sdk.as_deref(),
+                template: *template,
+                standalone: *standalone,
+            },
+            cli.json,
+        ),
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
                 plugin_dir: plugin_dir.clone(),

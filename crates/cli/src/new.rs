@@ -1,5 +1,13 @@
-//! `xplug new NAME [--path DIR]`: scaffolds a plugin crate that builds with
-//! plain `cargo build --release` into a loadable shared library.
+//! `xplug new NAME [--path DIR] [--template add|workgroup] [--standalone]`:
+//! scaffolds a plugin crate that builds with plain `cargo build --release`
+//! into a loadable shared library.
+//!
+//! Two templates: `add` (the default: one scalar import) and `workgroup`
+//! (a stateful dispatch kernel in IREE's workgroup convention with a
+//! declared load parameter, a host test over host slices, an `.mlir`
+//! program and the IREE commands that run it; `no_std`, with a `sos`
+//! feature, so `xplug build --sos` also makes it a `.sos`). `--standalone`
+//! asks for a crate that builds as both and selects `workgroup`.
 //!
 //! The crate depends on `xplug-sdk` (and, for its test, `xplug-manager`) by
 //! path to the checkout this `xplug` was built from, since neither is
@@ -20,6 +28,20 @@ pub(crate) struct Options<'a> {
     pub(crate) path: Option<&'a Path>,
     /// The xplug checkout whose crates the new crate depends on.
     pub(crate) checkout: Option<&'a Path>,
+    /// What the crate holds.
+    pub(crate) template: Option<Template>,
+    /// A crate that builds as a `.sos` too.
+    pub(crate) standalone: bool,
+}
+
+/// The kinds of crate `xplug new` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Template {
+    /// One scalar import (`result = a + b`); a shared library.
+    Add,
+    /// A stateful workgroup kernel with a declared load parameter, a host
+    /// test, an `.mlir` program; a shared library and a `.sos`.
+    Workgroup,
 }
 
 /// Words a crate name cannot be: Rust keywords (the name is also the
@@ -83,7 +105,22 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         });
     }
 
-    let files = scaffold(options.name, &ident, &checkout);
+    let template = match (options.template, options.standalone) {
+        (Some(Template::Add), true) => {
+            return Err(CliError::Usage {
+                message: "the `add` template is a shared library only; `--standalone` scaffolds the \
+                          `workgroup` template (drop `--template add`)"
+                    .to_owned(),
+            });
+        }
+        (Some(template), _) => template,
+        (None, true) => Template::Workgroup,
+        (None, false) => Template::Add,
+    };
+    let files = match template {
+        Template::Add => scaffold(options.name, &ident, &checkout),
+        Template::Workgroup => scaffold_workgroup(options.name, &ident, &checkout),
+    };
     for (relative, contents) in &files {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
@@ -98,14 +135,18 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
 
     let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let built = Path::new("target").join("release").join(&library);
+    let sos = (template == Template::Workgroup)
+        .then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
     if json_output {
         print_json(&json!({
             "ok": true,
             "name": options.name,
             "plugin": ident,
+            "template": match template { Template::Add => "add", Template::Workgroup => "workgroup" },
             "path": dir.display().to_string(),
             "files": files.iter().map(|(relative, _)| *relative).collect::<Vec<_>>(),
             "library": built.display().to_string(),
+            "sos": sos.as_ref().map(|sos| sos.display().to_string()),
         }));
     } else {
         let style = Style::stdout();
@@ -116,10 +157,17 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         println!("next:");
         println!("  cd {} && cargo build --release && cargo test", dir.display());
         println!("  xplug check {}", dir.join(&built).display());
-        println!(
-            "  xplug call {} {ident}_add_f32 --field f32:2.5 --field f32:4 --field f32:0",
-            dir.join(&built).display()
-        );
+        match &sos {
+            None => println!(
+                "  xplug call {} {ident}_add_f32 --field f32:2.5 --field f32:4 --field f32:0",
+                dir.join(&built).display()
+            ),
+            Some(sos) => {
+                println!("  xplug build --sos --manifest-path {}", dir.join("Cargo.toml").display());
+                println!("  xplug inspect {}", dir.join(sos).display());
+                println!("  (README.md: the .mlir program and the IREE commands that run it)");
+            }
+        }
     }
     Ok(0)
 }
@@ -257,6 +305,350 @@ fn params_header_is_current() {{
         ("tests/load.rs", test_rs),
         ("tests/c_header.rs", header_rs),
         (".gitignore", gitignore),
+    ]
+}
+
+/// The files of a `workgroup` crate: a stateful leaky-ReLU kernel in
+/// IREE's workgroup convention with a declared `slope` parameter, buildable
+/// as a shared library and as a `.sos`.
+fn scaffold_workgroup(name: &str, ident: &str, checkout: &Path) -> Vec<(&'static str, String)> {
+    let sdk = checkout.join("crates").join("plugin-sdk");
+    let manager = checkout.join("crates").join("manager");
+    let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let import = format!("{ident}_leaky_relu_workgroup");
+    let cargo_toml = format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+# cdylib: the shared library hosts load (`cargo build --release` makes
+# target/release/{library}); rlib: for tests and for runtimes that link the
+# plugin into their binary. `xplug build --sos` builds the same library as
+# a standalone embedded ELF (target/sos/{ident}.sos).
+crate-type = ["cdylib", "rlib"]
+
+[features]
+default = ["std"]
+# The shared-library build: the SDK catches panics at the C boundary,
+# keeps load errors per thread and gives tests `Buffer::from_slice`.
+std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
+# Link the plugin into a runtime binary instead of exporting its C entry
+# points. A runtime opts in with `features = ["static"]`.
+static = []
+# The `.sos` build (`xplug build --sos` turns it on with
+# `--no-default-features`): no_std, the SDK's standalone mode (global
+# allocator through the host allocator, trapping panic handler, memory
+# functions).
+sos = ["xplug-sdk/standalone"]
+
+[dependencies]
+# xplug is not published: the SDK comes from an xplug checkout.
+xplug-sdk = {{ path = {sdk}, default-features = false }}
+
+[dev-dependencies]
+xplug-manager = {{ path = {manager} }}
+
+# A workspace of its own; remove this table to make the crate a member of
+# an enclosing workspace.
+[workspace]
+"#,
+        sdk = toml_string(&sdk),
+        manager = toml_string(&manager),
+    );
+    let lib_rs = format!(
+        r#"//! `{name}`: a leaky-ReLU dispatch kernel for IREE executables, with
+//! the negative slope as a load parameter.
+//!
+//! `{import}` follows IREE's workgroup convention: each call gets
+//! its slice of the tensor as base pointer + element offset per operand,
+//! the slice length `size`, the workgroup id `tid` (informational, never an
+//! element index) and the processor fields of `hal.import.fields`, and
+//! computes `out[i] = x[i] >= 0 ? x[i] : slope * x[i]` for `i < size`.
+//!
+//! Builds two ways from this one source:
+//! - `cargo build --release`: the shared library target/release/{library};
+//! - `xplug build --sos`: the standalone embedded ELF target/sos/{ident}.sos
+//!   (`no_std`, allocating only through the host allocator).
+#![no_std]
+
+use xplug_sdk::abi::StatusCode;
+use xplug_sdk::{{Buffer, BufferMut, Environment, Error, ImportError, ImportParams, LoadParams, PluginState}};
+
+/// The params struct IREE passes to `{import}` (C layout, 64-bit:
+/// `const float* x; size_t x_offset; float* out; size_t out_offset;
+/// size_t size; size_t tid; uint32_t processor_id; const uint64_t*
+/// processor_data;`; `include/{ident}_params.h` is generated from it).
+#[derive(Debug, ImportParams)]
+#[repr(C)]
+pub struct LeakyReluParams {{
+    /// The input tensor's base pointer.
+    pub x: Buffer<f32>,
+    /// Element offset of this call's slice in `x`.
+    pub x_offset: usize,
+    /// The output tensor's base pointer.
+    pub out: BufferMut<f32>,
+    /// Element offset of this call's slice in `out`.
+    pub out_offset: usize,
+    /// Elements in this call's slice.
+    pub size: usize,
+    /// The calling workgroup's id (informational).
+    pub tid: usize,
+    /// The processor running the workgroup (`hal.import.fields`).
+    pub processor_id: u32,
+    /// That processor's feature bits (`hal.import.fields`).
+    pub processor_data: Buffer<u64>,
+}}
+
+/// The plugin's state: created by `load` from the `slope` parameter,
+/// shared by every call.
+#[derive(Debug)]
+pub struct LeakyRelu {{
+    slope: f32,
+}}
+
+impl PluginState for LeakyRelu {{
+    fn load(_env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {{
+        // Declared below with its default, so `load` has already refused
+        // unknown keys and non-numbers; `parse` sees the default when the
+        // key is absent.
+        let slope = params.parse("slope", "a finite number")?.unwrap_or(0.25);
+        if !(0.0..=1.0).contains(&slope) {{
+            // The message is a `&'static str` (copied into a `String`
+            // through the host allocator): `format!` would link the
+            // standard library's unwinding code, which a `.sos` cannot have.
+            return Err(Error::custom(
+                StatusCode::OUT_OF_RANGE,
+                "`slope` must be between 0 and 1 (a leaky ReLU keeps the sign of its input); pass e.g. `slope=0.1`",
+            ));
+        }}
+        Ok(Self {{ slope }})
+    }}
+}}
+
+#[xplug_sdk::plugin(
+    name = "{ident}",
+    description = "leaky ReLU workgroup kernel",
+    features(standalone),
+    state = LeakyRelu,
+    params(slope: f32 = 0.25 "the slope applied to negative inputs, between 0 and 1")
+)]
+pub mod plugin {{
+    use super::*;
+
+    /// `out[out_offset + i] = leaky_relu(x[x_offset + i])` for `i < size`.
+    #[import("{import}")]
+    fn leaky_relu(params: &mut LeakyReluParams, state: &LeakyRelu) -> Result<(), ImportError> {{
+        let size = params.size;
+        if size == 0 {{
+            return Ok(());
+        }}
+        if params.x.is_null() || params.out.is_null() {{
+            return Err(ImportError::INVALID_ARGUMENT);
+        }}
+        let (Some(x_end), Some(out_end)) =
+            (params.x_offset.checked_add(size), params.out_offset.checked_add(size))
+        else {{
+            return Err(ImportError::INVALID_ARGUMENT);
+        }};
+        // SAFETY: IREE's dispatch convention: each binding is valid for
+        // `offset + size` elements, the input is only read during the
+        // dispatch and `[out_offset, out_offset + size)` is this call's
+        // alone.
+        let (x, out) = unsafe {{
+            (&params.x.as_slice(x_end)[params.x_offset..], &mut params.out.as_mut_slice(out_end)[params.out_offset..])
+        }};
+        for (out, &x) in out.iter_mut().zip(x) {{
+            *out = if x >= 0.0 {{ x }} else {{ state.slope * x }};
+        }}
+        Ok(())
+    }}
+}}
+"#
+    );
+    let test_rs = format!(
+        r#"//! Loads the plugin the way a host does and calls its kernel over host
+//! slices, as IREE would for one workgroup.
+
+use std::sync::Arc;
+
+use xplug_manager::Manager;
+use xplug_manager::providers::{{Error, LoadParamList, Plugin}};
+use xplug_sdk::{{Buffer, BufferMut}};
+use {ident}::LeakyReluParams;
+
+fn load(params: &LoadParamList) -> Result<Plugin, Error> {{
+    let query = {ident}::plugin::PLUGIN.query();
+    // SAFETY: the query function is this crate's plugin, generated by
+    // xplug-sdk, so it obeys the v0 ABI.
+    unsafe {{ Plugin::from_static_query(query, params) }}
+}}
+
+/// Runs the kernel on the slice `x[offset..offset + size]`, like one
+/// workgroup, and returns the whole output tensor.
+fn run(params: &LoadParamList, x: &[f32], offset: usize, size: usize) -> (i32, Vec<f32>) {{
+    let manager = Arc::new(Manager::new());
+    manager.register_plugin(load(params).expect("the plugin loads")).expect("the manager takes it");
+    let imports = manager.resolve_imports(["{import}"]).expect("the import resolves");
+    // SAFETY: `{import}` takes a `LeakyReluParams`.
+    let kernel = unsafe {{ imports.typed::<LeakyReluParams>("{import}") }}.expect("resolved");
+    let mut out = vec![0.0_f32; x.len()];
+    let mut call = LeakyReluParams {{
+        // Valid for the call: `x` and `out` outlive it, `offset + size`
+        // elements are in both.
+        x: Buffer::from_slice(x),
+        x_offset: offset,
+        out: BufferMut::from_mut_slice(&mut out),
+        out_offset: offset,
+        size,
+        tid: 1,
+        processor_id: 0,
+        processor_data: Buffer::from_slice(&[]),
+    }};
+    let code = kernel.call(&mut call);
+    (code, out)
+}}
+
+#[test]
+fn the_kernel_writes_its_slice_with_the_declared_default_slope() {{
+    let x = [-4.0, -2.0, 0.0, 2.0, -8.0, 6.0];
+    let (code, out) = run(&LoadParamList::new(), &x, 1, 4);
+    assert_eq!(code, 0);
+    // Only the slice [1, 5) is written; 0.25 is the declared default.
+    assert_eq!(out, [0.0, -0.5, 0.0, 2.0, -2.0, 0.0]);
+}}
+
+#[test]
+fn the_slope_parameter_is_used() {{
+    let x = [-4.0, 3.0];
+    let (code, out) = run(&LoadParamList::new().with("slope", "0.5"), &x, 0, 2);
+    assert_eq!((code, out), (0, vec![-2.0, 3.0]));
+}}
+
+#[test]
+fn bad_parameters_refuse_the_load() {{
+    for bad in [("slop", "0.5"), ("slope", "abc"), ("slope", "2")] {{
+        let error = load(&LoadParamList::new().with(bad.0, bad.1)).expect_err("refused");
+        assert!(matches!(error, Error::LoadFailed {{ .. }}), "{{error}}");
+    }}
+}}
+"#
+    );
+    let header_rs = format!(
+        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
+//! struct (for C hosts and kernels), in step with the Rust one: written
+//! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
+
+#[test]
+fn params_header_is_current() {{
+    let generated = {ident}::plugin::PLUGIN.c_header();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
+    if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &generated).unwrap();
+    }}
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(committed, generated, "{{}} drifted; rerun with XPLUG_BLESS=1", path.display());
+}}
+"#
+    );
+    let mlir = format!(
+        r#"// `{name}`'s kernel in an IREE program: `iree_codegen.ukernel.generic`
+// calls the imported `{import}` from 4 workgroups, each on its
+// slice of `ceil(n / 4)` elements (the last ones shorter or empty). IREE
+// passes the operands as base pointer + element offset, then the slice
+// length and the workgroup id, then the fields of `hal.import.fields`:
+// exactly `LeakyReluParams`.
+func.func @leaky_relu(%x: tensor<?xf32>) -> tensor<?xf32> {{
+  %zero = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %groups = arith.constant 4 : index
+  %n = tensor.dim %x, %zero : tensor<?xf32>
+  %init = tensor.empty(%n) : tensor<?xf32>
+  %result = flow.dispatch.region[%groups] -> (tensor<?xf32>{{%n}}) {{
+    %group = flow.dispatch.workgroup.id[0] : index
+    %count = flow.dispatch.workgroup.count[0] : index
+    %tile = affine.apply affine_map<()[s0, s1] -> (s0 ceildiv s1)>()[%n, %count]
+    %first = affine.min affine_map<()[s0, s1, s2] -> (s0 * s1, s2)>()[%group, %tile, %n]
+    %size = affine.min affine_map<()[s0, s1, s2] -> (s1, s2 - s0)>()[%first, %tile, %n]
+    %in = tensor.extract_slice %x[%first] [%size] [1] : tensor<?xf32> to tensor<?xf32>
+    %out = tensor.extract_slice %init[%first] [%size] [1] : tensor<?xf32> to tensor<?xf32>
+    %slice = iree_codegen.ukernel.generic "{import}"
+      ins(%in : tensor<?xf32>)
+      outs(%out : tensor<?xf32>)
+      (%size, %group : index, index)
+      fn_def_attrs {{hal.import.fields = ["processor_id", "processor_data"]}}
+      strided_dims([[], []]) -> tensor<?xf32>
+    %whole = tensor.insert_slice %slice into %init[%first] [%size] [1]
+        : tensor<?xf32> into tensor<?xf32>
+    flow.return %whole : tensor<?xf32>
+  }} count(%workload: index) -> (index, index, index) {{
+    flow.return %workload, %one, %one : index, index, index
+  }}
+  return %result : tensor<?xf32>
+}}
+"#
+    );
+    let readme = format!(
+        r#"# {name}
+
+A leaky-ReLU kernel for IREE executables, written with xplug-sdk:
+`{import}` computes `out[i] = x[i] >= 0 ? x[i] : slope * x[i]` over
+its workgroup's slice, with `slope` a declared load parameter (default
+0.25).
+
+## Build
+
+```sh
+cargo build --release   # target/release/{library}
+cargo test              # the kernel over host slices; include/{ident}_params.h
+xplug build --sos       # target/sos/{ident}.sos (standalone embedded ELF)
+```
+
+`xplug inspect target/sos/{ident}.sos` lists the import and the `slope`
+parameter.
+
+## Run it in IREE
+
+`leaky_relu.mlir` calls the kernel from 4 workgroups. With IREE's pip
+packages (`pip install iree-base-compiler iree-base-runtime`):
+
+```sh
+iree-compile --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu \
+  --iree-llvmcpu-target-cpu=generic leaky_relu.mlir -o leaky_relu.vmfb
+iree-run-module --device=local-sync --executable_plugin=target/sos/{ident}.sos \
+  --module=leaky_relu.vmfb --function=leaky_relu --input="6xf32=-4,-2,0,2,-8,6"
+```
+
+(`--executable_plugin=target/release/{library}` runs the shared library
+instead.) IREE's `--executable_plugin` passes no load parameters, so IREE
+uses the default slope. xplug's runtime passes them from the spec:
+
+```sh
+xplug run leaky_relu.vmfb --function=leaky_relu --input="6xf32=-4,-2,0,2,-8,6" \
+  --plugin='target/sos/{ident}.sos?slope=0.5'
+```
+
+A misspelled key (`?slop=0.5`), a value that is not a number
+(`?slope=abc`) or one outside [0, 1] (`?slope=2`) refuses the load with
+the plugin's message.
+
+In the `.sos` build, `alloc` works through the host allocator, but the
+precompiled standard library's formatting (`format!`, `to_string`) links
+unwinding code a `.sos` cannot have: `xplug build --sos` then fails naming
+`_Unwind_Resume`. Keep messages static, as `load` does here.
+"#
+    );
+    vec![
+        ("Cargo.toml", cargo_toml),
+        ("src/lib.rs", lib_rs),
+        ("tests/kernel.rs", test_rs),
+        ("tests/c_header.rs", header_rs),
+        ("leaky_relu.mlir", mlir),
+        ("README.md", readme),
+        (".gitignore", "/target\n*.vmfb\n".to_owned()),
     ]
 }
 

@@ -1,7 +1,9 @@
 //! `xplug new` end to end, as a plugin author outside this workspace: the
 //! scaffolded crate builds with plain `cargo build --release`, its own test
 //! passes, `xplug check` passes on the library and `xplug call` computes
-//! with real values.
+//! with real values; a `--standalone` crate builds as a `.sos` with `xplug
+//! build --sos` and runs, with its declared parameter, in xplug and in
+//! IREE's `iree-run-module`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,11 +18,15 @@ fn shared_target_dir() -> PathBuf {
 }
 
 fn cargo(dir: &Path, args: &[&str]) {
+    cargo_in(dir, args, &shared_target_dir());
+}
+
+fn cargo_in(dir: &Path, args: &[&str], target_dir: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .current_dir(dir)
         .args(args)
-        .env("CARGO_TARGET_DIR", shared_target_dir())
+        .env("CARGO_TARGET_DIR", target_dir)
         // The outer `cargo test` must not leak its own build settings into
         // the scaffolded crate's build.
         .env_remove("RUSTFLAGS")
@@ -114,4 +120,160 @@ fn new_refuses_names_that_are_not_crate_names() {
     assert_eq!(code, Some(2), "{value}");
     assert!(value["error"]["message"].as_str().unwrap().contains("starting with a letter"), "{value}");
     assert!(!dir.exists());
+}
+
+/// The leaky ReLU the standalone template computes.
+fn leaky_relu(x: &[f32], slope: f32) -> Vec<f32> {
+    x.iter().map(|&x| if x >= 0.0 { x } else { slope * x }).collect()
+}
+
+fn write_npy(path: &Path, values: &[f32]) {
+    std::fs::write(path, xplug_npy::encode_f32(values)).unwrap();
+}
+
+fn read_npy(path: &Path) -> Vec<f32> {
+    xplug_npy::decode_f32(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The "done when": a fresh crate from `xplug new --standalone`
+/// (stateful, with the declared parameter `slope`) builds as a `.sos` with
+/// one command, lists its parameter, runs correctly in xplug (its manager,
+/// `xplug run`, with `?slope=0.5`) and in IREE's own runtime (the pinned
+/// pip `iree-run-module`, which passes no parameters: the default slope),
+/// and a misspelled or malformed parameter is a refused load with its
+/// message.
+#[test]
+fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("relu");
+    let dir_str = dir.to_str().expect("temporary paths are UTF-8");
+    let created = common::json(&["new", "new_relu", "--standalone", "--path", dir_str], 0);
+    assert_eq!(created["template"], "workgroup", "{created}");
+    for file in ["Cargo.toml", "src/lib.rs", "tests/kernel.rs", "leaky_relu.mlir", "README.md"] {
+        assert!(dir.join(file).is_file(), "{file} was not created");
+    }
+    // `--standalone` is not the scalar template.
+    let refused = common::json(
+        &["new", "x", "--standalone", "--template", "add", "--path", temp.path().join("x").to_str().unwrap()],
+        2,
+    );
+    assert!(refused["error"]["message"].as_str().unwrap().contains("workgroup"), "{refused}");
+
+    // The crate's own target directory: `xplug build` finds it through
+    // cargo metadata, as it would for the author.
+    let target = dir.join("target");
+    cargo_in(&dir, &["build", "--release", "--quiet"], &target);
+    // Its host test calls the kernel over host slices (Buffer::from_slice).
+    cargo_in(&dir, &["test", "--quiet"], &target);
+
+    // One command builds the .sos.
+    let manifest = dir.join("Cargo.toml");
+    let built = common::json(&["build", "--sos", "--manifest-path", manifest.to_str().unwrap()], 0);
+    let sos = PathBuf::from(built["sos"].as_str().expect("the .sos path"));
+    assert_eq!(sos, target.join("sos").join("new_relu.sos"), "{built}");
+    assert!(sos.is_file());
+    assert_eq!(std::fs::metadata(&sos).unwrap().len(), built["size"].as_u64().unwrap());
+    let records = built["records"].as_array().unwrap();
+    assert_eq!(records[0]["target"].as_str().unwrap().split('-').next(), Some(std::env::consts::ARCH));
+    // Every record target is either built or reported as skipped.
+    assert_eq!(records.len() + built["skipped"].as_array().unwrap().len(), 3, "{built}");
+    let sos_str = sos.to_str().unwrap();
+
+    // xplug's loader reads the declared parameter from the .sos.
+    let inspected = common::json(&["inspect", sos_str], 0);
+    assert_eq!(inspected["params"][0]["name"], "slope", "{inspected}");
+    assert_eq!(inspected["params"][0]["default"], "0.25", "{inspected}");
+    assert_eq!(inspected["exports"][0], "new_relu_leaky_relu_workgroup", "{inspected}");
+
+    // The program, compiled by IREE's pinned compiler.
+    let root = xplug_fixtures::workspace_root();
+    let tools = xplug_fixtures::iree_e2e::toolchain(&root).expect("IREE's pip tools are ready");
+    let vmfb = temp.path().join("leaky_relu.vmfb");
+    let compiled = Command::new(&tools.compile)
+        .args([
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=llvm-cpu",
+            "--iree-llvmcpu-target-cpu=generic",
+        ])
+        .arg(dir.join("leaky_relu.mlir"))
+        .arg("-o")
+        .arg(&vmfb)
+        .output()
+        .unwrap();
+    assert!(compiled.status.success(), "{}", String::from_utf8_lossy(&compiled.stderr));
+    let vmfb_str = vmfb.to_str().unwrap();
+
+    // 1 001 elements: four uneven workgroup slices, negatives and positives.
+    let x: Vec<f32> = (0..1001).map(|i| (i as f32 - 500.0) * 0.125).collect();
+    let input = temp.path().join("x.npy");
+    write_npy(&input, &x);
+    let input_arg = format!("--input=@{}", input.display());
+
+    // IREE's own runtime and embedded-ELF loader: no parameters, the
+    // declared default slope.
+    let iree_out = temp.path().join("iree.npy");
+    let ran = Command::new(&tools.run_module)
+        .arg("--device=local-sync")
+        .arg(format!("--executable_plugin={sos_str}"))
+        .arg(format!("--module={vmfb_str}"))
+        .arg("--function=leaky_relu")
+        .arg(&input_arg)
+        .arg(format!("--output=@{}", iree_out.display()))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(read_npy(&iree_out), leaky_relu(&x, 0.25));
+
+    // xplug: IREE's runtime with xplug's manager loading the .sos with the
+    // parameter.
+    let xplug_out = temp.path().join("xplug.npy");
+    let output_arg = format!("--output=@{}", xplug_out.display());
+    let with_slope = format!("--plugin={sos_str}?slope=0.5");
+    let run =
+        common::json(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &with_slope], 0);
+    assert_eq!(run["ok"], true, "{run}");
+    assert_eq!(read_npy(&xplug_out), leaky_relu(&x, 0.5));
+
+    // A misspelled key: refused by the host from the declaration the .sos
+    // exports, with a suggestion.
+    let misspelled = format!("--plugin={sos_str}?slop=0.5");
+    let (code, refused) = common::json_output(&[
+        "run",
+        vmfb_str,
+        "--function=leaky_relu",
+        &input_arg,
+        &output_arg,
+        &misspelled,
+    ]);
+    assert_eq!(code, Some(1), "{refused}");
+    let text = refused.to_string();
+    assert!(text.contains("`slop`") && text.contains("slope"), "{refused}");
+
+    // A malformed value: refused by the plugin's own `load` (no trap), its
+    // message read from the .sos.
+    let malformed = format!("--plugin={sos_str}?slope=abc");
+    let (code, refused) =
+        common::json_output(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &malformed]);
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("load parameter `slope` has the value `abc` but a finite number is expected"),
+        "{refused}"
+    );
+
+    // Out of range: the plugin's own `Error::custom`, whose `String` it
+    // allocates through the host allocator (the standalone global
+    // allocator) and frees before `load` returns.
+    let out_of_range = format!("--plugin={sos_str}?slope=2");
+    let (code, refused) = common::json_output(&[
+        "run",
+        vmfb_str,
+        "--function=leaky_relu",
+        &input_arg,
+        &output_arg,
+        &out_of_range,
+    ]);
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(refused.to_string().contains("`slope` must be between 0 and 1"), "{refused}");
 }

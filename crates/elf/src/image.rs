@@ -72,4 +72,15 @@ impl ElfImage {
         // there.
         unsafe { self.mapping.function(self.plan.query_offset()) }
     }
+
+    /// The address of xplug's optional export `name` (one of
+    /// [`xplug_abi::OPTIONAL_EXPORTS`]) when the image defines it inside an
+    /// executable segment, as validated; `None` otherwise. Valid while
+    /// `self` lives. Nothing is called: the caller casts it to the
+    /// export's function type, vouching that the image is an xplug plugin.
+    #[must_use]
+    pub fn optional_export(&self, name: &std::ffi::CStr) -> Option<*const ()> {
+        let offset = self.plan.optional_export(name.to_str().ok()?)?;
+        Some(self.mapping.address(offset) as *const ())
+    }
 }

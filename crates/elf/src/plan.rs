@@ -65,6 +65,7 @@ pub struct ElfPlan {
     pub(crate) relocations: Vec<PlannedRelocation>,
     pub(crate) relro: Option<Range<u64>>,
     pub(crate) query_offset: u64,
+    pub(crate) optional_exports: Vec<(&'static str, u64)>,
     pub(crate) hash_table: SymbolHashTable,
     pub(crate) symbol_count: u64,
 }
@@ -118,6 +119,21 @@ impl ElfPlan {
     #[must_use]
     pub fn query_offset(&self) -> u64 {
         self.query_offset
+    }
+
+    /// xplug's optional exports ([`xplug_abi::OPTIONAL_EXPORTS`]) the image
+    /// defines as code: (name, offset from the image base), in the list's
+    /// order.
+    #[must_use]
+    pub fn optional_exports(&self) -> &[(&'static str, u64)] {
+        &self.optional_exports
+    }
+
+    /// Offset of the optional export `name` from the image base, when the
+    /// image defines it as code.
+    #[must_use]
+    pub fn optional_export(&self, name: &str) -> Option<u64> {
+        self.optional_exports.iter().find(|(export, _)| *export == name).map(|(_, offset)| *offset)
     }
 
     /// The hash table symbols were found through.

@@ -172,6 +172,7 @@ impl Reader<'_> {
             return Err(EmbeddedElfError::Initializer { tag });
         }
         let query_address = self.query_address(&loads, &lookup, &symbols)?;
+        let optional_exports = self.optional_exports(&loads, &lookup, &symbols, extent.base_vaddr)?;
         let relocations = self.planned_relocations(&loads, &symbols, extent.base_vaddr, &dynamic)?;
         let segments = loads
             .iter()
@@ -191,6 +192,7 @@ impl Reader<'_> {
             relocations,
             relro,
             query_offset: query_address - extent.base_vaddr,
+            optional_exports,
             hash_table,
             symbol_count: lookup.symbol_count(),
         })
@@ -336,6 +338,37 @@ impl Reader<'_> {
             return Err(EmbeddedElfError::QueryNotCode { symbol: QUERY_SYMBOL, address });
         }
         Ok(address)
+    }
+
+    /// xplug's optional exports ([`xplug_abi::OPTIONAL_EXPORTS`]) the image
+    /// defines inside an executable segment, as (name, offset from the
+    /// image base). A name defined elsewhere (data, absolute) is left out:
+    /// nothing but code is ever called.
+    fn optional_exports(
+        &self,
+        loads: &[LoadSegment],
+        lookup: &HashLookup<'_>,
+        symbols: &Symbols<'_>,
+        base_vaddr: u64,
+    ) -> Result<Vec<(&'static str, u64)>, EmbeddedElfError> {
+        let e = self.endian;
+        let mut found = Vec::new();
+        for name in xplug_abi::OPTIONAL_EXPORTS {
+            let Ok(name) = name.to_str() else { continue };
+            let Some(index) = lookup.find(symbols, name)? else { continue };
+            let symbol = &symbols.table[index as usize];
+            let address = symbol.st_value.get(e);
+            let in_code = loads.iter().any(|segment| {
+                segment.flags & PF_X != 0
+                    && address >= segment.vaddr
+                    && address - segment.vaddr < segment.mem_size
+            });
+            let shndx = symbol.st_shndx.get(e);
+            if shndx != SHN_ABS && shndx != SHN_UNDEF && in_code {
+                found.push((name, address - base_vaddr));
+            }
+        }
+        Ok(found)
     }
 
     /// The relocations of `DT_RELA` then `DT_JMPREL` (which must be RELA

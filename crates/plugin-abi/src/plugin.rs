@@ -113,10 +113,20 @@ pub type ImportLayoutsFn = unsafe extern "C" fn(out_count: *mut usize) -> *const
 /// `load` (see [`LoadErrorFn`]); hosts that do not know it ignore it.
 pub const LOAD_ERROR_NAME: &CStr = c"xplug_plugin_load_error";
 
+/// Every optional export xplug reads from a plugin besides the query
+/// function, looked up by the OS loader for a shared library and by
+/// xplug's embedded-ELF loader for a `.sos` (which records each one it
+/// finds; `.sos` builds keep them global with the version-script patterns
+/// `xplug_plugin_*` and `xplug_import_*`). A new optional export is added
+/// here, and both loaders find it.
+pub const OPTIONAL_EXPORTS: [&CStr; 4] =
+    [EXPORTS_LIST_NAME, PARAMS_LIST_NAME, LOAD_ERROR_NAME, IMPORT_LAYOUTS_NAME];
+
 /// xplug's optional extra export: why the last `load` on the calling thread
 /// failed, as a NUL-terminated message owned by the plugin (valid until the
 /// next `load` on that thread), or NULL when it did not fail or the plugin
-/// keeps no message. The v0 ABI returns only a status code from `load`;
+/// keeps no message. (An `xplug-sdk` plugin built without `std`, such as a
+/// `.sos`, keeps the latest message of the process instead.) The v0 ABI returns only a status code from `load`;
 /// this lets a host show the plugin's own explanation. C name:
 /// `xplug_plugin_load_error_fn_t`.
 pub type LoadErrorFn = unsafe extern "C" fn() -> *const c_char;

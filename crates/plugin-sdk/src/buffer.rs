@@ -25,6 +25,33 @@ pub struct BufferMut<T> {
 }
 
 impl<T> Buffer<T> {
+    /// A buffer pointing at `slice`'s first element, for **host tests**
+    /// that build an import's params struct over their own data and call
+    /// the import the way an executable would (with the `std` feature, on
+    /// by default; a `.sos` build has no use for it).
+    ///
+    /// Safe: it only records the address. The import's [`Buffer::as_slice`]
+    /// is still the `unsafe` step, and the test keeps its promise by
+    /// keeping `slice` alive and unmodified, and passing its length (or
+    /// less) in the params, until the call returns.
+    ///
+    /// ```
+    /// use xplug_sdk::{Buffer, BufferMut};
+    ///
+    /// let input = [1.0_f32, -2.0, 3.0];
+    /// let mut output = [0.0_f32; 3];
+    /// let (x, mut y) = (Buffer::from_slice(&input), BufferMut::from_mut_slice(&mut output));
+    /// // What an import does with them (valid: both arrays outlive the views).
+    /// let (x, y) = unsafe { (x.as_slice(3), y.as_mut_slice(3)) };
+    /// y.copy_from_slice(x);
+    /// assert_eq!(output, input);
+    /// ```
+    #[cfg(feature = "std")]
+    #[must_use]
+    pub const fn from_slice(slice: &[T]) -> Self {
+        Self { ptr: slice.as_ptr() }
+    }
+
     /// True when the executable passed NULL.
     #[must_use]
     pub fn is_null(&self) -> bool {
@@ -51,6 +78,15 @@ impl<T> Buffer<T> {
 }
 
 impl<T> BufferMut<T> {
+    /// A writable buffer pointing at `slice`'s first element, for host
+    /// tests; see [`Buffer::from_slice`]. The test must not touch `slice`
+    /// until the import it passes the params to has returned.
+    #[cfg(feature = "std")]
+    #[must_use]
+    pub fn from_mut_slice(slice: &mut [T]) -> Self {
+        Self { ptr: slice.as_mut_ptr() }
+    }
+
     /// True when the executable passed NULL.
     #[must_use]
     pub fn is_null(&self) -> bool {

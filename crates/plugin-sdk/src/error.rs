@@ -1,12 +1,12 @@
 //! The errors a plugin's `load` reports, and the code an import returns.
 
-use alloc::format;
 use alloc::string::String;
-use alloc::vec::Vec;
-use core::fmt;
+use core::fmt::{self, Write as _};
 use core::num::NonZeroI32;
 
 use xplug_abi::StatusCode;
+
+use crate::DeclaredParam;
 
 /// Why a plugin could not be loaded (or could not allocate).
 ///
@@ -57,28 +57,28 @@ pub enum Error {
     #[error("load parameter `{key}` is required; pass it as `{key}=VALUE` when loading the plugin")]
     MissingParam {
         /// The parameter's key.
-        key: String,
+        key: ParamText,
     },
     /// A load parameter is present but its value cannot be used.
     #[error("load parameter `{key}` has the value `{value}` but {expected} is expected; fix the value")]
     InvalidParam {
         /// The parameter's key.
-        key: String,
-        /// The value received (lossily decoded when it is not UTF-8).
-        value: String,
+        key: ParamText,
+        /// The value received.
+        value: ParamText,
         /// What the plugin accepts, e.g. "a positive integer".
         expected: &'static str,
     },
     /// A load parameter the plugin does not declare (only plugins that
     /// declare their parameters refuse unknown keys).
-    #[error("unknown load parameter `{key}`{}", unknown_param_hint(.suggestion.as_deref(), .known))]
+    #[error("unknown load parameter `{key}`{}", unknown_param_hint(.suggestion, .known))]
     UnknownParam {
-        /// The key received (lossily decoded when it is not UTF-8).
-        key: String,
+        /// The key received.
+        key: ParamText,
         /// The declared name closest to `key`, when one is close.
-        suggestion: Option<String>,
-        /// Every declared name.
-        known: Vec<String>,
+        suggestion: Option<&'static str>,
+        /// Every declared parameter.
+        known: &'static [DeclaredParam],
     },
     /// Anything else the plugin's own `load` wants to report.
     #[error("{message}")]
@@ -125,16 +125,134 @@ impl Error {
 }
 
 /// The end of an [`Error::UnknownParam`] message: the suggestion and what
-/// the plugin takes.
-fn unknown_param_hint(suggestion: Option<&str>, known: &[String]) -> String {
-    let takes = if known.is_empty() {
-        String::from("this plugin takes no load parameters; remove it")
-    } else {
-        format!("this plugin takes {}", known.join(", "))
-    };
-    match suggestion {
-        Some(name) => format!("; did you mean `{name}`? ({takes})"),
-        None => format!(" ({takes})"),
+/// the plugin takes (written without allocating).
+fn unknown_param_hint<'a>(suggestion: &Option<&'a str>, known: &'a [DeclaredParam]) -> UnknownParamHint<'a> {
+    UnknownParamHint { suggestion: *suggestion, known }
+}
+
+/// See [`unknown_param_hint`].
+struct UnknownParamHint<'a> {
+    suggestion: Option<&'a str>,
+    known: &'a [DeclaredParam],
+}
+
+impl fmt::Display for UnknownParamHint<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.suggestion {
+            Some(name) => write!(f, "; did you mean `{name}`? (")?,
+            None => f.write_str(" (")?,
+        }
+        if self.known.is_empty() {
+            f.write_str("this plugin takes no load parameters; remove it")?;
+        } else {
+            f.write_str("this plugin takes ")?;
+            for (index, param) in self.known.iter().enumerate() {
+                if index > 0 {
+                    f.write_str(", ")?;
+                }
+                f.write_str(param.name())?;
+            }
+        }
+        f.write_char(')')
+    }
+}
+
+/// A key or value from the host's load parameters, copied into a fixed
+/// buffer of [`ParamText::CAPACITY`] bytes (longer text is cut there).
+///
+/// Load errors carry their text this way, not in a `String`, so building
+/// and printing them allocates nothing: a standalone plugin (`.sos`)
+/// refusing a parameter cannot fail for want of memory, and its parameter
+/// path links none of the standard library's allocating, unwinding code.
+/// It prints as text, with U+FFFD for bytes that are not UTF-8 and `…`
+/// after a cut.
+///
+/// ```
+/// use xplug_sdk::ParamText;
+///
+/// let value = ParamText::new(b"abc\xff");
+/// assert_eq!(value.to_string(), "abc\u{fffd}");
+/// assert_eq!(value.as_bytes(), b"abc\xff");
+/// let long = ParamText::new(&[b'x'; 100]);
+/// assert!(long.is_truncated() && long.as_bytes().len() == ParamText::CAPACITY);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamText {
+    bytes: [u8; ParamText::CAPACITY],
+    len: u8,
+    truncated: bool,
+}
+
+impl ParamText {
+    /// The most bytes kept.
+    pub const CAPACITY: usize = 40;
+
+    /// Copies up to [`Self::CAPACITY`] bytes of `text`.
+    #[must_use]
+    pub const fn new(text: &[u8]) -> Self {
+        let len = if text.len() < Self::CAPACITY { text.len() } else { Self::CAPACITY };
+        let mut bytes = [0; Self::CAPACITY];
+        let mut i = 0;
+        while i < len {
+            bytes[i] = text[i];
+            i += 1;
+        }
+        // `len <= CAPACITY` (40) fits in a `u8`.
+        Self { bytes, len: len as u8, truncated: text.len() > Self::CAPACITY }
+    }
+
+    /// The bytes kept.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// True when the original text was longer than [`Self::CAPACITY`].
+    #[must_use]
+    pub const fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+}
+
+// The length is kept in a `u8`.
+const _: () = assert!(ParamText::CAPACITY <= u8::MAX as usize);
+
+impl From<&str> for ParamText {
+    fn from(text: &str) -> Self {
+        Self::new(text.as_bytes())
+    }
+}
+
+impl PartialEq<str> for ParamText {
+    fn eq(&self, other: &str) -> bool {
+        !self.truncated && self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for ParamText {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+impl fmt::Display for ParamText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.as_bytes().utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_char(char::REPLACEMENT_CHARACTER)?;
+            }
+        }
+        if self.truncated {
+            f.write_char('…')?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ParamText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
     }
 }
 

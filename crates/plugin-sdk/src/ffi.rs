@@ -484,18 +484,101 @@ std::thread_local! {
         const { core::cell::RefCell::new(None) };
 }
 
-/// Remembers (with `std`) why `load` failed on this thread; `None` clears it.
-fn set_load_error(message: Option<alloc::string::String>) {
+/// Remembers why `load` failed (with `std` per thread, without it in one
+/// fixed buffer); `None` clears it.
+fn set_load_error(error: Option<&crate::Error>) {
     #[cfg(feature = "std")]
     // Runs on the way out of the C `load` entry point: never panics (a
     // thread-local being torn down just keeps no message).
     let _ = LAST_LOAD_ERROR.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
-            *slot = message.map(|text| std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default());
+            *slot = error.map(|error| {
+                std::ffi::CString::new(std::format!("{error}").replace('\0', " ")).unwrap_or_default()
+            });
         }
     });
     #[cfg(not(feature = "std"))]
-    let _ = message;
+    no_std_load_error::set(error);
+}
+
+/// The message of a refused `load` without `std`: no thread-locals and no
+/// allocation, so one static buffer (a standalone plugin's only other
+/// writable global beside the allocator slot), written under a lock and
+/// cut at [`no_std_load_error::CAPACITY`] bytes.
+#[cfg(not(feature = "std"))]
+mod no_std_load_error {
+    use core::cell::UnsafeCell;
+    use core::ffi::c_char;
+    use core::fmt::Write as _;
+    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// Bytes kept of a message, NUL included.
+    pub(super) const CAPACITY: usize = 512;
+
+    struct Buffer {
+        writing: AtomicBool,
+        /// Length of the message (0: none), set after the bytes.
+        len: AtomicUsize,
+        bytes: UnsafeCell<[u8; CAPACITY]>,
+    }
+
+    // SAFETY: `bytes` is written only while `writing` is held (one writer
+    // at a time; a second concurrent `load` failure keeps no message), and
+    // handed to readers only as a pointer, read by the host after the
+    // `load` that wrote it returned (the export's contract).
+    unsafe impl Sync for Buffer {}
+
+    static BUFFER: Buffer = Buffer {
+        writing: AtomicBool::new(false),
+        len: AtomicUsize::new(0),
+        bytes: UnsafeCell::new([0; CAPACITY]),
+    };
+
+    /// Writes into the buffer, keeping room for the NUL.
+    struct Writer<'a> {
+        bytes: &'a mut [u8; CAPACITY],
+        len: usize,
+    }
+
+    impl core::fmt::Write for Writer<'_> {
+        fn write_str(&mut self, text: &str) -> core::fmt::Result {
+            for &byte in text.as_bytes() {
+                if self.len + 1 >= CAPACITY {
+                    break;
+                }
+                // A NUL inside the message would end it early.
+                self.bytes[self.len] = if byte == 0 { b' ' } else { byte };
+                self.len += 1;
+            }
+            Ok(())
+        }
+    }
+
+    pub(super) fn set(error: Option<&crate::Error>) {
+        if BUFFER.writing.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        BUFFER.len.store(0, Ordering::Release);
+        if let Some(error) = error {
+            // SAFETY: `writing` is held: no other writer; readers only read
+            // after the `load` that writes returned.
+            let bytes = unsafe { &mut *BUFFER.bytes.get() };
+            let mut writer = Writer { bytes, len: 0 };
+            // The writer never fails; a cut message is still a message.
+            let _ = write!(writer, "{error}");
+            let len = writer.len;
+            writer.bytes[len] = 0;
+            BUFFER.len.store(len, Ordering::Release);
+        }
+        BUFFER.writing.store(false, Ordering::Release);
+    }
+
+    pub(super) fn get() -> *const c_char {
+        if BUFFER.len.load(Ordering::Acquire) == 0 {
+            return core::ptr::null();
+        }
+        BUFFER.bytes.get().cast::<c_char>().cast_const()
+    }
 }
 
 /// Set once a host has called `xplug_plugin_load_error`: it reads the
@@ -504,9 +587,10 @@ fn set_load_error(message: Option<alloc::string::String>) {
 /// call it (IREE's) keep the printed line, their only view of the message.
 static HOST_READS_LOAD_ERRORS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// `xplug_plugin_load_error`: the message of the last refused `load` on
-/// this thread (valid until the next `load` here), or NULL. Calling it also
-/// tells the plugin that the host reads these messages.
+/// `xplug_plugin_load_error`: the message of the last refused `load` (with
+/// `std`, on this thread; without, in the process), valid until the next
+/// `load`, or NULL.
+/// Calling it also tells the plugin that the host reads these messages.
 pub extern "C" fn last_load_error() -> *const c_char {
     HOST_READS_LOAD_ERRORS.store(true, core::sync::atomic::Ordering::Relaxed);
     #[cfg(feature = "std")]
@@ -521,7 +605,7 @@ pub extern "C" fn last_load_error() -> *const c_char {
     }
     #[cfg(not(feature = "std"))]
     {
-        ptr::null()
+        no_std_load_error::get()
     }
 }
 
@@ -530,10 +614,9 @@ fn report_load_error(plugin: &str, error: &crate::Error) -> Status {
     if !HOST_READS_LOAD_ERRORS.load(core::sync::atomic::Ordering::Relaxed) {
         std::eprintln!("xplug plugin `{plugin}`: load failed ({}): {error}", error.code());
     }
-    #[cfg(feature = "std")]
-    set_load_error(Some(std::format!("{error}")));
     #[cfg(not(feature = "std"))]
     let _ = plugin;
+    set_load_error(Some(error));
     Status::from_code(error.code())
 }
 
@@ -565,6 +648,8 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         // SAFETY: the host promises its allocator obeys the allocator
         // contract while the plugin is loaded.
         let allocator = unsafe { HostAllocator::from_raw(environment.host_allocator) };
+        #[cfg(feature = "standalone")]
+        crate::standalone::set_host_allocator(allocator);
         let pairs: &[StringPair] = if param_count == 0 {
             &[]
         } else {

@@ -259,12 +259,40 @@
 //! printed to stderr, so each appears once. A host that never calls it
 //! (IREE's runtime) still gets the printed line.
 //!
-//! # `no_std`
+//! # `no_std` and `.sos` files
 //!
-//! The crate is `#![no_std]` (+ `alloc` for error messages). Turn off the
-//! default features (`std`, `static-registration`) for a plugin that must
-//! not link the standard library; panics then abort instead of being
-//! reported, and static registration is unavailable.
+//! The crate is `#![no_std]` (+ `alloc`). Turn off the default features
+//! (`std`, `static-registration`) for a plugin that must not link the
+//! standard library; panics then abort instead of being reported, static
+//! registration is unavailable, and the message of a refused `load` is kept
+//! in one fixed 512-byte buffer (the latest in the process) for
+//! `xplug_plugin_load_error`.
+//!
+//! The `standalone` feature (without `std`) is what a plugin linked as a
+//! standalone embedded ELF file (`.sos`, `xplug build --sos`) needs: a
+//! global allocator that allocates through the host allocator of the latest
+//! `load` (so `Box`, `Vec` and `String` work and the host accounts for
+//! every byte), a panic handler that executes a trap instruction, and the C
+//! memory functions (`xplug-sdk-builtins`). A plugin crate turns it on from
+//! its own `sos` feature:
+//!
+//! ```toml
+//! [features]
+//! default = ["std"]
+//! std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
+//! sos = ["xplug-sdk/standalone"]
+//!
+//! [dependencies]
+//! xplug-sdk = { path = "...", default-features = false }
+//! ```
+//!
+//! The SDK's load path allocates nothing and links no unwinding code: a
+//! load-parameter error carries its key and value as [`ParamText`] (fixed
+//! size), so a bad parameter in a `.sos` is a refused `load` with its
+//! message, not a trap. The precompiled standard library is built with
+//! unwinding, so its formatting into a `String` (`format!`, `to_string`)
+//! links `_Unwind_Resume`, which a `.sos` cannot have (the link fails and
+//! `xplug build` says so): give [`Error::custom`] a `&'static str`.
 #![no_std]
 
 extern crate alloc;
@@ -282,6 +310,18 @@ mod error;
 mod ffi;
 mod params;
 mod resolve;
+#[cfg(feature = "standalone")]
+mod standalone;
+
+#[cfg(all(feature = "standalone", feature = "std"))]
+compile_error!(
+    "xplug-sdk's `standalone` feature (a no_std `.sos` build) excludes `std`: build the plugin with \
+     `--no-default-features --features <its standalone feature>` (`xplug build --sos` does)"
+);
+
+// The C memory functions of a standalone build.
+#[cfg(feature = "standalone")]
+extern crate xplug_sdk_builtins as _;
 
 use alloc::string::String;
 use core::ffi::c_int;
@@ -292,7 +332,7 @@ use core::ptr::NonNull;
 pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
-pub use error::{Error, ImportError};
+pub use error::{Error, ImportError, ParamText};
 pub use params::{DeclaredParam, Environment, LoadParams, Param, ParamKind};
 pub use xplug_abi as abi;
 pub use xplug_sdk_macros::{ImportParams, plugin};

@@ -1,13 +1,11 @@
 //! The load environment and load parameters, as safe borrowed views.
 
-use alloc::borrow::ToOwned;
-use alloc::string::String;
 use core::marker::PhantomData;
 use core::str::FromStr;
 
 use xplug_abi::{StringPair, StringView};
 
-use crate::{Error, HostAllocator};
+use crate::{Error, HostAllocator, ParamText};
 
 /// What the host provides during `load`.
 ///
@@ -124,16 +122,20 @@ impl<'a> LoadParams<'a> {
     pub fn check_declared(&self, declared: &'static [DeclaredParam]) -> Result<(), Error> {
         for param in self.iter() {
             let Some(decl) = declared.iter().find(|decl| decl.name.as_bytes() == param.key) else {
-                let key = String::from_utf8_lossy(param.key).into_owned();
-                let suggestion = xplug_abi::suggest::closest(&key, declared.iter().map(|decl| decl.name))
-                    .map(str::to_owned);
-                let known = declared.iter().map(|decl| decl.name.to_owned()).collect();
-                return Err(Error::UnknownParam { key, suggestion, known });
+                // A key that is not UTF-8 is like no declared name.
+                let suggestion = core::str::from_utf8(param.key)
+                    .ok()
+                    .and_then(|key| xplug_abi::suggest::closest(key, declared.iter().map(|decl| decl.name)));
+                return Err(Error::UnknownParam {
+                    key: ParamText::new(param.key),
+                    suggestion,
+                    known: declared,
+                });
             };
             if !decl.kind.accepts(param.value) {
                 return Err(Error::InvalidParam {
-                    key: decl.name.to_owned(),
-                    value: String::from_utf8_lossy(param.value).into_owned(),
+                    key: ParamText::from(decl.name),
+                    value: ParamText::new(param.value),
                     expected: decl.kind.expected(),
                 });
             }
@@ -187,11 +189,7 @@ impl<'a> LoadParams<'a> {
     pub fn parse<T: FromStr>(&self, key: &str, expected: &'static str) -> Result<Option<T>, Error> {
         let Some(raw) = self.get_bytes(key) else { return Ok(None) };
         core::str::from_utf8(raw).ok().and_then(|text| text.parse().ok()).map(Some).ok_or_else(|| {
-            Error::InvalidParam {
-                key: key.to_owned(),
-                value: String::from_utf8_lossy(raw).into_owned(),
-                expected,
-            }
+            Error::InvalidParam { key: ParamText::from(key), value: ParamText::new(raw), expected }
         })
     }
 
@@ -200,7 +198,7 @@ impl<'a> LoadParams<'a> {
     /// # Errors
     /// [`Error::MissingParam`] when absent, else as [`LoadParams::parse`].
     pub fn require<T: FromStr>(&self, key: &str, expected: &'static str) -> Result<T, Error> {
-        self.parse(key, expected)?.ok_or_else(|| Error::MissingParam { key: key.to_owned() })
+        self.parse(key, expected)?.ok_or_else(|| Error::MissingParam { key: ParamText::from(key) })
     }
 }
 
@@ -378,9 +376,9 @@ mod tests {
         assert_eq!(
             error,
             Error::UnknownParam {
-                key: "multplier".to_owned(),
-                suggestion: Some("multiplier".to_owned()),
-                known: alloc::vec!["multiplier".to_owned(), "disable".to_owned()],
+                key: ParamText::from("multplier"),
+                suggestion: Some("multiplier"),
+                known: &DECLARED,
             }
         );
         assert!(error.to_string().contains("did you mean `multiplier`?"), "{error}");

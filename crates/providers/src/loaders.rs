@@ -16,7 +16,7 @@ use xplug_abi::{QueryFn, Version};
 use xplug_elf::ElfImage;
 
 use crate::plugin::{Code, label};
-use crate::raw::{self, RawLibrary, RawLoadError, RawQuery};
+use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
 use crate::{
     CountingAllocator, Error, LoadParamList, Origin, Plugin, PluginInfo, PluginMessage, PluginSource,
     ProviderName, StaticPluginRegistration, checks,
@@ -308,9 +308,11 @@ pub(crate) fn load_checked(
         site.source.required_features(),
     )
     .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
-    let library = match &site.code {
-        Code::Library(library) => Some(library),
-        Code::Linked | Code::Elf(_) => None,
+    // xplug's optional exports, read alike from a library and a `.sos`.
+    let library: Option<&dyn OptionalExports> = match &site.code {
+        Code::Library(library) => Some(library.as_ref()),
+        Code::Elf(image) => Some(image.as_ref()),
+        Code::Linked => None,
     };
     // A plugin that lists its parameters is given no other key.
     let declared = library.and_then(|library| library.params());

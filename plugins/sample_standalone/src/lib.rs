@@ -28,10 +28,6 @@
 //! no-`std` path); panics then abort instead of being reported.
 #![no_std]
 
-// The .sos build links the support a no_std static library needs.
-#[cfg(feature = "sos")]
-extern crate standalone_builtins as _;
-
 use xplug_sdk::{Buffer, BufferMut, ImportError, ImportParams};
 
 /// Params of the workgroup kernels: IREE's sample `params_t`.

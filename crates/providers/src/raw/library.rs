@@ -6,12 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dlopen2::raw::Library;
-use xplug_abi::{
-    EXPORT_NAME, EXPORTS_LIST_NAME, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME, ImportLayout,
-    ImportLayoutsFn, LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl, ParamsListFn, QueryFn,
-};
+use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 
 use super::RawQuery;
+use super::optional::{ImportLayoutInfo, OptionalExports, ParamInfo};
 use super::stage::{self, Stage};
 use crate::{CountingAllocator, Error, LoaderError, Origin};
 
@@ -21,124 +19,6 @@ const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib
                            and build with `cargo build --release` (the library is \
                            `target/release/lib<crate>.so`); a C plugin must export it with C linkage \
                            and default visibility";
-
-/// More names than any real plugin exports: a larger count from
-/// `xplug_plugin_exports` is garbage and the list is ignored.
-pub const MAX_LISTED_EXPORTS: usize = 1 << 20;
-
-/// More load parameters than any real plugin declares: a larger count from
-/// `xplug_plugin_params` is garbage and the declaration is ignored.
-pub const MAX_DECLARED_PARAMS: usize = 1 << 12;
-
-/// One load parameter a plugin declares through `xplug_plugin_params`,
-/// copied out of the library.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamInfo {
-    /// The key.
-    pub name: String,
-    /// The value's type as the plugin names it (`f32`, `str`, ...).
-    pub kind: String,
-    /// The value used when the key is absent, if any.
-    pub default: Option<String>,
-    /// What the parameter does.
-    pub description: String,
-}
-
-/// More imports than any real plugin describes: a larger count from
-/// `xplug_import_layouts` is garbage and the description is ignored.
-pub const MAX_IMPORT_LAYOUTS: usize = 1 << 20;
-
-/// More fields than any real params struct has: an import claiming more
-/// through `xplug_import_layouts` is listed with its size only.
-pub const MAX_LAYOUT_FIELDS: usize = 1 << 12;
-
-/// The params struct of one import, as the plugin describes it through
-/// `xplug_import_layouts`, copied out of the library.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImportLayoutInfo {
-    /// The import's name, without `?`.
-    pub symbol: String,
-    /// The params struct's name, when the plugin gives it.
-    pub type_name: Option<String>,
-    /// `sizeof` the params struct, in bytes.
-    pub size: usize,
-    /// Its alignment, in bytes.
-    pub align: usize,
-    /// Its fields in declaration order; `None` when the plugin knows only
-    /// the size (a params type without xplug's derive).
-    pub fields: Option<Vec<FieldInfo>>,
-}
-
-/// One field of an [`ImportLayoutInfo`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldInfo {
-    /// The field's name.
-    pub name: String,
-    /// Its type as the plugin's source spells it (`f32`, `Buffer<f32>`).
-    pub type_name: String,
-    /// Its offset in the struct, in bytes.
-    pub offset: usize,
-    /// Its size in bytes.
-    pub size: usize,
-}
-
-/// Copies the layouts a plugin's `xplug_import_layouts` returned: entries
-/// without a symbol are skipped; an entry whose fields pointer is NULL, or
-/// whose fields claim more than [`MAX_LAYOUT_FIELDS`] or lie outside its
-/// size, keeps its size only.
-///
-/// # Safety
-/// `layouts` points at `count` readable [`ImportLayout`]s whose non-NULL
-/// strings are NUL-terminated and whose non-NULL `fields` point at
-/// `field_count` readable [`FieldLayout`]s, all valid for this call.
-pub(crate) unsafe fn copy_import_layouts(
-    layouts: *const ImportLayout,
-    count: usize,
-) -> Vec<ImportLayoutInfo> {
-    if count == 0 || layouts.is_null() {
-        return Vec::new();
-    }
-    let text = |pointer: *const std::ffi::c_char| {
-        // SAFETY: each non-NULL string is NUL-terminated (the caller's
-        // promise).
-        (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
-    };
-    // SAFETY: `count` readable entries (the caller's promise).
-    let layouts: &[ImportLayout] = unsafe { std::slice::from_raw_parts(layouts, count) };
-    layouts
-        .iter()
-        .filter_map(|layout| {
-            let symbol = text(layout.symbol)?;
-            let fields = (!layout.fields.is_null() && layout.field_count <= MAX_LAYOUT_FIELDS)
-                .then(|| {
-                    // SAFETY: `field_count` readable fields (the caller's
-                    // promise), bounded above.
-                    let fields: &[FieldLayout] =
-                        unsafe { std::slice::from_raw_parts(layout.fields, layout.field_count) };
-                    fields
-                        .iter()
-                        .map(|field| {
-                            field.offset.checked_add(field.size).filter(|end| *end <= layout.size)?;
-                            Some(FieldInfo {
-                                name: text(field.name)?,
-                                type_name: text(field.type_name).unwrap_or_default(),
-                                offset: field.offset,
-                                size: field.size,
-                            })
-                        })
-                        .collect::<Option<Vec<_>>>()
-                })
-                .flatten();
-            Some(ImportLayoutInfo {
-                symbol,
-                type_name: text(layout.type_name),
-                size: layout.size,
-                align: layout.align,
-                fields,
-            })
-        })
-        .collect()
-}
 
 /// A plugin library opened by the OS loader (`dlopen`), the first step of
 /// hosting a system-library plugin.
@@ -218,7 +98,7 @@ impl RawLibrary {
     /// Opening a library runs its initialisers, and the safe methods of the
     /// result call into it: the file must be a v0 plugin whose query export,
     /// table and functions obey the v0 ABI (`docs/abi.md`), whose
-    /// `xplug_plugin_exports`, if present, has [`ExportsListFn`]'s contract,
+    /// `xplug_plugin_exports`, if present, has [`ExportsListFn`](xplug_abi::ExportsListFn)'s contract,
     /// and whose initialisers and finalisers are sound to run here.
     ///
     /// # Thread-safety
@@ -349,47 +229,16 @@ impl RawLibrary {
 
     /// The import names the library lists through xplug's optional
     /// `xplug_plugin_exports` export (every `xplug-sdk` shared library has
-    /// it), copied; `None` when it has no such export, returns NULL, or
-    /// claims more than [`MAX_LISTED_EXPORTS`] names. NULL entries are
-    /// skipped.
+    /// it): [`OptionalExports::exports`].
     ///
     /// The symbol is called only when nothing says it is not a function
     /// ([`SymbolKind`]): a library with a variable of that name, or whose
     /// symbol lies outside executable memory, lists nothing.
     #[must_use]
     pub fn exports(&self) -> Option<Vec<String>> {
-        let address = self.symbol_address(EXPORTS_LIST_NAME)?;
-        if !symbol_kind(address).may_be_called() {
-            tracing::debug!(
-                library = %self.shown.display(),
-                "`{}` is not a function; its exports list is ignored",
-                EXPORTS_LIST_NAME.to_string_lossy()
-            );
-            return None;
-        }
-        // SAFETY: `ExportsListFn` is a pointer-sized function pointer type;
-        // the export is a function (checked above) with that type by the
-        // contract the opener vouched for.
-        let list = unsafe { self.library.symbol_cstr::<ExportsListFn>(EXPORTS_LIST_NAME) }.ok()?;
-        let mut count = 0usize;
-        // SAFETY: the export's contract; `count` is a valid out-pointer.
-        let names = unsafe { list(&mut count) };
-        if names.is_null() || count > MAX_LISTED_EXPORTS {
-            return None;
-        }
-        // SAFETY: the export returned `count` name pointers valid while the
-        // library is open (it is borrowed for this call).
-        let names = unsafe { std::slice::from_raw_parts(names, count) };
-        Some(
-            names
-                .iter()
-                .filter(|name| !name.is_null())
-                // SAFETY: each non-NULL entry is a NUL-terminated string of
-                // the library's (the export's contract).
-                .map(|&name| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
-                .collect(),
-        )
+        OptionalExports::exports(self)
     }
+
     /// True when the library has xplug's `xplug_plugin_exports` function,
     /// the mark of a library built with `xplug-sdk` (a Rust library).
     #[must_use]
@@ -669,102 +518,49 @@ fn undefined_symbol(message: &str) -> Option<String> {
 }
 
 impl RawLibrary {
-    /// The plugin's own message for the last `load` it refused on this
-    /// thread, through xplug's optional `xplug_plugin_load_error` export
-    /// (`xplug-sdk` plugins have it); `None` without the export or message.
-    /// Call it right after the refused `load`, on the same thread.
+    /// The message of the plugin's last refused `load`, through xplug's
+    /// optional `xplug_plugin_load_error` export:
+    /// [`OptionalExports::load_error`].
     #[must_use]
     pub fn load_error(&self) -> Option<String> {
-        let address = self.symbol_address(LOAD_ERROR_NAME)?;
-        if !symbol_kind(address).may_be_called() {
-            return None;
-        }
-        // SAFETY: `LoadErrorFn` is a pointer-sized function pointer type;
-        // the export is a function (checked above) with that type by the
-        // contract the opener vouched for.
-        let function = unsafe { self.library.symbol_cstr::<LoadErrorFn>(LOAD_ERROR_NAME) }.ok()?;
-        // SAFETY: the export's contract: no arguments, any thread.
-        let message = unsafe { function() };
-        // SAFETY: non-NULL: a NUL-terminated string of the library's, valid
-        // until the next `load` on this thread (none runs meanwhile).
-        (!message.is_null()).then(|| unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
+        OptionalExports::load_error(self)
     }
 
     /// The load parameters the library declares through xplug's optional
-    /// `xplug_plugin_params` export, copied; `None` when it has no such
-    /// export, returns NULL with a non-zero count, or claims more than
-    /// [`MAX_DECLARED_PARAMS`]. Entries without a name are skipped. A
-    /// plugin with the export refuses keys it does not declare.
+    /// `xplug_plugin_params` export: [`OptionalExports::params`]. A plugin
+    /// with the export refuses keys it does not declare.
     #[must_use]
     pub fn params(&self) -> Option<Vec<ParamInfo>> {
-        let address = self.symbol_address(PARAMS_LIST_NAME)?;
+        OptionalExports::params(self)
+    }
+}
+
+// SAFETY: an address is returned only for a symbol the loader's table does
+// not call a non-function and that lies in executable memory
+// ([`SymbolKind::may_be_called`]); that it has the export's type is the
+// promise the opener made (`RawLibrary::open`'s safety contract).
+unsafe impl OptionalExports for RawLibrary {
+    fn optional_export(&self, name: &CStr) -> Option<*const ()> {
+        let address = self.symbol_address(name)?;
         if !symbol_kind(address).may_be_called() {
+            tracing::debug!(
+                library = %self.shown.display(),
+                "`{}` is not a function; it is ignored",
+                name.to_string_lossy()
+            );
             return None;
         }
-        // SAFETY: `ParamsListFn` is a pointer-sized function pointer type;
-        // the export is a function (checked above) with that type by the
-        // contract the opener vouched for.
-        let list = unsafe { self.library.symbol_cstr::<ParamsListFn>(PARAMS_LIST_NAME) }.ok()?;
-        let mut count = 0usize;
-        // SAFETY: the export's contract; `count` is a valid out-pointer.
-        let decls = unsafe { list(&mut count) };
-        if count == 0 {
-            return Some(Vec::new());
-        }
-        if decls.is_null() || count > MAX_DECLARED_PARAMS {
-            return None;
-        }
-        // SAFETY: the export returned `count` declarations valid while the
-        // library is open (it is borrowed for this call).
-        let decls: &[ParamDecl] = unsafe { std::slice::from_raw_parts(decls, count) };
-        let text = |pointer: *const std::ffi::c_char| {
-            // SAFETY: each non-NULL field is a NUL-terminated string of the
-            // library's (the export's contract).
-            (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
-        };
-        Some(
-            decls
-                .iter()
-                .filter_map(|decl| {
-                    Some(ParamInfo {
-                        name: text(decl.name)?,
-                        kind: text(decl.kind).unwrap_or_default(),
-                        default: text(decl.default_value),
-                        description: text(decl.description).unwrap_or_default(),
-                    })
-                })
-                .collect(),
-        )
+        Some(address)
     }
 }
 
 impl RawLibrary {
     /// The params layout of each import the library describes through
-    /// xplug's optional `xplug_import_layouts` export, copied; `None` when
-    /// it has no such export, returns NULL with a non-zero count, or claims
-    /// more than [`MAX_IMPORT_LAYOUTS`]. Bounds as in
-    /// [`ImportLayoutInfo`]: a field outside its struct drops the field
-    /// list, keeping the size.
+    /// xplug's optional `xplug_import_layouts` export:
+    /// [`OptionalExports::import_layouts`].
     #[must_use]
     pub fn import_layouts(&self) -> Option<Vec<ImportLayoutInfo>> {
-        let address = self.symbol_address(IMPORT_LAYOUTS_NAME)?;
-        if !symbol_kind(address).may_be_called() {
-            return None;
-        }
-        // SAFETY: `ImportLayoutsFn` is a pointer-sized function pointer
-        // type; the export is a function (checked above) with that type by
-        // the contract the opener vouched for.
-        let list = unsafe { self.library.symbol_cstr::<ImportLayoutsFn>(IMPORT_LAYOUTS_NAME) }.ok()?;
-        let mut count = 0usize;
-        // SAFETY: the export's contract; `count` is a valid out-pointer.
-        let layouts = unsafe { list(&mut count) };
-        if count != 0 && (layouts.is_null() || count > MAX_IMPORT_LAYOUTS) {
-            return None;
-        }
-        // SAFETY: the export returned `count` layouts valid while the
-        // library is open (it is borrowed for this call), with the
-        // contract of `xplug_import_layouts`.
-        Some(unsafe { copy_import_layouts(layouts, count) })
+        OptionalExports::import_layouts(self)
     }
 }
 

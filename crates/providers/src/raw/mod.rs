@@ -18,7 +18,9 @@
 //! 5. `resolve`: [`RawInstance::resolve`], the plugin's status and bits
 //!    unjudged;
 //! 6. `unload`, exactly once: [`RawInstance::unload`] or drop;
-//! 7. the optional names list: [`RawLibrary::exports`].
+//! 7. xplug's optional exports (names list, declared parameters, load
+//!    error), the same way from a library and from a `.sos`:
+//!    [`OptionalExports`].
 //!
 //! Each step that calls into the plugin first reports its [`Stage`] to the
 //! hook a tool may install ([`set_stage_hook`]; crash isolation uses it to
@@ -54,6 +56,7 @@
 mod elf;
 mod instance;
 mod library;
+mod optional;
 mod stage;
 
 use std::ffi::{CStr, c_char};
@@ -65,9 +68,10 @@ use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, S
 pub use elf::open_elf_image;
 pub(crate) use elf::read_elf_file;
 pub use instance::RawInstance;
-pub use library::{
+pub use library::{RawLibrary, SymbolKind};
+pub use optional::{
     FieldInfo, ImportLayoutInfo, MAX_DECLARED_PARAMS, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS,
-    MAX_LISTED_EXPORTS, ParamInfo, RawLibrary, SymbolKind,
+    MAX_LISTED_EXPORTS, OptionalExports, ParamInfo,
 };
 pub use stage::{Stage, set_stage_hook};
 

@@ -1,23 +1,18 @@
-//! Support code for Rust plugins linked as standalone embedded ELF files
-//! (`.sos`): no libc, no `std`, nothing imported from the host.
+//! The C memory functions a Rust plugin linked as a standalone embedded ELF
+//! file (`.sos`) needs: no libc, no `std`, nothing imported from the host.
 //!
 //! A `.sos` is linked from a `no_std` static library with `-nostdlib
 //! --no-undefined`, so everything the compiled code calls must be inside
-//! it. This crate supplies what the `*-linux-gnu` targets' `core`/`alloc`
-//! and `compiler_builtins` leave to libc or to `std`:
+//! it. The `*-linux-gnu` targets' `core`/`alloc` and `compiler_builtins`
+//! leave `memcpy`, `memmove`, `memset`, `memcmp` and `bcmp` (the compiler
+//! emits calls to them for copies, fills and comparisons) and `strlen`
+//! (`CStr::from_ptr` calls it) to libc; this crate supplies them.
 //!
-//! - `memcpy`, `memmove`, `memset`, `memcmp` and `bcmp` (the compiler emits
-//!   calls to them for copies, fills and comparisons) and `strlen`
-//!   (`CStr::from_ptr` calls it);
-//! - a panic handler that stops the program with a trap instruction (a
-//!   standalone plugin cannot print or unwind);
-//! - a global allocator that refuses every request: a standalone plugin
-//!   allocates only through the host allocator it is given at load.
-//!
-//! The crate is `#![no_builtins]` so the loops below are not themselves
-//! turned into calls to the functions they implement. It is only linked
-//! into `.sos` builds (the plugin's `sos` feature); ordinary builds of a
-//! plugin use `std` and the system's libc.
+//! It is a crate of its own because it must be `#![no_builtins]`, so the
+//! loops below are not themselves turned into calls to the functions they
+//! implement. `xplug-sdk`'s `standalone` feature links it, next to the
+//! SDK's panic handler and global allocator (through the host allocator);
+//! ordinary builds of a plugin use `std` and the system's libc.
 #![no_std]
 #![no_builtins]
 
@@ -115,49 +110,4 @@ pub unsafe extern "C" fn strlen(s: *const core::ffi::c_char) -> usize {
         n += 1;
     }
     n
-}
-
-/// Stops the plugin: executes the architecture's trap instruction.
-#[cfg(not(test))]
-#[panic_handler]
-fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
-    loop {
-        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-        // SAFETY: `ud2` raises an invalid-opcode fault; it touches no memory.
-        unsafe {
-            core::arch::asm!("ud2", options(nomem, nostack))
-        };
-        #[cfg(target_arch = "aarch64")]
-        // SAFETY: `udf #0` raises an undefined-instruction fault; no memory.
-        unsafe {
-            core::arch::asm!("udf #0", options(nomem, nostack))
-        };
-        #[cfg(any(target_arch = "riscv64", target_arch = "riscv32"))]
-        // SAFETY: `unimp` raises an illegal-instruction fault; no memory.
-        unsafe {
-            core::arch::asm!("unimp", options(nomem, nostack))
-        };
-    }
-}
-
-#[cfg(not(test))]
-mod allocator {
-    /// The global allocator of a standalone plugin: every request fails (a
-    /// null pointer), so a stray `alloc` use ends in the allocation-error
-    /// handler instead of reaching for memory the host did not give.
-    struct NoAllocation;
-
-    // SAFETY: `alloc` always returns null (a valid "failed" answer) and
-    // `dealloc` is never handed a pointer this allocator produced (it produces
-    // none).
-    unsafe impl core::alloc::GlobalAlloc for NoAllocation {
-        unsafe fn alloc(&self, _layout: core::alloc::Layout) -> *mut u8 {
-            core::ptr::null_mut()
-        }
-
-        unsafe fn dealloc(&self, _ptr: *mut u8, _layout: core::alloc::Layout) {}
-    }
-
-    #[global_allocator]
-    static ALLOCATOR: NoAllocation = NoAllocation;
 }

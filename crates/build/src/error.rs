@@ -1,0 +1,162 @@
+//! The one error type of `xplug-build`.
+
+use std::path::PathBuf;
+
+/// Why a `.sos` could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A tool (cargo, rustc, the linker) could not be started.
+    #[error("cannot run `{command}`; is the Rust toolchain (rustup) installed and on PATH?")]
+    Tool {
+        /// The command line.
+        command: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A step (`cargo`, `link`, `rustc`) ran and failed. The message names
+    /// the command and the fix for the usual mistakes; what the tool
+    /// printed is in `stderr`, for the caller to show as it is (a tool's
+    /// multi-line output, e.g. the linker's undefined symbols).
+    #[error(
+        "the {step} step failed (its output is above): `{command}`{}",
+        .hint.map(|hint| format!("; hint: {hint}")).unwrap_or_default()
+    )]
+    Failed {
+        /// `cargo`, `link` or `rustc`.
+        step: &'static str,
+        /// The command line.
+        command: String,
+        /// What the tool printed on stderr.
+        stderr: String,
+        /// What to change, for the usual mistakes.
+        hint: Option<&'static str>,
+    },
+    /// `cargo metadata` gave no usable answer for the manifest.
+    #[error("cannot read the crate at {}: {detail}", manifest.display())]
+    Metadata {
+        /// The manifest asked about.
+        manifest: PathBuf,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The manifest is a workspace with several packages and none was named.
+    #[error(
+        "{} holds several packages ({}); name the plugin crate with --package",
+        manifest.display(), packages.join(", ")
+    )]
+    AmbiguousPackage {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The workspace's packages.
+        packages: Vec<String>,
+    },
+    /// The package asked for is not in the manifest's workspace, or has no
+    /// library target.
+    #[error(
+        "package `{package}` in {} {problem}; a plugin crate has a `[lib]` (`xplug new --standalone` makes one)",
+        manifest.display()
+    )]
+    NoLibrary {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The package.
+        package: String,
+        /// "does not exist" or "has no library target".
+        problem: &'static str,
+    },
+    /// The host's architecture has no embedded-ELF record target.
+    #[error(
+        "no embedded-ELF target for host `{host}`: .sos files are built on x86_64, aarch64 and riscv64 hosts"
+    )]
+    UnsupportedHost {
+        /// The rustc host triple.
+        host: String,
+    },
+    /// The host's own record target is not installed (the `.sos` would not
+    /// load here).
+    #[error("the host's target `{target}` has no standard library in {}; run `rustup target add {target}`", sysroot.display())]
+    HostTargetMissing {
+        /// The target triple.
+        target: String,
+        /// The toolchain's sysroot.
+        sysroot: PathBuf,
+    },
+    /// The records could not be joined into a FatELF container.
+    #[error("cannot join the records of {}", path.display())]
+    Join {
+        /// The `.sos` being written.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<xplug_elf::EmbeddedElfError>,
+    },
+    /// A file operation failed.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// What was being done (`read`, `write`, `create`, ...).
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What to change for the usual failures of `step`, from its output.
+pub(crate) fn hint(step: &str, stderr: &str) -> Option<&'static str> {
+    if step == "link" && (stderr.contains("_Unwind_Resume") || stderr.contains("rust_eh_personality")) {
+        return Some(
+            "the plugin links unwinding code of the precompiled standard library (a non-generic `alloc` \
+             function with cleanup, such as `String::from_utf8_lossy`, `format!` or `to_string`); a `.sos` \
+             has no unwinder: keep such calls off the plugin's code paths (xplug-sdk's own load path uses \
+             none), e.g. format into a fixed buffer with `core::fmt::Write`",
+        );
+    }
+    if step == "link"
+        && ["memcpy", "memset", "memmove", "memcmp", "bcmp", "strlen"]
+            .iter()
+            .any(|name| stderr.contains(&format!("undefined symbol: {name}")))
+    {
+        return Some(
+            "the C memory functions are missing: the crate's `sos` feature must turn on `xplug-sdk/standalone`",
+        );
+    }
+    if step == "cargo"
+        && (stderr.contains("does not have the feature `sos`")
+            || stderr.contains("does not contain this feature: sos"))
+    {
+        return Some(
+            "declare `[features] sos = [\"xplug-sdk/standalone\"]` (and make the crate `no_std` without its \
+             default `std` feature), as `xplug new --standalone` does",
+        );
+    }
+    if step == "cargo" && (stderr.contains("duplicate lang item") || stderr.contains("`#[panic_handler]`")) {
+        return Some(
+            "the `.sos` build must not link `std`: with `--no-default-features --features sos` the crate and \
+             every dependency must be `no_std` (`#![no_std]`, xplug-sdk with `default-features = false`)",
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_name_the_fix() {
+        let unwind = hint("link", "rust-lld: error: undefined symbol: _Unwind_Resume");
+        assert!(unwind.unwrap().contains("String::from_utf8_lossy"));
+        let memcpy = hint("link", "rust-lld: error: undefined symbol: memcpy\n>>> referenced by");
+        assert!(memcpy.unwrap().contains("xplug-sdk/standalone"));
+        assert!(hint("link", "anything else").is_none());
+        let feature = hint("cargo", "error: Package `p v0.1.0` does not have the feature `sos`");
+        assert!(feature.unwrap().contains("sos = [\"xplug-sdk/standalone\"]"));
+        let feature = hint("cargo", "error: the package 'adder' does not contain this feature: sos");
+        assert!(feature.unwrap().contains("sos = [\"xplug-sdk/standalone\"]"));
+        assert!(hint("link", "error: the package 'adder' does not contain this feature: sos").is_none());
+    }
+}

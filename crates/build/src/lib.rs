@@ -1,0 +1,300 @@
+//! Builds a plugin crate as a standalone embedded ELF file (`.sos`): the
+//! one implementation behind `xplug build --sos` and the example plugins'
+//! `.sos` files (`xplug-fixtures`).
+//!
+//! For each record target ([`RECORD_TARGETS`]) whose rustup target is
+//! installed, host first:
+//!
+//! 1. `cargo rustc` builds the crate's library as a `no_std` static library
+//!    with its [`SOS_FEATURE`] feature and no default features, `panic =
+//!    "abort"`, fat LTO, one codegen unit, position-independent code and no
+//!    unwind tables, for an explicit `--target`, into `<target-dir>/sos`;
+//! 2. `rust-lld` (shipped with every rustup toolchain) links it with the
+//!    flags IREE links its own embedded plugins with ([`LINK_FLAGS`]), a
+//!    version script exporting only the query function and xplug's optional
+//!    `xplug_plugin_*` / `xplug_import_*` exports, and
+//!    `--undefined=iree_hal_executable_plugin_query` (without it
+//!    `--gc-sections` keeps nothing of a static library);
+//!
+//! then [`xplug_elf::fatelf::join`] puts the records into one FatELF
+//! container. Targets that are not installed are skipped and reported
+//! ([`SosReport::skipped`]).
+//!
+//! ```no_run
+//! use xplug_build::{SosOptions, build_sos};
+//!
+//! let report = build_sos(&SosOptions::new("my_plugin/Cargo.toml"))?;
+//! println!("{} ({} bytes)", report.path.display(), report.size);
+//! for record in &report.records {
+//!     println!("  record {} ({} bytes)", record.target, record.size);
+//! }
+//! # Ok::<(), xplug_build::BuildError>(())
+//! ```
+
+mod error;
+mod metadata;
+mod toolchain;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use error::BuildError;
+pub use metadata::PluginCrate;
+pub use toolchain::Toolchain;
+use xplug_elf::QUERY_SYMBOL;
+
+/// The plugin crate feature a `.sos` build turns on (with
+/// `--no-default-features`): it must make the crate `no_std` and turn on
+/// `xplug-sdk/standalone`. `xplug new --standalone` declares it.
+pub const SOS_FEATURE: &str = "sos";
+
+/// Architectures a `.sos` may carry a record for (Rust target triples).
+pub const RECORD_TARGETS: [&str; 3] =
+    ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "riscv64gc-unknown-linux-gnu"];
+
+/// `rust-lld -flavor gnu` flags: IREE's embedded-ELF link line.
+pub const LINK_FLAGS: [&str; 19] = [
+    "-flavor",
+    "gnu",
+    "--build-id=none",
+    "-nostdlib",
+    "-static",
+    "-shared",
+    "--no-undefined",
+    "--no-allow-shlib-undefined",
+    "--gc-sections",
+    "-z",
+    "now",
+    "-z",
+    "relro",
+    "--discard-all",
+    "--icf=all",
+    "--ignore-data-address-equality",
+    "--ignore-function-address-equality",
+    "--hash-style=sysv",
+    "--strip-debug",
+];
+
+/// The version script of every `.sos`: the query function and xplug's
+/// optional exports (`xplug_plugin_exports`, `xplug_plugin_params`,
+/// `xplug_plugin_load_error`, and any later `xplug_plugin_*` or
+/// `xplug_import_*` one) stay global, everything else is local. Patterns,
+/// so a plugin without some of them still links.
+#[must_use]
+pub fn version_script() -> String {
+    format!("{{\n  global: {QUERY_SYMBOL}; xplug_plugin_*; xplug_import_*;\n  local: *;\n}};\n")
+}
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct SosOptions {
+    /// The plugin crate's `Cargo.toml` (or its workspace's, with
+    /// [`SosOptions::package`]).
+    pub manifest_path: PathBuf,
+    /// The package to build when the manifest is a workspace with several.
+    pub package: Option<String>,
+    /// Where the `.sos` goes (default `<target-dir>/sos`).
+    pub out_dir: Option<PathBuf>,
+}
+
+impl SosOptions {
+    /// Builds the crate of `manifest_path` into `<target-dir>/sos`.
+    #[must_use]
+    pub fn new(manifest_path: impl Into<PathBuf>) -> Self {
+        Self { manifest_path: manifest_path.into(), package: None, out_dir: None }
+    }
+}
+
+/// One ELF record of a `.sos`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SosRecord {
+    /// The Rust target triple it was built for.
+    pub target: String,
+    /// The linked ELF file (kept next to the build, for inspection).
+    pub elf: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A record that was not built, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRecord {
+    /// The Rust target triple.
+    pub target: String,
+    /// Why, and what to do about it.
+    pub reason: String,
+}
+
+/// What [`build_sos`] made.
+#[derive(Clone, Debug)]
+pub struct SosReport {
+    /// The package built.
+    pub package: String,
+    /// The `.sos` file.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The records it holds, host first (the order loaders try them in).
+    pub records: Vec<SosRecord>,
+    /// The record targets not built.
+    pub skipped: Vec<SkippedRecord>,
+}
+
+/// Builds the crate `options` names as `<lib name>.sos`.
+///
+/// # Errors
+/// [`BuildError`]: the crate cannot be read by `cargo metadata` or has no
+/// library; the host has no record target; cargo or the linker fail (with
+/// their output and, for the usual mistakes, what to change); a file
+/// cannot be written.
+pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
+    let krate = PluginCrate::locate(&options.manifest_path, options.package.as_deref())?;
+    let toolchain = Toolchain::detect()?;
+    let work = krate.target_dir.join("sos");
+    let out_dir = options.out_dir.clone().unwrap_or_else(|| work.clone());
+    create_dir(&work)?;
+    create_dir(&out_dir)?;
+    let script = write_version_script(&work)?;
+
+    let (targets, skipped) = toolchain.record_targets()?;
+    let mut records = Vec::new();
+    let mut elves = Vec::new();
+    for target in targets {
+        let archive = build_staticlib(&krate, &work, target)?;
+        let elf = work.join(format!("{}.{target}.so", krate.lib_name));
+        link(&toolchain.linker, &[archive], &script, &elf)?;
+        let bytes = read(&elf)?;
+        records.push(SosRecord { target: target.to_owned(), elf, size: bytes.len() as u64 });
+        elves.push(bytes);
+    }
+    let path = out_dir.join(format!("{}.sos", krate.lib_name));
+    let size = write_fatelf(&path, &elves)?;
+    Ok(SosReport { package: krate.package, path, size, records, skipped })
+}
+
+/// Links `inputs` (objects or static libraries) into a standalone shared
+/// object with IREE's flags ([`LINK_FLAGS`]), the version script at
+/// `version_script` ([`version_script`]) and the query symbol kept.
+///
+/// # Errors
+/// [`BuildError::Tool`] when the linker cannot be started,
+/// [`BuildError::Failed`] with its output (and a hint for unwinding
+/// symbols or missing memory functions) when it fails.
+pub fn link(
+    linker: &Path,
+    inputs: &[PathBuf],
+    version_script: &Path,
+    output: &Path,
+) -> Result<(), BuildError> {
+    let mut command = Command::new(linker);
+    command
+        .args(LINK_FLAGS)
+        .arg(format!("--version-script={}", version_script.display()))
+        .arg(format!("--undefined={QUERY_SYMBOL}"))
+        .arg("-o")
+        .arg(output)
+        .args(inputs);
+    run("link", command)
+}
+
+/// Writes [`version_script`] as `dir/exports.map`; returns its path.
+///
+/// # Errors
+/// [`BuildError::Io`] when the file cannot be written.
+pub fn write_version_script(dir: &Path) -> Result<PathBuf, BuildError> {
+    let path = dir.join("exports.map");
+    std::fs::write(&path, version_script()).map_err(|source| BuildError::Io {
+        action: "write",
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+/// Joins `elves` into a FatELF container at `path` (through a temporary
+/// file and a rename, so a process with the old file open keeps a
+/// consistent one); returns its size.
+///
+/// # Errors
+/// [`BuildError::Join`] when the records cannot be joined,
+/// [`BuildError::Io`] when the file cannot be written.
+pub fn write_fatelf(path: &Path, elves: &[Vec<u8>]) -> Result<u64, BuildError> {
+    let slices: Vec<&[u8]> = elves.iter().map(Vec::as_slice).collect();
+    let container = xplug_elf::fatelf::join(&slices)
+        .map_err(|source| BuildError::Join { path: path.to_path_buf(), source: Box::new(source) })?;
+    let temporary = path.with_extension("sos.tmp");
+    std::fs::write(&temporary, &container).map_err(|source| BuildError::Io {
+        action: "write",
+        path: temporary.clone(),
+        source,
+    })?;
+    std::fs::rename(&temporary, path).map_err(|source| BuildError::Io {
+        action: "move into place",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(container.len() as u64)
+}
+
+/// `cargo rustc` of the crate's library as a `no_std` static library for
+/// `target`; returns the archive.
+fn build_staticlib(krate: &PluginCrate, work: &Path, target: &str) -> Result<PathBuf, BuildError> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(&cargo);
+    command
+        .arg("rustc")
+        .arg("--manifest-path")
+        .arg(&krate.manifest_path)
+        .args(["-p", &krate.package])
+        .args(["--lib", "--crate-type", "staticlib", "--release", "--no-default-features"])
+        .args(["--features", SOS_FEATURE, "--target", target])
+        .arg("--target-dir")
+        .arg(work)
+        .args(["--config", "profile.release.panic=\"abort\""])
+        .args(["--config", "profile.release.lto=true"])
+        .args(["--config", "profile.release.codegen-units=1"])
+        .args(["--config", "profile.release.debug=false"])
+        .args(["--config", "profile.release.opt-level=\"s\""])
+        // For every crate of the target (not build scripts or proc macros,
+        // thanks to the explicit --target); replaces RUSTFLAGS.
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Crelocation-model=pic\u{1f}-Cforce-unwind-tables=no")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    run("cargo", command)?;
+    Ok(work.join(target).join("release").join(format!("lib{}.a", krate.lib_name)))
+}
+
+/// Runs `command`, turning a failure into [`BuildError::Failed`].
+fn run(step: &'static str, mut command: Command) -> Result<(), BuildError> {
+    let line = format!("{command:?}");
+    let output = command.output().map_err(|source| BuildError::Tool { command: line.clone(), source })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    Err(BuildError::Failed { hint: error::hint(step, &stderr), step, command: line, stderr })
+}
+
+fn create_dir(dir: &Path) -> Result<(), BuildError> {
+    std::fs::create_dir_all(dir).map_err(|source| BuildError::Io {
+        action: "create",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, BuildError> {
+    std::fs::read(path).map_err(|source| BuildError::Io { action: "read", path: path.to_path_buf(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_script_keeps_the_query_and_xplug_exports_only() {
+        let script = version_script();
+        assert!(script.contains("global: iree_hal_executable_plugin_query; xplug_plugin_*; xplug_import_*;"));
+        assert!(script.contains("local: *;"));
+    }
+}
