@@ -66,7 +66,9 @@
 //! # Ok::<(), EmbeddedElfError>(())
 //! ```
 
+pub mod crash;
 mod error;
+pub mod functions;
 pub mod fatelf;
 mod image;
 mod map;
@@ -76,7 +78,9 @@ mod symbols;
 mod target;
 mod validate;
 
+pub use crash::{CodeLocation, FaultReport, crash_reporter_installed, install_crash_reporter};
 pub use error::EmbeddedElfError;
+pub use functions::{ImageFunction, function_at, image_functions};
 pub use fatelf::FatElfRecord;
 pub use image::ElfImage;
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};

@@ -65,6 +65,9 @@ pub struct ElfPlan {
     pub(crate) relocations: Vec<PlannedRelocation>,
     pub(crate) relro: Option<Range<u64>>,
     pub(crate) query_offset: u64,
+    /// The virtual address the image base stands for (the first segment's
+    /// address rounded down to a page).
+    pub(crate) base_vaddr: u64,
     pub(crate) hash_table: SymbolHashTable,
     pub(crate) symbol_count: u64,
 }

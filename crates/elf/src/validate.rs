@@ -191,6 +191,7 @@ impl Reader<'_> {
             relocations,
             relro,
             query_offset: query_address - extent.base_vaddr,
+            base_vaddr: extent.base_vaddr,
             hash_table,
             symbol_count: lookup.symbol_count(),
         })
