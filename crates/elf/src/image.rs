@@ -30,6 +30,8 @@ pub struct ElfImage {
 struct Debugging {
     /// The entry of the fatal-signal reporter's table.
     _crash: Option<crate::crash::CodeRegistration>,
+    /// The entry of GDB's JIT interface.
+    _gdb: Option<crate::gdb::GdbRegistration>,
 }
 
 impl std::fmt::Debug for ElfImage {
@@ -66,10 +68,24 @@ impl ElfImage {
         let elf = &bytes[plan.elf()];
         let mapping = map::map(&plan, elf)?;
         let mut image = Self { debug: Debugging::default(), mapping, plan };
-        if crate::crash::crash_reporter_installed() {
+        let crash = crate::crash::crash_reporter_installed();
+        let perf = crate::perf::enabled();
+        let gdb = crate::gdb::enabled();
+        if crash || perf || gdb {
             let functions = image_functions(elf, image.plan.base_vaddr);
-            image.debug._crash =
-                crate::crash::register_code(name, image.code_range(), image.base(), &functions);
+            let (base, code) = (image.base(), image.code_range());
+            if crash {
+                image.debug._crash = crate::crash::register_code(name, code, base, &functions);
+            }
+            if perf {
+                // Best effort: a map that cannot be written leaves perf
+                // without names, and the image loads all the same.
+                let _ = crate::perf::append(base, &functions);
+            }
+            if gdb {
+                let object = crate::gdb::symbol_file(name, code, base, &functions);
+                image.debug._gdb = Some(crate::gdb::register(object));
+            }
         }
         Ok(image)
     }

@@ -69,9 +69,11 @@
 pub mod crash;
 mod error;
 pub mod functions;
+pub mod gdb;
 pub mod fatelf;
 mod image;
 mod map;
+pub mod perf;
 mod plan;
 mod relocation;
 mod symbols;

@@ -117,6 +117,14 @@ impl ElfPlan {
         self.relro.clone()
     }
 
+    /// The virtual address of the file that the image base stands for (the
+    /// first loadable segment's, rounded down to a page): a symbol's
+    /// `st_value` minus this is its offset from the base.
+    #[must_use]
+    pub fn base_vaddr(&self) -> u64 {
+        self.base_vaddr
+    }
+
     /// Offset of the query function from the image base.
     #[must_use]
     pub fn query_offset(&self) -> u64 {
