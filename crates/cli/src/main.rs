@@ -195,6 +195,11 @@ enum Command {
         /// Elements printed per tensor.
         #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
         max_elements: usize,
+        /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
+        /// plugin, function and offset to stderr before dying of the
+        /// signal (also XPLUG_CRASH_REPORT=1).
+        #[arg(long)]
+        crash_report: bool,
     },
     /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
     Fatelf {
@@ -297,10 +302,18 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             trace,
             list_imports,
             max_elements,
+            crash_report,
         } => {
             let Some(module) = module_flag.as_ref().or(module.as_ref()) else {
                 return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
             };
+            // Before any plugin is loaded, so every one is named.
+            let reporter = |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
+            if *crash_report {
+                xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
+            } else {
+                xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
+            }
             let workers = task_workers
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
             run::run(
