@@ -48,6 +48,10 @@ struct Module {
     /// `[start, end)`: the addresses of the module's executable segments.
     start: usize,
     end: usize,
+    /// Where the module's address 0 is (its load bias): an address without
+    /// a function is reported as an offset from here, the address
+    /// `objdump -d` shows for it.
+    base: usize,
     /// Whether this is a plugin (a stack scan looks for these only).
     plugin: bool,
     /// The module's file name, without tabs or newlines.
@@ -80,6 +84,7 @@ impl Module {
         Self {
             start: range.0,
             end: range.1,
+            base,
             plugin,
             name: name.bytes().take(MAX_MODULE_NAME).map(clean).collect(),
             functions: table.into_boxed_slice(),
@@ -249,7 +254,8 @@ pub struct CodeLocation {
     pub module: String,
     /// The function holding it, when the module's symbols name one.
     pub symbol: Option<String>,
-    /// Bytes into `symbol` (into the module's code when there is none).
+    /// Bytes into `symbol`; when there is none, from the module's load
+    /// base (the address `objdump -d` shows for the instruction).
     pub offset: u64,
     /// Whether `module` is a plugin.
     pub plugin: bool,
@@ -406,7 +412,7 @@ fn locate(address: usize) -> Option<Found<'static>> {
     let found = |module: &'static Module| {
         let (symbol, offset) = match module.function_at(address) {
             Some((symbol, offset)) => (Some(symbol), offset),
-            None => (None, address - module.start),
+            None => (None, address.wrapping_sub(module.base)),
         };
         Found { module, symbol, offset }
     };
