@@ -70,11 +70,16 @@ fn gdb_backtrace_names_the_kernel_of_a_crashing_sos() {
         println!("skipped: gdb is not installed (`.ci/run` installs Debian's gdb)");
         return;
     }
-    let output = run_child(&["gdb", "-batch", "-nx", "-ex", "run", "-ex", "bt"], false);
+    // `XPLUG_GDB_JIT=1`: on in a release-mode run of the tests too.
+    let output =
+        run_child(&["env", "XPLUG_GDB_JIT=1", "gdb", "-batch", "-nx", "-ex", "run", "-ex", "bt"], false);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stdout.contains("SIGSEGV"), "the kernel did not crash under gdb:\n{stdout}\n{stderr}");
-    let frame = stdout.lines().find(|line| line.starts_with("#0")).unwrap_or_else(|| panic!("no backtrace:\n{stdout}"));
+    let frame = stdout
+        .lines()
+        .find(|line| line.starts_with("#0"))
+        .unwrap_or_else(|| panic!("no backtrace:\n{stdout}"));
     assert!(frame.contains("crash_plugin_kernel"), "frame #0 is not the kernel: {frame}\n{stdout}");
 }
 
@@ -116,7 +121,9 @@ fn the_perf_map_lists_the_functions_of_the_image() {
     assert!(expected.iter().any(|function| function.name == "crash_plugin_load"), "{expected:?}");
     let expected: Vec<String> = expected
         .iter()
-        .map(|function| format!("{:x} {:x} {}", image.base() as u64 + function.offset, function.size, function.name))
+        .map(|function| {
+            format!("{:x} {:x} {}", image.base() as u64 + function.offset, function.size, function.name)
+        })
         .collect();
     let appended: Vec<&str> = written[before.len()..].lines().collect();
     assert_eq!(appended, expected);
@@ -132,7 +139,9 @@ fn the_perf_map_lists_the_functions_of_the_image() {
 #[test]
 fn gdb_registration_is_balanced_when_one_thread_loads_and_another_unloads() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    assert!(xplug_elf::gdb::enabled(), "announcing images to debuggers is on by default");
+    // On by default in this (debug-assertions) build; said explicitly so a
+    // release-mode run of the test counts the same.
+    xplug_elf::gdb::set_enabled(true);
     let bytes = std::fs::read(crash_sos()).unwrap();
     let listed_before = xplug_elf::gdb::registered_images();
     assert_eq!(listed_before, 0, "no image is mapped in this process yet");

@@ -290,9 +290,7 @@ impl CliError {
 /// `module`, the `data_address` and the plugin function it was
 /// `called_from` (each `null` when unknown).
 pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
-    let location = |at: &xplug_probe::CodeLocation| {
-        json!({ "symbol": at.symbol, "offset": at.offset, "module": at.module, "plugin": at.plugin })
-    };
+    let location = |at: &xplug_probe::CodeLocation| json!({ "symbol": at.symbol, "offset": at.offset, "module": at.module, "plugin": at.plugin });
     match failure {
         ProbeFailure::Crashed { signal, stage, site } => {
             let at = site.as_ref().and_then(|site| site.at.as_ref());

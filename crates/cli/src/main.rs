@@ -308,7 +308,10 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
             };
             // Before any plugin is loaded, so every one is named.
-            let reporter = |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
+            let reporter = |source| CliError::Manager {
+                context: "cannot install the crash reporter".to_owned(),
+                source,
+            };
             if *crash_report {
                 xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
             } else {

@@ -74,7 +74,9 @@ fn check_reports_a_segfault_or_abort_in_each_entry_point() {
                 let offset = fault["offset"].as_u64().expect("an offset");
                 assert_eq!(
                     detail,
-                    format!("crashed with {signal} during {stage} at fault_point+{offset:#x} in lib{name}.so")
+                    format!(
+                        "crashed with {signal} during {stage} at fault_point+{offset:#x} in lib{name}.so"
+                    )
                 );
             } else {
                 // SIGABRT is not a fault the reporter handles.
@@ -177,7 +179,10 @@ fn check_names_the_function_a_c_library_crashes_in() {
     assert!(fault["called_from"].is_null(), "{fault}");
     let offset = fault["offset"].as_u64().unwrap();
     assert!(offset > 0, "the store is not the function's first instruction: {fault}");
-    assert_eq!(detail, format!("crashed with SIGSEGV during resolve at crashy_resolve+{offset:#x} in libcrash_c.so"));
+    assert_eq!(
+        detail,
+        format!("crashed with SIGSEGV during resolve at crashy_resolve+{offset:#x} in libcrash_c.so")
+    );
 }
 
 #[test]
@@ -207,7 +212,10 @@ fn check_names_the_function_an_embedded_elf_plugin_crashes_in() {
     assert_eq!(fault["symbol"], "crash_plugin_load", "{fault}");
     assert_eq!(fault["module"], "crash_plugin.sos", "{fault}");
     let offset = fault["offset"].as_u64().unwrap();
-    assert_eq!(detail, format!("crashed with SIGSEGV during load at crash_plugin_load+{offset:#x} in crash_plugin.sos"));
+    assert_eq!(
+        detail,
+        format!("crashed with SIGSEGV during load at crash_plugin_load+{offset:#x} in crash_plugin.sos")
+    );
     // The same in the human report.
     let output = xplug(&["check", plugin.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&output.stdout);

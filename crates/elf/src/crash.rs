@@ -69,11 +69,18 @@ struct Function {
 }
 
 impl Module {
-    fn new(name: &str, plugin: bool, range: (usize, usize), base: usize, functions: &[ImageFunction]) -> Self {
+    fn new(
+        name: &str,
+        plugin: bool,
+        range: (usize, usize),
+        base: usize,
+        functions: &[ImageFunction],
+    ) -> Self {
         let mut names = Vec::new();
         let mut table = Vec::with_capacity(functions.len());
         for function in functions {
-            let (Ok(offset), Ok(size)) = (usize::try_from(function.offset), usize::try_from(function.size)) else {
+            let (Ok(offset), Ok(size)) = (usize::try_from(function.offset), usize::try_from(function.size))
+            else {
                 continue;
             };
             let Some(start) = base.checked_add(offset) else { continue };
@@ -101,7 +108,8 @@ impl Module {
         let after = self.functions.partition_point(|function| function.start <= address);
         let function = self.functions.get(after.checked_sub(1)?)?;
         let into = address - function.start;
-        (into < function.size).then(|| (self.names.get(function.name.0..function.name.1).unwrap_or(b"?"), into))
+        (into < function.size)
+            .then(|| (self.names.get(function.name.0..function.name.1).unwrap_or(b"?"), into))
     }
 }
 
@@ -111,7 +119,8 @@ fn clean(byte: u8) -> u8 {
 }
 
 /// The published modules: plugins, and (slot `MAX_MODULES`) nothing.
-static PLUGINS: [AtomicPtr<Module>; MAX_MODULES] = [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_MODULES];
+static PLUGINS: [AtomicPtr<Module>; MAX_MODULES] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_MODULES];
 /// The other loaded objects (the executable, libc...), as one snapshot.
 static OTHERS: AtomicPtr<Vec<Module>> = AtomicPtr::new(std::ptr::null_mut());
 /// Handlers that have started reading the table. Never decremented: a
@@ -198,7 +207,8 @@ pub fn register_loaded_library(address: usize, name: Option<&str>) -> Option<Cod
     let objects = loaded::objects();
     let object = objects.iter().find(|object| object.contains(address))?;
     let functions = std::fs::read(&object.path).map(|file| image_functions(&file, 0)).unwrap_or_default();
-    let registration = register_code(name.unwrap_or(&object.name), (object.start, object.end), object.base, &functions);
+    let registration =
+        register_code(name.unwrap_or(&object.name), (object.start, object.end), object.base, &functions);
     refresh_others(objects);
     registration
 }
@@ -236,13 +246,13 @@ pub fn install_crash_reporter(report_fd: Option<std::os::fd::RawFd>) -> Result<(
     if let Some(fd) = report_fd {
         REPORT_FD.store(fd, Ordering::SeqCst);
     }
-    let _writers = WRITERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let writers = WRITERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if INSTALLED.load(Ordering::Acquire) {
         return Ok(());
     }
     handler::install()?;
     INSTALLED.store(true, Ordering::Release);
-    drop(_writers);
+    drop(writers);
     refresh_others(loaded::objects());
     Ok(())
 }
@@ -485,7 +495,11 @@ fn report(signal: c_int, pc: usize, data: Option<usize>, at: Option<&Found<'_>>,
             machine.push(b"\t").push(prefix).push(b"_symbol=").push(symbol);
         }
         machine.push(b"\t").push(prefix).push(b"_offset=").hex(found.offset);
-        machine.push(b"\t").push(prefix).push(b"_plugin=").push(if found.module.plugin { b"1" } else { b"0" });
+        machine.push(b"\t").push(prefix).push(b"_plugin=").push(if found.module.plugin {
+            b"1"
+        } else {
+            b"0"
+        });
     }
     machine.push(b"\n");
     write_all(fd, machine.as_bytes());
@@ -560,7 +574,9 @@ mod handler {
                 libc::sigaction(signal, &action, previous)
             };
             if installed != 0 {
-                return Err(EmbeddedElfError::UnsupportedHost { reason: "sigaction refused the crash reporter" });
+                return Err(EmbeddedElfError::UnsupportedHost {
+                    reason: "sigaction refused the crash reporter",
+                });
             }
         }
         Ok(())
@@ -640,7 +656,11 @@ mod handler {
         // handler was set for `signal`; `sigaction` and `raise` are
         // async-signal-safe.
         unsafe {
-            libc::sigaction(signal, (&raw const PREVIOUS[index]).cast::<libc::sigaction>(), std::ptr::null_mut());
+            libc::sigaction(
+                signal,
+                (&raw const PREVIOUS[index]).cast::<libc::sigaction>(),
+                std::ptr::null_mut(),
+            );
             // A fault the kernel raised happens again when the handler
             // returns, now with the previous action; one sent by a process
             // is sent again.
@@ -754,7 +774,10 @@ mod tests {
         assert_eq!(report.address, 0x7f001c);
         assert_eq!(report.data_address, Some(0));
         let at = report.at.clone().unwrap();
-        assert_eq!((at.module.as_str(), at.symbol.as_deref(), at.offset, at.plugin), ("libcrash.so", Some("crashy_resolve"), 0x1c, true));
+        assert_eq!(
+            (at.module.as_str(), at.symbol.as_deref(), at.offset, at.plugin),
+            ("libcrash.so", Some("crashy_resolve"), 0x1c, true)
+        );
         assert_eq!(report.to_string(), "at crashy_resolve+0x1c in libcrash.so");
         assert_eq!(FaultReport::parse("resolve\nload\n"), None);
         assert_eq!(FaultReport::parse("xplug-fault\tsignal=x\tpc=1\n"), None);

@@ -49,7 +49,10 @@ pub fn image_functions(elf: &[u8], base_vaddr: u64) -> Vec<ImageFunction> {
     functions
 }
 
-fn collect<'data>(symbols: impl Iterator<Item = impl ObjectSymbol<'data>>, base_vaddr: u64) -> Vec<ImageFunction> {
+fn collect<'data>(
+    symbols: impl Iterator<Item = impl ObjectSymbol<'data>>,
+    base_vaddr: u64,
+) -> Vec<ImageFunction> {
     symbols
         .take(MAX_FUNCTIONS)
         .filter(|symbol| symbol.kind() == SymbolKind::Text && symbol.is_definition() && symbol.size() != 0)
@@ -87,7 +90,11 @@ mod tests {
     fn this_test_binary_names_its_own_functions() {
         let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         let functions = image_functions(&exe, 0);
-        assert!(functions.iter().any(|f| f.name.contains("image_functions")), "{} functions", functions.len());
+        assert!(
+            functions.iter().any(|f| f.name.contains("image_functions")),
+            "{} functions",
+            functions.len()
+        );
         assert!(functions.windows(2).all(|pair| pair[0].offset < pair[1].offset));
         let first = &functions[0];
         assert_eq!(function_at(&functions, first.offset + first.size - 1), Some((first, first.size - 1)));

@@ -14,10 +14,13 @@
 //! changed under one lock, so images may be mapped and dropped
 //! concurrently from any threads.
 //!
-//! Registration is on unless [`set_enabled`]`(false)` (or
-//! [`GDB_JIT_ENV`]`=0`); it costs one symbol-table read, one small
-//! allocation and a lock per image (`docs/debugging.md` has the
-//! measurement).
+//! Registration costs one symbol-table read, a small ELF and a lock per
+//! image, measured at about 13 to 20 µs on a load of about 45 µs
+//! (`docs/debugging.md#cost`): too much for the release load path, whose
+//! ratio to IREE's loader it would erase. So it is a switch: on by default
+//! in builds with debug assertions (`cargo build`, `cargo test`), off in
+//! release builds, and [`GDB_JIT_ENV`] (`1` or `0`) or [`set_enabled`]
+//! decide either way.
 
 use std::cell::UnsafeCell;
 use std::sync::Mutex;
@@ -29,7 +32,8 @@ use object::pod::bytes_of;
 
 use crate::functions::ImageFunction;
 
-/// Set to `0` to keep images from being announced to debuggers.
+/// Set to `1` to announce images to debuggers, `0` not to (the default:
+/// on in builds with debug assertions, off in release builds).
 pub const GDB_JIT_ENV: &str = "XPLUG_GDB_JIT";
 
 /// `jit_actions_t`.
@@ -97,14 +101,19 @@ pub fn set_enabled(on: bool) {
     STATE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
 }
 
-/// Whether images mapped now are announced (on unless [`set_enabled`] or
-/// [`GDB_JIT_ENV`]`=0` said otherwise).
+/// Whether images mapped now are announced: what [`set_enabled`] said,
+/// else what [`GDB_JIT_ENV`] says, else whether this crate was built with
+/// debug assertions.
 #[must_use]
 pub fn enabled() -> bool {
     match STATE.load(Ordering::Relaxed) {
         0 => {
-            let off = std::env::var_os(GDB_JIT_ENV).is_some_and(|value| value == "0");
-            let _ = STATE.compare_exchange(0, if off { 1 } else { 2 }, Ordering::Relaxed, Ordering::Relaxed);
+            let on = match std::env::var_os(GDB_JIT_ENV) {
+                Some(value) if value == "1" => true,
+                Some(value) if value == "0" => false,
+                _ => cfg!(debug_assertions),
+            };
+            let _ = STATE.compare_exchange(0, if on { 2 } else { 1 }, Ordering::Relaxed, Ordering::Relaxed);
             STATE.load(Ordering::Relaxed) == 2
         }
         state => state == 2,
@@ -285,20 +294,21 @@ pub fn symbol_file(name: &str, code: (usize, usize), base: usize, functions: &[I
     let symtab_at = (strtab_at + strtab.len() as u64).next_multiple_of(8);
     let sections_at = symtab_at + symbols.len() as u64 * sym_size;
 
-    let section = |name: u32, kind: u32, flags: u64, addr: u64, offset: u64, size: u64, link: u32, info: u32| {
-        elf::SectionHeader64::<Endianness> {
-            sh_name: U32::new(e, name),
-            sh_type: U32::new(e, kind),
-            sh_flags: U64::new(e, flags),
-            sh_addr: U64::new(e, addr),
-            sh_offset: U64::new(e, offset),
-            sh_size: U64::new(e, size),
-            sh_link: U32::new(e, link),
-            sh_info: U32::new(e, info),
-            sh_addralign: U64::new(e, if kind == elf::SHT_SYMTAB { 8 } else { 1 }),
-            sh_entsize: U64::new(e, if kind == elf::SHT_SYMTAB { sym_size } else { 0 }),
-        }
-    };
+    let section =
+        |name: u32, kind: u32, flags: u64, addr: u64, offset: u64, size: u64, link: u32, info: u32| {
+            elf::SectionHeader64::<Endianness> {
+                sh_name: U32::new(e, name),
+                sh_type: U32::new(e, kind),
+                sh_flags: U64::new(e, flags),
+                sh_addr: U64::new(e, addr),
+                sh_offset: U64::new(e, offset),
+                sh_size: U64::new(e, size),
+                sh_link: U32::new(e, link),
+                sh_info: U32::new(e, info),
+                sh_addralign: U64::new(e, if kind == elf::SHT_SYMTAB { 8 } else { 1 }),
+                sh_entsize: U64::new(e, if kind == elf::SHT_SYMTAB { sym_size } else { 0 }),
+            }
+        };
     let sections = [
         section(0, elf::SHT_NULL, 0, 0, 0, 0, 0, 0),
         section(
@@ -311,7 +321,16 @@ pub fn symbol_file(name: &str, code: (usize, usize), base: usize, functions: &[I
             0,
             0,
         ),
-        section(symtab_name, elf::SHT_SYMTAB, 0, 0, symtab_at, symbols.len() as u64 * sym_size, 3, first_global),
+        section(
+            symtab_name,
+            elf::SHT_SYMTAB,
+            0,
+            0,
+            symtab_at,
+            symbols.len() as u64 * sym_size,
+            3,
+            first_global,
+        ),
         section(strtab_name, elf::SHT_STRTAB, 0, 0, strtab_at, strtab.len() as u64, 0, 0),
         section(shstrtab_name, elf::SHT_STRTAB, 0, 0, shstrtab_at, shstrtab.len() as u64, 0, 0),
     ];

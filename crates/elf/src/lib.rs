@@ -76,9 +76,9 @@
 
 pub mod crash;
 mod error;
+pub mod fatelf;
 pub mod functions;
 pub mod gdb;
-pub mod fatelf;
 mod image;
 mod map;
 pub mod perf;
@@ -90,8 +90,8 @@ mod validate;
 
 pub use crash::{CodeLocation, FaultReport, crash_reporter_installed, install_crash_reporter};
 pub use error::EmbeddedElfError;
-pub use functions::{ImageFunction, function_at, image_functions};
 pub use fatelf::FatElfRecord;
+pub use functions::{ImageFunction, function_at, image_functions};
 pub use image::ElfImage;
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
 pub use target::ElfTarget;

@@ -50,7 +50,9 @@ pub fn map_path() -> PathBuf {
 pub fn map_lines(base: usize, functions: &[ImageFunction]) -> String {
     functions
         .iter()
-        .map(|function| format!("{:x} {:x} {}\n", base as u64 + function.offset, function.size, function.name))
+        .map(|function| {
+            format!("{:x} {:x} {}\n", base as u64 + function.offset, function.size, function.name)
+        })
         .collect()
 }
 

@@ -1,5 +1,6 @@
 //! The debugging aids a host using the manager can switch on
-//! (`docs/debugging.md`): the fatal-signal reporter, and the perf map.
+//! (`docs/debugging.md`): the fatal-signal reporter, GDB JIT registration
+//! and the perf map.
 //! Both are process-wide and live in `xplug-elf`, where plugin code is
 //! mapped and its functions are read; this module is the host's door to
 //! them, with the environment variables that turn them on.
@@ -55,6 +56,15 @@ impl Manager {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Announces every embedded-ELF image mapped from now on to gdb and
+    /// lldb through GDB's JIT interface (`on`), or stops doing so. On by
+    /// default in builds with debug assertions, off in release builds
+    /// (`XPLUG_GDB_JIT=1` or `0` decides too); it costs a symbol-table read
+    /// and a small ELF per image load.
+    pub fn announce_images_to_debuggers(on: bool) {
+        embedded_elf::gdb::set_enabled(on);
     }
 
     /// Makes every embedded-ELF image mapped from now on append its

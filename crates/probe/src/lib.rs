@@ -447,7 +447,8 @@ mod tests {
 
     #[test]
     fn failures_read_as_the_issue_asks() {
-        let crashed = ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Load), site: None };
+        let crashed =
+            ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Load), site: None };
         assert_eq!(crashed.to_string(), "crashed with SIGSEGV during load");
         let hung = ProbeFailure::TimedOut { stage: Some(Stage::Load), limit: DEFAULT_TIMEOUT };
         assert_eq!(hung.to_string(), "did not return from load within 10 s");
@@ -471,7 +472,11 @@ mod tests {
         let output = Probe::new(command).run().unwrap();
         assert_eq!(
             output.failure(),
-            Some(&ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Query), site: None })
+            Some(&ProbeFailure::Crashed {
+                signal: Signal(libc::SIGSEGV),
+                stage: Some(Stage::Query),
+                site: None
+            })
         );
         assert_eq!(output.stdout, b"out\n");
     }

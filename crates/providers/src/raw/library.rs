@@ -347,7 +347,9 @@ impl RawLibrary {
         {
             let name = match &self.origin {
                 Origin::Memory(name) => name.clone(),
-                _ => self.shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default(),
+                _ => {
+                    self.shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
+                }
             };
             self.crash = xplug_elf::crash::register_loaded_library(address as usize, Some(&name));
         }
