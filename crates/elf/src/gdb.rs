@@ -59,7 +59,7 @@ struct JitDescriptor {
     first_entry: *mut JitCodeEntry,
 }
 
-/// The descriptor, written only under [`LIST`] (and read by a debugger
+/// The descriptor, written only under this module's lock (and read by a debugger
 /// while the process is stopped).
 #[repr(transparent)]
 pub struct Descriptor(UnsafeCell<JitDescriptor>);

@@ -42,7 +42,7 @@ impl Manager {
     /// (it reads the program counter on Linux x86_64 and aarch64).
     pub fn install_crash_reporter() -> Result<(), Error> {
         embedded_elf::install_crash_reporter(None)
-            .map_err(|source| Error::DebuggingAid { aid: "the crash reporter", source })
+            .map_err(|source| Error::DebuggingAid { aid: "the crash reporter", source: Box::new(source) })
     }
 
     /// [`Manager::install_crash_reporter`] when the environment variable

@@ -103,8 +103,8 @@ pub enum Error {
     DebuggingAid {
         /// Which aid (`the crash reporter`).
         aid: &'static str,
-        /// Why.
-        source: xplug_providers::embedded_elf::EmbeddedElfError,
+        /// Why (boxed: it is large, and this error is returned often).
+        source: Box<xplug_providers::embedded_elf::EmbeddedElfError>,
     },
     /// An environment variable holding plugin specs cannot be read.
     #[error("environment variable `{variable}` cannot be used: {reason}")]
