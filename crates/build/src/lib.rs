@@ -95,13 +95,18 @@ pub struct SosOptions {
     pub package: Option<String>,
     /// Where the `.sos` goes (default `<target-dir>/sos`).
     pub out_dir: Option<PathBuf>,
+    /// Keep the symbol table (link without `--discard-all`), so crash
+    /// reports, gdb and perf can name every function of the plugin
+    /// (`docs/debugging.md`). `.symtab` lies in no loadable segment, so
+    /// IREE's loader runs the file as well; it only grows.
+    pub keep_symbols: bool,
 }
 
 impl SosOptions {
     /// Builds the crate of `manifest_path` into `<target-dir>/sos`.
     #[must_use]
     pub fn new(manifest_path: impl Into<PathBuf>) -> Self {
-        Self { manifest_path: manifest_path.into(), package: None, out_dir: None }
+        Self { manifest_path: manifest_path.into(), package: None, out_dir: None, keep_symbols: false }
     }
 }
 
@@ -162,7 +167,7 @@ pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
     for target in targets {
         let archive = build_staticlib(&krate, &work, target)?;
         let elf = work.join(format!("{}.{target}.so", krate.lib_name));
-        link(&toolchain.linker, &[archive], &script, &elf)?;
+        link(&toolchain.linker, &[archive], &script, &elf, options.keep_symbols)?;
         let bytes = read(&elf)?;
         records.push(SosRecord { target: target.to_owned(), elf, size: bytes.len() as u64 });
         elves.push(bytes);
@@ -174,7 +179,8 @@ pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
 
 /// Links `inputs` (objects or static libraries) into a standalone shared
 /// object with IREE's flags ([`LINK_FLAGS`]), the version script at
-/// `version_script` ([`version_script`]) and the query symbol kept.
+/// `version_script` ([`version_script`]) and the query symbol kept;
+/// with `keep_symbols`, without `--discard-all` ([`SosOptions::keep_symbols`]).
 ///
 /// # Errors
 /// [`BuildError::Tool`] when the linker cannot be started,
@@ -185,10 +191,11 @@ pub fn link(
     inputs: &[PathBuf],
     version_script: &Path,
     output: &Path,
+    keep_symbols: bool,
 ) -> Result<(), BuildError> {
     let mut command = Command::new(linker);
     command
-        .args(LINK_FLAGS)
+        .args(LINK_FLAGS.iter().filter(|flag| !(keep_symbols && **flag == "--discard-all")))
         .arg(format!("--version-script={}", version_script.display()))
         .arg(format!("--undefined={QUERY_SYMBOL}"))
         .arg("-o")

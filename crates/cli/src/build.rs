@@ -17,6 +17,8 @@ pub(crate) struct Options<'a> {
     pub(crate) package: Option<&'a str>,
     /// Where the `.sos` goes.
     pub(crate) out_dir: Option<&'a Path>,
+    /// Link without `--discard-all` (`--keep-symbols`).
+    pub(crate) keep_symbols: bool,
 }
 
 /// Runs `xplug build --sos`.
@@ -28,6 +30,7 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
     let mut sos = xplug_build::SosOptions::new(&manifest);
     sos.package = options.package.map(str::to_owned);
     sos.out_dir = options.out_dir.map(Path::to_path_buf);
+    sos.keep_symbols = options.keep_symbols;
     let report = xplug_build::build_sos(&sos).map_err(|source| {
         // The tool's own output (cargo's diagnostics, the linker's
         // undefined symbols), as the tool printed it, before the error.

@@ -383,14 +383,27 @@ pub(crate) fn import_code_name(result: i32) -> String {
 }
 
 /// The JSON description of a fault: kind, signal (for a crash), stage,
-/// timeout (for a hang).
+/// timeout (for a hang); for a crash the child's crash reporter located,
+/// the faulting instruction's `address`, its `symbol`, `offset` and
+/// `module`, the `data_address` and the plugin function it was
+/// `called_from` (each `null` when unknown).
 pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
+    let location = |at: &xplug_probe::CodeLocation| json!({ "symbol": at.symbol, "offset": at.offset, "module": at.module, "plugin": at.plugin });
     match failure {
-        ProbeFailure::Crashed { signal, stage } => json!({
-            "kind": failure.kind(),
-            "signal": signal.to_string(),
-            "stage": stage.map(|s| s.as_str()),
-        }),
+        ProbeFailure::Crashed { signal, stage, site } => {
+            let at = site.as_ref().and_then(|site| site.at.as_ref());
+            json!({
+                "kind": failure.kind(),
+                "signal": signal.to_string(),
+                "stage": stage.map(|s| s.as_str()),
+                "address": site.as_ref().map(|site| format!("{:#x}", site.address)),
+                "symbol": at.and_then(|at| at.symbol.clone()),
+                "offset": at.map(|at| at.offset),
+                "module": at.map(|at| at.module.clone()),
+                "data_address": site.as_ref().and_then(|site| site.data_address).map(|a| format!("{a:#x}")),
+                "called_from": site.as_ref().and_then(|site| site.called_from.as_ref()).map(location),
+            })
+        }
         ProbeFailure::TimedOut { stage, limit } => json!({
             "kind": failure.kind(),
             "stage": stage.map(|s| s.as_str()),

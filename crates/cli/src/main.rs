@@ -202,6 +202,11 @@ enum Command {
         /// Elements printed per tensor.
         #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
         max_elements: usize,
+        /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
+        /// plugin, function and offset to stderr before dying of the
+        /// signal (also XPLUG_CRASH_REPORT=1).
+        #[arg(long)]
+        crash_report: bool,
     },
     /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
     Fatelf {
@@ -229,6 +234,10 @@ enum Command {
         /// Where to write NAME.sos (default: TARGET_DIR/sos).
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
+        /// Keep the symbol table (IREE links without it), so crash reports,
+        /// gdb and perf name every function of the plugin.
+        #[arg(long)]
+        keep_symbols: bool,
     },
     /// Create a plugin crate that `cargo build --release` turns into a
     /// loadable shared library (one import and a test that loads it).
@@ -340,10 +349,21 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             trace,
             list_imports,
             max_elements,
+            crash_report,
         } => {
             let Some(module) = module_flag.as_ref().or(module.as_ref()) else {
                 return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
             };
+            // Before any plugin is loaded, so every one is named.
+            let reporter = |source| CliError::Manager {
+                context: "cannot install the crash reporter".to_owned(),
+                source,
+            };
+            if *crash_report {
+                xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
+            } else {
+                xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
+            }
             let workers = task_workers
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
             run::run(
@@ -379,11 +399,12 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             }
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
-        Command::Build { sos: _, manifest_path, package, out_dir } => build::run(
+        Command::Build { sos: _, manifest_path, package, out_dir, keep_symbols } => build::run(
             &build::Options {
                 manifest_path: manifest_path.as_deref(),
                 package: package.as_deref(),
                 out_dir: out_dir.as_deref(),
+                keep_symbols: *keep_symbols,
             },
             cli.json,
         ),

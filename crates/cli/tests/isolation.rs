@@ -67,7 +67,22 @@ fn check_reports_a_segfault_or_abort_in_each_entry_point() {
             assert_eq!(fault["kind"], "crashed", "{report}");
             assert_eq!(fault["signal"], signal, "{report}");
             assert_eq!(fault["stage"], stage, "{report}");
-            assert_eq!(detail, format!("crashed with {signal} during {stage}"));
+            if signal == "SIGSEGV" {
+                // The child's crash reporter names the faulting function.
+                assert_eq!(fault["symbol"], "fault_point", "{report}");
+                assert_eq!(fault["module"], format!("lib{name}.so"), "{report}");
+                let offset = fault["offset"].as_u64().expect("an offset");
+                assert_eq!(
+                    detail,
+                    format!(
+                        "crashed with {signal} during {stage} at fault_point+{offset:#x} in lib{name}.so"
+                    )
+                );
+            } else {
+                // SIGABRT is not a fault the reporter handles.
+                assert!(fault["symbol"].is_null(), "{report}");
+                assert_eq!(detail, format!("crashed with {signal} during {stage}"));
+            }
             // The checks before the fault still ran and passed.
             let checks = report["checks"].as_array().unwrap();
             assert_eq!(checks.len(), 12, "every check is reported");
@@ -136,11 +151,76 @@ fn human_output_names_the_signal_and_stage() {
     let output = xplug(&["inspect", plugin.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("crashed with SIGSEGV during unload"), "{stderr}");
+    assert!(stderr.contains("crashed with SIGSEGV during unload at fault_point+0x"), "{stderr}");
     let output = xplug(&["check", plugin.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("crashed with SIGSEGV during unload"), "{stdout}");
+    assert!(stdout.contains("crashed with SIGSEGV during unload at fault_point+0x"), "{stdout}");
+}
+
+/// The fault of the first check that crashed, and its detail.
+fn crash_fault(plugin: &Path) -> (Value, String) {
+    let report = json_failure(&["check", plugin.to_str().unwrap()]);
+    let (_, fault, detail) = first_fault(&report);
+    assert_eq!(fault["kind"], "crashed", "{report}");
+    assert_eq!(fault["signal"], "SIGSEGV", "{report}");
+    (fault, detail)
+}
+
+#[test]
+fn check_names_the_function_a_c_library_crashes_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = xplug_fixtures::build_crash_c_plugin(dir.path(), false);
+    let (fault, detail) = crash_fault(&plugin);
+    assert_eq!(fault["stage"], "resolve");
+    assert_eq!(fault["symbol"], "crashy_resolve", "{fault}");
+    assert_eq!(fault["module"], "libcrash_c.so", "{fault}");
+    assert_eq!(fault["data_address"], "0x10", "{fault}");
+    assert!(fault["address"].as_str().unwrap().starts_with("0x"), "{fault}");
+    assert!(fault["called_from"].is_null(), "{fault}");
+    let offset = fault["offset"].as_u64().unwrap();
+    assert!(offset > 0, "the store is not the function's first instruction: {fault}");
+    assert_eq!(
+        detail,
+        format!("crashed with SIGSEGV during resolve at crashy_resolve+{offset:#x} in libcrash_c.so")
+    );
+}
+
+#[test]
+fn a_crash_in_libc_names_the_library_and_the_plugin_function_that_called_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = xplug_fixtures::build_crash_c_plugin(dir.path(), true);
+    let (fault, detail) = crash_fault(&plugin);
+    assert!(fault["module"].as_str().unwrap().starts_with("libc"), "{fault}");
+    let caller = &fault["called_from"];
+    assert_eq!(caller["symbol"], "crashy_resolve", "{fault}");
+    assert_eq!(caller["module"], "libcrash_c_libc.so", "{fault}");
+    assert_eq!(caller["plugin"], true, "{fault}");
+    assert!(
+        detail.contains(&format!(
+            ", called from the plugin's crashy_resolve+{:#x} in libcrash_c_libc.so",
+            caller["offset"].as_u64().unwrap()
+        )),
+        "{detail}"
+    );
+}
+
+#[test]
+fn check_names_the_function_an_embedded_elf_plugin_crashes_in() {
+    let plugin = xplug_fixtures::build_rust_sos_plugin("crash_plugin");
+    let (fault, detail) = crash_fault(&plugin);
+    assert_eq!(fault["stage"], "load");
+    assert_eq!(fault["symbol"], "crash_plugin_load", "{fault}");
+    assert_eq!(fault["module"], "crash_plugin.sos", "{fault}");
+    let offset = fault["offset"].as_u64().unwrap();
+    assert_eq!(
+        detail,
+        format!("crashed with SIGSEGV during load at crash_plugin_load+{offset:#x} in crash_plugin.sos")
+    );
+    // The same in the human report.
+    let output = xplug(&["check", plugin.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("crashed with SIGSEGV during load at crash_plugin_load+0x"), "{stdout}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use xplug_abi::QueryFn;
 
 use crate::error::EmbeddedElfError;
+use crate::functions::image_functions;
 use crate::map;
 use crate::plan::ElfPlan;
 use crate::validate::validate;
@@ -16,8 +17,21 @@ use crate::validate::validate;
 /// own code writes its writable segment, which the v0 ABI requires to be
 /// thread-safe).
 pub struct ElfImage {
+    /// Dropped first: the image leaves the debugging aids' tables before
+    /// its memory is unmapped.
+    debug: Debugging,
     mapping: map::MappedImage,
     plan: ElfPlan,
+}
+
+/// What an image announced about itself to the debugging aids
+/// (`docs/debugging.md`); each entry is withdrawn when dropped.
+#[derive(Debug, Default)]
+struct Debugging {
+    /// The entry of the fatal-signal reporter's table.
+    _crash: Option<crate::crash::CodeRegistration>,
+    /// The entry of GDB's JIT interface.
+    _gdb: Option<crate::gdb::GdbRegistration>,
 }
 
 impl std::fmt::Debug for ElfImage {
@@ -41,9 +55,47 @@ impl ElfImage {
     /// cannot reach the address the image landed at;
     /// [`EmbeddedElfError::UnsupportedHost`] off Unix.
     pub fn load(bytes: &[u8]) -> Result<Self, EmbeddedElfError> {
+        Self::load_named(bytes, "embedded ELF image")
+    }
+
+    /// [`ElfImage::load`], naming the image `name` (its file name, say) in
+    /// crash reports, gdb and perf (`docs/debugging.md`).
+    ///
+    /// # Errors
+    /// As [`ElfImage::load`].
+    pub fn load_named(bytes: &[u8], name: &str) -> Result<Self, EmbeddedElfError> {
         let plan = validate(bytes)?;
-        let mapping = map::map(&plan, &bytes[plan.elf()])?;
-        Ok(Self { mapping, plan })
+        let elf = &bytes[plan.elf()];
+        let mapping = map::map(&plan, elf)?;
+        let mut image = Self { debug: Debugging::default(), mapping, plan };
+        let crash = crate::crash::crash_reporter_installed();
+        let perf = crate::perf::enabled();
+        let gdb = crate::gdb::enabled();
+        if crash || perf || gdb {
+            let functions = image_functions(elf, image.plan.base_vaddr);
+            let (base, code) = (image.base(), image.code_range());
+            if crash {
+                image.debug._crash = crate::crash::register_code(name, code, base, &functions);
+            }
+            if perf {
+                // Best effort: a map that cannot be written leaves perf
+                // without names, and the image loads all the same.
+                let _ = crate::perf::append(base, &functions);
+            }
+            if gdb {
+                let object = crate::gdb::symbol_file(name, code, base, &functions);
+                image.debug._gdb = Some(crate::gdb::register(object));
+            }
+        }
+        Ok(image)
+    }
+
+    /// The span `[start, end)` of the image's executable segments.
+    fn code_range(&self) -> (usize, usize) {
+        let code = self.plan.segments().iter().filter(|segment| segment.flags.execute);
+        let start = code.clone().map(|segment| self.mapping.address(segment.image_offset)).min();
+        let end = code.map(|segment| self.mapping.address(segment.image_offset + segment.mem_size)).max();
+        (start.unwrap_or(0), end.unwrap_or(0))
     }
 
     /// What [`validate`] decided for this image.

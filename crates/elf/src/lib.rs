@@ -26,6 +26,14 @@
 //! Every refusal is an [`EmbeddedElfError`] carrying the values the check
 //! expected and found.
 //!
+//! # Debugging aids
+//! Since this crate maps the code, it also tells the tools what it mapped
+//! (`docs/debugging.md`): every image is announced to gdb and lldb through
+//! GDB's JIT interface ([`gdb`], on by default), listed in perf's map
+//! ([`perf`], opt-in), and, once [`install_crash_reporter`] ran, entered in
+//! the fatal-signal reporter's table ([`crash`]); all of them name
+//! functions by the file's symbol table ([`image_functions`]).
+//!
 //! # Calling convention
 //! The plugin's functions are called with the C convention of the host,
 //! which on x86_64 Linux and macOS is System V (`sysv64`), the convention
@@ -66,18 +74,24 @@
 //! # Ok::<(), EmbeddedElfError>(())
 //! ```
 
+pub mod crash;
 mod error;
 pub mod fatelf;
+pub mod functions;
+pub mod gdb;
 mod image;
 mod map;
+pub mod perf;
 mod plan;
 mod relocation;
 mod symbols;
 mod target;
 mod validate;
 
+pub use crash::{CodeLocation, FaultReport, crash_reporter_installed, install_crash_reporter};
 pub use error::EmbeddedElfError;
 pub use fatelf::FatElfRecord;
+pub use functions::{ImageFunction, function_at, image_functions};
 pub use image::ElfImage;
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
 pub use target::ElfTarget;

@@ -66,6 +66,9 @@ pub struct ElfPlan {
     pub(crate) relro: Option<Range<u64>>,
     pub(crate) query_offset: u64,
     pub(crate) optional_exports: Vec<(&'static str, u64)>,
+    /// The virtual address the image base stands for (the first segment's
+    /// address rounded down to a page).
+    pub(crate) base_vaddr: u64,
     pub(crate) hash_table: SymbolHashTable,
     pub(crate) symbol_count: u64,
 }
@@ -113,6 +116,14 @@ impl ElfPlan {
     #[must_use]
     pub fn relro(&self) -> Option<Range<u64>> {
         self.relro.clone()
+    }
+
+    /// The virtual address of the file that the image base stands for (the
+    /// first loadable segment's, rounded down to a page): a symbol's
+    /// `st_value` minus this is its offset from the base.
+    #[must_use]
+    pub fn base_vaddr(&self) -> u64 {
+        self.base_vaddr
     }
 
     /// Offset of the query function from the image base.

@@ -193,6 +193,7 @@ impl Reader<'_> {
             relro,
             query_offset: query_address - extent.base_vaddr,
             optional_exports,
+            base_vaddr: extent.base_vaddr,
             hash_table,
             symbol_count: lookup.symbol_count(),
         })

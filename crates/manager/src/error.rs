@@ -97,6 +97,15 @@ pub enum Error {
         /// The names of the plugins that are linked in.
         linked: Vec<String>,
     },
+    /// A debugging aid (`docs/debugging.md`) cannot be set up on this
+    /// host.
+    #[error("cannot set up {aid}")]
+    DebuggingAid {
+        /// Which aid (`the crash reporter`).
+        aid: &'static str,
+        /// Why (boxed: it is large, and this error is returned often).
+        source: Box<xplug_providers::embedded_elf::EmbeddedElfError>,
+    },
     /// An environment variable holding plugin specs cannot be read.
     #[error("environment variable `{variable}` cannot be used: {reason}")]
     InvalidEnvironment {
@@ -222,6 +231,7 @@ impl Error {
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
             Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
+            Self::DebuggingAid { source, .. } => source.code(),
         }
     }
 

@@ -115,6 +115,7 @@
 //! outcome; registration and provider drops emit `debug`/`trace` events.
 
 mod c_provider;
+pub mod debugging;
 mod error;
 mod imports;
 mod loading;

@@ -19,7 +19,9 @@
 //! - **the parent** runs the child with [`Probe::run`]: it hands the child
 //!   a stage file (through the [`STAGE_FILE_ENV`] environment variable),
 //!   captures its output, and waits. A child that ends by a signal is
-//!   [`ProbeFailure::Crashed`] ("crashed with SIGSEGV during load"); one
+//!   [`ProbeFailure::Crashed`] ("crashed with SIGSEGV during load at
+//!   crashy_load+0x1c in libcrash.so", the place coming from the child's
+//!   crash reporter, which [`install`] sets up); one
 //!   that writes no mark for the timeout (10 s by default) is killed, with
 //!   its process group, and is [`ProbeFailure::TimedOut`] ("did not return
 //!   from load within 10 s").
@@ -51,6 +53,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use xplug_providers::Error;
+pub use xplug_providers::embedded_elf::{CodeLocation, FaultReport};
 pub use xplug_providers::raw::Stage;
 
 /// The environment variable naming the file a probe child appends its
@@ -121,6 +124,10 @@ pub enum ProbeFailure {
         signal: Signal,
         /// The last stage it marked (`None`: before its first mark).
         stage: Option<Stage>,
+        /// Where it crashed, as the child's crash reporter wrote it (`None`
+        /// when it wrote nothing: a signal it does not handle, such as
+        /// `SIGABRT`, or a crash before [`install`]).
+        site: Option<FaultReport>,
     },
     /// The child wrote no mark for `limit` and was killed.
     TimedOut {
@@ -154,7 +161,13 @@ impl fmt::Display for ProbeFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let stage = |stage: &Option<Stage>| stage.map_or_else(|| "startup".to_owned(), |s| s.to_string());
         match self {
-            Self::Crashed { signal, stage: at } => write!(f, "crashed with {signal} during {}", stage(at)),
+            Self::Crashed { signal, stage: at, site } => {
+                write!(f, "crashed with {signal} during {}", stage(at))?;
+                match site {
+                    Some(site) => write!(f, " {site}"),
+                    None => Ok(()),
+                }
+            }
             Self::TimedOut { stage: at, limit } => {
                 write!(f, "did not return from {} within {}", stage(at), seconds(*limit))
             }
@@ -281,13 +294,15 @@ impl Probe {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        let last_stage = last_stage(stage_file.path());
+        let marks = std::fs::read_to_string(stage_file.path()).unwrap_or_default();
+        let last_stage = marks.lines().rev().find_map(Stage::from_name);
         let status = match outcome {
             Err(()) => ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit: self.timeout }),
             Ok(status) => match (status.code(), exit_signal(&status)) {
                 (Some(code), _) => ProbeStatus::Exited(code),
                 (None, Some(signal)) => {
-                    ProbeStatus::Failed(ProbeFailure::Crashed { signal, stage: last_stage })
+                    let site = FaultReport::parse(&marks);
+                    ProbeStatus::Failed(ProbeFailure::Crashed { signal, stage: last_stage, site })
                 }
                 (None, None) => ProbeStatus::Exited(-1),
             },
@@ -339,12 +354,6 @@ fn exit_signal(_status: &std::process::ExitStatus) -> Option<Signal> {
     None
 }
 
-/// The last stage named in the stage file.
-fn last_stage(path: &std::path::Path) -> Option<Stage> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().find_map(Stage::from_name)
-}
-
 /// The stage file of this process, when it is a probe child.
 fn stage_file() -> Option<&'static std::fs::File> {
     static FILE: OnceLock<Option<std::fs::File>> = OnceLock::new();
@@ -365,11 +374,22 @@ static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 /// through [`mark`], when this process is a probe child (the parent set
 /// [`STAGE_FILE_ENV`]); returns whether it is one. Call it once, at start,
 /// before any plugin is opened. Another hook already installed stays.
+///
+/// In a probe child it also installs the crash reporter
+/// ([`xplug_providers::embedded_elf::install_crash_reporter`]) with the
+/// stage file as its report file, so a crash inside a plugin reaches the
+/// parent as the faulting function ([`ProbeFailure::Crashed`]'s `site`).
 pub fn install() -> bool {
     let child = std::env::var_os(STAGE_FILE_ENV).is_some();
     if child {
         // A hook someone installed first is kept: the raw layer has one.
         let _ = xplug_providers::raw::set_stage_hook(mark);
+        #[cfg(unix)]
+        if let Some(file) = stage_file() {
+            use std::os::fd::AsRawFd;
+            // Unsupported hosts report the signal and stage only.
+            let _ = xplug_providers::embedded_elf::install_crash_reporter(Some(file.as_raw_fd()));
+        }
     }
     child
 }
@@ -427,7 +447,8 @@ mod tests {
 
     #[test]
     fn failures_read_as_the_issue_asks() {
-        let crashed = ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Load) };
+        let crashed =
+            ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Load), site: None };
         assert_eq!(crashed.to_string(), "crashed with SIGSEGV during load");
         let hung = ProbeFailure::TimedOut { stage: Some(Stage::Load), limit: DEFAULT_TIMEOUT };
         assert_eq!(hung.to_string(), "did not return from load within 10 s");
@@ -451,9 +472,26 @@ mod tests {
         let output = Probe::new(command).run().unwrap();
         assert_eq!(
             output.failure(),
-            Some(&ProbeFailure::Crashed { signal: Signal(libc::SIGSEGV), stage: Some(Stage::Query) })
+            Some(&ProbeFailure::Crashed {
+                signal: Signal(libc::SIGSEGV),
+                stage: Some(Stage::Query),
+                site: None
+            })
         );
         assert_eq!(output.stdout, b"out\n");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_crash_reporter_line_names_the_site() {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            "printf 'resolve\\nxplug-fault\\tsignal=11\\tpc=1c\\tat_module=libx.so\\tat_symbol=f\\tat_offset=1c\\tat_plugin=1\\n' >> \"$XPLUG_PROBE_STAGE_FILE\"; kill -SEGV $$",
+        ]);
+        let output = Probe::new(command).run().unwrap();
+        let failure = output.failure().unwrap();
+        assert_eq!(failure.to_string(), "crashed with SIGSEGV during resolve at f+0x1c in libx.so");
     }
 
     #[test]

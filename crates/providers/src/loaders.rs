@@ -247,7 +247,13 @@ unsafe fn load_elf(
 ) -> Result<Plugin, Error> {
     let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %origin, size = bytes.len());
     let image = span
-        .in_scope(|| ElfImage::load(bytes))
+        .in_scope(|| {
+            let shown = match &origin {
+                Origin::File(path) => path.file_name().map(|name| name.to_string_lossy().into_owned()),
+                Origin::Memory(name) => Some(name.clone()),
+            };
+            ElfImage::load_named(bytes, shown.as_deref().unwrap_or("embedded ELF image"))
+        })
         .map_err(|source| Error::EmbeddedElf { plugin: origin.to_string(), source: Box::new(source) })?;
     let source = PluginSource::EmbeddedElf { origin, record: image.plan().record().copied() };
     // SAFETY: the caller vouches for the plugin.

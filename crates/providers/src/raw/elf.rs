@@ -50,7 +50,8 @@ pub(crate) fn read_elf_file(path: &Path) -> Result<Vec<u8>, Error> {
 pub fn open_elf_image(path: impl AsRef<Path>) -> Result<ElfImage, Error> {
     let path = path.as_ref();
     let bytes = read_elf_file(path)?;
-    ElfImage::load(&bytes)
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
+    ElfImage::load_named(&bytes, name.as_deref().unwrap_or("embedded ELF image"))
         .map_err(|source| Error::EmbeddedElf { plugin: path.display().to_string(), source: Box::new(source) })
 }
 

@@ -40,7 +40,10 @@ const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib
 /// # Ok::<(), xplug_providers::Error>(())
 /// ```
 pub struct RawLibrary {
-    /// Dropped first: the library closes before the memory file goes, and
+    /// The library's entry in the crash reporter's table (when the
+    /// reporter is installed), withdrawn before the library closes.
+    crash: Option<xplug_elf::crash::CodeRegistration>,
+    /// Dropped: the library closes before the memory file goes, and
     /// before the allocators its plugins were given.
     library: Library,
     /// The host allocators of plugins that ran from this library and were
@@ -143,13 +146,15 @@ impl RawLibrary {
             }
         })?;
         Ok(Self {
+            crash: None,
             library,
             allocators: Vec::new(),
             origin: Origin::File(path.to_path_buf()),
             shown: path.to_path_buf(),
             opened_as: open_path,
             _memory_file: None,
-        })
+        }
+        .announced_to_crash_reports())
     }
 
     /// Opens the bytes of a shared library, as if read from a file called
@@ -278,6 +283,24 @@ impl RawLibrary {
 
     /// The address the loader gives for `name` in this library; `None` when
     /// it has no such symbol (or it is NULL).
+    /// Adds the library to the crash reporter's table when the reporter is
+    /// installed (`xplug_elf::install_crash_reporter`), found through its
+    /// query export.
+    fn announced_to_crash_reports(mut self) -> Self {
+        if xplug_elf::crash_reporter_installed()
+            && let Some(address) = self.symbol_address(EXPORT_NAME)
+        {
+            let name = match &self.origin {
+                Origin::Memory(name) => name.clone(),
+                _ => {
+                    self.shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
+                }
+            };
+            self.crash = xplug_elf::crash::register_loaded_library(address as usize, Some(&name));
+        }
+        self
+    }
+
     fn symbol_address(&self, name: &std::ffi::CStr) -> Option<*const ()> {
         // SAFETY: a raw pointer is asked for, nothing is read or called
         // through it here.
@@ -710,13 +733,15 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     // other image gets its number, so the loader never mistakes a new image
     // for this already-open one.
     Ok(RawLibrary {
+        crash: None,
         library,
         allocators: Vec::new(),
         origin: Origin::Memory(name.to_owned()),
         shown,
         opened_as: proc_path,
         _memory_file: Some(file),
-    })
+    }
+    .announced_to_crash_reports())
 }
 
 /// Writes `bytes` to a temporary file and opens it.
@@ -739,13 +764,15 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     stage::enter(Stage::Open);
     let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
     Ok(RawLibrary {
+        crash: None,
         library,
         allocators: Vec::new(),
         origin: Origin::Memory(name.to_owned()),
         shown,
         opened_as: file.path().to_path_buf(),
         _memory_file: Some(file),
-    })
+    }
+    .announced_to_crash_reports())
 }
 
 #[cfg(test)]
