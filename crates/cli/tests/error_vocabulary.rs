@@ -168,6 +168,8 @@ fn an_ordinary_shared_library_given_as_embedded_is_not_standalone_everywhere() {
     ] {
         let value = json(command, 1);
         assert_eq!(value["error"]["kind"], "not_standalone", "{command:?}: {value}");
+        // The wrong kind of file, as any refused input: not UNIMPLEMENTED.
+        assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{command:?}: {value}");
         assert!(value["error"].to_string().contains("DT_NEEDED"), "{command:?}: {value}");
         no_line_repeated(&stderr_of(command));
     }

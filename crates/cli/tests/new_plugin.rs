@@ -184,6 +184,14 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     assert_eq!(inspected["params"][0]["name"], "slope", "{inspected}");
     assert_eq!(inspected["params"][0]["default"], "0.25", "{inspected}");
     assert_eq!(inspected["exports"][0], "new_relu_leaky_relu_workgroup", "{inspected}");
+    // `check` reads the same optional exports from the mapped image: every
+    // check passes (the declared parameter, the listed export included),
+    // and an undeclared key is refused before any check runs.
+    let checked = common::json(&["check", sos_str], 0);
+    assert_eq!(checked["failed"], 0, "{checked}");
+    let misspelled_check = format!("{sos_str}?slop=0.5");
+    let refused = common::json(&["check", &misspelled_check], 1);
+    assert!(refused.to_string().contains("slope"), "{refused}");
 
     // The program, compiled by IREE's pinned compiler.
     let root = xplug_fixtures::workspace_root();

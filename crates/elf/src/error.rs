@@ -457,11 +457,14 @@ impl EmbeddedElfError {
             Self::UnsupportedHost { .. } => StatusCode::UNIMPLEMENTED,
             Self::Memory { .. } => StatusCode::RESOURCE_EXHAUSTED,
             Self::MissingQuery { .. } => StatusCode::NOT_FOUND,
+            // Not a standalone plugin (an ordinary shared library given to
+            // the embedded loader): the caller's file is the wrong kind, as
+            // for any other refused input; nothing is unimplemented.
             Self::UndefinedSymbol { .. }
             | Self::NeededLibrary { .. }
             | Self::Initializer { .. }
-            | Self::ThreadLocalStorage { .. }
-            | Self::UnsupportedRelocation { .. }
+            | Self::ThreadLocalStorage { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::UnsupportedRelocation { .. }
             | Self::UnsupportedDynamicEntry { .. }
             | Self::RelocationOverflow { .. } => StatusCode::UNIMPLEMENTED,
             _ => StatusCode::INVALID_ARGUMENT,

@@ -59,7 +59,9 @@ pub struct ImportRecord {
 /// The imports of one executable loaded on a device.
 #[derive(Debug, Clone)]
 pub struct ExecutableImports {
-    /// The executable's position among those this device loaded (0 first).
+    /// The executable's position among those this device loaded (0 first;
+    /// exact for executables loaded one after another, as a module's are,
+    /// while two loaded at the same instant on two threads may share one).
     pub ordinal: usize,
     /// Every import, in the executable's order.
     pub imports: Vec<ImportRecord>,
@@ -173,7 +175,13 @@ impl IreeImportProvider {
     /// Resolves one executable's request, recording when asked to.
     #[inline]
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, (usize, xplug_manager::Error)> {
-        let ordinal = self.executables.fetch_add(1, Ordering::Relaxed);
+        // Not a read-modify-write: an uncontended atomic add costs as much
+        // as the rest of this call. Executables loaded one after another
+        // (a module's, on the thread loading it) are numbered exactly; two
+        // loaded at the same instant on two threads may share a number,
+        // which says no less than their order would.
+        let ordinal = self.executables.load(Ordering::Relaxed);
+        self.executables.store(ordinal + 1, Ordering::Relaxed);
         if self.recording != ImportRecording::Off {
             let (trace, result) = self.manager.resolve_traced(request);
             return self.record(ordinal, request, Some(trace), result);

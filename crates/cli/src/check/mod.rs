@@ -22,7 +22,7 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::Features;
 use xplug_manager::spec::{PluginSpec, SpecTarget};
-use xplug_providers::raw::open_elf_image;
+use xplug_providers::raw::{OptionalExports, open_elf_image};
 use xplug_providers::{LoadParamList, checks};
 
 use self::bodies::Subject;
@@ -48,7 +48,15 @@ pub(crate) fn run_checks(
     let (library, image);
     let (query, loader, required, declared, mut exports) = if embedded {
         image = open_elf_image(path).map_err(load_error)?;
-        (Ok(trust::embedded_query(&image)), "embedded ELF", Features::STANDALONE, None, Vec::new())
+        let query = trust::embedded_query(&image);
+        // xplug's optional exports, read from the mapped image as from a
+        // shared library: its declared parameters and its import names.
+        let declared = OptionalExports::params(&image);
+        if let Some(declared) = &declared {
+            refuse_undeclared(path, declared, params)?;
+        }
+        let exports = OptionalExports::exports(&image).unwrap_or_default();
+        (Ok(query), "embedded ELF", Features::STANDALONE, declared, exports)
     } else {
         library = trust::open_raw_library(path).map_err(load_error)?;
         // Without a query function nothing can be checked: one error, not
