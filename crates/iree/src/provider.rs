@@ -360,11 +360,13 @@ unsafe extern "C" fn resolve_imports(
                 "xplug import provider called without its state".into(),
             ));
         }
-        // SAFETY: IREE guarantees the arrays' length, the names'
-        // termination and the slots' exclusive use; NULLs are checked.
-        let request =
-            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        let mut request = request.map_err(|error| (StatusCode::INVALID_ARGUMENT.0, error.to_string()))?;
+        // SAFETY: IREE passes `count` name pointers.
+        unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) }
+            .map_err(|error| (StatusCode::INVALID_ARGUMENT.0, error.to_string()))?;
+        // SAFETY: checked above that the arrays and names are non-NULL; IREE
+        // guarantees their length, termination and exclusive use.
+        let mut request =
+            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
         let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
         provider.resolve(&mut request).map_err(|(ordinal, error)| {

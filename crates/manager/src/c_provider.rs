@@ -101,17 +101,17 @@ unsafe extern "C" fn manager_resolve(
         if provider_self.is_null() {
             return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
         }
-        // SAFETY: the caller guarantees the arrays' length, the names'
-        // termination and the slots' exclusive use; NULLs are checked.
-        let request =
-            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        let mut request = match request {
-            Ok(request) => request,
-            Err(error) => {
-                tracing::warn!(count, %error, "C resolve refused");
-                return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
-            }
-        };
+        // SAFETY: the caller passes `count` name pointers.
+        let checked =
+            unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        if let Err(error) = checked {
+            tracing::warn!(count, %error, "C resolve refused");
+            return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
+        }
+        // SAFETY: checked above that the arrays and names are non-NULL; the
+        // caller guarantees their length, termination and exclusive use.
+        let mut request =
+            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         // SAFETY: `provider_self` came from `as_c_provider` on a manager the
         // caller keeps alive for the call.
         let manager = unsafe { &*provider_self.cast::<Manager>().cast_const() };

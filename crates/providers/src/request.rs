@@ -173,28 +173,26 @@ impl<'a> ResolveRequest<'a> {
         request
     }
 
-    /// A request over the arrays a C caller passed to a provider's
-    /// `resolve`, checked first: the three arrays must be non-NULL when
-    /// `count > 0`, and so must every name. The one check of C arguments
-    /// every C-facing provider shares (the manager's C view, `xplug-iree`).
+    /// Checks the arrays a C caller passed to a provider's `resolve` before
+    /// a request is built over them with [`ResolveRequest::from_raw`]: the
+    /// three arrays must be non-NULL when `count > 0`, and so must every
+    /// name. The one check of C arguments every C-facing provider shares
+    /// (the manager's C view, `xplug-iree`). It builds nothing, so the
+    /// request is then made in place, with no `Result` around it to move.
     ///
     /// # Errors
-    /// [`Error::InvalidRequest`] naming what is NULL; nothing is written.
+    /// [`Error::InvalidRequest`] naming what is NULL.
     ///
     /// # Safety
-    /// When `count > 0`: each non-NULL array points to `count` initialised
-    /// elements that stay valid (and, for the slots, unaliased) for `'a`;
-    /// every non-NULL name is a NUL-terminated string valid for `'a`.
-    ///
-    /// # Thread-safety
-    /// As [`ResolveRequest::from_raw`].
+    /// When `count > 0` and `names` is non-NULL, `names` points to `count`
+    /// initialised pointers.
     #[inline]
-    pub unsafe fn from_c_arrays(
+    pub unsafe fn check_c_arrays(
         count: usize,
         names: *const *const c_char,
         fns: *mut *mut c_void,
         contexts: *mut *mut c_void,
-    ) -> Result<Self, Error> {
+    ) -> Result<(), Error> {
         if count > 0 {
             if names.is_null() || fns.is_null() || contexts.is_null() {
                 return Err(null_argument("the names, functions or contexts array is NULL"));
@@ -205,9 +203,7 @@ impl<'a> ResolveRequest<'a> {
                 return Err(null_argument("a symbol name is NULL"));
             }
         }
-        // SAFETY: checked above that the arrays and names are non-NULL; the
-        // caller guarantees their length, termination and exclusive use.
-        Ok(unsafe { Self::from_raw(count, names, fns, contexts) })
+        Ok(())
     }
 
     /// A request over a v0 resolve-params struct.
@@ -561,7 +557,7 @@ fn unequal_lengths(names: usize, fns: usize, contexts: usize) -> Error {
     }
 }
 
-/// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
+/// The error of [`ResolveRequest::check_c_arrays`] for a NULL argument.
 #[cold]
 #[inline(never)]
 fn null_argument(what: &str) -> Error {
@@ -603,8 +599,8 @@ mod tests {
         assert_eq!((fns.len(), contexts.len()), (2, 2));
     }
 
-    /// `from_c_arrays` refuses NULL arrays and names when there are names,
-    /// accepts anything for zero names, and sees the slots otherwise.
+    /// `check_c_arrays` refuses NULL arrays and names when there are names,
+    /// accepts anything for zero names, and passes valid arrays.
     #[test]
     fn c_arrays_are_checked_before_use() {
         let names = [c"a".as_ptr(), std::ptr::null()];
@@ -612,19 +608,18 @@ mod tests {
         let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
         let (f, c) = (fns.as_mut_ptr(), contexts.as_mut_ptr());
         // SAFETY: two-element arrays; the NULL name is what is tested.
-        let error = unsafe { ResolveRequest::from_c_arrays(2, names.as_ptr(), f, c) }.unwrap_err();
+        let error = unsafe { ResolveRequest::check_c_arrays(2, names.as_ptr(), f, c) }.unwrap_err();
         assert!(error.to_string().contains("a symbol name is NULL"), "{error}");
         // SAFETY: one-element arrays but the NULL one, which is tested.
-        let error = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), std::ptr::null_mut(), c) };
+        let error = unsafe { ResolveRequest::check_c_arrays(1, names.as_ptr(), std::ptr::null_mut(), c) };
         assert!(error.unwrap_err().to_string().contains("array is NULL"));
         // SAFETY: zero names: the pointers are not read.
         let empty = unsafe {
-            ResolveRequest::from_c_arrays(0, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut())
+            ResolveRequest::check_c_arrays(0, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut())
         };
-        assert!(empty.unwrap().is_empty());
+        assert!(empty.is_ok());
         // SAFETY: the first element of each array, a valid name.
-        let request = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), f, c) }.unwrap();
-        assert_eq!((request.len(), request.any_filled()), (1, false));
+        assert!(unsafe { ResolveRequest::check_c_arrays(1, names.as_ptr(), f, c) }.is_ok());
     }
 
     /// `protect_filled` restores exactly the slots that were filled, even
