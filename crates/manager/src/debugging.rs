@@ -60,9 +60,9 @@ impl Manager {
 
     /// Announces every embedded-ELF image mapped from now on to gdb and
     /// lldb through GDB's JIT interface (`on`), or stops doing so. On by
-    /// default in builds with debug assertions, off in release builds
-    /// (`XPLUG_GDB_JIT=1` or `0` decides too); it costs a symbol-table read
-    /// and a small ELF per image load.
+    /// default (`XPLUG_GDB_JIT=0` or `1` decides too); it costs a
+    /// symbol-table read and a small ELF per image load, about 7 µs
+    /// (`docs/debugging.md#cost`).
     pub fn announce_images_to_debuggers(on: bool) {
         embedded_elf::gdb::set_enabled(on);
     }
