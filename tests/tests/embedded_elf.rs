@@ -73,11 +73,12 @@ fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
     assert!(host_record <= 16 * 1024, "the host record is {host_record} bytes");
     assert!(plan.relocation_count() > 0);
     // The query function and xplug's optional exports (the SDK's
-    // `xplug_plugin_exports` and `xplug_plugin_load_error`; the sample
-    // declares no parameters), nothing else.
+    // `xplug_plugin_exports`, `xplug_plugin_load_error` and
+    // `xplug_import_layouts`; the sample declares no parameters), nothing
+    // else.
     let optional: Vec<&str> = plan.optional_exports().iter().map(|(name, _)| *name).collect();
-    assert_eq!(optional, ["xplug_plugin_exports", "xplug_plugin_load_error"]);
-    assert_eq!(plan.symbol_count(), 4, "the null symbol, the query function and the optional exports");
+    assert_eq!(optional, ["xplug_plugin_exports", "xplug_plugin_load_error", "xplug_import_layouts"]);
+    assert_eq!(plan.symbol_count(), 5, "the null symbol, the query function and the optional exports");
     assert_eq!(plan.hash_table(), xplug_elf::SymbolHashTable::Sysv);
 }
 
@@ -467,7 +468,7 @@ fn a_symbol_index_out_of_range_is_refused() {
     let mut elf = rust_elf();
     let rela = first_rela(&elf);
     put_u64(&mut elf, rela + 8, (9 << 32) | 1); // R_X86_64_64 against symbol 9
-    assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 9, count: 4, .. }));
+    assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 9, count: 5, .. }));
 }
 
 #[test]

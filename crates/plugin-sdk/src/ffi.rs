@@ -230,6 +230,16 @@ impl Export {
         Self { symbol, function: import_entry::<I>, uses_state: I::USES_STATE }
     }
 
+    /// The entry for import `I`, exported as `symbol`, called through
+    /// `function`: the `#[plugin]` macro's per-import wrapper of
+    /// [`import_entry`], a function of the plugin crate named after the
+    /// import, so debuggers, profilers and crash reports show the import's
+    /// name where a shared generic entry would show `import_entry`.
+    #[must_use]
+    pub const fn named<I: Import>(symbol: &'static str, function: ImportFn) -> Self {
+        Self { symbol, function, uses_state: I::USES_STATE }
+    }
+
     /// The symbol name.
     #[must_use]
     pub const fn symbol(&self) -> &'static str {
@@ -787,6 +797,7 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
 /// `params` is NULL or points at a valid, exclusively borrowed
 /// `I::Params` for the call; `context` is what `resolve` stored with this
 /// function (the plugin state, or NULL).
+#[inline]
 pub unsafe extern "C" fn import_entry<I: Import>(
     params: *mut c_void,
     context: *mut c_void,

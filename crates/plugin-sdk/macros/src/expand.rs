@@ -73,10 +73,31 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
 
     let mut generated: Vec<TokenStream2> =
         imports.iter().map(|import| import_marker(import, &state_ty)).collect();
+    // One C entry per import, named after its function (`xplug_import_<fn>`), so
+    // gdb, perf and crash reports name the import rather than the SDK's
+    // shared generic entry; the generic entry is inlined into it.
+    generated.extend(imports.iter().map(|import| {
+        let marker = marker_ident(import);
+        let entry = entry_ident(import);
+        quote! {
+            #[doc(hidden)]
+            #[inline(never)]
+            unsafe extern "C" fn #entry(
+                params: *mut ::core::ffi::c_void,
+                context: *mut ::core::ffi::c_void,
+                reserved: *mut ::core::ffi::c_void,
+            ) -> ::core::ffi::c_int {
+                // SAFETY: forwarded: the caller is the executable, calling
+                // the function `resolve` gave it with that contract.
+                unsafe { ::xplug_sdk::__private::import_entry::<#marker>(params, context, reserved) }
+            }
+        }
+    }));
     let export_entries = imports.iter().map(|import| {
         let marker = marker_ident(import);
+        let entry = entry_ident(import);
         let symbol = LitStr::new(&import.symbol, import.symbol_span);
-        quote! { ::xplug_sdk::__private::Export::new::<#marker>(#symbol) }
+        quote! { ::xplug_sdk::__private::Export::named::<#marker>(#symbol, #entry) }
     });
     let export_names = imports.iter().map(|import| {
         let c_name = c_str(&import.symbol, import.symbol_span);
@@ -302,6 +323,12 @@ fn sort_and_check_unique(imports: &mut [ImportFnInfo]) -> syn::Result<()> {
 /// The marker type standing for one import.
 fn marker_ident(import: &ImportFnInfo) -> syn::Ident {
     format_ident!("__XplugImport_{}", import.fn_ident)
+}
+
+/// The name of `import`'s C entry: `xplug_import_` and the author's
+/// function name (a Rust identifier, unlike some symbols).
+fn entry_ident(import: &ImportFnInfo) -> syn::Ident {
+    format_ident!("xplug_import_{}", import.fn_ident)
 }
 
 /// The marker type of `import` and its `Import` implementation, which calls
