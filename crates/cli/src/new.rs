@@ -280,24 +280,7 @@ fn loads_and_adds() {{
 }}
 "#
     );
-    let header_rs = format!(
-        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
-//! structs (for C hosts and kernels), in step with the Rust ones: written
-//! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
-
-#[test]
-fn params_header_is_current() {{
-    let generated = {ident}::plugin::PLUGIN.c_header();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
-    if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-    }}
-    let committed = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(committed, generated, "{{}} drifted; rerun with XPLUG_BLESS=1", path.display());
-}}
-"#
-    );
+    let header_rs = params_header_test(ident);
     let gitignore = "/target\n".to_owned();
     vec![
         ("Cargo.toml", cargo_toml),
@@ -536,24 +519,7 @@ fn bad_parameters_refuse_the_load() {{
 }}
 "#
     );
-    let header_rs = format!(
-        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
-//! struct (for C hosts and kernels), in step with the Rust one: written
-//! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
-
-#[test]
-fn params_header_is_current() {{
-    let generated = {ident}::plugin::PLUGIN.c_header();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
-    if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-    }}
-    let committed = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(committed, generated, "{{}} drifted; rerun with XPLUG_BLESS=1", path.display());
-}}
-"#
-    );
+    let header_rs = params_header_test(ident);
     let mlir = format!(
         r#"// `{name}`'s kernel in an IREE program: `iree_codegen.ukernel.generic`
 // calls the imported `{import}` from 4 workgroups, each on its
@@ -667,6 +633,29 @@ fn toml_string(path: &Path) -> String {
     }
     quoted.push('"');
     quoted
+}
+
+/// The template's `tests/c_header.rs`: keeps `include/{ident}_params.h`,
+/// the C declaration of the params structs, in step with the Rust ones.
+fn params_header_test(ident: &str) -> String {
+    format!(
+        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
+//! structs (for C hosts and kernels), in step with the Rust ones: written
+//! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
+
+#[test]
+fn params_header_is_current() {{
+    let generated = {ident}::plugin::PLUGIN.c_header();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
+    if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &generated).unwrap();
+    }}
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(committed, generated, "{{}} drifted; rerun with XPLUG_BLESS=1", path.display());
+}}
+"#
+    )
 }
 
 #[cfg(test)]

@@ -242,46 +242,34 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     assert_eq!(run["ok"], true, "{run}");
     assert_eq!(read_npy(&xplug_out), leaky_relu(&x, 0.5));
 
+    // `xplug run` with the plugin given `query`: exit 1 and the JSON error.
+    let refused = |query: &str| {
+        let plugin = format!("--plugin={sos_str}?{query}");
+        let (code, refused) = common::json_output(&[
+            "run",
+            vmfb_str,
+            "--function=leaky_relu",
+            &input_arg,
+            &output_arg,
+            &plugin,
+        ]);
+        assert_eq!(code, Some(1), "{refused}");
+        refused.to_string()
+    };
     // A misspelled key: refused by the host from the declaration the .sos
     // exports, with a suggestion.
-    let misspelled = format!("--plugin={sos_str}?slop=0.5");
-    let (code, refused) = common::json_output(&[
-        "run",
-        vmfb_str,
-        "--function=leaky_relu",
-        &input_arg,
-        &output_arg,
-        &misspelled,
-    ]);
-    assert_eq!(code, Some(1), "{refused}");
-    let text = refused.to_string();
-    assert!(text.contains("`slop`") && text.contains("slope"), "{refused}");
-
+    let text = refused("slop=0.5");
+    assert!(text.contains("`slop`") && text.contains("slope"), "{text}");
     // A malformed value: refused by the plugin's own `load` (no trap), its
     // message read from the .sos.
-    let malformed = format!("--plugin={sos_str}?slope=abc");
-    let (code, refused) =
-        common::json_output(&["run", vmfb_str, "--function=leaky_relu", &input_arg, &output_arg, &malformed]);
-    assert_eq!(code, Some(1), "{refused}");
+    let text = refused("slope=abc");
     assert!(
-        refused
-            .to_string()
-            .contains("load parameter `slope` has the value `abc` but a finite number is expected"),
-        "{refused}"
+        text.contains("load parameter `slope` has the value `abc` but a finite number is expected"),
+        "{text}"
     );
-
     // Out of range: the plugin's own `Error::custom`, whose `String` it
     // allocates through the host allocator (the standalone global
     // allocator) and frees before `load` returns.
-    let out_of_range = format!("--plugin={sos_str}?slope=2");
-    let (code, refused) = common::json_output(&[
-        "run",
-        vmfb_str,
-        "--function=leaky_relu",
-        &input_arg,
-        &output_arg,
-        &out_of_range,
-    ]);
-    assert_eq!(code, Some(1), "{refused}");
-    assert!(refused.to_string().contains("`slope` must be between 0 and 1"), "{refused}");
+    let text = refused("slope=2");
+    assert!(text.contains("`slope` must be between 0 and 1"), "{text}");
 }

@@ -172,7 +172,7 @@ fn release<T>(module: *mut T) {
 /// (nothing to do) when the reporter is not installed or the table is
 /// full. The entry is removed when the result drops.
 #[must_use]
-pub fn register_code(
+pub(crate) fn register_code(
     name: &str,
     range: (usize, usize),
     base: usize,

@@ -330,11 +330,7 @@ impl Reader<'_> {
             .ok_or(EmbeddedElfError::MissingQuery { symbol: QUERY_SYMBOL })?;
         let query = &symbols.table[query_index as usize];
         let address = query.st_value.get(e);
-        let in_code = loads.iter().any(|segment| {
-            segment.flags & PF_X != 0
-                && address >= segment.vaddr
-                && address - segment.vaddr < segment.mem_size
-        });
+        let in_code = in_executable_segment(loads, address);
         if query.st_shndx.get(e) == SHN_ABS || !in_code {
             return Err(EmbeddedElfError::QueryNotCode { symbol: QUERY_SYMBOL, address });
         }
@@ -359,11 +355,7 @@ impl Reader<'_> {
             let Some(index) = lookup.find(symbols, name)? else { continue };
             let symbol = &symbols.table[index as usize];
             let address = symbol.st_value.get(e);
-            let in_code = loads.iter().any(|segment| {
-                segment.flags & PF_X != 0
-                    && address >= segment.vaddr
-                    && address - segment.vaddr < segment.mem_size
-            });
+            let in_code = in_executable_segment(loads, address);
             let shndx = symbol.st_shndx.get(e);
             if shndx != SHN_ABS && shndx != SHN_UNDEF && in_code {
                 found.push((name, address - base_vaddr));
@@ -872,4 +864,12 @@ struct RelocationTable {
     what: &'static str,
     address: u64,
     size: u64,
+}
+
+/// Whether `address` (a virtual address of the file) lies inside an
+/// executable `PT_LOAD` segment: where anything the host calls must be.
+fn in_executable_segment(loads: &[LoadSegment], address: u64) -> bool {
+    loads.iter().any(|segment| {
+        segment.flags & PF_X != 0 && address >= segment.vaddr && address - segment.vaddr < segment.mem_size
+    })
 }

@@ -339,27 +339,10 @@ impl Manager {
         if tracing::level_enabled!(tracing::Level::DEBUG) {
             return self.resolve_logged(request, count);
         }
-        // The common case first: a fresh request that the newest provider
-        // fills completely is one direct call and one pass over the slots
-        // (no walk state, no filled-slot protection: nothing is filled).
-        let mut rest = count;
-        if count > 0 && !request.any_filled() {
-            let newest = count - 1;
-            if let Some(entry) = self.registry.get(newest) {
-                if let Err(source) = supply(entry, request) {
-                    return Err(*provider_failed(newest, entry, *source));
-                }
-                if request.all_filled() {
-                    return Ok(Resolution::NONE);
-                }
-                rest = newest;
-            }
-        }
-        // The quiet walk over the others, judged here: on success the only
-        // value written to the caller's result is `Ok(NONE)` (a walk's
-        // outcome is two words, so no error-sized value is built or copied
-        // unless one happened).
-        match self.walk(request, rest, &mut Quiet) {
+        // The quiet walk, judged here: on success the only value written to
+        // the caller's result is `Ok(NONE)` (a walk's outcome is two words,
+        // so no error-sized value is built or copied unless one happened).
+        match self.walk(request, count, &mut Quiet) {
             Walked::Complete => Ok(Resolution::NONE),
             Walked::Incomplete => self.judge_unfilled(request, count),
             Walked::Failed(error) => Err(*error),

@@ -224,19 +224,14 @@ pub struct Export {
 }
 
 impl Export {
-    /// The entry for import `I`, exported as `symbol`.
-    #[must_use]
-    pub const fn new<I: Import>(symbol: &'static str) -> Self {
-        Self { symbol, function: import_entry::<I>, uses_state: I::USES_STATE }
-    }
-
     /// The entry for import `I`, exported as `symbol`, called through
     /// `function`: the `#[plugin]` macro's per-import wrapper of
-    /// [`import_entry`], a function of the plugin crate named after the
-    /// import, so debuggers, profilers and crash reports show the import's
-    /// name where a shared generic entry would show `import_entry`.
+    /// [`import_entry::<I>`](import_entry), a function of the plugin crate
+    /// named after the import, so debuggers, profilers and crash reports
+    /// show the import's name where a shared generic entry would show
+    /// `import_entry`.
     #[must_use]
-    pub const fn named<I: Import>(symbol: &'static str, function: ImportFn) -> Self {
+    pub const fn new<I: Import>(symbol: &'static str, function: ImportFn) -> Self {
         Self { symbol, function, uses_state: I::USES_STATE }
     }
 

@@ -97,7 +97,7 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         let marker = marker_ident(import);
         let entry = entry_ident(import);
         let symbol = LitStr::new(&import.symbol, import.symbol_span);
-        quote! { ::xplug_sdk::__private::Export::named::<#marker>(#symbol, #entry) }
+        quote! { ::xplug_sdk::__private::Export::new::<#marker>(#symbol, #entry) }
     });
     let export_names = imports.iter().map(|import| {
         let c_name = c_str(&import.symbol, import.symbol_span);
