@@ -172,9 +172,10 @@ impl IreeImportProvider {
         iree::iree_hal_executable_import_provider_t { self_: raw.self_, resolve: Some(resolve) }
     }
 
-    /// Resolves one executable's request, recording when asked to.
+    /// Resolves one executable's request, recording when asked to; a
+    /// failure comes back as the `iree_status_t` IREE gets.
     #[inline]
-    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, (usize, xplug_manager::Error)> {
+    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, sys::RawStatus> {
         // Not a read-modify-write: an uncontended atomic add costs as much
         // as the rest of this call. Executables loaded one after another
         // (a module's, on the thread loading it) are numbered exactly; two
@@ -205,7 +206,7 @@ impl IreeImportProvider {
         request: &mut ResolveRequest<'_>,
         trace: Option<ResolveTrace>,
         result: Result<Resolution, xplug_manager::Error>,
-    ) -> Result<Resolution, (usize, xplug_manager::Error)> {
+    ) -> Result<Resolution, sys::RawStatus> {
         let missing = match &result {
             Err(error) => error.missing_imports().to_vec(),
             Ok(_) => Vec::new(),
@@ -246,7 +247,9 @@ impl IreeImportProvider {
                 }
                 Ok(Resolution::NONE)
             }
-            other => other.map_err(|error| (ordinal, error)),
+            other => other.map_err(|error| {
+                sys::make_status(status_code_for_iree(&error), &self.failure_message(ordinal, &error))
+            }),
         }
     }
 
@@ -353,36 +356,53 @@ unsafe extern "C" fn resolve_imports(
     out_fn_contexts: *mut *mut c_void,
     out_resolution: *mut u32,
 ) -> *mut c_void {
+    // Every failure becomes its status in a cold function, and the closure
+    // writes the resolution itself: what crosses `catch_unwind` is one
+    // pointer, stored and loaded whole (two narrow stores read back as one
+    // wide load would stall every call).
+    let answer = |resolution: Resolution, status: sys::RawStatus| {
+        if !out_resolution.is_null() {
+            // SAFETY: IREE passes NULL or a writable flags word.
+            unsafe { out_resolution.write(resolution.0) };
+        }
+        status
+    };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if provider_self.is_null() {
-            return Err((
-                StatusCode::INVALID_ARGUMENT.0,
-                "xplug import provider called without its state".into(),
-            ));
+            let status =
+                refusal(StatusCode::INVALID_ARGUMENT, "xplug import provider called without its state");
+            return answer(Resolution::NONE, status);
         }
         // SAFETY: IREE passes `count` name pointers.
-        unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) }
-            .map_err(|error| (StatusCode::INVALID_ARGUMENT.0, error.to_string()))?;
+        let checked =
+            unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        if let Err(error) = checked {
+            return answer(Resolution::NONE, refusal(StatusCode::INVALID_ARGUMENT, &error.to_string()));
+        }
         // SAFETY: checked above that the arrays and names are non-NULL; IREE
         // guarantees their length, termination and exclusive use.
         let mut request =
             unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
         let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
-        provider.resolve(&mut request).map_err(|(ordinal, error)| {
-            (status_code_for_iree(&error), provider.failure_message(ordinal, &error))
-        })
+        match provider.resolve(&mut request) {
+            Ok(resolution) => answer(resolution, std::ptr::null_mut()),
+            Err(status) => answer(Resolution::NONE, status),
+        }
     }));
-    let result = outcome.unwrap_or_else(|_| {
-        Err((StatusCode::INTERNAL.0, "xplug's import provider panicked while resolving".into()))
+    let status = outcome.unwrap_or_else(|_| {
+        answer(
+            Resolution::NONE,
+            refusal(StatusCode::INTERNAL, "xplug's import provider panicked while resolving"),
+        )
     });
-    let (resolution, status) = match result {
-        Ok(resolution) => (resolution, std::ptr::null_mut()),
-        Err((code, message)) => (Resolution::NONE, sys::make_status(code, &message).cast()),
-    };
-    if !out_resolution.is_null() {
-        // SAFETY: IREE passes NULL or a writable flags word.
-        unsafe { out_resolution.write(resolution.0) };
-    }
-    status
+    status.cast()
+}
+
+/// The status of a resolve refused before (or instead of) reaching the
+/// manager.
+#[cold]
+#[inline(never)]
+fn refusal(code: StatusCode, message: &str) -> sys::RawStatus {
+    sys::make_status(code.0, message)
 }

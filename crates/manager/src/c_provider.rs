@@ -97,16 +97,25 @@ unsafe extern "C" fn manager_resolve(
     out_fn_contexts: *mut *mut c_void,
     out_resolution: *mut Resolution,
 ) -> Status {
+    // The closure writes the resolution itself and returns the status, one
+    // word: what crosses `catch_unwind` is stored and loaded whole (two
+    // narrow stores read back as one wide load would stall every call).
+    let answer = |code: StatusCode, resolution: Resolution| {
+        if !out_resolution.is_null() {
+            // SAFETY: the caller passes NULL or a writable `uint32_t`.
+            unsafe { out_resolution.write(resolution) };
+        }
+        Status::from_code(code)
+    };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if provider_self.is_null() {
-            return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
+            return answer(StatusCode::INVALID_ARGUMENT, Resolution::NONE);
         }
         // SAFETY: the caller passes `count` name pointers.
         let checked =
             unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         if let Err(error) = checked {
-            tracing::warn!(count, %error, "C resolve refused");
-            return (StatusCode::INVALID_ARGUMENT, Resolution::NONE);
+            return answer(refused(count, &error), Resolution::NONE);
         }
         // SAFETY: checked above that the arrays and names are non-NULL; the
         // caller guarantees their length, termination and exclusive use.
@@ -116,17 +125,25 @@ unsafe extern "C" fn manager_resolve(
         // caller keeps alive for the call.
         let manager = unsafe { &*provider_self.cast::<Manager>().cast_const() };
         match manager.resolve(&mut request) {
-            Ok(resolution) => (StatusCode::OK, resolution),
-            Err(error) => {
-                tracing::warn!(%error, "import resolution failed");
-                (error.code(), Resolution::NONE)
-            }
+            Ok(resolution) => answer(StatusCode::OK, resolution),
+            Err(error) => answer(failed(&error), Resolution::NONE),
         }
     }));
-    let (code, resolution) = outcome.unwrap_or((StatusCode::INTERNAL, Resolution::NONE));
-    if !out_resolution.is_null() {
-        // SAFETY: the caller passes NULL or a writable `uint32_t`.
-        unsafe { out_resolution.write(resolution) };
-    }
-    Status::from_code(code)
+    outcome.unwrap_or_else(|_| answer(StatusCode::INTERNAL, Resolution::NONE))
+}
+
+/// Logs a C resolve refused for its arguments; its status code.
+#[cold]
+#[inline(never)]
+fn refused(count: usize, error: &xplug_providers::Error) -> StatusCode {
+    tracing::warn!(count, %error, "C resolve refused");
+    StatusCode::INVALID_ARGUMENT
+}
+
+/// Logs a failed C resolve; its status code.
+#[cold]
+#[inline(never)]
+fn failed(error: &crate::Error) -> StatusCode {
+    tracing::warn!(%error, "import resolution failed");
+    error.code()
 }

@@ -414,8 +414,8 @@ impl Manager {
         if request.any_filled() && request.all_filled() {
             return Walked::Complete;
         }
-        for (index, entry) in self.registry.newest_first(count) {
-            let Some(entry) = entry else {
+        for index in (0..count).rev() {
+            let Some(entry) = self.registry.get(index) else {
                 return Walked::Failed(unreadable_provider(index, count));
             };
             let names = request.names();

@@ -165,13 +165,6 @@ impl Registry {
         if k == 0 { Some(&self.first[..]) } else { self.segments.get(k)?.get().map(|slots| &slots[..]) }
     }
 
-    /// Entries `0..count` newest first, each with its index (`None` for an
-    /// entry that is not readable, which the publication argument rules out
-    /// for a `count` from [`Registry::len`]). Looks each segment up once.
-    pub(crate) fn newest_first(&self, count: usize) -> NewestFirst<'_> {
-        NewestFirst { registry: self, remaining: count, segment: &[], segment_start: count }
-    }
-
     /// Appends `entry`; on a full bounded registry gives it back unchanged.
     pub(crate) fn push(&self, entry: Entry) -> Result<usize, Entry> {
         // A writer that panicked cannot have published a half-written entry
@@ -217,38 +210,6 @@ impl Registry {
             }
         }
         drained
-    }
-}
-
-/// Iterator of [`Registry::newest_first`].
-pub(crate) struct NewestFirst<'a> {
-    registry: &'a Registry,
-    /// Entries not yet returned: the next one is `remaining - 1`.
-    remaining: usize,
-    /// The segment holding the entries from `segment_start` up.
-    segment: &'a [OnceLock<Entry>],
-    segment_start: usize,
-}
-
-impl<'a> Iterator for NewestFirst<'a> {
-    type Item = (usize, Option<&'a Entry>);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        let index = self.remaining.checked_sub(1)?;
-        self.remaining = index;
-        if index < self.segment_start {
-            if index < FIRST_SEGMENT {
-                // Most managers hold fewer than FIRST_SEGMENT providers.
-                self.segment = &self.registry.first[..];
-                self.segment_start = 0;
-            } else {
-                let (segment, offset) = locate(index);
-                self.segment = self.registry.segment(segment).unwrap_or(&[]);
-                self.segment_start = index - offset;
-            }
-        }
-        Some((index, self.segment.get(index - self.segment_start).and_then(OnceLock::get)))
     }
 }
 
@@ -413,7 +374,7 @@ mod tests {
     }
 
     #[test]
-    fn newest_first_walks_every_entry_across_segments() {
+    fn get_reads_every_entry_across_segments() {
         struct Named(String);
         impl ImportProvider for Named {
             fn name(&self) -> &str {
@@ -434,9 +395,10 @@ mod tests {
             assert_eq!(registry.push(entry).ok(), Some(i));
         }
         for count in [0, 1, 8, 9, 24, 25, 27] {
-            let walked: Vec<(usize, String)> = registry
-                .newest_first(count)
-                .map(|(index, entry)| (index, entry.expect("published").name.to_string()))
+            // As the manager's walk reads them: newest first.
+            let walked: Vec<(usize, String)> = (0..count)
+                .rev()
+                .map(|index| (index, registry.get(index).expect("published").name.to_string()))
                 .collect();
             let expected: Vec<(usize, String)> = (0..count).rev().map(|i| (i, format!("p{i}"))).collect();
             assert_eq!(walked, expected, "count {count}");

@@ -97,11 +97,6 @@ pub struct ResolveRequest<'a> {
     /// when built over empty slots, until anything may have written them):
     /// lets [`ResolveRequest::any_filled`] answer without a scan.
     maybe_filled: bool,
-    /// The slots as they were before a call of
-    /// [`ResolveRequest::protect_filled`] (functions, then contexts). Kept
-    /// between calls, so a walk over several providers allocates it once;
-    /// empty (no allocation) until a call finds a filled slot.
-    saved: Vec<*mut c_void>,
 }
 
 impl std::fmt::Debug for ResolveRequest<'_> {
@@ -129,7 +124,7 @@ impl<'a> ResolveRequest<'a> {
             return Err(unequal_lengths(names.len(), fns.len(), contexts.len()));
         }
         let maybe_filled = fns.iter().any(|function| !function.is_null());
-        Ok(Self { names, fns, contexts, maybe_filled, saved: Vec::new() })
+        Ok(Self { names, fns, contexts, maybe_filled })
     }
 
     /// A request over raw C arrays, as a C host passes them.
@@ -150,13 +145,7 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Self {
         if count == 0 {
-            return Self {
-                names: &[],
-                fns: &mut [],
-                contexts: &mut [],
-                maybe_filled: false,
-                saved: Vec::new(),
-            };
+            return Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false };
         }
         // SAFETY: the caller guarantees `count` valid, non-null name pointers;
         // `SymbolName` is `repr(transparent)` over a non-null pointer.
@@ -165,7 +154,7 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        let mut request = Self { names, fns, contexts, maybe_filled: true, saved: Vec::new() };
+        let mut request = Self { names, fns, contexts, maybe_filled: true };
         // One scan now, so a fresh request from C (IREE's loaders zero their
         // slots) is known empty: the walk's filled-slot checks are then free
         // until a provider writes.
@@ -358,13 +347,20 @@ impl<'a> ResolveRequest<'a> {
         mut rewritten: impl FnMut(usize),
     ) -> R {
         let len = self.len();
-        // Out of `self` during the call, so `call` cannot reach it.
-        let mut saved = std::mem::take(&mut self.saved);
-        saved.clear();
-        saved.extend_from_slice(self.fns);
-        saved.extend_from_slice(self.contexts);
+        // The slots as they were (functions, then contexts): on the stack
+        // for the usual handful of imports, on the heap beyond.
+        let mut inline = [std::ptr::null_mut(); 2 * SAVED_INLINE];
+        let mut heap = Vec::new();
+        let saved: &mut [*mut c_void] = if len <= SAVED_INLINE {
+            &mut inline[..2 * len]
+        } else {
+            heap.resize(2 * len, std::ptr::null_mut());
+            &mut heap
+        };
+        let (fns, contexts) = saved.split_at_mut(len);
+        fns.copy_from_slice(self.fns);
+        contexts.copy_from_slice(self.contexts);
         let result = call(self);
-        let (fns, contexts) = saved.split_at(len);
         for index in 0..len {
             if !fns[index].is_null()
                 && (self.fns[index] != fns[index] || self.contexts[index] != contexts[index])
@@ -374,7 +370,6 @@ impl<'a> ResolveRequest<'a> {
                 rewritten(index);
             }
         }
-        self.saved = saved;
         // Filled slots are back, whatever `call` did (a `clear` included).
         self.maybe_filled = true;
         result
@@ -386,6 +381,11 @@ impl<'a> ResolveRequest<'a> {
     pub fn any_filled(&self) -> bool {
         if !self.maybe_filled {
             return false;
+        }
+        // Short requests (most executables import a handful of functions):
+        // a plain scan, with no block set-up.
+        if self.fns.len() < 16 {
+            return self.fns.iter().any(|f| !f.is_null());
         }
         // Blocks of 16 OR-ed without branches vectorise; an empty request
         // (the common case before the first provider) costs one pass.
@@ -490,13 +490,7 @@ impl<'a> RequestSlots<'a> {
     /// A request over these names and slots, for one resolve.
     pub fn request(&mut self) -> ResolveRequest<'_> {
         let maybe_filled = self.fns.iter().any(|function| !function.is_null());
-        ResolveRequest {
-            names: &self.names,
-            fns: &mut self.fns,
-            contexts: &mut self.contexts,
-            maybe_filled,
-            saved: Vec::new(),
-        }
+        ResolveRequest { names: &self.names, fns: &mut self.fns, contexts: &mut self.contexts, maybe_filled }
     }
 
     /// Number of names (and of slots in each array).
@@ -537,16 +531,10 @@ impl<'a> RequestSlots<'a> {
     }
 }
 
-/// [`ResolveRequest::all_filled`] for longer requests: blocks of 32 slots
-/// tested without branches (the compiler vectorises the fold), with an exit
-/// after the first block holding an empty slot, so a fresh request answers
-/// at its first block and a fully resolved one costs one pass.
-///
-/// That pass is the price of judging a resolve from the slots rather than
-/// from the plugin's word, paid on every resolve. It is compiled for the
-/// baseline target only: run-time dispatch to AVX2 was measured to save
-/// 4 to 20 ns over 128 to 512 slots (nothing below 128), under 1 % of any
-/// resolve of that many names.
+/// Requests up to this long save their slots on the stack in
+/// [`ResolveRequest::protect_filled`].
+const SAVED_INLINE: usize = 16;
+
 /// The error of [`ResolveRequest::new`] over slices of unequal lengths
 /// (out of line: building it is the cold path of an inlined constructor).
 #[cold]
@@ -564,6 +552,16 @@ fn null_argument(what: &str) -> Error {
     Error::InvalidRequest { reason: format!("resolve called with invalid arguments: {what}") }
 }
 
+/// [`ResolveRequest::all_filled`] for longer requests: blocks of 32 slots
+/// tested without branches (the compiler vectorises the fold), with an exit
+/// after the first block holding an empty slot, so a fresh request answers
+/// at its first block and a fully resolved one costs one pass.
+///
+/// That pass is the price of judging a resolve from the slots rather than
+/// from the plugin's word, paid on every resolve. It is compiled for the
+/// baseline target only: run-time dispatch to AVX2 was measured to save
+/// 4 to 20 ns over 128 to 512 slots (nothing below 128), under 1 % of any
+/// resolve of that many names.
 fn all_filled_blocks(fns: &[*mut c_void]) -> bool {
     let mut blocks = fns.chunks_exact(32);
     for block in &mut blocks {
