@@ -14,7 +14,7 @@ fn main() {
     for i in 0..EXPORTS {
         writeln!(
             code,
-            "    #[import(\"import_{i:04}\")]\n    fn f{i}(params: &mut BenchParams) {{ params.value = {i}; }}"
+            "    #[import(\"import_{i:04}\")]\n    fn f{i}(args: &mut BenchArgs) {{ args.value = {i}; }}"
         )
         .expect("writing to a String cannot fail");
     }

@@ -191,19 +191,19 @@ fn manager_overhead(c: &mut Criterion) {
 }
 
 #[repr(C)]
-struct AddParams {
+struct AddArgs {
     a: i32,
     b: i32,
     out: i32,
 }
 
 // SAFETY: three `i32`s and no padding: any bytes are a value.
-unsafe impl xplug_manager::AnyBitPattern for AddParams {}
+unsafe impl xplug_manager::AnyBitPattern for AddArgs {}
 
-unsafe extern "C" fn add(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
-    // SAFETY: callers pass `AddParams`.
-    let params = unsafe { &mut *params.cast::<AddParams>() };
-    params.out = params.a.wrapping_add(params.b);
+unsafe extern "C" fn add(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    // SAFETY: callers pass `AddArgs`.
+    let args = unsafe { &mut *args.cast::<AddArgs>() };
+    args.out = args.a.wrapping_add(args.b);
     0
 }
 
@@ -215,15 +215,15 @@ fn import_call(c: &mut Criterion) {
     let imports = manager.resolve_imports(["add"]).expect("resolves");
     let direct: xplug_abi::ImportFn = add;
     let mut group = c.benchmark_group("call");
-    let mut params = AddParams { a: 1, b: 2, out: 0 };
+    let mut args = AddArgs { a: 1, b: 2, out: 0 };
     let mut ran = false;
-    // SAFETY: `add` takes `AddParams`.
-    let typed = unsafe { imports.typed::<AddParams>("add") }.expect("resolved");
+    // SAFETY: `add` takes `AddArgs`.
+    let typed = unsafe { imports.typed::<AddArgs>("add") }.expect("resolved");
     group.bench_function("typed_import", |b| {
         ran = true;
         b.iter(|| {
             let typed = black_box(&typed);
-            black_box(typed.call(&mut params));
+            black_box(typed.call(&mut args));
         });
     });
     let handle = imports.import(0).expect("resolved");
@@ -231,28 +231,28 @@ fn import_call(c: &mut Criterion) {
         ran = true;
         b.iter(|| {
             let handle = black_box(&handle);
-            // SAFETY: `add` takes `AddParams`.
-            black_box(unsafe { handle.call(&mut params) });
+            // SAFETY: `add` takes `AddArgs`.
+            black_box(unsafe { handle.call(&mut args) });
         });
     });
     // The baseline makes the same call an executable makes through its own
     // import table: function and context both read through a pointer to a
     // table entry (here a `black_box`ed reference to a pair, as the handle
-    // above is), then `fn(params, context, NULL)`.
+    // above is), then `fn(args, context, NULL)`.
     let entry = (direct, imports.context(0));
     group.bench_function("direct_fn_ptr", |b| {
         ran = true;
         b.iter(|| {
             let &(function, context) = black_box(&entry);
-            // SAFETY: `add` takes `AddParams`.
+            // SAFETY: `add` takes `AddArgs`.
             black_box(unsafe {
-                function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut())
+                function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut())
             });
         });
     });
     group.finish();
     // The calls ran unless a filter skipped every function of the group.
-    assert_eq!(params.out, if ran { 3 } else { 0 }, "add computed {}", params.out);
+    assert_eq!(args.out, if ran { 3 } else { 0 }, "add computed {}", args.out);
 
     // Paired estimates (the rows `cargo xtask bench` prints): each call
     // kind in batches back to back with the direct call. A call costs a few
@@ -263,36 +263,33 @@ fn import_call(c: &mut Criterion) {
     // around an opaque call is not, and unrolling only the plain side
     // measured its loop overhead, not the checks (1.34x).
     const CALLS: u32 = 16;
-    let (mut direct_params, mut handle_params, mut typed_params) = (
-        AddParams { a: 1, b: 2, out: 0 },
-        AddParams { a: 1, b: 2, out: 0 },
-        AddParams { a: 1, b: 2, out: 0 },
-    );
+    let (mut direct_args, mut handle_args, mut typed_args) =
+        (AddArgs { a: 1, b: 2, out: 0 }, AddArgs { a: 1, b: 2, out: 0 }, AddArgs { a: 1, b: 2, out: 0 });
     let mut direct_call = || {
         for _ in 0..black_box(CALLS) {
             let &(function, context) = black_box(&entry);
-            // SAFETY: `add` takes `AddParams`.
+            // SAFETY: `add` takes `AddArgs`.
             black_box(unsafe {
-                function(std::ptr::from_mut(&mut direct_params).cast(), context, std::ptr::null_mut())
+                function(std::ptr::from_mut(&mut direct_args).cast(), context, std::ptr::null_mut())
             });
         }
     };
     let mut handle_call = || {
         for _ in 0..black_box(CALLS) {
             let handle = black_box(&handle);
-            // SAFETY: `add` takes `AddParams`.
-            black_box(unsafe { handle.call(&mut handle_params) });
+            // SAFETY: `add` takes `AddArgs`.
+            black_box(unsafe { handle.call(&mut handle_args) });
         }
     };
     paired_estimate_of("call", "paired-handle", &mut direct_call, &mut handle_call, CALLS);
     let mut typed_call = || {
         for _ in 0..black_box(CALLS) {
             let typed = black_box(&typed);
-            black_box(typed.call(&mut typed_params));
+            black_box(typed.call(&mut typed_args));
         }
     };
     paired_estimate_of("call", "paired-typed", &mut direct_call, &mut typed_call, CALLS);
-    assert_eq!((direct_params.out, handle_params.out, typed_params.out), (3, 3, 3));
+    assert_eq!((direct_args.out, handle_args.out, typed_args.out), (3, 3, 3));
 }
 
 /// The allocator of the hand-made load: C `malloc`/`free`.

@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
 /// Number of exports of both generated plugins.
 pub const EXPORTS: usize = 4096;
 
-/// Params of every generated import: it writes its own index.
-#[derive(Debug, Default, ImportParams)]
+/// Args of every generated import: it writes its own index.
+#[derive(Debug, Default, ImportArgs)]
 #[repr(C)]
-pub struct BenchParams {
+pub struct BenchArgs {
     /// Output.
     pub value: i32,
 }

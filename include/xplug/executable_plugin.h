@@ -79,14 +79,14 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
 #define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
 
 /* xplug's optional extra export declaring a plugin's load parameters
- * (see xplug_plugin_params_fn_t); a plugin with it refuses unlisted keys. */
-#define XPLUG_PLUGIN_PARAMS_NAME "xplug_plugin_params"
+ * (see xplug_param_decls_fn_t); a plugin with it refuses unlisted keys. */
+#define XPLUG_PARAM_DECLS_NAME "xplug_plugin_params"
 
 /* xplug's optional extra export giving the message of the last refused load
  * on the calling thread (see xplug_plugin_load_error_fn_t). */
 #define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
 
-/* xplug's optional extra export describing each import's params struct
+/* xplug's optional extra export describing each import's args struct
  * (see xplug_import_layouts_fn_t), for tools that call imports by hand. */
 #define XPLUG_IMPORT_LAYOUTS_NAME "xplug_import_layouts"
 
@@ -286,11 +286,11 @@ typedef const struct iree_hal_executable_plugin_header_t **(*iree_hal_executable
                                                                                                     void *reserved);
 
 // An imported function as an executable calls it; 0 is success.
-typedef int (*xplug_import_fn_t)(void *params, void *context, void *reserved);
+typedef int (*xplug_import_fn_t)(void *args, void *context, void *reserved);
 
 // A thunk through which a runtime calls imports.
 typedef int (*xplug_import_thunk_fn_t)(xplug_import_fn_t function,
-                                       void *params,
+                                       void *args,
                                        void *context,
                                        void *reserved);
 
@@ -298,7 +298,7 @@ typedef int (*xplug_import_thunk_fn_t)(xplug_import_fn_t function,
 typedef const char *const *(*xplug_plugin_exports_fn_t)(size_t *out_count);
 
 // One load parameter a plugin declares (an element of the array
-typedef struct xplug_plugin_param_t {
+typedef struct xplug_param_decl_t {
   // The key, as passed in `key=value`.
   const char *name;
   // The value's type: `str`, `bool`, `i32`, `i64`, `u32`, `u64`,
@@ -307,15 +307,15 @@ typedef struct xplug_plugin_param_t {
   const char *default_value;
   // What the parameter does, for people.
   const char *description;
-} xplug_plugin_param_t;
+} xplug_param_decl_t;
 
 // xplug's optional extra export: the load parameters a plugin accepts.
-typedef const struct xplug_plugin_param_t *(*xplug_plugin_params_fn_t)(size_t *out_count);
+typedef const struct xplug_param_decl_t *(*xplug_param_decls_fn_t)(size_t *out_count);
 
 // xplug's optional extra export: why the last `load` on the calling thread
 typedef const char *(*xplug_plugin_load_error_fn_t)(void);
 
-// One field of an import's params struct, as [`ImportLayout::fields`]
+// One field of an import's args struct, as [`ImportLayout::fields`]
 typedef struct xplug_field_layout_t {
   // The field's name (`_0`, `_1`, ... for a tuple struct).
   const char *name;
@@ -327,13 +327,13 @@ typedef struct xplug_field_layout_t {
   size_t size;
 } xplug_field_layout_t;
 
-// The params struct one import takes (an element of the array
+// The args struct one import takes (an element of the array
 typedef struct xplug_import_layout_t {
   // The import's name, without `?`, as `resolve` matches it.
   const char *symbol;
-  // The params struct's name as the plugin's source spells it.
+  // The args struct's name as the plugin's source spells it.
   const char *type_name;
-  // `sizeof` the params struct: the bytes the import reads and writes
+  // `sizeof` the args struct: the bytes the import reads and writes
   size_t size;
   // Its alignment in bytes.
   size_t align;
@@ -343,7 +343,7 @@ typedef struct xplug_import_layout_t {
   const struct xplug_field_layout_t *fields;
 } xplug_import_layout_t;
 
-// xplug's optional extra export: the params layout of each import, for
+// xplug's optional extra export: the args layout of each import, for
 typedef const struct xplug_import_layout_t *(*xplug_import_layouts_fn_t)(size_t *out_count);
 
 /* ------------------------------------------------------------------------ */

@@ -74,7 +74,7 @@ typedef struct {
   size_t tid;
   uint32_t processor_id;
   const uint64_t* processor_data;
-} workgroup_params_t;
+} workgroup_args_t;
 
 typedef const char* const* (*exports_fn_t)(size_t* out_count);
 
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   for (size_t tid = 0; tid * 64 < SIZE; ++tid) {
     size_t first = tid * 64;
     size_t count = SIZE - first < 64 ? SIZE - first : 64;
-    workgroup_params_t p = {lhs, LHS_OFF + first, rhs, RHS_OFF + first, out,
+    workgroup_args_t p = {lhs, LHS_OFF + first, rhs, RHS_OFF + first, out,
                             OUT_OFF + first, count, tid, 0, processor_data};
     int code = mul(&p, contexts[0], NULL);
     CHECK(code == 0, "simple_mul_workgroup returned %d", code);

@@ -6,14 +6,14 @@
  * Stateless and standalone (no libc calls, no allocation, no globals that
  * change). Exports:
  *   simple_mul_workgroup  out[i] = lhs[i] * rhs[i] for the `size` elements of
- *                         this call's slice (IREE's custom-dispatch params;
+ *                         this call's slice (IREE's custom-dispatch args;
  *                         pointer + offset starts the slice, `tid` is only
  *                         the workgroup id: docs/dispatch.md);
  *   c_sample_negate_f32   value = -value.
  */
 #include "xplug/executable_plugin.h"
 
-/* The params struct of IREE's custom-dispatch CPU sample. */
+/* The args struct of IREE's custom-dispatch CPU sample. */
 typedef struct {
   const float* lhs;
   size_t lhs_offset;
@@ -25,17 +25,17 @@ typedef struct {
   size_t tid;  /* workgroup id, informational */
   uint32_t processor_id;
   const uint64_t* processor_data;
-} c_sample_workgroup_params_t;
+} c_sample_workgroup_args_t;
 
 typedef struct {
   float value;
-} c_sample_negate_params_t;
+} c_sample_negate_args_t;
 
-static int c_sample_mul(void* params_ptr, void* context, void* reserved) {
+static int c_sample_mul(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
-  const c_sample_workgroup_params_t* p =
-      (const c_sample_workgroup_params_t*)params_ptr;
+  const c_sample_workgroup_args_t* p =
+      (const c_sample_workgroup_args_t*)args_ptr;
   if (p == NULL) return 3;
   const float* lhs = p->lhs + p->lhs_offset;
   const float* rhs = p->rhs + p->rhs_offset;
@@ -44,10 +44,10 @@ static int c_sample_mul(void* params_ptr, void* context, void* reserved) {
   return 0;
 }
 
-static int c_sample_negate(void* params_ptr, void* context, void* reserved) {
+static int c_sample_negate(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
-  c_sample_negate_params_t* p = (c_sample_negate_params_t*)params_ptr;
+  c_sample_negate_args_t* p = (c_sample_negate_args_t*)args_ptr;
   if (p == NULL) return 3;
   p->value = -p->value;
   return 0;

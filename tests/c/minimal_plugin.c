@@ -14,26 +14,26 @@ typedef struct {
   int32_t a;
   int32_t b;
   int32_t out;
-} binop_params_t;
+} binop_args_t;
 
 typedef struct {
   iree_hal_executable_plugin_allocator_t host_allocator;
   int32_t scale;
 } plugin_state_t;
 
-static int c_add_i32(void* params_ptr, void* context, void* reserved) {
+static int c_add_i32(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
-  binop_params_t* params = (binop_params_t*)params_ptr;
-  params->out = params->a + params->b;
+  binop_args_t* args = (binop_args_t*)args_ptr;
+  args->out = args->a + args->b;
   return 0;
 }
 
-static int c_mul_i32(void* params_ptr, void* context, void* reserved) {
+static int c_mul_i32(void* args_ptr, void* context, void* reserved) {
   (void)reserved;
   const plugin_state_t* state = (const plugin_state_t*)context;
-  binop_params_t* params = (binop_params_t*)params_ptr;
-  params->out = params->a * params->b * state->scale;
+  binop_args_t* args = (binop_args_t*)args_ptr;
+  args->out = args->a * args->b * state->scale;
   return 0;
 }
 

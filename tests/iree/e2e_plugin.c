@@ -11,7 +11,7 @@
  *                       a result no example gives, so the override test can
  *                       tell whose kernel IREE called.
  *
- * Both take the params of IREE's custom-dispatch sample with IREE's slice
+ * Both take the args of IREE's custom-dispatch sample with IREE's slice
  * convention (docs/dispatch.md): pointer + offset starts this call's slice,
  * `size` is its length, `tid` is only the workgroup id.
  */
@@ -32,7 +32,7 @@ typedef struct {
   size_t tid;
   uint32_t processor_id;
   const uint64_t* processor_data;
-} e2e_slice_params_t;
+} e2e_slice_args_t;
 
 #if defined(XPLUG_E2E_SUB)
 #define E2E_PLUGIN_NAME "xplug_e2e_sub"
@@ -44,10 +44,10 @@ static float e2e_op(float lhs, float rhs) { return lhs - rhs; }
 static float e2e_op(float lhs, float rhs) { return -(lhs * rhs); }
 #endif
 
-static int e2e_kernel(void* params_ptr, void* context, void* reserved) {
+static int e2e_kernel(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
-  const e2e_slice_params_t* p = (const e2e_slice_params_t*)params_ptr;
+  const e2e_slice_args_t* p = (const e2e_slice_args_t*)args_ptr;
   const float* lhs = p->lhs + p->lhs_offset;
   const float* rhs = p->rhs + p->rhs_offset;
   float* out = p->out + p->out_offset;

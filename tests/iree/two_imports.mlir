@@ -5,7 +5,7 @@
 // `simple_mul_workgroup` (from an example plugin) to write `a * b` into its
 // slice of the result, then `e2e_sub_workgroup` (from the test plugin
 // `tests/iree/e2e_plugin.c`) to subtract `b` from that slice in place, both
-// with the params layout of IREE's custom-dispatch sample.
+// with the args layout of IREE's custom-dispatch sample.
 module @xplug_two_imports {
   stream.executable private @kernels {
     stream.executable.export public @mul_then_sub_slices workgroups(%n: index) -> (index, index, index) {

@@ -1,16 +1,16 @@
 //! Cross-crate integration tests for xplug (see `tests/`), plus what they
-//! share with the benchmarks and examples: IREE's sample dispatch params as
+//! share with the benchmarks and examples: IREE's sample dispatch args as
 //! a host declares them. The plugins the tests load are built by
 //! `xplug-fixtures`.
 
-/// The params of IREE's custom-dispatch sample kernels
+/// The args of IREE's custom-dispatch sample kernels
 /// (`simple_mul_workgroup`), as a host declares them
-/// (`docs/dispatch.md#sample-params`): three bindings, each a base pointer
+/// (`docs/dispatch.md#sample-args`): three bindings, each a base pointer
 /// plus an element offset that together start this call's slice, the
 /// slice length, the workgroup id, and the processor fields.
 #[repr(C)]
 #[derive(Debug)]
-pub struct WorkgroupParams {
+pub struct WorkgroupArgs {
     /// Left operand.
     pub lhs: *const f32,
     /// Element offset of this call's slice in `lhs`.
@@ -33,7 +33,7 @@ pub struct WorkgroupParams {
     pub processor_data: *const u64,
 }
 
-impl WorkgroupParams {
+impl WorkgroupArgs {
     /// One call over the whole of `out` (offsets 0, `size = out.len()`,
     /// workgroup 0); `lhs` and `rhs` must be at least as long.
     ///

@@ -51,7 +51,7 @@ fn static_assert_source() -> String {
     layout!(ResolveParamsV0, "iree_hal_executable_plugin_resolve_params_v0_t",
         count => "count", symbol_names => "symbol_names", out_fn_ptrs => "out_fn_ptrs",
         out_fn_contexts => "out_fn_contexts");
-    layout!(ParamDecl, "xplug_plugin_param_t",
+    layout!(ParamDecl, "xplug_param_decl_t",
         name => "name", kind => "kind", default_value => "default_value", description => "description");
     layout!(Status, "iree_hal_executable_plugin_status_t");
     layout!(Version, "iree_hal_executable_plugin_version_t");
@@ -185,7 +185,7 @@ unsafe extern "C" fn counting_ctl(
 }
 
 #[repr(C)]
-struct BinopParams {
+struct BinopArgs {
     a: i32,
     b: i32,
     out: i32,
@@ -253,10 +253,10 @@ fn minimal_c_plugin_builds_and_speaks_v0() {
     assert_eq!(resolution, Resolution::MISSING_OPTIONAL);
     assert!(fns[0].is_null() && !fns[1].is_null() && !fns[2].is_null());
 
-    let mut binop = BinopParams { a: 6, b: 7, out: 0 };
-    // SAFETY: slot 2 holds `c_mul_i32`, an import taking `BinopParams`.
+    let mut binop = BinopArgs { a: 6, b: 7, out: 0 };
+    // SAFETY: slot 2 holds `c_mul_i32`, an import taking `BinopArgs`.
     let mul = unsafe { xplug_abi::import_fn_from_ptr(fns[2]) }.expect("slot 2 is filled");
-    // SAFETY: params match the import's C struct; the context is its state.
+    // SAFETY: args match the import's C struct; the context is its state.
     assert_eq!(unsafe { mul(std::ptr::from_mut(&mut binop).cast(), contexts[2], std::ptr::null_mut()) }, 0);
     assert_eq!(binop.out, 6 * 7 * 3, "the `scale` load parameter was not applied");
 

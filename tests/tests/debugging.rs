@@ -40,9 +40,9 @@ fn crash_host() {
     // SAFETY: the test's own fixture, a v0 plugin.
     unsafe { manager.load_spec(&format!("{}?crash=kernel", sos.to_string_lossy())) }.expect("the .sos loads");
     let imports = manager.resolve_imports(["crashing_kernel"]).expect("the kernel resolves");
-    let mut params = [0i32; 1];
-    // SAFETY: `crashing_kernel` takes a `KernelParams` (one i32).
-    let status = unsafe { imports.import(0).unwrap().call(&mut params) };
+    let mut args = [0i32; 1];
+    // SAFETY: `crashing_kernel` takes a `KernelArgs` (one i32).
+    let status = unsafe { imports.import(0).unwrap().call(&mut args) };
     panic!("the kernel returned {status} instead of crashing");
 }
 

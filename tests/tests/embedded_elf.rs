@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use xplug_tests::WorkgroupParams;
+use xplug_tests::WorkgroupArgs;
 
 use xplug_abi::StatusCode;
 use xplug_elf::{EmbeddedElfError, fatelf, validate};
@@ -38,10 +38,10 @@ fn run_simple_mul(manager: &Arc<Manager>) {
     let lhs: Vec<f32> = (0..48).map(|i| i as f32 + 0.5).collect();
     let rhs: Vec<f32> = (0..48).map(|i| 3.0 - i as f32).collect();
     let mut out = vec![f32::NAN; 48];
-    let mut params = WorkgroupParams::whole(&lhs, &rhs, &mut out);
-    // SAFETY: `simple_mul_workgroup` takes IREE's sample params; the three
+    let mut args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
+    // SAFETY: `simple_mul_workgroup` takes IREE's sample args; the three
     // buffers hold `size` elements and outlive the call.
-    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut args) }, 0);
     let expected: Vec<f32> = lhs.iter().zip(&rhs).map(|(a, b)| a * b).collect();
     assert_eq!(out, expected);
 }
@@ -109,7 +109,7 @@ fn the_loader_reads_the_optional_exports_of_an_sdk_sos() {
         Some(&["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"].map(String::from)[..])
     );
     // No `params(...)`: no `xplug_plugin_params`, every key reaches `load`.
-    assert_eq!(plugin.params(), None);
+    assert_eq!(plugin.param_decls(), None);
     // The C sample has none of xplug's exports.
     // SAFETY: the project's own standalone C plugin.
     let c = unsafe { Plugin::load_embedded_elf(sos("c_sample"), &LoadParamList::new()) }.unwrap();

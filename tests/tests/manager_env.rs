@@ -42,10 +42,10 @@ fn plugins_come_from_the_environment_variable() {
     let manager = Arc::new(unsafe { Manager::from_env() }.unwrap());
     assert_eq!(manager.len(), 2);
     let imports = manager.resolve_imports(["c_mul_i32"]).unwrap();
-    let mut params = Binop { a: 5, b: 6, out: 0 };
+    let mut args = Binop { a: 5, b: 6, out: 0 };
     // SAFETY: `c_mul_i32` takes `struct { int32_t a, b, out; }`.
-    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
-    assert_eq!(params.out, 5 * 6 * 4);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut args) }, 0);
+    assert_eq!(args.out, 5 * 6 * 4);
 
     set("");
     // SAFETY: nothing to load.

@@ -19,11 +19,11 @@ fn mul(manager: &Arc<Manager>, a: i32, b: i32) -> i32 {
     let imports = manager.resolve_imports(["?c_missing", "c_add_i32", "c_mul_i32"]).unwrap();
     assert_eq!(imports.resolution(), Resolution::MISSING_OPTIONAL);
     assert!(!imports.is_resolved(0));
-    let mut params = Binop { a, b, out: 0 };
+    let mut args = Binop { a, b, out: 0 };
     let mul = imports.import(imports.index_of("c_mul_i32").unwrap()).unwrap();
     // SAFETY: `c_mul_i32` takes `struct { int32_t a, b, out; }`.
-    assert_eq!(unsafe { mul.call(&mut params) }, 0);
-    params.out
+    assert_eq!(unsafe { mul.call(&mut args) }, 0);
+    args.out
 }
 
 #[test]
@@ -39,10 +39,10 @@ fn a_c_plugin_loads_from_a_spec_with_parameters() {
     // The table keeps the plugin (and its library) loaded.
     let imports = manager.resolve_imports(["c_mul_i32"]).unwrap();
     drop(manager);
-    let mut params = Binop { a: 2, b: 5, out: 0 };
+    let mut args = Binop { a: 2, b: 5, out: 0 };
     // SAFETY: as above; the plugin is still loaded through `imports`.
-    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
-    assert_eq!(params.out, 2 * 5 * 3);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut args) }, 0);
+    assert_eq!(args.out, 2 * 5 * 3);
 }
 
 #[test]

@@ -63,14 +63,14 @@ typedef enum iree_hal_executable_plugin_sanitizer_kind_e {
 #define XPLUG_PLUGIN_EXPORTS_NAME "xplug_plugin_exports"
 
 /* xplug's optional extra export declaring a plugin's load parameters
- * (see xplug_plugin_params_fn_t); a plugin with it refuses unlisted keys. */
-#define XPLUG_PLUGIN_PARAMS_NAME "xplug_plugin_params"
+ * (see xplug_param_decls_fn_t); a plugin with it refuses unlisted keys. */
+#define XPLUG_PARAM_DECLS_NAME "xplug_plugin_params"
 
 /* xplug's optional extra export giving the message of the last refused load
  * on the calling thread (see xplug_plugin_load_error_fn_t). */
 #define XPLUG_PLUGIN_LOAD_ERROR_NAME "xplug_plugin_load_error"
 
-/* xplug's optional extra export describing each import's params struct
+/* xplug's optional extra export describing each import's args struct
  * (see xplug_import_layouts_fn_t), for tools that call imports by hand. */
 #define XPLUG_IMPORT_LAYOUTS_NAME "xplug_import_layouts"
 

@@ -6,7 +6,7 @@
 //! - resolve: `Manager::resolve` on one reused request whose slots are
 //!   cleared before each call: no allocation inside the timed loop;
 //! - call: each resolved import through a `ResolvedImport` handle (checked
-//!   once), with the params block `--field`s describe (checked against the
+//!   once), with the args block `--field`s describe (checked against the
 //!   plugin's declared layout, as `xplug call` checks it), or a zeroed
 //!   block, which the report says.
 //!
@@ -66,12 +66,12 @@ pub(crate) struct Options<'a> {
     pub(crate) symbols: &'a [String],
     /// Timed batches per measurement.
     pub(crate) runs: usize,
-    /// Also call each import, with these params.
-    pub(crate) call: Option<CallParams>,
+    /// Also call each import, with these args.
+    pub(crate) call: Option<CallArgs>,
 }
 
-/// The params block `bench --call` calls imports with.
-pub(crate) enum CallParams {
+/// The args block `bench --call` calls imports with.
+pub(crate) enum CallArgs {
     /// The block `--field`s describe (as `xplug call` builds it).
     Fields(Vec<call::Field>),
     /// This many zero bytes (no `--field`).
@@ -121,21 +121,21 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     });
     let mut calls = Vec::new();
     let mut call_notes = Vec::new();
-    if let Some(params) = &options.call
+    if let Some(args) = &options.call
         && let Ok(imports) = manager.resolve_imports(names.iter().map(String::as_str))
     {
         for (index, name) in names.iter().enumerate() {
             let Ok(import) = imports.import(index) else { continue };
-            let mut block = match params {
-                CallParams::Fields(fields) => {
-                    let block = call::Block::build(&call::Params::Fields(fields.clone()));
+            let mut block = match args {
+                CallArgs::Fields(fields) => {
+                    let block = call::Block::build(&call::Args::Fields(fields.clone()));
                     let report = call::check_block(options.plugin, name, layouts.as_deref(), &block)?;
                     call_notes.extend(report.note.into_iter().chain(report.warnings));
                     block
                 }
-                CallParams::Zeroed(bytes) => {
+                CallArgs::Zeroed(bytes) => {
                     call_notes.push(format!(
-                        "`{name}` was called with {bytes} zero bytes as its params (no --field): the time is that \
+                        "`{name}` was called with {bytes} zero bytes as its args (no --field): the time is that \
                          of its all-zero case (a zero size is often an early return); give its fields with --field \
                          to time real work"
                     ));
@@ -177,9 +177,9 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
                 "median_ns_per_name": per_name,
             },
             "calls": calls.iter().map(|(name, ns, result)| json!({"name": name, "median_ns": ns, "result": result})).collect::<Vec<_>>(),
-            "call_params": match &options.call {
-                Some(CallParams::Fields(fields)) => json!({"fields": fields.len()}),
-                Some(CallParams::Zeroed(bytes)) => json!({"zeroed_bytes": bytes}),
+            "call_args": match &options.call {
+                Some(CallArgs::Fields(fields)) => json!({"fields": fields.len()}),
+                Some(CallArgs::Zeroed(bytes)) => json!({"zeroed_bytes": bytes}),
                 None => serde_json::Value::Null,
             },
             "notes": call_notes,
@@ -199,14 +199,14 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             format_ns(resolve_ns),
             format!("{} per name; {resolved} resolved", format_ns(per_name)),
         ]);
-        let zeroed = matches!(options.call, Some(CallParams::Zeroed(_)));
+        let zeroed = matches!(options.call, Some(CallArgs::Zeroed(_)));
         for (name, ns, result) in &calls {
             let mut note = format!("returned {result}");
             if *result != 0 {
                 note.push_str(&format!(" ({})", crate::error::import_code_name(*result)));
             }
             if zeroed {
-                note.push_str("; zeroed params");
+                note.push_str("; zeroed args");
             }
             table.row([format!("call {}", safe(name)), format_ns(*ns), note]);
         }

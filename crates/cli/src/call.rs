@@ -1,6 +1,6 @@
 //! `xplug call PLUGIN IMPORT`: call one import with real data.
 //!
-//! The params block an import receives is a C struct. Here it is described
+//! The args block an import receives is a C struct. Here it is described
 //! field by field on the command line (`--field f32:2.5 --field
 //! ptr:f32[8]=1,2,3`) and laid out with C's rules (each field at its natural
 //! alignment, the size rounded up to the largest alignment), or given whole
@@ -128,7 +128,7 @@ impl Scalar {
     }
 }
 
-/// One field of the params block, as given with `--field`.
+/// One field of the args block, as given with `--field`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Field {
     /// A value of a scalar type.
@@ -257,15 +257,15 @@ impl Aligned {
     }
 }
 
-/// What the params block is made of.
-pub(crate) enum Params {
+/// What the args block is made of.
+pub(crate) enum Args {
     /// Typed fields laid out with C's rules.
     Fields(Vec<Field>),
     /// Raw bytes.
     Bytes(Vec<u8>),
 }
 
-/// A params block built from [`Params`], with the buffers its pointer
+/// An args block built from [`Args`], with the buffers its pointer
 /// fields point at (alive as long as the block).
 pub(crate) struct Block {
     fields: Vec<Field>,
@@ -276,15 +276,15 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// Lays out `params` and allocates the buffers of its `ptr:` fields.
-    pub(crate) fn build(params: &Params) -> Self {
-        match params {
-            Params::Bytes(bytes) => {
+    /// Lays out `args` and allocates the buffers of its `ptr:` fields.
+    pub(crate) fn build(args: &Args) -> Self {
+        match args {
+            Args::Bytes(bytes) => {
                 let mut block = Aligned::new(bytes.len());
                 block.bytes_mut().copy_from_slice(bytes);
                 Self { fields: Vec::new(), places: Vec::new(), block, buffers: Vec::new() }
             }
-            Params::Fields(fields) => {
+            Args::Fields(fields) => {
                 let (places, size) = layout(fields);
                 let mut block = Aligned::new(size);
                 let mut buffers: Vec<(usize, Scalar, Aligned)> = Vec::new();
@@ -366,7 +366,7 @@ fn field_syntax(type_name: &str) -> String {
     }
 }
 
-/// What the plugin says of an import's params block, and what `call`
+/// What the plugin says of an import's args block, and what `call`
 /// concluded from it.
 #[derive(Debug, Default)]
 pub(crate) struct LayoutReport {
@@ -418,7 +418,7 @@ pub(crate) fn check_block(
     let Some(layouts) = layouts else {
         return Ok(LayoutReport {
             note: Some(format!(
-                "plugin `{plugin}` does not describe its params layouts (no `xplug_import_layouts` export, as in \
+                "plugin `{plugin}` does not describe its args layouts (no `xplug_import_layouts` export, as in \
                  C plugins and plugins linked into xplug): the {}-byte block is not checked against `{bare}`",
                 block.len()
             )),
@@ -428,7 +428,7 @@ pub(crate) fn check_block(
     let Some(declared) = layouts.iter().find(|layout| layout.symbol == bare) else {
         return Ok(LayoutReport {
             note: Some(format!(
-                "plugin `{plugin}` describes no params layout for `{bare}`: the {}-byte block is not checked",
+                "plugin `{plugin}` describes no args layout for `{bare}`: the {}-byte block is not checked",
                 block.len()
             )),
             ..LayoutReport::default()
@@ -436,10 +436,10 @@ pub(crate) fn check_block(
     };
     let fields = declared.fields.as_deref().unwrap_or_default();
     if block.len() != declared.size {
-        return Err(CliError::ParamsSize {
+        return Err(CliError::ArgsSize {
             plugin: plugin.to_owned(),
             import: bare,
-            type_name: declared.type_name.clone().unwrap_or_else(|| "its params struct".to_owned()),
+            type_name: declared.type_name.clone().unwrap_or_else(|| "its args struct".to_owned()),
             expected: declared.size,
             found: block.len(),
             given: block.fields.len(),
@@ -485,12 +485,12 @@ pub(crate) struct Options<'a> {
     pub(crate) plugin: &'a str,
     /// The import to call.
     pub(crate) import: &'a str,
-    /// The params block.
-    pub(crate) params: Params,
+    /// The args block.
+    pub(crate) args: Args,
 }
 
 /// Loads the plugin `spec` names into a fresh manager and returns the
-/// manager with the params layouts the plugin describes (`None` without
+/// manager with the args layouts the plugin describes (`None` without
 /// its `xplug_import_layouts` export).
 pub(crate) fn load_with_layouts(
     spec: &str,
@@ -517,13 +517,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         source,
     })?;
 
-    let mut block = Block::build(&options.params);
+    let mut block = Block::build(&options.args);
     let report = check_block(options.plugin, options.import, layouts.as_deref(), &block)?;
     report.print();
 
     xplug_probe::mark(xplug_probe::Stage::Call);
     // SAFETY: the user asserts, by naming the import and describing its
-    // params, that this block (and the buffers its pointers point at, all
+    // args, that this block (and the buffers its pointers point at, all
     // alive until after the call) is what the import expects; its size was
     // checked against the plugin's own layout when the plugin gives one.
     let result = unsafe { import.call(block.head()) };

@@ -38,7 +38,7 @@ const WORKGROUP: usize = 64;
 /// The C struct `simple_mul_workgroup` takes (IREE's sample `params_t`), as
 /// the executable declares it.
 #[repr(C)]
-struct WorkgroupParams {
+struct WorkgroupArgs {
     binding0: *const f32,
     binding0_offset: usize,
     binding1: *const f32,
@@ -53,7 +53,7 @@ struct WorkgroupParams {
 
 /// The C struct `static_fma_i64` takes: `result = a * b + c`.
 #[repr(C)]
-struct FmaParams {
+struct FmaArgs {
     result: i64,
     a: i64,
     b: i64,
@@ -148,7 +148,7 @@ fn plugin_share(
     rhs: &[f32],
     out: &mut [f32],
 ) -> Result<(), CliError> {
-    let mut params = WorkgroupParams {
+    let mut args = WorkgroupArgs {
         binding0: lhs.as_ptr(),
         binding0_offset: 0,
         binding1: rhs.as_ptr(),
@@ -167,16 +167,16 @@ fn plugin_share(
         .map_err(|source| CliError::Manager { context: "calling simple_mul_workgroup".to_owned(), source })?;
     let len = out.len();
     for (tid, first) in (0..len).step_by(WORKGROUP).enumerate() {
-        params.binding0_offset = first;
-        params.binding1_offset = first;
-        params.binding2_offset = first;
-        params.size = (len - first).min(WORKGROUP);
-        params.tid = tid;
+        args.binding0_offset = first;
+        args.binding1_offset = first;
+        args.binding2_offset = first;
+        args.size = (len - first).min(WORKGROUP);
+        args.tid = tid;
         // SAFETY: `simple_mul_workgroup` takes IREE's sample `params_t`,
-        // which `WorkgroupParams` mirrors; each binding is valid for
+        // which `WorkgroupArgs` mirrors; each binding is valid for
         // `offset + size <= len` elements (this thread's share), the inputs
         // are only read, and `out` is borrowed mutably by this thread alone.
-        let result = unsafe { import.call(&mut params) };
+        let result = unsafe { import.call(&mut args) };
         if result != 0 {
             return Err(CliError::ImportFailed { name: "simple_mul_workgroup".to_owned(), result });
         }
@@ -238,14 +238,14 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
 
     // Call the overridden import once, to show the dynamic copy answers.
     let fma = imports.index_of("static_fma_i64").unwrap_or(usize::MAX);
-    let mut fma_params = FmaParams { result: 0, a: 6, b: 7, c: 0 };
+    let mut fma_args = FmaArgs { result: 0, a: 6, b: 7, c: 0 };
     let fma_import = imports
         .import(fma)
         .map_err(|source| CliError::Manager { context: "calling static_fma_i64".to_owned(), source })?;
     // SAFETY: `static_fma_i64` takes `{ i64 result, a, b, c }`, which
-    // `FmaParams` mirrors.
-    let fma_result = unsafe { fma_import.call(&mut fma_params) };
-    if fma_result != 0 || fma_params.result != 42 {
+    // `FmaArgs` mirrors.
+    let fma_result = unsafe { fma_import.call(&mut fma_args) };
+    if fma_result != 0 || fma_args.result != 42 {
         return Err(CliError::ImportFailed { name: "static_fma_i64".to_owned(), result: fma_result });
     }
 
@@ -335,7 +335,7 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
         table.row([name.clone(), if optional { "optional" } else { "required" }.to_owned(), by, note]);
     }
     print!("{}", table.render(style));
-    println!("\nstatic_fma_i64(6, 7, 0) = {} through the overriding provider", fma_params.result);
+    println!("\nstatic_fma_i64(6, 7, 0) = {} through the overriding provider", fma_args.result);
     println!(
         "\n{} {n} floats, {workgroups} workgroups of {WORKGROUP}, {threads} thread(s), median of {} pass(es); \
          {}",

@@ -85,19 +85,19 @@ pub(crate) enum CliError {
         /// The manager's error.
         source: xplug_manager::Error,
     },
-    /// A params block whose size is not the size the plugin declares for
-    /// the import's params struct.
+    /// An args block whose size is not the size the plugin declares for
+    /// the import's args struct.
     #[error(
-        "the params block for `{import}` is {found} bytes ({given} field(s) given), but plugin `{plugin}` declares \
+        "the args block for `{import}` is {found} bytes ({given} field(s) given), but plugin `{plugin}` declares \
          `{type_name}` as {expected} bytes{}; give one --field per field, in order",
         if fields.is_empty() { String::new() } else { format!(": {}", fields.join(", ")) }
     )]
-    ParamsSize {
+    ArgsSize {
         /// The plugin as named on the command line.
         plugin: String,
         /// The import.
         import: String,
-        /// The params struct's name.
+        /// The args struct's name.
         type_name: String,
         /// Its declared size.
         expected: usize,
@@ -233,7 +233,7 @@ impl CliError {
             Self::Manager { source, .. } => source.code(),
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
             Self::Plugin { source } => source.code(),
-            Self::ParamsSize { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::ArgsSize { .. } => StatusCode::INVALID_ARGUMENT,
             Self::ImportFailed { result, .. } => import_status(*result).unwrap_or(StatusCode::UNKNOWN),
             Self::WorkerPanicked { .. } => StatusCode::INTERNAL,
             Self::FatElf { source, .. } => source.code(),
@@ -264,7 +264,7 @@ impl CliError {
                     _ => "manager",
                 })
             }
-            Self::ParamsSize { .. } => "params_size",
+            Self::ArgsSize { .. } => "args_size",
             Self::UnknownParam { .. } => "unknown_param",
             Self::ChecksFailed { .. } => "checks_failed",
             Self::PluginsNotBuilt { .. } => "plugins_not_built",

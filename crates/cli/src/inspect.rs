@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::{PluginSpec, SpecTarget};
-use xplug_providers::raw::{ParamInfo, RawHeader};
+use xplug_providers::raw::{ParamDeclInfo, RawHeader};
 use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
 
 use crate::error::CliError;
@@ -35,7 +35,7 @@ struct Report {
     loader: &'static str,
     exports: Option<Vec<String>>,
     /// The load parameters the plugin declares (`xplug_plugin_params`).
-    params: Option<Vec<ParamInfo>>,
+    param_decls: Option<Vec<ParamDeclInfo>>,
     /// Why the loader refused the plugin, when it did (the header was then
     /// read directly from the library).
     load_error: Option<CliError>,
@@ -88,7 +88,7 @@ fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Repor
         loader: "embedded ELF",
         // xplug's optional exports, read from the `.sos` by xplug's loader.
         exports: loaded.exports().map(<[String]>::to_vec),
-        params: loaded.params().map(<[ParamInfo]>::to_vec),
+        param_decls: loaded.param_decls().map(<[ParamDeclInfo]>::to_vec),
         load_error: None,
         embedded,
     })
@@ -112,7 +112,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             info: loaded.info().clone(),
             loader: "static",
             exports: None,
-            params: None,
+            param_decls: None,
             load_error: None,
             embedded: None,
         });
@@ -131,14 +131,14 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     let raw =
         trust::open_raw_library(path).map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let exports = raw.exports();
-    let declared = raw.params();
+    let declared = raw.param_decls();
     let header = raw.query().ok().and_then(|query| query.query(Version::LATEST)).and_then(|t| t.header());
     match Plugin::from_raw_library(raw, &params) {
         Ok(loaded) => Ok(Report {
             info: loaded.info().clone(),
             loader: "system library",
             exports,
-            params: declared,
+            param_decls: declared,
             load_error: None,
             embedded: None,
         }),
@@ -152,7 +152,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
                 info: info_from(header),
                 loader: "system library",
                 exports,
-                params: declared,
+                param_decls: declared,
                 load_error: Some(CliError::Load { what: plugin.to_owned(), source }),
                 embedded: None,
             })
@@ -187,7 +187,7 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "sanitizer": sanitizer,
             "loader": report.loader,
             "exports": report.exports,
-            "params": report.params.as_ref().map(|params| params.iter().map(|param| json!({
+            "param_decls": report.param_decls.as_ref().map(|decls| decls.iter().map(|param| json!({
                 "name": param.name,
                 "type": param.kind,
                 "default": param.default,
@@ -232,12 +232,12 @@ fn print_human(report: &Report) {
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),
     };
     table.row([style.bold("exports"), exports]);
-    let params = match &report.params {
-        Some(params) if params.is_empty() => "none (the plugin refuses every key)".to_owned(),
-        Some(params) => format!("{} declared (other keys are refused)", params.len()),
+    let decls = match &report.param_decls {
+        Some(decls) if decls.is_empty() => "none (the plugin refuses every key)".to_owned(),
+        Some(decls) => format!("{} declared (other keys are refused)", decls.len()),
         None => "not declared (the plugin has no xplug_plugin_params)".to_owned(),
     };
-    table.row([style.bold("params"), params]);
+    table.row([style.bold("param decls"), decls]);
     if let Some(embedded) = &report.embedded {
         table.row([style.bold("record"), embedded.record.clone()]);
         table.row([style.bold("segments"), embedded.segments.join(", ")]);
@@ -246,9 +246,9 @@ fn print_human(report: &Report) {
     for name in report.exports.iter().flatten() {
         println!("  {}", safe(name));
     }
-    if let Some(params) = report.params.as_ref().filter(|params| !params.is_empty()) {
-        let mut table = Table::new(["param", "type", "default", "description"]);
-        for param in params {
+    if let Some(decls) = report.param_decls.as_ref().filter(|decls| !decls.is_empty()) {
+        let mut table = Table::new(["param decl", "type", "default", "description"]);
+        for param in decls {
             table.row([
                 param.name.clone(),
                 param.kind.clone(),

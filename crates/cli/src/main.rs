@@ -124,30 +124,30 @@ enum Command {
         runs: u32,
         /// Also call each resolved import: with the block --field describes,
         /// or else a zeroed block of this many bytes (which times how the
-        /// import handles all-zero params, often an early return).
+        /// import handles all-zero args, often an early return).
         #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
         call: Option<usize>,
-        /// A field of the params block the calls get, as `xplug call`
+        /// A field of the args block the calls get, as `xplug call`
         /// takes it (implies --call).
         #[arg(long = "field", value_name = "FIELD")]
         fields: Vec<String>,
     },
-    /// Call one import with a params block built from typed fields (or
+    /// Call one import with an args block built from typed fields (or
     /// given as hex or a file) and show the result and the block after it.
     Call {
         /// The plugin, as a spec (`path[?key=value&...]`).
         plugin: String,
         /// The import to call.
         import: String,
-        /// A field of the params struct, in order: TYPE:VALUE (i8..u64,
+        /// A field of the args struct, in order: TYPE:VALUE (i8..u64,
         /// f32, f64, usize, isize), `ptr:TYPE[N][=v,v,...]` (a buffer xplug
         /// allocates and shows after the call) or ptr:null.
         #[arg(long = "field", value_name = "FIELD", conflicts_with_all = ["hex", "file"])]
         fields: Vec<String>,
-        /// The whole params block as hex bytes.
+        /// The whole args block as hex bytes.
         #[arg(long, value_name = "HEX", conflicts_with = "file")]
         hex: Option<String>,
-        /// The whole params block from a file.
+        /// The whole args block from a file.
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
     },
@@ -313,14 +313,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             check::run(plugin, symbols, single_check.as_deref(), cli.json, isolation)
         }
         Command::Call { plugin, import, fields, hex, file } => {
-            let params = if let Some(hex) = hex {
-                call::Params::Bytes(call::parse_hex(hex).map_err(|message| CliError::Usage { message })?)
+            let args = if let Some(hex) = hex {
+                call::Args::Bytes(call::parse_hex(hex).map_err(|message| CliError::Usage { message })?)
             } else if let Some(file) = file {
-                call::Params::Bytes(std::fs::read(file).map_err(|error| CliError::Usage {
-                    message: format!("cannot read the params file {}: {error}", file.display()),
+                call::Args::Bytes(std::fs::read(file).map_err(|error| CliError::Usage {
+                    message: format!("cannot read the args file {}: {error}", file.display()),
                 })?)
             } else {
-                call::Params::Fields(
+                call::Args::Fields(
                     fields
                         .iter()
                         .map(|field| call::parse_field(field))
@@ -329,9 +329,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 )
             };
             match isolation {
-                isolate::Isolation::InProcess => {
-                    call::run(&call::Options { plugin, import, params }, cli.json)
-                }
+                isolate::Isolation::InProcess => call::run(&call::Options { plugin, import, args }, cli.json),
                 isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
             }
         }
@@ -391,8 +389,8 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|message| CliError::Usage { message })?;
                 let call = match (fields.is_empty(), call) {
-                    (false, _) => Some(bench::CallParams::Fields(fields)),
-                    (true, Some(bytes)) => Some(bench::CallParams::Zeroed(*bytes)),
+                    (false, _) => Some(bench::CallArgs::Fields(fields)),
+                    (true, Some(bytes)) => Some(bench::CallArgs::Zeroed(*bytes)),
                     (true, None) => None,
                 };
                 bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call }, cli.json)

@@ -216,13 +216,13 @@ xplug-manager = {{ path = {manager} }}
 //! `cargo build --release` makes the shared library a host loads (IREE's
 //! `--executable_plugin=`, xplug's manager, `xplug check`).
 
-use xplug_sdk::{{ImportError, ImportParams}};
+use xplug_sdk::{{ImportError, ImportArgs}};
 
 /// What an executable passes to `{ident}_add_f32`: the C struct
 /// `struct {{ float a; float b; float result; }}`.
-#[derive(Debug, Default, ImportParams)]
+#[derive(Debug, Default, ImportArgs)]
 #[repr(C)]
-pub struct AddParams {{
+pub struct AddArgs {{
     /// First operand.
     pub a: f32,
     /// Second operand.
@@ -237,12 +237,12 @@ pub mod plugin {{
 
     /// `result = a + b`; refuses a non-finite sum.
     #[import("{ident}_add_f32")]
-    fn add_f32(params: &mut AddParams) -> Result<(), ImportError> {{
-        let sum = params.a + params.b;
+    fn add_f32(args: &mut AddArgs) -> Result<(), ImportError> {{
+        let sum = args.a + args.b;
         if !sum.is_finite() {{
             return Err(ImportError::INVALID_ARGUMENT);
         }}
-        params.result = sum;
+        args.result = sum;
         Ok(())
     }}
 }}
@@ -268,19 +268,19 @@ fn loads_and_adds() {{
     manager.register_plugin(plugin).expect("the manager takes the plugin");
     let imports = manager.resolve_imports(["{ident}_add_f32"]).expect("the import resolves");
 
-    // SAFETY: `{ident}_add_f32` takes an `AddParams`.
-    let add = unsafe {{ imports.typed::<{ident}::AddParams>("{ident}_add_f32") }}.expect("the import resolved");
-    let mut params = {ident}::AddParams {{ a: 2.5, b: 4.0, result: 0.0 }};
-    let code = add.call(&mut params);
-    assert_eq!((code, params.result), (0, 6.5));
+    // SAFETY: `{ident}_add_f32` takes an `AddArgs`.
+    let add = unsafe {{ imports.typed::<{ident}::AddArgs>("{ident}_add_f32") }}.expect("the import resolved");
+    let mut args = {ident}::AddArgs {{ a: 2.5, b: 4.0, result: 0.0 }};
+    let code = add.call(&mut args);
+    assert_eq!((code, args.result), (0, 6.5));
 
-    let mut overflow = {ident}::AddParams {{ a: f32::MAX, b: f32::MAX, result: 0.0 }};
+    let mut overflow = {ident}::AddArgs {{ a: f32::MAX, b: f32::MAX, result: 0.0 }};
     let code = add.call(&mut overflow);
     assert_ne!(code, 0, "a non-finite sum is refused");
 }}
 "#
     );
-    let header_rs = params_header_test(ident);
+    let header_rs = args_header_test(ident);
     let gitignore = "/target\n".to_owned();
     vec![
         ("Cargo.toml", cargo_toml),
@@ -358,15 +358,15 @@ xplug-manager = {{ path = {manager} }}
 #![no_std]
 
 use xplug_sdk::abi::StatusCode;
-use xplug_sdk::{{Buffer, BufferMut, Environment, Error, ImportError, ImportParams, LoadParams, PluginState}};
+use xplug_sdk::{{Buffer, BufferMut, Environment, Error, ImportError, ImportArgs, LoadParams, PluginState}};
 
-/// The params struct IREE passes to `{import}` (C layout, 64-bit:
+/// The args struct IREE passes to `{import}` (C layout, 64-bit:
 /// `const float* x; size_t x_offset; float* out; size_t out_offset;
 /// size_t size; size_t tid; uint32_t processor_id; const uint64_t*
-/// processor_data;`; `include/{ident}_params.h` is generated from it).
-#[derive(Debug, ImportParams)]
+/// processor_data;`; `include/{ident}_args.h` is generated from it).
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct LeakyReluParams {{
+pub struct LeakyReluArgs {{
     /// The input tensor's base pointer.
     pub x: Buffer<f32>,
     /// Element offset of this call's slice in `x`.
@@ -423,16 +423,16 @@ pub mod plugin {{
 
     /// `out[out_offset + i] = leaky_relu(x[x_offset + i])` for `i < size`.
     #[import("{import}")]
-    fn leaky_relu(params: &mut LeakyReluParams, state: &LeakyRelu) -> Result<(), ImportError> {{
-        let size = params.size;
+    fn leaky_relu(args: &mut LeakyReluArgs, state: &LeakyRelu) -> Result<(), ImportError> {{
+        let size = args.size;
         if size == 0 {{
             return Ok(());
         }}
-        if params.x.is_null() || params.out.is_null() {{
+        if args.x.is_null() || args.out.is_null() {{
             return Err(ImportError::INVALID_ARGUMENT);
         }}
         let (Some(x_end), Some(out_end)) =
-            (params.x_offset.checked_add(size), params.out_offset.checked_add(size))
+            (args.x_offset.checked_add(size), args.out_offset.checked_add(size))
         else {{
             return Err(ImportError::INVALID_ARGUMENT);
         }};
@@ -441,7 +441,7 @@ pub mod plugin {{
         // dispatch and `[out_offset, out_offset + size)` is this call's
         // alone.
         let (x, out) = unsafe {{
-            (&params.x.as_slice(x_end)[params.x_offset..], &mut params.out.as_mut_slice(out_end)[params.out_offset..])
+            (&args.x.as_slice(x_end)[args.x_offset..], &mut args.out.as_mut_slice(out_end)[args.out_offset..])
         }};
         for (out, &x) in out.iter_mut().zip(x) {{
             *out = if x >= 0.0 {{ x }} else {{ state.slope * x }};
@@ -460,7 +460,7 @@ use std::sync::Arc;
 use xplug_manager::Manager;
 use xplug_manager::providers::{{Error, LoadParamList, Plugin}};
 use xplug_sdk::{{Buffer, BufferMut}};
-use {ident}::LeakyReluParams;
+use {ident}::LeakyReluArgs;
 
 fn load(params: &LoadParamList) -> Result<Plugin, Error> {{
     let query = {ident}::plugin::PLUGIN.query();
@@ -475,10 +475,10 @@ fn run(params: &LoadParamList, x: &[f32], offset: usize, size: usize) -> (i32, V
     let manager = Arc::new(Manager::new());
     manager.register_plugin(load(params).expect("the plugin loads")).expect("the manager takes it");
     let imports = manager.resolve_imports(["{import}"]).expect("the import resolves");
-    // SAFETY: `{import}` takes a `LeakyReluParams`.
-    let kernel = unsafe {{ imports.typed::<LeakyReluParams>("{import}") }}.expect("resolved");
+    // SAFETY: `{import}` takes a `LeakyReluArgs`.
+    let kernel = unsafe {{ imports.typed::<LeakyReluArgs>("{import}") }}.expect("resolved");
     let mut out = vec![0.0_f32; x.len()];
-    let mut call = LeakyReluParams {{
+    let mut call = LeakyReluArgs {{
         // Valid for the call: `x` and `out` outlive it, `offset + size`
         // elements are in both.
         x: Buffer::from_slice(x),
@@ -519,14 +519,14 @@ fn bad_parameters_refuse_the_load() {{
 }}
 "#
     );
-    let header_rs = params_header_test(ident);
+    let header_rs = args_header_test(ident);
     let mlir = format!(
         r#"// `{name}`'s kernel in an IREE program: `iree_codegen.ukernel.generic`
 // calls the imported `{import}` from 4 workgroups, each on its
 // slice of `ceil(n / 4)` elements (the last ones shorter or empty). IREE
 // passes the operands as base pointer + element offset, then the slice
 // length and the workgroup id, then the fields of `hal.import.fields`:
-// exactly `LeakyReluParams`.
+// exactly `LeakyReluArgs`.
 func.func @leaky_relu(%x: tensor<?xf32>) -> tensor<?xf32> {{
   %zero = arith.constant 0 : index
   %one = arith.constant 1 : index
@@ -569,7 +569,7 @@ its workgroup's slice, with `slope` a declared load parameter (default
 
 ```sh
 cargo build --release   # target/release/{library}
-cargo test              # the kernel over host slices; include/{ident}_params.h
+cargo test              # the kernel over host slices; include/{ident}_args.h
 xplug build --sos       # target/sos/{ident}.sos (standalone embedded ELF)
 ```
 
@@ -635,18 +635,18 @@ fn toml_string(path: &Path) -> String {
     quoted
 }
 
-/// The template's `tests/c_header.rs`: keeps `include/{ident}_params.h`,
-/// the C declaration of the params structs, in step with the Rust ones.
-fn params_header_test(ident: &str) -> String {
+/// The template's `tests/c_header.rs`: keeps `include/{ident}_args.h`,
+/// the C declaration of the args structs, in step with the Rust ones.
+fn args_header_test(ident: &str) -> String {
     format!(
-        r#"//! Keeps `include/{ident}_params.h`, the C declaration of the params
+        r#"//! Keeps `include/{ident}_args.h`, the C declaration of the args
 //! structs (for C hosts and kernels), in step with the Rust ones: written
 //! when missing or when `XPLUG_BLESS=1`, a failure when it drifted.
 
 #[test]
-fn params_header_is_current() {{
+fn args_header_is_current() {{
     let generated = {ident}::plugin::PLUGIN.c_header();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_params.h");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/{ident}_args.h");
     if !path.exists() || std::env::var_os("XPLUG_BLESS").is_some() {{
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &generated).unwrap();

@@ -1,5 +1,5 @@
 //! `xplug call` and `xplug bench --call` on real plugins: the call runs in
-//! a child process (a crash is a report, not a dead tool), and the params
+//! a child process (a crash is a report, not a dead tool), and the args
 //! block is checked against the layout the plugin declares through
 //! `xplug_import_layouts`.
 
@@ -26,7 +26,7 @@ fn call_args<'a>(library: &'a str, import: &'a str, fields: &[&'a str]) -> Vec<&
     args
 }
 
-/// `dot`'s params (`result: f32, x: Buffer<f32>, y: Buffer<f32>, n: usize`)
+/// `dot`'s args (`result: f32, x: Buffer<f32>, y: Buffer<f32>, n: usize`)
 /// with `x` and `y` pointing at address 8: reading them faults.
 const DOT_WILD_POINTERS: [&str; 4] = ["f32:0", "usize:8", "usize:8", "usize:4"];
 
@@ -54,11 +54,11 @@ fn a_block_of_the_wrong_size_is_refused_naming_the_fields() {
     for fields in [&[][..], &["f32:0"][..], &["f32:0", "ptr:f32=1,2", "ptr:f32=3,4"][..]] {
         let value = json(&call_args(&standalone, "dot", fields), 1);
         let error = &value["error"];
-        assert_eq!(error["kind"], "params_size", "{fields:?}: {value}");
+        assert_eq!(error["kind"], "args_size", "{fields:?}: {value}");
         assert_eq!(error["code"], "INVALID_ARGUMENT", "{fields:?}: {value}");
         let message = error["message"].as_str().unwrap();
         assert!(message.contains("`dot`"), "{message}");
-        assert!(message.contains("`DotParams` as 32 bytes"), "{message}");
+        assert!(message.contains("`DotArgs` as 32 bytes"), "{message}");
         assert!(message.contains(&format!("({} field(s) given)", fields.len())), "{message}");
         for field in
             ["result: f32 @0", "x: Buffer<f32> @8 (--field ptr:f32[N])", "n: usize @24 (--field usize:VALUE)"]
@@ -72,7 +72,7 @@ fn a_block_of_the_wrong_size_is_refused_naming_the_fields() {
     assert_eq!(value["fields"][0]["value"], 11.0, "{value}");
     assert_eq!(value["fields"][0]["name"], "result", "{value}");
     assert_eq!(value["layout"]["checked"], true, "{value}");
-    assert_eq!(value["layout"]["type"], "DotParams", "{value}");
+    assert_eq!(value["layout"]["type"], "DotArgs", "{value}");
     assert_eq!(value["layout"]["size"], 32, "{value}");
     assert_eq!(value["warnings"], serde_json::json!([]), "{value}");
 }
@@ -107,18 +107,18 @@ fn a_plugin_without_layouts_is_called_as_asked_with_a_note() {
     let output = xplug(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("note: plugin `static:sample_static` does not describe its params layouts"),
+        stderr.contains("note: plugin `static:sample_static` does not describe its args layouts"),
         "{stderr}"
     );
 }
 
 #[test]
-fn bench_calls_with_fields_or_says_it_used_zeroed_params() {
+fn bench_calls_with_fields_or_says_it_used_zeroed_args() {
     let standalone = library("sample_standalone");
     let value = json(&["bench", &standalone, "dot", "--runs", "1", "--call"], 0);
-    assert_eq!(value["call_params"]["zeroed_bytes"], 256, "{value}");
+    assert_eq!(value["call_args"]["zeroed_bytes"], 256, "{value}");
     let notes = value["notes"].to_string();
-    assert!(notes.contains("256 zero bytes as its params (no --field)"), "{notes}");
+    assert!(notes.contains("256 zero bytes as its args (no --field)"), "{notes}");
     assert_eq!(value["debug_build"], cfg!(debug_assertions), "{value}");
 
     let value = json(
@@ -139,12 +139,12 @@ fn bench_calls_with_fields_or_says_it_used_zeroed_params() {
         ],
         0,
     );
-    assert_eq!(value["call_params"]["fields"], 4, "{value}");
+    assert_eq!(value["call_args"]["fields"], 4, "{value}");
     assert_eq!(value["calls"][0]["result"], 0, "{value}");
     assert_eq!(value["notes"], serde_json::json!([]), "{value}");
     // The same check as `call`: a short block is refused.
     let value = json(&["bench", &standalone, "dot", "--runs", "1", "--field", "f32:0"], 1);
-    assert_eq!(value["error"]["kind"], "params_size", "{value}");
+    assert_eq!(value["error"]["kind"], "args_size", "{value}");
 
     if cfg!(debug_assertions) {
         let output = xplug(&["bench", &standalone, "dot", "--runs", "1"]);

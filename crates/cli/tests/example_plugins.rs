@@ -99,7 +99,7 @@ fn call_runs_an_import_on_real_values() {
     // The size field is read back as given.
     assert_eq!(value["fields"][6]["value"], 3);
 
-    // An import that refuses its params (NULL bindings with a non-empty
+    // An import that refuses its args (NULL bindings with a non-empty
     // slice) reports its code and the command exits 1.
     let value = json(
         &[
@@ -144,13 +144,13 @@ fn call_runs_an_import_on_real_values() {
 fn declared_params_are_shown_checked_and_refused_with_a_suggestion() {
     let system = library("sample_system");
     let value = json(&["inspect", &system], 0);
-    assert_eq!(value["params"][0]["name"], "multiplier", "{value}");
-    assert_eq!(value["params"][0]["type"], "f32");
-    assert_eq!(value["params"][0]["default"], "1.0");
-    assert_eq!(value["params"][1]["name"], "disable");
-    assert!(value["params"][1]["default"].is_null());
+    assert_eq!(value["param_decls"][0]["name"], "multiplier", "{value}");
+    assert_eq!(value["param_decls"][0]["type"], "f32");
+    assert_eq!(value["param_decls"][0]["default"], "1.0");
+    assert_eq!(value["param_decls"][1]["name"], "disable");
+    assert!(value["param_decls"][1]["default"].is_null());
     // A plugin without `params(...)` declares nothing.
-    assert!(json(&["inspect", &library("sample_standalone")], 0)["params"].is_null());
+    assert!(json(&["inspect", &library("sample_standalone")], 0)["param_decls"].is_null());
 
     // Every check passes with a declared parameter, including the one that
     // expects an unknown key to be refused.

@@ -61,10 +61,10 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
 
     cargo(&dir, &["build", "--release", "--quiet"]);
     cargo(&dir, &["test", "--quiet"]);
-    // Its test wrote the C header of its params struct.
-    let header = std::fs::read_to_string(dir.join("include/new_adder_params.h")).unwrap();
+    // Its test wrote the C header of its args struct.
+    let header = std::fs::read_to_string(dir.join("include/new_adder_args.h")).unwrap();
     assert!(
-        header.contains("typedef struct AddParams {\n  float a;\n  float b;\n  float result;\n} AddParams;"),
+        header.contains("typedef struct AddArgs {\n  float a;\n  float b;\n  float result;\n} AddArgs;"),
         "{header}"
     );
 
@@ -181,8 +181,8 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
 
     // xplug's loader reads the declared parameter from the .sos.
     let inspected = common::json(&["inspect", sos_str], 0);
-    assert_eq!(inspected["params"][0]["name"], "slope", "{inspected}");
-    assert_eq!(inspected["params"][0]["default"], "0.25", "{inspected}");
+    assert_eq!(inspected["param_decls"][0]["name"], "slope", "{inspected}");
+    assert_eq!(inspected["param_decls"][0]["default"], "0.25", "{inspected}");
     assert_eq!(inspected["exports"][0], "new_relu_leaky_relu_workgroup", "{inspected}");
     // `check` reads the same optional exports from the mapped image: every
     // check passes (the declared parameter, the listed export included),

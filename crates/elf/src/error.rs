@@ -101,7 +101,7 @@ pub enum EmbeddedElfError {
     /// No `PT_LOAD` segment.
     NoLoadSegments {
         /// How many program headers the ELF has.
-        program_headers: u64,
+        program_header_count: u64,
     },
     /// A segment declares more file bytes than memory.
     SegmentFileSize {
@@ -149,7 +149,7 @@ pub enum EmbeddedElfError {
     /// There is no `PT_DYNAMIC` segment (no symbols to find the query with).
     NoDynamicSection {
         /// How many program headers the ELF has.
-        program_headers: u64,
+        program_header_count: u64,
     },
     /// A dynamic entry the loader needs is absent.
     MissingDynamicEntry {
@@ -326,9 +326,9 @@ impl fmt::Display for EmbeddedElfError {
                 f,
                 "the {table} spans bytes {offset}..+{size}, outside the {available}-byte ELF; the file is corrupt"
             ),
-            Self::NoLoadSegments { program_headers, .. } => write!(
+            Self::NoLoadSegments { program_header_count, .. } => write!(
                 f,
-                "the ELF has no loadable (PT_LOAD) segment among its {program_headers} program headers; \
+                "the ELF has no loadable (PT_LOAD) segment among its {program_header_count} program headers; \
          link the plugin as a shared object"
             ),
             Self::SegmentFileSize { file_size, index, mem_size, .. } => write!(
@@ -356,9 +356,9 @@ impl fmt::Display for EmbeddedElfError {
                 "the plugin uses thread-local storage ({found}); a standalone plugin cannot: \
          keep per-thread data in the state its load returns"
             ),
-            Self::NoDynamicSection { program_headers, .. } => write!(
+            Self::NoDynamicSection { program_header_count, .. } => write!(
                 f,
-                "the ELF has no dynamic section (no PT_DYNAMIC among its {program_headers} program headers); \
+                "the ELF has no dynamic section (no PT_DYNAMIC among its {program_header_count} program headers); \
          link the plugin with `-shared`"
             ),
             Self::MissingDynamicEntry { tag, .. } => write!(

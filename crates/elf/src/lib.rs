@@ -70,7 +70,7 @@
 //!
 //! // The x86_64 record is found, and refused: nothing in it can be loaded.
 //! let error = validate_for(&container, ElfTarget::x86_64(4096)).unwrap_err();
-//! assert!(matches!(error, EmbeddedElfError::NoLoadSegments { program_headers: 0 }));
+//! assert!(matches!(error, EmbeddedElfError::NoLoadSegments { program_header_count: 0 }));
 //! # Ok::<(), EmbeddedElfError>(())
 //! ```
 

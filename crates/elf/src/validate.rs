@@ -515,7 +515,7 @@ impl Reader<'_> {
             loads.push(segment);
         }
         if loads.is_empty() {
-            return Err(EmbeddedElfError::NoLoadSegments { program_headers: phdrs.len() as u64 });
+            return Err(EmbeddedElfError::NoLoadSegments { program_header_count: phdrs.len() as u64 });
         }
         loads.sort_by_key(|segment| segment.vaddr);
         let page = self.target.page_size();
@@ -586,7 +586,7 @@ impl Reader<'_> {
         let phdr = phdrs
             .iter()
             .find(|phdr| phdr.p_type.get(e) == PT_DYNAMIC)
-            .ok_or(EmbeddedElfError::NoDynamicSection { program_headers: phdrs.len() as u64 })?;
+            .ok_or(EmbeddedElfError::NoDynamicSection { program_header_count: phdrs.len() as u64 })?;
         let size = phdr.p_filesz.get(e);
         let entries: &[Dyn64<Endianness>] =
             self.slice("dynamic section", phdr.p_offset.get(e), size / size_u64::<Dyn64<Endianness>>())?;

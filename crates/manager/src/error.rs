@@ -27,7 +27,7 @@ pub enum Error {
     /// (IREE's `NOT_FOUND`). Lists every missing required import, in request
     /// order, with a suggestion where a provider exports a similar name.
     #[error(
-        "missing {} required executable import(s) after asking {providers} provider(s): [{}]; \
+        "missing {} required executable import(s) after asking {provider_count} provider(s): [{}]; \
          register a plugin that exports them or declare them optional with a `?` prefix",
         missing.len(),
         fmt_missing(missing)
@@ -36,7 +36,7 @@ pub enum Error {
         /// Every required slot left empty.
         missing: Vec<MissingImport>,
         /// How many providers were registered when the resolve began.
-        providers: usize,
+        provider_count: usize,
     },
     /// A provider failed for a reason other than a missing import; the
     /// resolve stopped there.
@@ -257,7 +257,7 @@ mod tests {
                 MissingImport { index: 0, name: "c_mul_i3".into(), suggestion: Some("c_mul_i32".into()) },
                 MissingImport { index: 2, name: "zzz".into(), suggestion: None },
             ],
-            providers: 2,
+            provider_count: 2,
         };
         let text = error.to_string();
         assert!(text.starts_with("missing 2 required executable import(s) after asking 2 provider(s)"));

@@ -23,10 +23,10 @@ use crate::{Error, Manager};
 /// An import is called one of two ways, each checked once and then as
 /// cheap as a plain indirect call:
 /// - [`ResolvedImports::import`] gives a [`ResolvedImport`] handle by
-///   index, whose `call` is `unsafe` (the caller vouches for the params
-///   type at every call), for any params block, including raw ones;
+///   index, whose `call` is `unsafe` (the caller vouches for the args
+///   type at every call), for any args block, including raw ones;
 /// - [`ResolvedImports::typed`] gives a [`TypedImport`](crate::TypedImport)
-///   by name, its params type promised once, after which every call is
+///   by name, its args type promised once, after which every call is
 ///   safe.
 pub struct ResolvedImports {
     manager: Arc<Manager>,
@@ -186,9 +186,9 @@ impl ResolvedImports {
     /// # use std::sync::Arc;
     /// # use xplug_manager::Manager;
     /// # use xplug_manager::providers::{FnTableEntry, FnTableProvider};
-    /// # unsafe extern "C" fn double(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    /// # unsafe extern "C" fn double(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
     /// #     // SAFETY: callers pass an `i32`.
-    /// #     unsafe { *params.cast::<i32>() *= 2 };
+    /// #     unsafe { *args.cast::<i32>() *= 2 };
     /// #     0
     /// # }
     /// let manager = Arc::new(Manager::new());
@@ -263,7 +263,7 @@ impl ResolvedImport<'_> {
         self.context
     }
 
-    /// Calls the import as an executable would: `fn(params, context, NULL)`,
+    /// Calls the import as an executable would: `fn(args, context, NULL)`,
     /// returning its result (0 is success).
     ///
     /// # Safety
@@ -271,20 +271,20 @@ impl ResolvedImport<'_> {
     /// typically `#[repr(C)]`), and the import must be sound to call with
     /// it and its context: the manager cannot check what foreign code does.
     #[inline]
-    pub unsafe fn call<P>(&self, params: &mut P) -> c_int {
+    pub unsafe fn call<P>(&self, args: &mut P) -> c_int {
         // SAFETY: the caller guarantees `P`; the context is the provider's;
         // the borrowed table keeps the manager, and so the code, alive.
-        unsafe { (self.function)(std::ptr::from_mut(params).cast(), self.context, std::ptr::null_mut()) }
+        unsafe { (self.function)(std::ptr::from_mut(args).cast(), self.context, std::ptr::null_mut()) }
     }
 
-    /// Calls the import through `thunk`: `thunk(fn, params, context, NULL)`.
+    /// Calls the import through `thunk`: `thunk(fn, args, context, NULL)`.
     ///
     /// # Safety
     /// As [`ResolvedImport::call`], and `thunk` must call its function
     /// argument with the other arguments (or otherwise be sound to call).
     #[inline]
-    pub unsafe fn call_with_thunk<P>(&self, thunk: ImportThunkFn, params: &mut P) -> c_int {
+    pub unsafe fn call_with_thunk<P>(&self, thunk: ImportThunkFn, args: &mut P) -> c_int {
         // SAFETY: as in `call`, plus the caller's guarantee about `thunk`.
-        unsafe { thunk(self.function, std::ptr::from_mut(params).cast(), self.context, std::ptr::null_mut()) }
+        unsafe { thunk(self.function, std::ptr::from_mut(args).cast(), self.context, std::ptr::null_mut()) }
     }
 }

@@ -26,18 +26,18 @@
 //! use xplug_manager::providers::{FnTableEntry, FnTableProvider};
 //!
 //! #[repr(C)]
-//! struct AddParams { a: i32, b: i32, out: i32 }
+//! struct AddArgs { a: i32, b: i32, out: i32 }
 //!
-//! unsafe extern "C" fn add(params: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
-//!     // SAFETY: callers pass an `AddParams`, as the import's contract says.
-//!     let params = unsafe { &mut *params.cast::<AddParams>() };
-//!     params.out = params.a + params.b;
+//! unsafe extern "C" fn add(args: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+//!     // SAFETY: callers pass an `AddArgs`, as the import's contract says.
+//!     let args = unsafe { &mut *args.cast::<AddArgs>() };
+//!     args.out = args.a + args.b;
 //!     0
 //! }
 //!
-//! unsafe extern "C" fn fast_add(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
+//! unsafe extern "C" fn fast_add(args: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
 //!     // SAFETY: same contract as `add`.
-//!     unsafe { add(params, context, reserved) };
+//!     unsafe { add(args, context, reserved) };
 //!     1 // says "the fast one ran", for the example
 //! }
 //!
@@ -53,11 +53,11 @@
 //! assert_eq!(imports.resolution(), Resolution::MISSING_OPTIONAL);
 //! assert!(!imports.is_resolved(imports.index_of("mul").unwrap()));
 //!
-//! let mut params = AddParams { a: 2, b: 40, out: 0 };
+//! let mut args = AddArgs { a: 2, b: 40, out: 0 };
 //! let add = imports.import(imports.index_of("add").unwrap())?;
-//! // SAFETY: `add` takes an `AddParams`.
-//! let result = unsafe { add.call(&mut params) };
-//! assert_eq!((result, params.out), (1, 42)); // the fast provider's function ran
+//! // SAFETY: `add` takes an `AddArgs`.
+//! let result = unsafe { add.call(&mut args) };
+//! assert_eq!((result, args.out), (1, 42)); // the fast provider's function ran
 //!
 //! // A missing required import is reported by name, with a suggestion.
 //! let error = manager.resolve_imports(["ad"]).unwrap_err();

@@ -472,7 +472,7 @@ impl Manager {
                 MissingImport { index, name: name.as_c_str().to_string_lossy().into_owned(), suggestion }
             })
             .collect();
-        Error::MissingImports { missing, providers: count }
+        Error::MissingImports { missing, provider_count: count }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Typed import handles: the params type promised once, every call safe.
+//! Typed import handles: the args type promised once, every call safe.
 
 use std::ffi::c_int;
 use std::fmt;
@@ -11,13 +11,13 @@ use crate::{Error, ResolvedImport, ResolvedImports};
 impl ResolvedImports {
     /// A handle on the import declared as `name` (with or without its `?`)
     /// that calls it with a `&mut P`: the name lookup, the resolved check
-    /// and the params type are settled here, once, so each call is safe and
+    /// and the args type are settled here, once, so each call is safe and
     /// as cheap as [`ResolvedImport::call`].
     ///
     /// `P` must be [`AnyBitPattern`]: the import may write any bytes into
-    /// the params block, and every bit pattern must stay a valid `P`. A
-    /// struct deriving `xplug_sdk::ImportParams` qualifies, so a runtime can
-    /// share the plugin's own params type (or the C header `xplug header`
+    /// the args block, and every bit pattern must stay a valid `P`. A
+    /// struct deriving `xplug_sdk::ImportArgs` qualifies, so a runtime can
+    /// share the plugin's own args type (or the C header `xplug header`
     /// writes for it).
     ///
     /// ```
@@ -27,24 +27,24 @@ impl ResolvedImports {
     /// # use xplug_manager::providers::{FnTableEntry, FnTableProvider};
     ///
     /// #[repr(C)]
-    /// struct AddParams { a: i32, b: i32, out: i32 }
+    /// struct AddArgs { a: i32, b: i32, out: i32 }
     /// // SAFETY: three `i32`s, no padding: any bytes are a value.
-    /// unsafe impl AnyBitPattern for AddParams {}
+    /// unsafe impl AnyBitPattern for AddArgs {}
     ///
-    /// # unsafe extern "C" fn add(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
-    /// #     // SAFETY: callers pass an `AddParams`.
-    /// #     let p = unsafe { &mut *params.cast::<AddParams>() };
+    /// # unsafe extern "C" fn add(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+    /// #     // SAFETY: callers pass an `AddArgs`.
+    /// #     let p = unsafe { &mut *args.cast::<AddArgs>() };
     /// #     p.out = p.a + p.b;
     /// #     0
     /// # }
     /// let manager = Arc::new(Manager::new());
     /// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("add", add)])?))?;
     /// let imports = manager.resolve_imports(["add"])?;
-    /// // SAFETY: `add` takes an `AddParams` (its C declaration says so).
-    /// let add = unsafe { imports.typed::<AddParams>("add") }?;
-    /// let mut params = AddParams { a: 2, b: 40, out: 0 };
-    /// assert_eq!(add.call(&mut params), 0); // safe from here on
-    /// assert_eq!(params.out, 42);
+    /// // SAFETY: `add` takes an `AddArgs` (its C declaration says so).
+    /// let add = unsafe { imports.typed::<AddArgs>("add") }?;
+    /// let mut args = AddArgs { a: 2, b: 40, out: 0 };
+    /// assert_eq!(add.call(&mut args), 0); // safe from here on
+    /// assert_eq!(args.out, 42);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -73,7 +73,7 @@ impl ResolvedImports {
     }
 }
 
-/// A resolved import bound to its params type `P`
+/// A resolved import bound to its args type `P`
 /// ([`ResolvedImports::typed`]): calling it is safe.
 pub struct TypedImport<'table, P> {
     import: ResolvedImport<'table>,
@@ -91,21 +91,21 @@ impl<P> Copy for TypedImport<'_, P> {}
 impl<P> fmt::Debug for TypedImport<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedImport")
-            .field("params", &std::any::type_name::<P>())
+            .field("args", &std::any::type_name::<P>())
             .field("import", &self.import)
             .finish()
     }
 }
 
 impl<P: AnyBitPattern> TypedImport<'_, P> {
-    /// Calls the import with `params`, as an executable would:
-    /// `fn(params, context, NULL)`; returns its result (0 is success).
+    /// Calls the import with `args`, as an executable would:
+    /// `fn(args, context, NULL)`; returns its result (0 is success).
     #[inline]
-    pub fn call(&self, params: &mut P) -> c_int {
+    pub fn call(&self, args: &mut P) -> c_int {
         // SAFETY: `typed`'s caller promised the import takes a `P`; `P` is
         // `AnyBitPattern`, so whatever the import writes leaves a valid
         // `P`; the borrowed table keeps the code alive.
-        unsafe { self.import.call(params) }
+        unsafe { self.import.call(args) }
     }
 
     /// The untyped handle (function and context).

@@ -20,14 +20,14 @@ struct Scale {
     factor: i32,
 }
 
-unsafe extern "C" fn scaled_mul(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
+unsafe extern "C" fn scaled_mul(args: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
     if !reserved.is_null() {
         return 99;
     }
     // SAFETY: callers pass a `Binop`; the context is the provider's `Scale`,
     // alive while the provider is.
-    let (params, scale) = unsafe { (&mut *params.cast::<Binop>(), &*context.cast::<Scale>()) };
-    params.out = params.a * params.b * scale.factor;
+    let (args, scale) = unsafe { (&mut *args.cast::<Binop>(), &*context.cast::<Scale>()) };
+    args.out = args.a * args.b * scale.factor;
     0
 }
 
@@ -90,11 +90,11 @@ fn the_table_keeps_the_manager_and_its_providers_alive() {
     drop(manager);
     assert!(!dropped.load(Ordering::SeqCst), "the provider was dropped while resolved imports exist");
 
-    let mut params = Binop { a: 6, b: 7, out: 0 };
+    let mut args = Binop { a: 6, b: 7, out: 0 };
     let mul = imports.import(1).unwrap();
     // SAFETY: `mul` takes a `Binop`.
-    assert_eq!(unsafe { mul.call(&mut params) }, 0);
-    assert_eq!(params.out, 6 * 7 * 3);
+    assert_eq!(unsafe { mul.call(&mut args) }, 0);
+    assert_eq!(args.out, 6 * 7 * 3);
     assert_eq!(Arc::strong_count(imports.manager()), 1);
 
     drop(imports);
@@ -139,7 +139,7 @@ fn table_accessors() {
 fn calling_an_unresolved_or_missing_slot_is_an_error_not_a_crash() {
     let (manager, _) = manager_with_stateful(1);
     let imports = manager.resolve_imports(["?absent", "fail"]).unwrap();
-    let mut params = Binop { a: 1, b: 2, out: -1 };
+    let mut args = Binop { a: 1, b: 2, out: -1 };
     // No handle on an unresolved import.
     let error = imports.import(0).unwrap_err();
     assert!(matches!(&error, ManagerError::UnresolvedImport { index: 0, name } if name == "?absent"));
@@ -151,32 +151,32 @@ fn calling_an_unresolved_or_missing_slot_is_an_error_not_a_crash() {
     // An import's own failure code is passed through.
     let fail = imports.import(1).unwrap();
     // SAFETY: `fail` ignores its arguments.
-    assert_eq!(unsafe { fail.call(&mut params) }, 7);
+    assert_eq!(unsafe { fail.call(&mut args) }, 7);
 }
 
 static THUNK_CALLS: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" fn counting_thunk(
     function: ImportFn,
-    params: *mut c_void,
+    args: *mut c_void,
     context: *mut c_void,
     reserved: *mut c_void,
 ) -> c_int {
     THUNK_CALLS.fetch_add(1, Ordering::SeqCst);
     // SAFETY: forwards the call exactly as the thunk contract says.
-    unsafe { function(params, context, reserved) }
+    unsafe { function(args, context, reserved) }
 }
 
 #[test]
 fn calls_through_a_thunk() {
     let (manager, _) = manager_with_stateful(2);
     let imports = manager.resolve_imports(["mul", "?absent"]).unwrap();
-    let mut params = Binop { a: 5, b: 4, out: 0 };
+    let mut args = Binop { a: 5, b: 4, out: 0 };
     let before = THUNK_CALLS.load(Ordering::SeqCst);
     let mul = imports.import(0).unwrap();
     // SAFETY: `mul` takes a `Binop`; the thunk forwards.
-    assert_eq!(unsafe { mul.call_with_thunk(counting_thunk, &mut params) }, 0);
-    assert_eq!(params.out, 40);
+    assert_eq!(unsafe { mul.call_with_thunk(counting_thunk, &mut args) }, 0);
+    assert_eq!(args.out, 40);
     assert_eq!(THUNK_CALLS.load(Ordering::SeqCst), before + 1);
 }
 
@@ -320,7 +320,7 @@ typedef status_t (*resolve_fn_t)(void* self, size_t count, const char* const* sy
                                  void** out_fn_ptrs, void** out_fn_contexts, uint32_t* out_resolution);
 /* IREE's iree_hal_executable_import_provider_t. */
 typedef struct { void* self; resolve_fn_t resolve; } import_provider_t;
-typedef int (*import_fn_t)(void* params, void* context, void* reserved);
+typedef int (*import_fn_t)(void* args, void* context, void* reserved);
 typedef struct { int32_t a, b, out; } binop_t;
 
 /* Returns a*b through the provider's `mul`, or a negative code on failure. */
@@ -332,10 +332,10 @@ __attribute__((visibility("default"))) int64_t host_run(import_provider_t provid
   status_t status = provider.resolve(provider.self, 2, names, fns, contexts, out_resolution);
   if ((status & 0x1F) != 0) return -(int64_t)(status & 0x1F);
   if (fns[0] != NULL || fns[1] == NULL) return -100;
-  binop_t params = {a, b, 0};
-  int rc = ((import_fn_t)fns[1])(&params, contexts[1], NULL);
+  binop_t args = {a, b, 0};
+  int rc = ((import_fn_t)fns[1])(&args, contexts[1], NULL);
   if (rc != 0) return -200 - rc;
-  return params.out;
+  return args.out;
 }
 
 __attribute__((visibility("default"))) int64_t host_missing(import_provider_t provider) {
@@ -391,12 +391,12 @@ fn a_c_host_resolves_and_calls_through_the_provider_struct() {
 #[test]
 fn import_handles_are_checked_once_and_call_like_the_table() {
     unsafe extern "C" fn triple(
-        params: *mut std::ffi::c_void,
+        args: *mut std::ffi::c_void,
         _: *mut std::ffi::c_void,
         _: *mut std::ffi::c_void,
     ) -> i32 {
         // SAFETY: this test passes an `i32`.
-        unsafe { *params.cast::<i32>() *= 3 };
+        unsafe { *args.cast::<i32>() *= 3 };
         0
     }
     let manager = std::sync::Arc::new(xplug_manager::Manager::new());

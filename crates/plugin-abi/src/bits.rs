@@ -1,4 +1,4 @@
-//! [`AnyBitPattern`]: the types an import's params may contain, shared by
+//! [`AnyBitPattern`]: the types an import's args may contain, shared by
 //! plugins (`xplug-sdk` re-exports it and derives it) and hosts (typed
 //! import calls in `xplug-manager`).
 
@@ -6,16 +6,16 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 /// A type for which any bytes are a valid value: what an executable may
-/// write into the fields of an import's params.
+/// write into the fields of an import's args.
 ///
-/// The executable is compiled from another language and fills the params
+/// The executable is compiled from another language and fills the args
 /// struct with whatever bytes its C declaration allows. Rust assumes much
 /// more of most types (a `bool` is 0 or 1, a `char` a Unicode scalar value,
 /// an enum one of its discriminants, a reference or `NonNull` is never NULL,
 /// a `String` owns a live allocation); reading such a field after the
 /// executable wrote another value is undefined behaviour. The fields of an
-/// import's params struct (`xplug_sdk::ImportParams`) are therefore limited
-/// to this trait, and a host calls an import with a typed params struct only
+/// import's args struct (`xplug_sdk::ImportArgs`) are therefore limited
+/// to this trait, and a host calls an import with a typed args struct only
 /// if it implements it (a plugin may write any bytes back). It is
 /// implemented here for:
 ///
@@ -27,12 +27,12 @@ use core::ptr::NonNull;
 /// * `Option<NonNull<T>>` and `Option<unsafe extern "C" fn(...) -> R>` (up
 ///   to six arguments): NULL is `None`, anything else is `Some`;
 /// * arrays `[T; N]` of such types, `()` and `PhantomData<T>`;
-/// * every struct deriving `xplug_sdk::ImportParams`.
+/// * every struct deriving `xplug_sdk::ImportArgs`.
 ///
-/// `#[derive(ImportParams)]` requires it of every field (with an error at
+/// `#[derive(ImportArgs)]` requires it of every field (with an error at
 /// the field naming its type), so a field of any other type does not
 /// compile. Padding between fields is allowed: it is never read as a value
-/// (see `xplug_sdk`'s documentation, "Params").
+/// (see `xplug_sdk`'s documentation, "Args").
 ///
 /// ```compile_fail
 /// fn params_field<T: xplug_abi::AnyBitPattern>() {}
@@ -46,10 +46,10 @@ use core::ptr::NonNull;
 /// type must be `Sized` with a layout fixed by its definition (primitive,
 /// `#[repr(C)]` or `#[repr(transparent)]`).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a field of an `ImportParams` struct: not every bit pattern is a valid `{Self}`",
+    message = "`{Self}` cannot be a field of an `ImportArgs` struct: not every bit pattern is a valid `{Self}`",
     label = "the executable may write any bytes here",
     note = "fields must be integers, floats, raw pointers, `Buffer<T>`/`BufferMut<T>`, `Option<NonNull<T>>`, \
-            arrays of these, or structs deriving `ImportParams`; for a C enum, use its integer type (e.g. `u32`) \
+            arrays of these, or structs deriving `ImportArgs`; for a C enum, use its integer type (e.g. `u32`) \
             and compare with constants"
 )]
 pub unsafe trait AnyBitPattern: Sized {}
@@ -97,7 +97,7 @@ macro_rules! any_bit_pattern_fn {
 
 any_bit_pattern_fn!((), (A), (A, B), (A, B, C), (A, B, C, D), (A, B, C, D, E), (A, B, C, D, E, F));
 
-/// Compiles only when `T: AnyBitPattern`; `#[derive(ImportParams)]` calls it
+/// Compiles only when `T: AnyBitPattern`; `#[derive(ImportArgs)]` calls it
 /// once per field, at the field.
 pub const fn assert_any_bit_pattern<T: AnyBitPattern>() {}
 
@@ -123,7 +123,7 @@ mod tests {
     }
 
     /// Reinterprets an address as a pointer-sized `AnyBitPattern` value, as
-    /// an executable writing a params field does.
+    /// an executable writing an args field does.
     fn unsafe_from_usize<T: AnyBitPattern>(address: usize) -> T {
         assert_eq!(size_of::<T>(), size_of::<usize>());
         // SAFETY: `T` is `AnyBitPattern` and pointer-sized (checked), so any

@@ -4,9 +4,9 @@ use core::ffi::{CStr, c_int, c_void};
 
 /// An imported function as an executable calls it; 0 is success.
 ///
-/// C shape: `int fn(void* params, void* context, void* reserved)`.
+/// C shape: `int fn(void* args, void* context, void* reserved)`.
 pub type ImportFn =
-    unsafe extern "C" fn(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
+    unsafe extern "C" fn(args: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
 
 /// The import function behind a resolved function slot, or `None` for NULL.
 ///
@@ -18,9 +18,9 @@ pub type ImportFn =
 /// use core::ffi::{c_int, c_void};
 /// use xplug_abi::{ImportFn, import_fn_from_ptr};
 ///
-/// unsafe extern "C" fn answer(params: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+/// unsafe extern "C" fn answer(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
 ///     // SAFETY: the caller below passes an `i32`.
-///     unsafe { *params.cast::<i32>() = 42 };
+///     unsafe { *args.cast::<i32>() = 42 };
 ///     0
 /// }
 ///
@@ -28,7 +28,7 @@ pub type ImportFn =
 /// // SAFETY: `slot` is NULL or an `ImportFn`, as `resolve` promises.
 /// let function = unsafe { import_fn_from_ptr(slot) }.expect("resolved");
 /// let mut value = 0i32;
-/// // SAFETY: `answer` takes an `i32` params block and no context.
+/// // SAFETY: `answer` takes an `i32` args block and no context.
 /// let code = unsafe { function((&raw mut value).cast(), core::ptr::null_mut(), core::ptr::null_mut()) };
 /// assert_eq!((code, value), (0, 42));
 ///
@@ -55,10 +55,10 @@ pub unsafe fn import_fn_from_ptr(function: *mut c_void) -> Option<ImportFn> {
 /// A thunk through which a runtime calls imports.
 ///
 /// It lets a runtime switch stacks or add instrumentation:
-/// `int thunk(fn, params, context, reserved)`.
+/// `int thunk(fn, args, context, reserved)`.
 pub type ImportThunkFn = unsafe extern "C" fn(
     function: ImportFn,
-    params: *mut c_void,
+    args: *mut c_void,
     context: *mut c_void,
     reserved: *mut c_void,
 ) -> c_int;

@@ -125,14 +125,14 @@ const _: () = {
     assert!(size_of::<ResolveParamsV0>() == 16);
 };
 
-// xplug_plugin_param_t: four string pointers.
+// xplug_param_decl_t: four string pointers.
 const _: () = {
     assert!(size_of::<ParamDecl>() == 4 * P && align_of::<ParamDecl>() == P);
     assert!(offset_of!(ParamDecl, name) == 0);
     assert!(offset_of!(ParamDecl, kind) == P);
     assert!(offset_of!(ParamDecl, default_value) == 2 * P);
     assert!(offset_of!(ParamDecl, description) == 3 * P);
-    assert!(size_of::<crate::ParamsListFn>() == P);
+    assert!(size_of::<crate::ParamDeclsFn>() == P);
 };
 
 // xplug_field_layout_t and xplug_import_layout_t: pointers and sizes.

@@ -83,7 +83,7 @@ pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_has
 pub use plugin::{
     EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME,
     ImportLayout, ImportLayoutsFn, LOAD_ERROR_NAME, LoadErrorFn, LoadFnV0, OPTIONAL_EXPORTS,
-    PARAMS_LIST_NAME, ParamDecl, ParamsListFn, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
+    PARAM_DECLS_NAME, ParamDecl, ParamDeclsFn, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
     UnloadFnV0,
 };
 #[cfg(feature = "inventory")]

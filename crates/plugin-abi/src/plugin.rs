@@ -20,11 +20,11 @@ pub const EXPORTS_LIST_NAME: &CStr = c"xplug_plugin_exports";
 pub type ExportsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const *const c_char;
 
 /// Name of xplug's optional extra export declaring a plugin's load
-/// parameters (see [`ParamsListFn`]); hosts that do not know it ignore it.
-pub const PARAMS_LIST_NAME: &CStr = c"xplug_plugin_params";
+/// parameters (see [`ParamDeclsFn`]); hosts that do not know it ignore it.
+pub const PARAM_DECLS_NAME: &CStr = c"xplug_plugin_params";
 
 /// One load parameter a plugin declares (an element of the array
-/// [`ParamsListFn`] returns). C name: `xplug_plugin_param_t`.
+/// [`ParamDeclsFn`] returns). C name: `xplug_param_decl_t`.
 ///
 /// Every field is a NUL-terminated string owned by the plugin, valid while
 /// it is loaded; only `default_value` may be NULL (no default).
@@ -48,15 +48,15 @@ pub struct ParamDecl {
 /// the library is loaded (or NULL with a count of 0), writing the count
 /// when `out_count` is not NULL. A plugin that has this export refuses any
 /// key it does not list; an empty list means it takes no parameters. C
-/// name: `xplug_plugin_params_fn_t`.
-pub type ParamsListFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
+/// name: `xplug_param_decls_fn_t`.
+pub type ParamDeclsFn = unsafe extern "C" fn(out_count: *mut usize) -> *const ParamDecl;
 
-/// Name of xplug's optional extra export describing the params struct of
+/// Name of xplug's optional extra export describing the args struct of
 /// each import (see [`ImportLayoutsFn`]); hosts that do not know it ignore
 /// it.
 pub const IMPORT_LAYOUTS_NAME: &CStr = c"xplug_import_layouts";
 
-/// One field of an import's params struct, as [`ImportLayout::fields`]
+/// One field of an import's args struct, as [`ImportLayout::fields`]
 /// lists it. C name: `xplug_field_layout_t`.
 ///
 /// The strings are NUL-terminated, owned by the plugin and valid while it
@@ -75,7 +75,7 @@ pub struct FieldLayout {
     pub size: usize,
 }
 
-/// The params struct one import takes (an element of the array
+/// The args struct one import takes (an element of the array
 /// [`ImportLayoutsFn`] returns). C name: `xplug_import_layout_t`.
 ///
 /// `size` and `align` are always given; `fields` may be NULL (with a
@@ -86,10 +86,10 @@ pub struct FieldLayout {
 pub struct ImportLayout {
     /// The import's name, without `?`, as `resolve` matches it.
     pub symbol: *const c_char,
-    /// The params struct's name as the plugin's source spells it.
+    /// The args struct's name as the plugin's source spells it.
     pub type_name: *const c_char,
-    /// `sizeof` the params struct: the bytes the import reads and writes
-    /// through its `params` argument.
+    /// `sizeof` the args struct: the bytes the import reads and writes
+    /// through its `args` argument.
     pub size: usize,
     /// Its alignment in bytes.
     pub align: usize,
@@ -99,7 +99,7 @@ pub struct ImportLayout {
     pub fields: *const FieldLayout,
 }
 
-/// xplug's optional extra export: the params layout of each import, for
+/// xplug's optional extra export: the args layout of each import, for
 /// tools that call imports by hand (`xplug call`).
 ///
 /// Returns an array of `*out_count` [`ImportLayout`]s, sorted by symbol,
@@ -120,7 +120,7 @@ pub const LOAD_ERROR_NAME: &CStr = c"xplug_plugin_load_error";
 /// `xplug_plugin_*` and `xplug_import_*`). A new optional export is added
 /// here, and both loaders find it.
 pub const OPTIONAL_EXPORTS: [&CStr; 4] =
-    [EXPORTS_LIST_NAME, PARAMS_LIST_NAME, LOAD_ERROR_NAME, IMPORT_LAYOUTS_NAME];
+    [EXPORTS_LIST_NAME, PARAM_DECLS_NAME, LOAD_ERROR_NAME, IMPORT_LAYOUTS_NAME];
 
 /// xplug's optional extra export: why the last `load` on the calling thread
 /// failed, as a NUL-terminated message owned by the plugin (valid until the

@@ -1,12 +1,12 @@
-//! Typed views of the buffer pointers an executable puts in import params.
+//! Typed views of the buffer pointers an executable puts in import args.
 
 use core::fmt;
 
-/// A read-only buffer pointer in an import's params (C: `const T*`).
+/// A read-only buffer pointer in an import's args (C: `const T*`).
 ///
 /// Same layout as the C pointer, so it can be a field of an
-/// [`crate::ImportParams`] struct. It has no safe constructor: values only
-/// come from the executable. No length travels with the pointer (the params
+/// [`crate::ImportArgs`] struct. It has no safe constructor: values only
+/// come from the executable. No length travels with the pointer (the args
 /// describe it in their own fields, e.g. `size` and `offset`), so turning it
 /// into a slice is the one `unsafe` step an import author takes, vouching
 /// for the executable's calling contract.
@@ -15,10 +15,10 @@ pub struct Buffer<T> {
     ptr: *const T,
 }
 
-/// A writable buffer pointer in an import's params (C: `T*`).
+/// A writable buffer pointer in an import's args (C: `T*`).
 ///
 /// See [`Buffer`]; [`BufferMut::as_mut_slice`] needs `&mut self`, so one
-/// params struct never hands out two live mutable views of the same field.
+/// args struct never hands out two live mutable views of the same field.
 #[repr(transparent)]
 pub struct BufferMut<T> {
     ptr: *mut T,
@@ -26,14 +26,14 @@ pub struct BufferMut<T> {
 
 impl<T> Buffer<T> {
     /// A buffer pointing at `slice`'s first element, for **host tests**
-    /// that build an import's params struct over their own data and call
+    /// that build an import's args struct over their own data and call
     /// the import the way an executable would (with the `std` feature, on
     /// by default; a `.sos` build has no use for it).
     ///
     /// Safe: it only records the address. The import's [`Buffer::as_slice`]
     /// is still the `unsafe` step, and the test keeps its promise by
     /// keeping `slice` alive and unmodified, and passing its length (or
-    /// less) in the params, until the call returns.
+    /// less) in the args, until the call returns.
     ///
     /// ```
     /// use xplug_sdk::{Buffer, BufferMut};
@@ -80,7 +80,7 @@ impl<T> Buffer<T> {
 impl<T> BufferMut<T> {
     /// A writable buffer pointing at `slice`'s first element, for host
     /// tests; see [`Buffer::from_slice`]. The test must not touch `slice`
-    /// until the import it passes the params to has returned.
+    /// until the import it passes the args to has returned.
     #[cfg(feature = "std")]
     #[must_use]
     pub fn from_mut_slice(slice: &mut [T]) -> Self {

@@ -6,7 +6,7 @@ use core::num::NonZeroI32;
 
 use xplug_abi::StatusCode;
 
-use crate::DeclaredParam;
+use crate::TypedParamDecl;
 
 /// Why a plugin could not be loaded (or could not allocate).
 ///
@@ -78,7 +78,7 @@ pub enum Error {
         /// The declared name closest to `key`, when one is close.
         suggestion: Option<&'static str>,
         /// Every declared parameter.
-        known: &'static [DeclaredParam],
+        known: &'static [TypedParamDecl],
     },
     /// Anything else the plugin's own `load` wants to report.
     #[error("{message}")]
@@ -126,14 +126,14 @@ impl Error {
 
 /// The end of an [`Error::UnknownParam`] message: the suggestion and what
 /// the plugin takes (written without allocating).
-fn unknown_param_hint<'a>(suggestion: &Option<&'a str>, known: &'a [DeclaredParam]) -> UnknownParamHint<'a> {
+fn unknown_param_hint<'a>(suggestion: &Option<&'a str>, known: &'a [TypedParamDecl]) -> UnknownParamHint<'a> {
     UnknownParamHint { suggestion: *suggestion, known }
 }
 
 /// See [`unknown_param_hint`].
 struct UnknownParamHint<'a> {
     suggestion: Option<&'a str>,
-    known: &'a [DeclaredParam],
+    known: &'a [TypedParamDecl],
 }
 
 impl fmt::Display for UnknownParamHint<'_> {
@@ -275,9 +275,9 @@ pub struct ImportError {
 }
 
 impl ImportError {
-    /// The params were unusable (NULL pointer, bad size, out-of-range index).
+    /// The args were unusable (NULL pointer, bad size, out-of-range index).
     pub const INVALID_ARGUMENT: Self = Self::from_status(StatusCode::INVALID_ARGUMENT);
-    /// An index or size in the params is out of range.
+    /// An index or size in the args is out of range.
     pub const OUT_OF_RANGE: Self = Self::from_status(StatusCode::OUT_OF_RANGE);
     /// The import broke an internal invariant; also returned when it panics.
     pub const INTERNAL: Self = Self::from_status(StatusCode::INTERNAL);

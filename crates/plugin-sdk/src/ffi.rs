@@ -24,8 +24,8 @@ use xplug_abi::{
 pub use crate::resolve::HashIndex;
 use crate::resolve::{Exports, resolve_with};
 use crate::{
-    DeclaredParam, Environment, HostAllocator, HostBox, ImportError, ImportParams, LoadParams,
-    PluginDescriptor, PluginState,
+    Environment, HostAllocator, HostBox, ImportArgs, ImportError, LoadParams, PluginDescriptor, PluginState,
+    TypedParamDecl,
 };
 
 /// What the `#[plugin]` macro generates for one plugin.
@@ -54,10 +54,10 @@ pub unsafe trait PluginDef: 'static {
     fn hash_index() -> HashIndex<'static>;
     /// The declared load parameters (`params(...)`), if the plugin
     /// declares them.
-    const PARAMS: Option<&'static [DeclaredParam]>;
+    const PARAM_DECLS: Option<&'static [TypedParamDecl]>;
     /// The same declarations as C structs, for `xplug_plugin_params`.
     fn param_decls() -> &'static [CParamDecl];
-    /// The params layout of each import, in the order of `exports()`, for
+    /// The args layout of each import, in the order of `exports()`, for
     /// `xplug_import_layouts`.
     fn import_layouts() -> &'static [CImportLayout];
 }
@@ -94,7 +94,7 @@ impl CParamDecl {
 
 /// `xplug_plugin_params`: the declared load parameters of `D` and their
 /// count.
-pub extern "C" fn params_list<D: PluginDef>(out_count: Option<&mut usize>) -> *const ParamDecl {
+pub extern "C" fn param_decls_list<D: PluginDef>(out_count: Option<&mut usize>) -> *const ParamDecl {
     let decls = D::param_decls();
     if let Some(count) = out_count {
         *count = decls.len();
@@ -102,8 +102,8 @@ pub extern "C" fn params_list<D: PluginDef>(out_count: Option<&mut usize>) -> *c
     decls.as_ptr().cast::<ParamDecl>()
 }
 
-/// One field of a params struct as C sees it, shareable in a `static`
-/// array (an element of [`ParamsLayout::fields`]).
+/// One field of an args struct as C sees it, shareable in a `static`
+/// array (an element of [`ArgsLayout::fields`]).
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug)]
 pub struct CFieldLayout(FieldLayout);
@@ -120,17 +120,17 @@ impl CFieldLayout {
     }
 }
 
-/// What `#[derive(ImportParams)]` knows of a params struct beyond its size:
-/// its name and fields (`ImportParams::__LAYOUT`).
+/// What `#[derive(ImportArgs)]` knows of an args struct beyond its size:
+/// its name and fields (`ImportArgs::__LAYOUT`).
 #[derive(Clone, Copy, Debug)]
-pub struct ParamsLayout {
+pub struct ArgsLayout {
     /// The struct's name.
     pub type_name: &'static CStr,
     /// Its fields in declaration order.
     pub fields: &'static [CFieldLayout],
 }
 
-/// One import's params layout as C sees it, shareable in a `static` array
+/// One import's args layout as C sees it, shareable in a `static` array
 /// handed to `xplug_import_layouts`.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug)]
@@ -141,27 +141,27 @@ pub struct CImportLayout(ImportLayout);
 unsafe impl Sync for CImportLayout {}
 
 impl CImportLayout {
-    /// The layout of import `I`'s params struct, exported as `symbol`: its
+    /// The layout of import `I`'s args struct, exported as `symbol`: its
     /// size and alignment always, its name and fields when the derive gave
     /// them.
     #[must_use]
     pub const fn of<I: Import>(symbol: &'static CStr) -> Self {
-        let (type_name, field_count, fields) = match <I::Params as ImportParams>::__LAYOUT {
+        let (type_name, field_count, fields) = match <I::Args as ImportArgs>::__LAYOUT {
             Some(layout) => (layout.type_name.as_ptr(), layout.fields.len(), layout.fields.as_ptr()),
             None => (ptr::null(), 0, ptr::null()),
         };
         Self(ImportLayout {
             symbol: symbol.as_ptr(),
             type_name,
-            size: size_of::<I::Params>(),
-            align: core::mem::align_of::<I::Params>(),
+            size: size_of::<I::Args>(),
+            align: core::mem::align_of::<I::Args>(),
             field_count,
             fields: fields.cast::<FieldLayout>(),
         })
     }
 }
 
-/// `xplug_import_layouts`: the params layout of each import of `D`, sorted
+/// `xplug_import_layouts`: the args layout of each import of `D`, sorted
 /// by symbol, and their count.
 pub extern "C" fn import_layouts<D: PluginDef>(out_count: Option<&mut usize>) -> *const ImportLayout {
     let layouts = D::import_layouts();
@@ -177,8 +177,8 @@ pub trait Import: 'static {
     const PLUGIN: &'static str;
     /// The symbol it is exported as (for messages).
     const SYMBOL: &'static str;
-    /// The params struct the executable passes.
-    type Params: ImportParams;
+    /// The args struct the executable passes.
+    type Args: ImportArgs;
     /// The plugin's state type.
     type State: PluginState;
     /// Whether the function takes the state (its context is the plugin
@@ -186,10 +186,10 @@ pub trait Import: 'static {
     const USES_STATE: bool;
     /// Calls the author's function; `state` is `None` only when a stateful
     /// import was called without its context.
-    fn call(params: &mut Self::Params, state: Option<&Self::State>) -> c_int;
-    /// Declares the params struct in C (for `PluginDescriptor::c_header`).
+    fn call(args: &mut Self::Args, state: Option<&Self::State>) -> c_int;
+    /// Declares the args struct in C (for `PluginDescriptor::c_header`).
     fn declare_c(out: &mut crate::cheader::CDeclarations) {
-        out.import::<Self::Params>(Self::SYMBOL);
+        out.import::<Self::Args>(Self::SYMBOL);
     }
 }
 
@@ -282,7 +282,7 @@ pub const fn descriptor<D: PluginDef>(
         description,
         query: query::<D>,
         symbols,
-        params: D::PARAMS,
+        param_decls: D::PARAM_DECLS,
         c_declarations,
     }
 }
@@ -665,7 +665,7 @@ pub unsafe extern "C" fn load<D: PluginDef>(
         // SAFETY: the pairs' views are valid for the call; the borrow given
         // to the author's `load` cannot outlive it (the state is 'static).
         let mut params = unsafe { LoadParams::from_pairs(pairs) };
-        if let Some(declared) = D::PARAMS {
+        if let Some(declared) = D::PARAM_DECLS {
             if let Err(error) = params.check_declared(declared) {
                 return report_load_error(D::NAME, &error);
             }
@@ -785,21 +785,21 @@ pub unsafe extern "C" fn resolve<D: PluginDef>(
     })
 }
 
-/// The C entry point of import `I`: `int fn(void* params, void* context,
+/// The C entry point of import `I`: `int fn(void* args, void* context,
 /// void* reserved)`.
 ///
 /// # Safety
-/// `params` is NULL or points at a valid, exclusively borrowed
-/// `I::Params` for the call; `context` is what `resolve` stored with this
+/// `args` is NULL or points at a valid, exclusively borrowed
+/// `I::Args` for the call; `context` is what `resolve` stored with this
 /// function (the plugin state, or NULL).
 #[inline]
 pub unsafe extern "C" fn import_entry<I: Import>(
-    params: *mut c_void,
+    args: *mut c_void,
     context: *mut c_void,
     _reserved: *mut c_void,
 ) -> c_int {
     guard(I::PLUGIN, ImportName::<I>(PhantomData), ImportError::INTERNAL.code(), || {
-        let Some(mut params) = NonNull::new(params.cast::<I::Params>()) else {
+        let Some(mut args) = NonNull::new(args.cast::<I::Args>()) else {
             return ImportError::INVALID_ARGUMENT.code();
         };
         let state = if I::USES_STATE {
@@ -812,9 +812,9 @@ pub unsafe extern "C" fn import_entry<I: Import>(
         } else {
             None
         };
-        // SAFETY: `params` points at a valid `I::Params` (the type's
-        // `ImportParams` promise plus the caller's) borrowed for the call.
-        I::call(unsafe { params.as_mut() }, state)
+        // SAFETY: `args` points at a valid `I::Args` (the type's
+        // `ImportArgs` promise plus the caller's) borrowed for the call.
+        I::call(unsafe { args.as_mut() }, state)
     })
 }
 

@@ -8,13 +8,13 @@
 //! `unsafe`, no `extern "C"` and no `#[no_mangle]`.
 //!
 //! ```
-//! use xplug_sdk::{Environment, Error, ImportError, ImportParams, LoadParams, PluginState};
+//! use xplug_sdk::{Environment, Error, ImportError, ImportArgs, LoadParams, PluginState};
 //!
 //! /// What the executable passes to `scale_f32` (the C struct it was
 //! /// compiled against).
-//! #[derive(ImportParams)]
+//! #[derive(ImportArgs)]
 //! #[repr(C)]
-//! pub struct ScaleParams {
+//! pub struct ScaleArgs {
 //!     pub value: f32,
 //!     pub result: f32,
 //! }
@@ -35,8 +35,8 @@
 //!     use super::*;
 //!
 //!     #[import("scale_f32")]
-//!     fn scale(params: &mut ScaleParams, state: &Scale) -> Result<(), ImportError> {
-//!         params.result = params.value * state.factor;
+//!     fn scale(args: &mut ScaleArgs, state: &Scale) -> Result<(), ImportError> {
+//!         args.result = args.value * state.factor;
 //!         Ok(())
 //!     }
 //! }
@@ -61,7 +61,7 @@
 //! * `state = Type` (optional): a [`PluginState`] created by `load`, passed
 //!   by reference to the imports that take a second parameter, dropped by
 //!   `unload`. It lives in a host allocation, so the host accounts for it.
-//!   Without `state`, imports take only their params and `self` is NULL;
+//!   Without `state`, imports take only their args and `self` is NULL;
 //! * `sanitizer = "address" | "memory" | "thread" | "undefined" | "none"`
 //!   (optional, default `none`). Stable Rust cannot tell which sanitizer a
 //!   crate is built with (`cfg(sanitize)` is nightly-only), so the header
@@ -89,17 +89,17 @@
 //!
 //! Inside the module, each `#[import]` / `#[import("symbol")]` function
 //! (the symbol defaults to the function's name) has the shape
-//! `fn(params: &mut P) -> R` or `fn(params: &mut P, state: &State) -> R`,
-//! where `P` implements [`ImportParams`] (derive it on a `#[repr(C)]`
-//! struct, see [Params](#params)) and `R` is `Result<(), ImportError>`,
+//! `fn(args: &mut P) -> R` or `fn(args: &mut P, state: &State) -> R`,
+//! where `P` implements [`ImportArgs`] (derive it on a `#[repr(C)]`
+//! struct, see [Args](#args)) and `R` is `Result<(), ImportError>`,
 //! `i32` (0 = success) or `()` (see [`ImportReturn`]). Duplicate symbols, a
-//! params type without `#[repr(C)]` and any other signature are compile
+//! args type without `#[repr(C)]` and any other signature are compile
 //! errors that say what to write instead.
 //!
-//! # Params
+//! # Args
 //!
-//! An import's params struct is memory the executable wrote, from C: any
-//! bytes its C declaration allows. `#[derive(ImportParams)]` therefore
+//! An import's args struct is memory the executable wrote, from C: any
+//! bytes its C declaration allows. `#[derive(ImportArgs)]` therefore
 //! accepts only a `#[repr(C)]`, non-generic struct whose every field is
 //! [`AnyBitPattern`], valid whatever bytes it holds:
 //!
@@ -111,7 +111,7 @@
 //! | `T*`, `const T*` | `*mut T`, `*const T`, [`BufferMut<T>`], [`Buffer<T>`], `Option<NonNull<T>>` |
 //! | a function pointer | `Option<unsafe extern "C" fn(...) -> R>` |
 //! | `T x[N]` | `[T; N]` |
-//! | a nested struct | another `#[derive(ImportParams)]` struct |
+//! | a nested struct | another `#[derive(ImportArgs)]` struct |
 //! | a string | [`Buffer<u8>`] plus a length field, or `*const c_char` |
 //!
 //! `bool`, `char`, enums, references, `NonNull<T>`, `String`, `Vec`, `Box`
@@ -124,9 +124,9 @@
 //! (IREE's sample `params_t` has four bytes of it on 64-bit targets). Padding
 //! is never read as a value: the derive offers no byte view of the struct,
 //! and a field read only reads that field's bytes. The one consequence to
-//! know: assigning a whole struct (`*params = Params { .. }`) may leave the
+//! know: assigning a whole struct (`*args = Args { .. }`) may leave the
 //! padding bytes of the caller's block undefined, which C callers never
-//! observe; a Rust caller that reads its params block back as raw bytes
+//! observe; a Rust caller that reads its args block back as raw bytes
 //! should have the import assign field by field, or declare the padding as
 //! explicit fields (`_pad: [u8; 4]`).
 //!
@@ -225,7 +225,7 @@
 //! A plugin with `params(...)` also exports
 //!
 //! ```c
-//! const xplug_plugin_param_t* xplug_plugin_params(size_t* out_count);
+//! const xplug_param_decl_t* xplug_plugin_params(size_t* out_count);
 //! ```
 //!
 //! returning its declared parameters ([`abi::ParamDecl`]: name, type
@@ -333,9 +333,9 @@ pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError, ParamText};
-pub use params::{DeclaredParam, Environment, LoadParams, Param, ParamKind};
+pub use params::{Environment, LoadParams, Param, ParamKind, TypedParamDecl};
 pub use xplug_abi as abi;
-pub use xplug_sdk_macros::{ImportParams, plugin};
+pub use xplug_sdk_macros::{ImportArgs, plugin};
 
 /// A plugin's state: created by `load`, shared by reference with every
 /// import that asks for it, dropped by `unload`.
@@ -369,11 +369,11 @@ impl PluginState for () {
     }
 }
 
-/// A type an import receives from the executable through `void* params`.
+/// A type an import receives from the executable through `void* args`.
 ///
-/// Implement it with `#[derive(ImportParams)]`, which checks `#[repr(C)]`
+/// Implement it with `#[derive(ImportArgs)]`, which checks `#[repr(C)]`
 /// and that every field is [`AnyBitPattern`] (see the crate documentation,
-/// "Params").
+/// "Args").
 ///
 /// # Safety
 /// The type's layout must be exactly the C struct the executable passes
@@ -381,12 +381,12 @@ impl PluginState for () {
 /// its fields must be a valid value of it ([`AnyBitPattern`]: raw pointers
 /// and plain numbers, not references, `bool` or enums).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the params type of an import",
-    label = "does not implement `xplug_sdk::ImportParams`",
-    note = "declare the struct with `#[derive(xplug_sdk::ImportParams)]` and `#[repr(C)]`, matching the C struct the executable passes"
+    message = "`{Self}` cannot be the args type of an import",
+    label = "does not implement `xplug_sdk::ImportArgs`",
+    note = "declare the struct with `#[derive(xplug_sdk::ImportArgs)]` and `#[repr(C)]`, matching the C struct the executable passes"
 )]
-pub unsafe trait ImportParams: AnyBitPattern + 'static {
-    /// Appends the C declaration of this struct (and of the params structs
+pub unsafe trait ImportArgs: AnyBitPattern + 'static {
+    /// Appends the C declaration of this struct (and of the args structs
     /// it nests) to `out`; generated by the derive, empty for a hand
     /// implementation. See [`PluginDescriptor::c_header`].
     #[doc(hidden)]
@@ -398,7 +398,7 @@ pub unsafe trait ImportParams: AnyBitPattern + 'static {
     /// `xplug_import_layouts` export; generated by the derive, `None` for a
     /// hand implementation (tools then know only the struct's size).
     #[doc(hidden)]
-    const __LAYOUT: Option<__private::ParamsLayout> = None;
+    const __LAYOUT: Option<__private::ArgsLayout> = None;
 }
 
 /// What an import function may return.
@@ -447,21 +447,21 @@ pub struct PluginDescriptor {
     description: &'static str,
     query: abi::QueryFn,
     symbols: &'static [&'static str],
-    params: Option<&'static [DeclaredParam]>,
+    param_decls: Option<&'static [TypedParamDecl]>,
     c_declarations: fn(&mut __private::CDeclarations),
 }
 
 impl PluginDescriptor {
-    /// A C header declaring the params struct of every import (and the
+    /// A C header declaring the args struct of every import (and the
     /// structs they nest), so C hosts and kernels share the Rust
     /// definitions: `typedef struct Name { ... } Name;` per struct, with C
     /// types for the fields (`f32` → `float`, `usize` → `size_t`,
     /// `Buffer<f32>` → `const float*`, `[u32; 4]` → `uint32_t x[4]`, ...).
     ///
     /// ```
-    /// #[derive(xplug_sdk::ImportParams)]
+    /// #[derive(xplug_sdk::ImportArgs)]
     /// #[repr(C)]
-    /// pub struct AxpyParams {
+    /// pub struct AxpyArgs {
     ///     pub x: xplug_sdk::Buffer<f32>,
     ///     pub y: xplug_sdk::BufferMut<f32>,
     ///     pub n: usize,
@@ -472,15 +472,15 @@ impl PluginDescriptor {
     /// mod plugin {
     ///     use super::*;
     ///     #[import]
-    ///     fn axpy(_params: &mut AxpyParams) {}
+    ///     fn axpy(_args: &mut AxpyArgs) {}
     /// }
     ///
     /// fn main() {
     ///     let header = plugin::PLUGIN.c_header();
     ///     assert!(header.contains(
-    ///         "typedef struct AxpyParams {\n  const float* x;\n  float* y;\n  size_t n;\n  float a;\n} AxpyParams;"
+    ///         "typedef struct AxpyArgs {\n  const float* x;\n  float* y;\n  size_t n;\n  float a;\n} AxpyArgs;"
     ///     ));
-    ///     assert!(header.contains("/* import `axpy` takes a `AxpyParams*` */"));
+    ///     assert!(header.contains("/* import `axpy` takes a `AxpyArgs*` */"));
     /// }
     /// ```
     #[must_use]
@@ -504,8 +504,8 @@ impl PluginDescriptor {
     /// The load parameters the plugin declares (`params(...)`), or `None`
     /// when it does not declare them (and so accepts any key).
     #[must_use]
-    pub const fn params(&self) -> Option<&'static [DeclaredParam]> {
-        self.params
+    pub const fn param_decls(&self) -> Option<&'static [TypedParamDecl]> {
+        self.param_decls
     }
 
     /// The plugin's name, as in its header.
@@ -540,7 +540,7 @@ impl fmt::Debug for PluginDescriptor {
             .field("name", &self.name)
             .field("description", &self.description)
             .field("symbols", &self.symbols)
-            .field("params", &self.params)
+            .field("param_decls", &self.param_decls)
             .finish_non_exhaustive()
     }
 }
@@ -554,7 +554,7 @@ pub mod __private {
     pub use alloc::vec::Vec;
 
     pub use crate::bits::assert_any_bit_pattern;
-    pub use crate::cheader::{CDeclDispatch, CDeclarations, DeclareNothing, DeclareParams};
+    pub use crate::cheader::{CDeclDispatch, CDeclarations, DeclareArgs, DeclareNothing};
     pub use crate::ffi::*;
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;

@@ -83,7 +83,7 @@ impl<'a> Param<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct LoadParams<'a> {
     pairs: &'a [StringPair],
-    declared: Option<&'static [DeclaredParam]>,
+    declared: Option<&'static [TypedParamDecl]>,
 }
 
 impl<'a> LoadParams<'a> {
@@ -103,13 +103,13 @@ impl<'a> LoadParams<'a> {
     /// The same pairs, with the plugin's declared parameters: absent keys
     /// then yield their declared defaults.
     #[must_use]
-    pub const fn with_declared(self, declared: &'static [DeclaredParam]) -> Self {
+    pub const fn with_declared(self, declared: &'static [TypedParamDecl]) -> Self {
         Self { pairs: self.pairs, declared: Some(declared) }
     }
 
     /// The declared parameters, when the plugin declares them.
     #[must_use]
-    pub const fn declared(&self) -> Option<&'static [DeclaredParam]> {
+    pub const fn declared(&self) -> Option<&'static [TypedParamDecl]> {
         self.declared
     }
 
@@ -119,7 +119,7 @@ impl<'a> LoadParams<'a> {
     /// # Errors
     /// [`Error::UnknownParam`] (with the closest declared name, if any is
     /// close) or [`Error::InvalidParam`], for the first offending pair.
-    pub fn check_declared(&self, declared: &'static [DeclaredParam]) -> Result<(), Error> {
+    pub fn check_declared(&self, declared: &'static [TypedParamDecl]) -> Result<(), Error> {
         for param in self.iter() {
             let Some(decl) = declared.iter().find(|decl| decl.name.as_bytes() == param.key) else {
                 // A key that is not UTF-8 is like no declared name.
@@ -298,14 +298,14 @@ impl ParamKind {
 /// One load parameter a plugin declares in `#[plugin(params(...))]`:
 /// name, type, optional default, description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeclaredParam {
+pub struct TypedParamDecl {
     name: &'static str,
     kind: ParamKind,
     default: Option<&'static str>,
     description: &'static str,
 }
 
-impl DeclaredParam {
+impl TypedParamDecl {
     /// A declaration (the macro checks that `default` is of `kind`).
     #[must_use]
     pub const fn new(
@@ -358,9 +358,9 @@ mod tests {
 
     use super::*;
 
-    const DECLARED: [DeclaredParam; 2] = [
-        DeclaredParam::new("multiplier", ParamKind::F32, Some("1.0"), "scales"),
-        DeclaredParam::new("disable", ParamKind::Str, None, "an import to decline"),
+    const DECLARED: [TypedParamDecl; 2] = [
+        TypedParamDecl::new("multiplier", ParamKind::F32, Some("1.0"), "scales"),
+        TypedParamDecl::new("disable", ParamKind::Str, None, "an import to decline"),
     ];
 
     fn pair(key: &'static [u8], value: &'static [u8]) -> StringPair {

@@ -11,10 +11,10 @@ use xplug_sdk::abi::{
     Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, PluginV0, Resolution,
     ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version, import_fn_from_ptr,
 };
-use xplug_sdk::{Environment, Error, ImportError, ImportParams, LoadParams, PluginState};
+use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
 
-/// Params of every test import: two inputs and a result.
-#[derive(ImportParams)]
+/// Args of every test import: two inputs and a result.
+#[derive(ImportArgs)]
 #[repr(C)]
 pub struct BinOp {
     /// Left operand.
@@ -58,23 +58,23 @@ mod tester {
     use super::*;
 
     #[import("mul_i32")]
-    fn mul(params: &mut BinOp, state: &Tester) -> Result<(), ImportError> {
-        params.out = params.a * params.b * state.multiplier;
+    fn mul(args: &mut BinOp, state: &Tester) -> Result<(), ImportError> {
+        args.out = args.a * args.b * state.multiplier;
         Ok(())
     }
 
     #[import]
-    fn add_i32(params: &mut BinOp) -> i32 {
-        if params.a < 0 {
+    fn add_i32(args: &mut BinOp) -> i32 {
+        if args.a < 0 {
             panic!("add_i32 was given a negative number");
         }
-        params.out = params.a + params.b;
+        args.out = args.a + args.b;
         0
     }
 
     #[import("checked_div_i32")]
-    fn div(params: &mut BinOp) -> Result<(), ImportError> {
-        params.out = params.a.checked_div(params.b).ok_or(ImportError::INVALID_ARGUMENT)?;
+    fn div(args: &mut BinOp) -> Result<(), ImportError> {
+        args.out = args.a.checked_div(args.b).ok_or(ImportError::INVALID_ARGUMENT)?;
         Ok(())
     }
 }
@@ -84,13 +84,13 @@ mod stateless {
     use super::*;
 
     #[import]
-    fn zeta(params: &mut BinOp) {
-        params.out = 26;
+    fn zeta(args: &mut BinOp) {
+        args.out = 26;
     }
 
     #[import]
-    fn alpha(params: &mut BinOp) {
-        params.out = 1;
+    fn alpha(args: &mut BinOp) {
+        args.out = 1;
     }
 }
 
@@ -102,103 +102,103 @@ mod many {
     use super::*;
 
     #[import("a")]
-    fn f0(params: &mut BinOp) {
-        params.out = 0;
+    fn f0(args: &mut BinOp) {
+        args.out = 0;
     }
 
     #[import("ab")]
-    fn f1(params: &mut BinOp) {
-        params.out = 1;
+    fn f1(args: &mut BinOp) {
+        args.out = 1;
     }
 
     #[import("abc")]
-    fn f2(params: &mut BinOp) {
-        params.out = 2;
+    fn f2(args: &mut BinOp) {
+        args.out = 2;
     }
 
     #[import("abcdefg")]
-    fn f3(params: &mut BinOp) {
-        params.out = 3;
+    fn f3(args: &mut BinOp) {
+        args.out = 3;
     }
 
     #[import("abcdefgh")]
-    fn f4(params: &mut BinOp) {
-        params.out = 4;
+    fn f4(args: &mut BinOp) {
+        args.out = 4;
     }
 
     #[import("abcdefghi")]
-    fn f5(params: &mut BinOp) {
-        params.out = 5;
+    fn f5(args: &mut BinOp) {
+        args.out = 5;
     }
 
     #[import("abcdefghijklmnop")]
-    fn f6(params: &mut BinOp) {
-        params.out = 6;
+    fn f6(args: &mut BinOp) {
+        args.out = 6;
     }
 
     #[import("abcdefghijklmnopq")]
-    fn f7(params: &mut BinOp) {
-        params.out = 7;
+    fn f7(args: &mut BinOp) {
+        args.out = 7;
     }
 
     #[import("simple_mul_workgroup")]
-    fn f8(params: &mut BinOp) {
-        params.out = 8;
+    fn f8(args: &mut BinOp) {
+        args.out = 8;
     }
 
     #[import("simple_mul_workgroup_f16")]
-    fn f9(params: &mut BinOp) {
-        params.out = 9;
+    fn f9(args: &mut BinOp) {
+        args.out = 9;
     }
 
     #[import("simple_add")]
-    fn f10(params: &mut BinOp) {
-        params.out = 10;
+    fn f10(args: &mut BinOp) {
+        args.out = 10;
     }
 
     #[import("b")]
-    fn f11(params: &mut BinOp) {
-        params.out = 11;
+    fn f11(args: &mut BinOp) {
+        args.out = 11;
     }
 
     #[import("ba")]
-    fn f12(params: &mut BinOp) {
-        params.out = 12;
+    fn f12(args: &mut BinOp) {
+        args.out = 12;
     }
 
     #[import("z")]
-    fn f13(params: &mut BinOp) {
-        params.out = 13;
+    fn f13(args: &mut BinOp) {
+        args.out = 13;
     }
 
     #[import("zz_last")]
-    fn f14(params: &mut BinOp) {
-        params.out = 14;
+    fn f14(args: &mut BinOp) {
+        args.out = 14;
     }
 
     #[import("x86_avx2_dot")]
-    fn f15(params: &mut BinOp) {
-        params.out = 15;
+    fn f15(args: &mut BinOp) {
+        args.out = 15;
     }
 
     #[import("x86_avx512_dot")]
-    fn f16(params: &mut BinOp) {
-        params.out = 16;
+    fn f16(args: &mut BinOp) {
+        args.out = 16;
     }
 
     #[import("arm_sve_dot")]
-    fn f17(params: &mut BinOp) {
-        params.out = 17;
+    fn f17(args: &mut BinOp) {
+        args.out = 17;
     }
 
     #[import("arm_neon_dot")]
-    fn f18(params: &mut BinOp) {
-        params.out = 18;
+    fn f18(args: &mut BinOp) {
+        args.out = 18;
     }
 
     #[import("riscv_v_dot")]
-    fn f19(params: &mut BinOp) {
-        params.out = 19;
+    fn f19(args: &mut BinOp) {
+        args.out = 19;
     }
 }
 /// The symbols of `many`, in declaration order.
@@ -347,7 +347,7 @@ fn resolve(loaded: &Loaded, names: &[&CStr], prefilled: &[usize]) -> Resolved {
 fn call(function: *mut c_void, context: *mut c_void, op: &mut BinOp) -> i32 {
     // SAFETY: `function` was produced by resolve, so it is an `ImportFn`.
     let function = unsafe { import_fn_from_ptr(function) }.expect("resolved");
-    // SAFETY: `op` is a valid `BinOp`, the params type of every import here.
+    // SAFETY: `op` is a valid `BinOp`, the args type of every import here.
     unsafe { function(ptr::from_mut(op).cast(), context, ptr::null_mut()) }
 }
 
@@ -409,8 +409,8 @@ fn load_resolve_call_unload_frees_everything() {
     );
     // A stateful import called without its context fails instead of crashing.
     assert_eq!(call(resolved.functions[2], ptr::null_mut(), &mut op), ImportError::INVALID_ARGUMENT.code());
-    // So does a NULL params pointer.
-    // SAFETY: the import handles NULL params by returning an error.
+    // So does a NULL args pointer.
+    // SAFETY: the import handles NULL args by returning an error.
     let code = unsafe {
         import_fn_from_ptr(resolved.functions[0]).expect("resolved")(
             ptr::null_mut(),

@@ -1,4 +1,4 @@
-//! `#[derive(ImportParams)]` accepts every field kind that is valid for any
+//! `#[derive(ImportArgs)]` accepts every field kind that is valid for any
 //! bit pattern, and an import reading such a struct filled with arbitrary
 //! bytes (as an executable may) sees exactly those bytes and never crashes.
 //! The refused kinds are the compile-fail cases in `tests/ui/field_*.rs`.
@@ -12,10 +12,10 @@ use proptest::prelude::*;
 use xplug_sdk::abi::{
     Allocator, EnvironmentV0, PluginV0, ResolveParamsV0, StatusCode, Version, import_fn_from_ptr,
 };
-use xplug_sdk::{Buffer, BufferMut, ImportParams};
+use xplug_sdk::{Buffer, BufferMut, ImportArgs};
 
-/// A nested params struct (tuple form).
-#[derive(Clone, Copy, Debug, ImportParams)]
+/// A nested args struct (tuple form).
+#[derive(Clone, Copy, Debug, ImportArgs)]
 #[repr(C)]
 pub struct Range(pub u16, pub u16);
 
@@ -24,7 +24,7 @@ pub type Callback = Option<unsafe extern "C" fn(*mut c_void, usize) -> i32>;
 
 /// One field of every accepted kind, with padding after `flag` and after
 /// `scale` on 64-bit targets (as in IREE's own sample `params_t`).
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
 pub struct Everything {
     /// A C `bool`.
@@ -45,7 +45,7 @@ pub struct Everything {
     pub next: *const Self,
     /// An array of numbers.
     pub letters: [u32; 3],
-    /// An array of nested params structs.
+    /// An array of nested args structs.
     pub ranges: [Range; 2],
     /// Zero-sized.
     pub marker: PhantomData<*const u8>,
@@ -64,20 +64,20 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn observe(params: &mut Everything) {
-        params.summary = fold(&[
-            u64::from(params.flag != 0),
-            u64::from(params.mode),
-            u64::from(params.scale.to_bits()),
-            u64::from(params.data.is_some()),
-            u64::from(params.callback.is_some()),
-            u64::from(params.input.is_null()),
-            u64::from(params.output.is_null()),
-            u64::from(params.next.is_null()),
-            u64::from(params.letters[0]),
-            u64::from(params.letters[2]),
-            u64::from(params.ranges[0].0),
-            u64::from(params.ranges[1].1),
+    fn observe(args: &mut Everything) {
+        args.summary = fold(&[
+            u64::from(args.flag != 0),
+            u64::from(args.mode),
+            u64::from(args.scale.to_bits()),
+            u64::from(args.data.is_some()),
+            u64::from(args.callback.is_some()),
+            u64::from(args.input.is_null()),
+            u64::from(args.output.is_null()),
+            u64::from(args.next.is_null()),
+            u64::from(args.letters[0]),
+            u64::from(args.letters[2]),
+            u64::from(args.ranges[0].0),
+            u64::from(args.ranges[1].1),
         ]);
     }
 }

@@ -16,7 +16,7 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-use xplug_tests::WorkgroupParams;
+use xplug_tests::WorkgroupArgs;
 
 /// One load/resolve/call/unload cycle of the plugin at `path`.
 fn cycle(path: &str) -> Result<(), String> {
@@ -29,14 +29,14 @@ fn cycle(path: &str) -> Result<(), String> {
         ResolveRequest::new(&names, &mut fns, &mut contexts).map_err(|error| error.to_string())?;
     plugin.resolve(&mut request).map_err(|error| format!("{path}: {error}"))?;
     let (lhs, rhs, mut out) = ([1.0f32, 2.0, 3.0, 4.0], [2.0f32, 3.0, 4.0, 5.0], [0.0f32; 4]);
-    let mut params = WorkgroupParams::whole(&lhs, &rhs, &mut out);
+    let mut args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
     // SAFETY: the slot holds the plugin's `simple_mul_workgroup`, a v0
-    // import function taking `WorkgroupParams`; the buffers outlive the call.
+    // import function taking `WorkgroupArgs`; the buffers outlive the call.
     let function = unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }
         .ok_or("the slot is empty")?;
     // SAFETY: as above; the context is the one the plugin resolved.
     let code =
-        unsafe { function(std::ptr::from_mut(&mut params).cast(), request.context(0), std::ptr::null_mut()) };
+        unsafe { function(std::ptr::from_mut(&mut args).cast(), request.context(0), std::ptr::null_mut()) };
     if code != 0 || out != [2.0, 6.0, 12.0, 20.0] {
         return Err(format!("{path}: simple_mul_workgroup returned {code} with {out:?}"));
     }

@@ -26,7 +26,7 @@
 use xplug_abi::{Features, Sanitizer, StatusCode, Version};
 
 use crate::LoadParamList;
-use crate::raw::{EntryPoints, ParamInfo, RawHeader};
+use crate::raw::{EntryPoints, ParamDeclInfo, RawHeader};
 
 /// The sanitizer this host is built with.
 ///
@@ -284,7 +284,7 @@ pub fn check_plugin<'h>(
 /// # Errors
 /// [`Incompatibility::UndeclaredParam`] for the first key that is not,
 /// with the closest declared name as a suggestion.
-pub fn check_params(declared: &[ParamInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
+pub fn check_params(declared: &[ParamDeclInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
     for (key, _) in params.iter() {
         if declared.iter().any(|param| param.name.as_bytes() == key) {
             continue;
@@ -318,10 +318,10 @@ mod tests {
 
     #[test]
     fn only_declared_parameters_pass() {
-        let declared = |names: &[&str]| -> Vec<ParamInfo> {
+        let declared = |names: &[&str]| -> Vec<ParamDeclInfo> {
             names
                 .iter()
-                .map(|name| ParamInfo {
+                .map(|name| ParamDeclInfo {
                     name: (*name).to_owned(),
                     kind: "f32".to_owned(),
                     default: None,

@@ -165,7 +165,7 @@ pub enum Error {
     },
     /// The plugin's `load` returned an error; `unload` was not called.
     #[error(
-        "plugin {plugin} failed to load: its load returned {code} with {params} parameter(s); check the \
+        "plugin {plugin} failed to load: its load returned {code} with {param_count} parameter(s); check the \
          parameters the plugin expects"
     )]
     LoadFailed {
@@ -174,7 +174,7 @@ pub enum Error {
         /// The status code `load` returned.
         code: StatusCode,
         /// How many load parameters it was given.
-        params: usize,
+        param_count: usize,
         /// The plugin's own explanation (`xplug_plugin_load_error`), when
         /// it gives one.
         #[source]

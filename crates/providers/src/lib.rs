@@ -51,9 +51,9 @@
 //! use xplug_providers::abi::Resolution;
 //! use xplug_providers::{Error, FnTableEntry, FnTableProvider, ImportProvider, ResolveRequest, SymbolName};
 //!
-//! unsafe extern "C" fn add_i32(params: *mut c_void, _context: *mut c_void, _: *mut c_void) -> c_int {
+//! unsafe extern "C" fn add_i32(args: *mut c_void, _context: *mut c_void, _: *mut c_void) -> c_int {
 //!     // SAFETY: callers pass `[i32; 3]` (a, b, out).
-//!     let args = unsafe { &mut *params.cast::<[i32; 3]>() };
+//!     let args = unsafe { &mut *args.cast::<[i32; 3]>() };
 //!     args[2] = args[0] + args[1];
 //!     0
 //! }

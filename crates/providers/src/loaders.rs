@@ -321,7 +321,7 @@ pub(crate) fn load_checked(
         Code::Linked => None,
     };
     // A plugin that lists its parameters is given no other key.
-    let declared = library.and_then(|library| library.params());
+    let declared = library.and_then(|library| library.param_decls());
     if let Some(declared) = &declared {
         checks::check_params(declared, params)
             .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
@@ -350,7 +350,7 @@ pub(crate) fn load_checked(
             // Never `unload` after a failed `load` (there is no instance).
             // The plugin's own explanation, when it keeps one.
             let reported = library.and_then(|library| library.load_error()).map(PluginMessage::new);
-            Error::LoadFailed { plugin: plugin(), code, params: params.len(), reported }
+            Error::LoadFailed { plugin: plugin(), code, param_count: params.len(), reported }
         }
         RawLoadError::MissingFunction { function } => Error::Incompatible {
             plugin: plugin(),
@@ -373,7 +373,7 @@ pub(crate) fn load_checked(
         },
         source: site.source,
         exports,
-        params: declared,
+        param_decls: declared,
         import_layouts,
         code: site.code,
         allocator,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_elf::ElfImage;
 
-use crate::raw::{ImportLayoutInfo, ParamInfo, RawInstance, RawLibrary};
+use crate::raw::{ImportLayoutInfo, ParamDeclInfo, RawInstance, RawLibrary};
 use crate::{
     AllocationStats, CountingAllocator, Error, ImportProvider, PluginSource, ProviderName, ResolveRequest,
 };
@@ -118,8 +118,8 @@ pub struct Plugin {
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
     pub(crate) exports: Option<Vec<String>>,
     /// Load parameters declared by the plugin's `xplug_plugin_params`, if any.
-    pub(crate) params: Option<Vec<ParamInfo>>,
-    /// Params layouts listed by the plugin's `xplug_import_layouts`, if any.
+    pub(crate) param_decls: Option<Vec<ParamDeclInfo>>,
+    /// Args layouts listed by the plugin's `xplug_import_layouts`, if any.
     pub(crate) import_layouts: Option<Vec<ImportLayoutInfo>>,
     /// What keeps the plugin's code mapped: released after `unload`.
     pub(crate) code: Code,
@@ -178,14 +178,14 @@ impl Plugin {
     /// `xplug_plugin_params` export (`xplug-sdk` plugins with
     /// `params(...)`), or `None` when it has no such export.
     #[must_use]
-    pub fn params(&self) -> Option<&[ParamInfo]> {
-        self.params.as_deref()
+    pub fn param_decls(&self) -> Option<&[ParamDeclInfo]> {
+        self.param_decls.as_deref()
     }
 
-    /// The params layout of each import the plugin describes through
+    /// The args layout of each import the plugin describes through
     /// xplug's optional `xplug_import_layouts` export (`xplug-sdk`
     /// plugins), or `None` when it has no such export: what a tool calling
-    /// an import by hand checks its params block against.
+    /// an import by hand checks its args block against.
     #[must_use]
     pub fn import_layouts(&self) -> Option<&[ImportLayoutInfo]> {
         self.import_layouts.as_deref()

@@ -91,12 +91,12 @@ fn ten_thousand_cycles_of_a_c_and_a_rust_plugin_stay_flat() {
         let (mut fns, mut contexts) =
             ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
         let request = resolve_one(&plugin, &rust_names, &mut fns, &mut contexts);
-        let mut params = [1u64, 0u64];
+        let mut args = [1u64, 0u64];
         // SAFETY: `tls_touch` takes two `u64` fields and no context.
         let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
-        // SAFETY: as above; `params` outlives the call.
-        let code = unsafe { function(params.as_mut_ptr().cast(), request.context(0), std::ptr::null_mut()) };
-        assert_eq!((code, params[1]), (0, cycle as u64 + 1), "cycle {cycle}: the thread's counter");
+        // SAFETY: as above; `args` outlives the call.
+        let code = unsafe { function(args.as_mut_ptr().cast(), request.context(0), std::ptr::null_mut()) };
+        assert_eq!((code, args[1]), (0, cycle as u64 + 1), "cycle {cycle}: the thread's counter");
         let after = plugin.unload();
         assert_eq!((after.live_allocations, after.live_bytes), (0, 0), "cycle {cycle}");
     });

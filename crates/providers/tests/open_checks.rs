@@ -163,7 +163,7 @@ static const xplug_field_layout_t add_fields[3] = {
 /* A field past the end of its 8-byte struct: the field list is dropped. */
 static const xplug_field_layout_t bad_fields[1] = {{"x", "u64", 4, 8}};
 static const xplug_import_layout_t layouts[4] = {
-  {"add", "binop_params_t", 12, 4, 3, add_fields},
+  {"add", "binop_args_t", 12, 4, 3, add_fields},
   {"bad", "bad_t", 8, 8, 1, bad_fields},
   {"huge", "huge_t", 16, 8, 100000, add_fields},
   {NULL, NULL, 4, 4, 0, NULL},
@@ -191,7 +191,7 @@ fn import_layouts_are_copied_out_and_bounded() {
     let add = &layouts[0];
     assert_eq!(
         (add.symbol.as_str(), add.type_name.as_deref(), add.size, add.align),
-        ("add", Some("binop_params_t"), 12, 4)
+        ("add", Some("binop_args_t"), 12, 4)
     );
     let fields = add.fields.as_ref().expect("three fields");
     let shown: Vec<(&str, &str, usize, usize)> =

@@ -38,9 +38,9 @@ struct State {
     answer: i32,
 }
 
-unsafe extern "C" fn answer(params: *mut c_void, context: *mut c_void, _: *mut c_void) -> c_int {
+unsafe extern "C" fn answer(args: *mut c_void, context: *mut c_void, _: *mut c_void) -> c_int {
     // SAFETY: resolved with the plugin state as context; params is an i32.
-    unsafe { *params.cast::<i32>() = (*context.cast::<State>()).answer };
+    unsafe { *args.cast::<i32>() = (*context.cast::<State>()).answer };
     0
 }
 
@@ -103,7 +103,7 @@ unsafe extern "C" fn resolve(
     params: *const ResolveParamsV0,
     out: *mut Resolution,
 ) -> Status {
-    // SAFETY: the host passes a valid params struct and out-pointer.
+    // SAFETY: the host passes a valid args struct and out-pointer.
     let mut request = unsafe {
         *out = Resolution::NONE;
         ResolveRequest::from_params(&*params)

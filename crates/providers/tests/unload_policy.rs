@@ -25,13 +25,13 @@ fn call(plugin: &Plugin, name: &'static std::ffi::CStr, value: u64) -> u64 {
     let (mut fns, mut contexts) = ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     plugin.resolve(&mut request).expect("the import resolves");
-    let mut params = [value, 0u64];
+    let mut args = [value, 0u64];
     // SAFETY: the slot holds a v0 import function of the plugin.
     let function: xplug_providers::abi::ImportFn = unsafe { std::mem::transmute(request.function(0)) };
     // SAFETY: both imports take two `u64` fields (`repr(C)`) and no context.
-    let code = unsafe { function(params.as_mut_ptr().cast(), request.context(0), std::ptr::null_mut()) };
+    let code = unsafe { function(args.as_mut_ptr().cast(), request.context(0), std::ptr::null_mut()) };
     assert_eq!(code, 0, "{name:?} failed");
-    if name == c"tls_destroyed" { params[0] } else { params[1] }
+    if name == c"tls_destroyed" { args[0] } else { args[1] }
 }
 
 /// True while the OS loader has the library at `path` open.

@@ -10,7 +10,7 @@
 //! | `saxpy` | `y[i] = alpha * x[i] + y[i]` for `i < n` |
 //! | `dot` | `result = sum(x[i] * y[i])` for `i < n` |
 //!
-//! The workgroup functions take [`WorkgroupParams`], the params struct of
+//! The workgroup functions take [`WorkgroupArgs`], the args struct of
 //! IREE's custom-dispatch CPU sample: three bindings, each a base pointer
 //! plus an element offset, the element count `size`, the workgroup id `tid`
 //! and the processor information. Following IREE's dispatch convention
@@ -28,17 +28,17 @@
 //! no-`std` path); panics then abort instead of being reported.
 #![no_std]
 
-use xplug_sdk::{Buffer, BufferMut, ImportError, ImportParams};
+use xplug_sdk::{Buffer, BufferMut, ImportArgs, ImportError};
 
-/// Params of the workgroup kernels: IREE's sample `params_t`.
+/// Args of the workgroup kernels: IREE's sample `params_t`.
 ///
 /// C layout: `const float* binding0; size_t binding0_offset; const float*
 /// binding1; size_t binding1_offset; float* binding2; size_t
 /// binding2_offset; size_t size; size_t tid; uint32_t processor_id; const
 /// uint64_t* processor_data;`
-#[derive(Debug, ImportParams)]
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct WorkgroupParams {
+pub struct WorkgroupArgs {
     /// Left operand buffer.
     pub binding0: Buffer<f32>,
     /// Element offset into `binding0`.
@@ -61,10 +61,10 @@ pub struct WorkgroupParams {
     pub processor_data: Buffer<u64>,
 }
 
-/// Params of `saxpy`: `y = alpha * x + y` over `n` elements.
-#[derive(Debug, ImportParams)]
+/// Args of `saxpy`: `y = alpha * x + y` over `n` elements.
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct SaxpyParams {
+pub struct SaxpyArgs {
     /// The scale.
     pub alpha: f32,
     /// Input vector.
@@ -75,10 +75,10 @@ pub struct SaxpyParams {
     pub n: usize,
 }
 
-/// Params of `dot`: the result first (IREE puts results before arguments).
-#[derive(Debug, ImportParams)]
+/// Args of `dot`: the result first (IREE puts results before arguments).
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct DotParams {
+pub struct DotArgs {
     /// Output: the dot product.
     pub result: f32,
     /// First vector.
@@ -91,18 +91,18 @@ pub struct DotParams {
 
 /// Applies `op` to the `size` elements of this call's slice:
 /// `out[o2 + i] = op(lhs[o0 + i], rhs[o1 + i])` for `i < size`.
-fn workgroup(params: &mut WorkgroupParams, op: impl Fn(f32, f32) -> f32) -> Result<(), ImportError> {
-    let size = params.size;
+fn workgroup(args: &mut WorkgroupArgs, op: impl Fn(f32, f32) -> f32) -> Result<(), ImportError> {
+    let size = args.size;
     if size == 0 {
         return Ok(());
     }
-    if params.binding0.is_null() || params.binding1.is_null() || params.binding2.is_null() {
+    if args.binding0.is_null() || args.binding1.is_null() || args.binding2.is_null() {
         return Err(ImportError::INVALID_ARGUMENT);
     }
     let (Some(end0), Some(end1), Some(end2)) = (
-        params.binding0_offset.checked_add(size),
-        params.binding1_offset.checked_add(size),
-        params.binding2_offset.checked_add(size),
+        args.binding0_offset.checked_add(size),
+        args.binding1_offset.checked_add(size),
+        args.binding2_offset.checked_add(size),
     ) else {
         return Err(ImportError::INVALID_ARGUMENT);
     };
@@ -112,9 +112,9 @@ fn workgroup(params: &mut WorkgroupParams, op: impl Fn(f32, f32) -> f32) -> Resu
     // alone.
     let (lhs, rhs, out) = unsafe {
         (
-            &params.binding0.as_slice(end0)[params.binding0_offset..],
-            &params.binding1.as_slice(end1)[params.binding1_offset..],
-            &mut params.binding2.as_mut_slice(end2)[params.binding2_offset..],
+            &args.binding0.as_slice(end0)[args.binding0_offset..],
+            &args.binding1.as_slice(end1)[args.binding1_offset..],
+            &mut args.binding2.as_mut_slice(end2)[args.binding2_offset..],
         )
     };
     for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
@@ -132,24 +132,24 @@ mod plugin {
     use super::*;
 
     #[import("simple_mul_workgroup")]
-    fn simple_mul(params: &mut WorkgroupParams) -> Result<(), ImportError> {
-        workgroup(params, |a, b| a * b)
+    fn simple_mul(args: &mut WorkgroupArgs) -> Result<(), ImportError> {
+        workgroup(args, |a, b| a * b)
     }
 
     #[import("simple_add_workgroup")]
-    fn simple_add(params: &mut WorkgroupParams) -> Result<(), ImportError> {
-        workgroup(params, |a, b| a + b)
+    fn simple_add(args: &mut WorkgroupArgs) -> Result<(), ImportError> {
+        workgroup(args, |a, b| a + b)
     }
 
     #[import]
-    fn saxpy(params: &mut SaxpyParams) -> Result<(), ImportError> {
-        if params.n != 0 && (params.x.is_null() || params.y.is_null()) {
+    fn saxpy(args: &mut SaxpyArgs) -> Result<(), ImportError> {
+        if args.n != 0 && (args.x.is_null() || args.y.is_null()) {
             return Err(ImportError::INVALID_ARGUMENT);
         }
         // SAFETY: the caller passes `n` valid elements in each vector; `x`
         // is only read and `y` is accessed only here.
-        let (x, y) = unsafe { (params.x.as_slice(params.n), params.y.as_mut_slice(params.n)) };
-        let alpha = params.alpha;
+        let (x, y) = unsafe { (args.x.as_slice(args.n), args.y.as_mut_slice(args.n)) };
+        let alpha = args.alpha;
         for (y, x) in y.iter_mut().zip(x) {
             *y += alpha * *x;
         }
@@ -157,13 +157,13 @@ mod plugin {
     }
 
     #[import]
-    fn dot(params: &mut DotParams) -> Result<(), ImportError> {
-        if params.n != 0 && (params.x.is_null() || params.y.is_null()) {
+    fn dot(args: &mut DotArgs) -> Result<(), ImportError> {
+        if args.n != 0 && (args.x.is_null() || args.y.is_null()) {
             return Err(ImportError::INVALID_ARGUMENT);
         }
         // SAFETY: the caller passes `n` valid, read-only elements in each.
-        let (x, y) = unsafe { (params.x.as_slice(params.n), params.y.as_slice(params.n)) };
-        params.result = x.iter().zip(y).map(|(a, b)| a * b).sum();
+        let (x, y) = unsafe { (args.x.as_slice(args.n), args.y.as_slice(args.n)) };
+        args.result = x.iter().zip(y).map(|(a, b)| a * b).sum();
         Ok(())
     }
 }

@@ -14,12 +14,12 @@
 //! `static_fma_i64`: `result = a * b + c` with overflow reported as a
 //! failure.
 
-use xplug_sdk::{ImportError, ImportParams};
+use xplug_sdk::{ImportArgs, ImportError};
 
-/// Params of `static_fma_i64`.
-#[derive(Debug, Default, ImportParams)]
+/// Args of `static_fma_i64`.
+#[derive(Debug, Default, ImportArgs)]
 #[repr(C)]
-pub struct FmaParams {
+pub struct FmaArgs {
     /// Output.
     pub result: i64,
     /// Factor.
@@ -39,11 +39,11 @@ mod plugin {
     use super::*;
 
     #[import("static_fma_i64")]
-    fn fma(params: &mut FmaParams) -> Result<(), ImportError> {
-        params.result = params
+    fn fma(args: &mut FmaArgs) -> Result<(), ImportError> {
+        args.result = args
             .a
-            .checked_mul(params.b)
-            .and_then(|p| p.checked_add(params.c))
+            .checked_mul(args.b)
+            .and_then(|p| p.checked_add(args.c))
             .ok_or(ImportError::OUT_OF_RANGE)?;
         Ok(())
     }

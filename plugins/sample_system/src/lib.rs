@@ -14,22 +14,22 @@
 //!   import, leaving it to the next provider.
 //!
 //! Imports:
-//! * `simple_mul_workgroup`, with the params of IREE's custom-dispatch
-//!   sample (the layout of `sample_standalone::WorkgroupParams`,
-//!   redeclared here as [`WorkgroupParams`]);
+//! * `simple_mul_workgroup`, with the args of IREE's custom-dispatch
+//!   sample (the layout of `sample_standalone::WorkgroupArgs`,
+//!   redeclared here as [`WorkgroupArgs`]);
 //! * `sample_system_calls`: writes how many `simple_mul_workgroup` calls
-//!   this instance served into [`CallsParams::count`].
+//!   this instance served into [`CallsArgs::count`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use xplug_sdk::{
-    Buffer, BufferMut, Environment, Error, HostBox, ImportError, ImportParams, LoadParams, PluginState,
+    Buffer, BufferMut, Environment, Error, HostBox, ImportArgs, ImportError, LoadParams, PluginState,
 };
 
-/// Params of `simple_mul_workgroup` (IREE's sample `params_t`).
-#[derive(Debug, ImportParams)]
+/// Args of `simple_mul_workgroup` (IREE's sample `params_t`).
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct WorkgroupParams {
+pub struct WorkgroupArgs {
     /// Left operand buffer.
     pub binding0: Buffer<f32>,
     /// Element offset into `binding0`.
@@ -52,10 +52,10 @@ pub struct WorkgroupParams {
     pub processor_data: Buffer<u64>,
 }
 
-/// Params of `sample_system_calls`.
-#[derive(Debug, ImportParams)]
+/// Args of `sample_system_calls`.
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct CallsParams {
+pub struct CallsArgs {
     /// Output: calls served so far by this plugin instance.
     pub count: u64,
 }
@@ -98,19 +98,19 @@ mod plugin {
     use super::*;
 
     #[import("simple_mul_workgroup")]
-    fn simple_mul(params: &mut WorkgroupParams, state: &SystemState) -> Result<(), ImportError> {
+    fn simple_mul(args: &mut WorkgroupArgs, state: &SystemState) -> Result<(), ImportError> {
         state.calls.fetch_add(1, Ordering::Relaxed);
-        let size = params.size;
+        let size = args.size;
         if size == 0 {
             return Ok(());
         }
-        if params.binding0.is_null() || params.binding1.is_null() || params.binding2.is_null() {
+        if args.binding0.is_null() || args.binding1.is_null() || args.binding2.is_null() {
             return Err(ImportError::INVALID_ARGUMENT);
         }
         let (Some(end0), Some(end1), Some(end2)) = (
-            params.binding0_offset.checked_add(size),
-            params.binding1_offset.checked_add(size),
-            params.binding2_offset.checked_add(size),
+            args.binding0_offset.checked_add(size),
+            args.binding1_offset.checked_add(size),
+            args.binding2_offset.checked_add(size),
         ) else {
             return Err(ImportError::INVALID_ARGUMENT);
         };
@@ -119,9 +119,9 @@ mod plugin {
         // output slice belongs to this call alone.
         let (lhs, rhs, out) = unsafe {
             (
-                &params.binding0.as_slice(end0)[params.binding0_offset..],
-                &params.binding1.as_slice(end1)[params.binding1_offset..],
-                &mut params.binding2.as_mut_slice(end2)[params.binding2_offset..],
+                &args.binding0.as_slice(end0)[args.binding0_offset..],
+                &args.binding1.as_slice(end1)[args.binding1_offset..],
+                &mut args.binding2.as_mut_slice(end2)[args.binding2_offset..],
             )
         };
         for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
@@ -131,8 +131,8 @@ mod plugin {
     }
 
     #[import("sample_system_calls")]
-    fn calls(params: &mut CallsParams, state: &SystemState) {
-        params.count = state.calls.load(Ordering::Relaxed);
+    fn calls(args: &mut CallsArgs, state: &SystemState) {
+        args.count = state.calls.load(Ordering::Relaxed);
     }
 }
 

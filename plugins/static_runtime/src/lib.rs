@@ -14,8 +14,8 @@
 
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, RequestSlots};
 
-/// The params of `static_fma_i64`, as a host declares them (the layout of
-/// `sample_static::FmaParams`).
+/// The args of `static_fma_i64`, as a host declares them (the layout of
+/// `sample_static::FmaArgs`).
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct Fma {
@@ -50,17 +50,17 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
     let mut slots = RequestSlots::for_names([c"static_fma_i64"]);
     plugin.resolve(&mut slots.request()).map_err(|e| e.to_string())?;
     let (function, context) = (slots.fns()[0], slots.contexts()[0]);
-    let mut params = Fma { result: 0, a, b, c };
+    let mut args = Fma { result: 0, a, b, c };
     // SAFETY: the plugin just resolved this slot, so it holds the plugin's
     // `static_fma_i64` entry point, an `ImportFn`.
     let function =
         unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.ok_or("the slot is empty")?;
     // SAFETY: `static_fma_i64` takes exactly `Fma`, with its own context;
     // `plugin` stays loaded across the call.
-    let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
+    let code = unsafe { function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) };
     drop(plugin);
     if code != 0 {
         return Err(format!("static_fma_i64 failed with code {code}"));
     }
-    Ok(params.result)
+    Ok(args.result)
 }

@@ -15,7 +15,7 @@ use xplug_manager::Manager;
 use xplug_providers::abi::{Features, ImportFn, Resolution};
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
 
-/// IREE's custom-dispatch sample params, as a host declares them.
+/// IREE's custom-dispatch sample args, as a host declares them.
 #[repr(C)]
 struct Workgroup {
     lhs: *const f32,
@@ -61,12 +61,12 @@ impl Data {
         }
     }
 
-    /// Runs an import over every workgroup: `call(params) -> code`.
+    /// Runs an import over every workgroup: `call(args) -> code`.
     fn run(&mut self, mut call: impl FnMut(&mut Workgroup) -> c_int) {
         // IREE's convention: pointer + offset starts each call's slice,
         // `size` is its length and `tid` only the workgroup id.
         for (tid, first) in (0..SIZE).step_by(64).enumerate() {
-            let mut params = Workgroup {
+            let mut args = Workgroup {
                 lhs: self.lhs.as_ptr(),
                 lhs_offset: 2 + first,
                 rhs: self.rhs.as_ptr(),
@@ -78,7 +78,7 @@ impl Data {
                 processor_id: 0,
                 processor_data: std::ptr::null(),
             };
-            assert_eq!(call(&mut params), 0, "workgroup {tid}");
+            assert_eq!(call(&mut args), 0, "workgroup {tid}");
         }
     }
 
@@ -110,10 +110,10 @@ fn static_plugin_through_providers() {
     let plugin = Plugin::from_registration(registration, &LoadParamList::new()).unwrap();
     assert_eq!(plugin.name(), "sample_static");
     let (function, context) = resolve_one(&plugin, c"static_fma_i64");
-    let mut params = Fma { result: 0, a: 6, b: 7, c: 8 };
+    let mut args = Fma { result: 0, a: 6, b: 7, c: 8 };
     // SAFETY: `static_fma_i64` takes `Fma`.
-    assert_eq!(unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) }, 0);
-    assert_eq!(params.result, 50);
+    assert_eq!(unsafe { function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) }, 0);
+    assert_eq!(args.result, 50);
     let mut overflow = Fma { result: 0, a: i64::MAX, b: 2, c: 0 };
     // SAFETY: as above.
     let code = unsafe { function(std::ptr::from_mut(&mut overflow).cast(), context, std::ptr::null_mut()) };
@@ -130,10 +130,10 @@ fn static_plugin_through_the_manager() {
         manager.providers()
     );
     let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
-    let mut params = Fma { result: 0, a: -3, b: 5, c: 1 };
+    let mut args = Fma { result: 0, a: -3, b: 5, c: 1 };
     // SAFETY: `static_fma_i64` takes `Fma`.
-    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut params) }, 0);
-    assert_eq!(params.result, -14);
+    assert_eq!(unsafe { imports.import(0).unwrap().call(&mut args) }, 0);
+    assert_eq!(args.result, -14);
 }
 
 #[test]
@@ -149,7 +149,7 @@ fn sample_system_library_counts_and_frees_its_allocations() {
     assert!(!context.is_null(), "the state is the import's context");
     let mut data = Data::new();
     // SAFETY: `simple_mul_workgroup` takes `Workgroup`.
-    data.run(|params| unsafe { function(std::ptr::from_mut(params).cast(), context, std::ptr::null_mut()) });
+    data.run(|args| unsafe { function(std::ptr::from_mut(args).cast(), context, std::ptr::null_mut()) });
     data.check(|a, b| a * b * 3.0);
 
     #[repr(C)]
@@ -204,12 +204,12 @@ fn manager_scans_dynamic_plugins_newest_first() {
     // registration (sample_system, multiplier 2) wins.
     let mut data = Data::new();
     // SAFETY: `simple_mul_workgroup` takes `Workgroup`.
-    data.run(|params| unsafe { imports.import(2).unwrap().call(params) });
+    data.run(|args| unsafe { imports.import(2).unwrap().call(args) });
     data.check(|a, b| a * b * 2.0);
 
     let mut data = Data::new();
     // SAFETY: `simple_add_workgroup` takes `Workgroup`.
-    data.run(|params| unsafe { imports.import(1).unwrap().call(params) });
+    data.run(|args| unsafe { imports.import(1).unwrap().call(args) });
     data.check(|a, b| a + b);
 
     #[repr(C)]
@@ -245,15 +245,15 @@ fn standalone_library_declares_standalone_and_saxpy_works() {
     let x = [1.0_f32, 2.0, 3.0, 4.0];
     let mut y = [10.0_f32, 20.0, 30.0, 40.0];
     let (saxpy, context) = resolve_one(&plugin, c"saxpy");
-    let mut params = Saxpy { alpha: 2.0, x: x.as_ptr(), y: y.as_mut_ptr(), n: 4 };
+    let mut args = Saxpy { alpha: 2.0, x: x.as_ptr(), y: y.as_mut_ptr(), n: 4 };
     // SAFETY: `saxpy` takes `Saxpy` with `n` valid elements in each vector.
-    assert_eq!(unsafe { saxpy(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) }, 0);
+    assert_eq!(unsafe { saxpy(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) }, 0);
     assert_eq!(y, [12.0, 24.0, 36.0, 48.0]);
     let (dot, context) = resolve_one(&plugin, c"dot");
-    let mut params = Dot { result: 0.0, x: x.as_ptr(), y: y.as_ptr(), n: 4 };
+    let mut args = Dot { result: 0.0, x: x.as_ptr(), y: y.as_ptr(), n: 4 };
     // SAFETY: `dot` takes `Dot` with `n` valid elements in each vector.
-    assert_eq!(unsafe { dot(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) }, 0);
-    assert_eq!(params.result, 12.0 + 48.0 + 108.0 + 192.0);
+    assert_eq!(unsafe { dot(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) }, 0);
+    assert_eq!(args.result, 12.0 + 48.0 + 108.0 + 192.0);
     assert_eq!(plugin.unload().live_allocations, 0);
 }
 
@@ -309,16 +309,16 @@ fn a_plugin_built_with_its_static_feature_is_diagnosed_with_the_fix() {
 }
 
 #[test]
-fn a_runtime_calls_a_plugin_import_with_the_plugins_own_params_type() {
-    // `sample_static::FmaParams` derives `ImportParams`, so it is
+fn a_runtime_calls_a_plugin_import_with_the_plugins_own_args_type() {
+    // `sample_static::FmaArgs` derives `ImportArgs`, so it is
     // `AnyBitPattern` and a runtime can call with it directly.
     let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
     let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
-    // SAFETY: `static_fma_i64` takes `FmaParams`: it is the plugin's own type.
-    let fma = unsafe { imports.typed::<sample_static::FmaParams>("static_fma_i64") }.unwrap();
-    let mut params = sample_static::FmaParams { result: 0, a: 6, b: 7, c: 1 };
-    assert_eq!(fma.call(&mut params), 0);
-    assert_eq!(params.result, 43);
-    params.a = i64::MAX;
-    assert_ne!(fma.call(&mut params), 0, "overflow is reported as a failure");
+    // SAFETY: `static_fma_i64` takes `FmaArgs`: it is the plugin's own type.
+    let fma = unsafe { imports.typed::<sample_static::FmaArgs>("static_fma_i64") }.unwrap();
+    let mut args = sample_static::FmaArgs { result: 0, a: 6, b: 7, c: 1 };
+    assert_eq!(fma.call(&mut args), 0);
+    assert_eq!(args.result, 43);
+    args.a = i64::MAX;
+    assert_ne!(fma.call(&mut args), 0, "overflow is reported as a failure");
 }

@@ -16,7 +16,7 @@
 //!
 //! Every export resolves to the same function, [`PROBE_FN_DOC`], with a
 //! context unique to (instance, export): calling the slot's function with its
-//! context writes a [`ProbeParams`] telling who filled the slot.
+//! context writes a [`ProbeArgs`] telling who filled the slot.
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
@@ -27,12 +27,12 @@ pub const PROBE_MAX_EXPORTS: usize = 16;
 pub const PROBE_MAX_NAME: usize = 32;
 /// What the probe import does, for the docs.
 pub const PROBE_FN_DOC: &str =
-    "probe(params, context, reserved): writes the context's (id, export index) into params";
+    "probe(args, context, reserved): writes the context's (id, export index) into args";
 
 /// The parameters of the probe import: filled in by the call.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ProbeParams {
+pub struct ProbeArgs {
     /// The `id` of the instance that resolved the slot.
     pub id: i32,
     /// The position of the name in that instance's `exports`.
@@ -59,9 +59,9 @@ typedef struct {
   probe_context_t contexts[MAX_EXPORTS];
 } probe_state_t;
 
-static int probe(void* params, void* context, void* reserved) {
+static int probe(void* args, void* context, void* reserved) {
   (void)reserved;
-  *(probe_context_t*)params = *(const probe_context_t*)context;
+  *(probe_context_t*)args = *(const probe_context_t*)context;
   return 0;
 }
 
@@ -220,13 +220,13 @@ pub fn build_probe_plugin(dir: &Path) -> PathBuf {
 /// `function` and `context` are a slot pair a probe instance wrote, and the
 /// instance is still loaded.
 #[must_use]
-pub unsafe fn read_probe(function: *mut c_void, context: *mut c_void) -> ProbeParams {
-    let mut params = ProbeParams::default();
+pub unsafe fn read_probe(function: *mut c_void, context: *mut c_void) -> ProbeArgs {
+    let mut args = ProbeArgs::default();
     // SAFETY: probe slots hold the probe import (v0 import signature) and a
     // context pointing at a live `probe_context_t` (caller's promise).
     unsafe {
         let function: xplug_abi::ImportFn = std::mem::transmute::<*mut c_void, xplug_abi::ImportFn>(function);
-        function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut());
+        function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut());
     }
-    params
+    args
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use xplug_abi::{Resolution, StatusCode};
-use xplug_iree_reference::fixtures::{ProbeParams, build_probe_plugin, read_probe};
+use xplug_iree_reference::fixtures::{ProbeArgs, build_probe_plugin, read_probe};
 use xplug_iree_reference::{IreeManager, IreePlugin};
 use xplug_manager::Manager;
 use xplug_manager::providers::{RequestSlots, SymbolName};
@@ -99,14 +99,14 @@ impl Name {
 struct Answer {
     code: StatusCode,
     resolution: Resolution,
-    slots: Vec<Option<ProbeParams>>,
+    slots: Vec<Option<ProbeArgs>>,
 }
 
 /// A simulated probe resolve over `slots` (who filled each one).
 fn simulate(
     config: &ProbeConfig,
     names: &[Name],
-    slots: &mut [Option<ProbeParams>],
+    slots: &mut [Option<ProbeArgs>],
 ) -> (StatusCode, Resolution) {
     let mut missing_required = false;
     let mut resolution = Resolution::NONE;
@@ -114,7 +114,7 @@ fn simulate(
         if slot.is_none()
             && let Some(k) = config.exports.iter().position(|&e| e == name.index)
         {
-            *slot = Some(ProbeParams { id: config.id, export_index: i32::try_from(k).expect("small") });
+            *slot = Some(ProbeArgs { id: config.id, export_index: i32::try_from(k).expect("small") });
         }
         if slot.is_none() {
             if name.optional {
@@ -209,7 +209,7 @@ fn iree_calls_a_liar(configs: &[ProbeConfig], names: &[Name]) -> bool {
     false
 }
 
-fn read_slots(fns: &[*mut c_void], contexts: &[*mut c_void]) -> Vec<Option<ProbeParams>> {
+fn read_slots(fns: &[*mut c_void], contexts: &[*mut c_void]) -> Vec<Option<ProbeArgs>> {
     fns.iter()
         .zip(contexts)
         .map(|(&function, &context)| {
@@ -335,8 +335,8 @@ fn newest_provider_wins_in_both() {
     let configs = [honest(1, &[0, 1]), honest(2, &[1])];
     check(&configs, &[required(0), required(1)]);
     let (iree, _) = run_iree(&configs, &[required(0).c_string(), required(1).c_string()]);
-    assert_eq!(iree.slots[1], Some(ProbeParams { id: 2, export_index: 0 }));
-    assert_eq!(iree.slots[0], Some(ProbeParams { id: 1, export_index: 0 }));
+    assert_eq!(iree.slots[1], Some(ProbeArgs { id: 2, export_index: 0 }));
+    assert_eq!(iree.slots[0], Some(ProbeArgs { id: 1, export_index: 0 }));
 }
 
 #[test]
@@ -355,7 +355,7 @@ fn divergence_provider_claiming_ok_with_a_required_slot_empty() {
     let xplug = run_xplug(&configs, &c_names);
     // IREE stops at the liar: OK, slot empty. xplug asks on and finds it.
     assert_eq!((iree.code, iree.slots[0]), (StatusCode::OK, None));
-    assert_eq!((xplug.code, xplug.slots[0]), (StatusCode::OK, Some(ProbeParams { id: 1, export_index: 0 })));
+    assert_eq!((xplug.code, xplug.slots[0]), (StatusCode::OK, Some(ProbeArgs { id: 1, export_index: 0 })));
     // With nobody else to ask, xplug reports the empty slot; IREE says OK.
     let liar = [ProbeConfig { id: 1, exports: vec![], mode: Mode::Lie }];
     assert_eq!(run_iree(&liar, &c_names).0.code, StatusCode::OK);

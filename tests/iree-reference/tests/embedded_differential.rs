@@ -15,7 +15,7 @@ use xplug_abi::{Resolution, StatusCode};
 use xplug_iree_reference::IreePlugin;
 use xplug_manager::providers::embedded_elf::{fatelf, validate};
 use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-use xplug_tests::WorkgroupParams;
+use xplug_tests::WorkgroupArgs;
 
 /// Calls a resolved `simple_mul_workgroup` on a fixed slice and returns its
 /// result code and output.
@@ -26,7 +26,7 @@ fn run_mul(function: *mut c_void, context: *mut c_void) -> (i32, Vec<f32>) {
     let lhs: Vec<f32> = (0..200).map(|i| i as f32 * 0.25 - 7.0).collect();
     let rhs: Vec<f32> = (0..200).map(|i| 3.5 - i as f32 * 0.125).collect();
     let mut out = vec![f32::NAN; 200];
-    let mut params = WorkgroupParams {
+    let mut args = WorkgroupArgs {
         lhs: lhs.as_ptr(),
         lhs_offset: 5,
         rhs: rhs.as_ptr(),
@@ -38,9 +38,9 @@ fn run_mul(function: *mut c_void, context: *mut c_void) -> (i32, Vec<f32>) {
         processor_id: 0,
         processor_data: std::ptr::null(),
     };
-    // SAFETY: IREE's sample params; each binding holds offset + size
+    // SAFETY: IREE's sample args; each binding holds offset + size
     // elements and outlives the call.
-    let result = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
+    let result = unsafe { function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) };
     (result, out)
 }
 

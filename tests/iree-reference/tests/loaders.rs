@@ -8,7 +8,7 @@ use xplug_iree_reference::{Error, IreeManager, IreePlugin};
 use xplug_manager::providers::SymbolName;
 
 #[repr(C)]
-struct BinopParams {
+struct BinopArgs {
     a: i32,
     b: i32,
     out: i32,
@@ -26,16 +26,16 @@ fn system_library_plugin_resolves_and_its_imports_run() {
     let outcome = plugin.resolve(&names, &mut fns, &mut contexts).unwrap();
     assert_eq!((outcome.code, outcome.resolution), (StatusCode::OK, Resolution::MISSING_OPTIONAL));
     assert!(fns[2].is_null());
-    let mut params = BinopParams { a: 4, b: 5, out: 0 };
-    // SAFETY: `c_mul_i32` takes `BinopParams` and its context from the slot.
+    let mut args = BinopArgs { a: 4, b: 5, out: 0 };
+    // SAFETY: `c_mul_i32` takes `BinopArgs` and its context from the slot.
     let result = unsafe {
         let mul = std::mem::transmute::<
             *mut c_void,
             unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> c_int,
         >(fns[1]);
-        mul(std::ptr::from_mut(&mut params).cast(), contexts[1], std::ptr::null_mut())
+        mul(std::ptr::from_mut(&mut args).cast(), contexts[1], std::ptr::null_mut())
     };
-    assert_eq!((result, params.out), (0, 60), "4 * 5 * scale 3");
+    assert_eq!((result, args.out), (0, 60), "4 * 5 * scale 3");
 
     // Through the manager, a required name nobody has is NOT_FOUND with
     // IREE's listing.

@@ -28,7 +28,7 @@ pub(crate) struct Subject<'a> {
     pub(super) params: LoadParamList,
     /// The load parameters the plugin declares (`xplug_plugin_params`), if
     /// it declares any.
-    pub(super) declared: Option<Vec<xplug_providers::raw::ParamInfo>>,
+    pub(super) declared: Option<Vec<xplug_providers::raw::ParamDeclInfo>>,
     pub(super) exports: Vec<String>,
 }
 

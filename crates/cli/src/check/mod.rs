@@ -51,7 +51,7 @@ pub(crate) fn run_checks(
         let query = trust::embedded_query(&image);
         // xplug's optional exports, read from the mapped image as from a
         // shared library: its declared parameters and its import names.
-        let declared = OptionalExports::params(&image);
+        let declared = OptionalExports::param_decls(&image);
         if let Some(declared) = &declared {
             refuse_undeclared(path, declared, params)?;
         }
@@ -62,7 +62,7 @@ pub(crate) fn run_checks(
         // Without a query function nothing can be checked: one error, not
         // the same message from every check.
         let query = library.query().map_err(load_error)?;
-        let declared = library.params();
+        let declared = library.param_decls();
         if let Some(declared) = &declared {
             refuse_undeclared(path, declared, params)?;
         }
@@ -96,7 +96,7 @@ pub(crate) fn run_checks(
 /// loaders make): every check would fail on it.
 fn refuse_undeclared(
     path: &Path,
-    declared: &[xplug_providers::raw::ParamInfo],
+    declared: &[xplug_providers::raw::ParamDeclInfo],
     params: &LoadParamList,
 ) -> Result<(), CliError> {
     match checks::check_params(declared, params) {

@@ -1,6 +1,6 @@
-//! The C declaration `#[derive(ImportParams)]` emits for a params struct:
+//! The C declaration `#[derive(ImportArgs)]` emits for an args struct:
 //! code that appends `typedef struct Name { ... } Name;` (after the
-//! declarations of the params structs it nests) and the layout facts C can
+//! declarations of the args structs it nests) and the layout facts C can
 //! assert, computed by the compiler (`size_of`, `offset_of!`) so they are
 //! the Rust layout's own.
 
@@ -14,7 +14,7 @@ enum CType {
     Plain(String),
     /// An array of `element` with `len` elements (a Rust expression).
     Array { element: Box<CType>, len: TokenStream2 },
-    /// A nested params struct: declared first, then named.
+    /// A nested args struct: declared first, then named.
     Nested(Box<Type>, String),
     /// Zero-sized (`()`, `PhantomData`): no C field.
     Nothing,
@@ -188,7 +188,7 @@ fn opaque(field: &str, ty: &Type) -> TokenStream2 {
     }
 }
 
-/// The body of `ImportParams::__c_declarations` for struct `name`: declare
+/// The body of `ImportArgs::__c_declarations` for struct `name`: declare
 /// the nested structs, then this one; and the layout lines C asserts.
 pub(crate) fn declarations(name: &syn::Ident, fields: &Fields) -> TokenStream2 {
     let c_name = name.to_string();
@@ -221,13 +221,13 @@ pub(crate) fn declarations(name: &syn::Ident, fields: &Fields) -> TokenStream2 {
             if !out.begin(#c_name) {
                 return;
             }
-            // A nested params struct is declared first when it is one
-            // (`ImportParams`); any other type is written as bytes.
+            // A nested args struct is declared first when it is one
+            // (`ImportArgs`); any other type is written as bytes.
             #[allow(unused_macros)]
             macro_rules! declare_nested {
                 ($ty:ty) => {{
                     #[allow(unused_imports)]
-                    use ::xplug_sdk::__private::{DeclareNothing as _, DeclareParams as _};
+                    use ::xplug_sdk::__private::{DeclareNothing as _, DeclareArgs as _};
                     (&&::xplug_sdk::__private::CDeclDispatch::<$ty>::new()).declare(out)
                 }};
             }

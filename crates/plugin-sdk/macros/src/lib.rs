@@ -1,5 +1,5 @@
 //! Procedural macros behind `xplug-sdk`: `#[plugin]` and
-//! `#[derive(ImportParams)]`. Use them through `xplug_sdk`; the generated
+//! `#[derive(ImportArgs)]`. Use them through `xplug_sdk`; the generated
 //! code refers to `::xplug_sdk` paths.
 //!
 //! The work is split in three steps over five private modules:
@@ -10,8 +10,8 @@
 //! * analysis, `signature`: what each `#[import]` function looks like
 //!   (`ImportFnInfo`), refusing any shape the generated entry point cannot
 //!   call;
-//! * expansion: `expand` for `#[plugin]`, `params` for
-//!   `#[derive(ImportParams)]`, and `cdecl` for the C declaration `params`
+//! * expansion: `expand` for `#[plugin]`, `args` for
+//!   `#[derive(ImportArgs)]`, and `cdecl` for the C declaration `args`
 //!   emits beside the Rust items.
 //!
 //! ABI values (feature bits, sanitizer kinds, the hash function of the
@@ -19,9 +19,9 @@
 
 use proc_macro::TokenStream;
 
+mod args;
 mod cdecl;
 mod expand;
-mod params;
 mod parse;
 mod signature;
 
@@ -41,7 +41,7 @@ pub fn plugin(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Implements `xplug_sdk::ImportParams` (and `xplug_sdk::AnyBitPattern`)
+/// Implements `xplug_sdk::ImportArgs` (and `xplug_sdk::AnyBitPattern`)
 /// for a `#[repr(C)]` struct whose fields are valid for any bit pattern.
 ///
 /// Refuses a struct without `#[repr(C)]` (its layout would not match the C
@@ -49,10 +49,10 @@ pub fn plugin(args: TokenStream, item: TokenStream) -> TokenStream {
 /// fields such as `bool`, `char`, references, `String`, `Vec`, `Box` or
 /// `NonNull<T>`, naming the field and what to use instead. Every field type
 /// must also implement `xplug_sdk::AnyBitPattern`, which the compiler checks.
-#[proc_macro_derive(ImportParams)]
-pub fn derive_import_params(item: TokenStream) -> TokenStream {
+#[proc_macro_derive(ImportArgs)]
+pub fn derive_import_args(item: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(item as syn::DeriveInput);
-    match params::expand_import_params(&input) {
+    match args::expand_import_args(&input) {
         Ok(tokens) => tokens.into(),
         Err(error) => error.to_compile_error().into(),
     }

@@ -13,8 +13,8 @@ pub(crate) struct ImportFnInfo {
     pub(crate) symbol_span: Span,
     /// The Rust function.
     pub(crate) fn_ident: syn::Ident,
-    /// `P` in `params: &mut P`.
-    pub(crate) params_ty: Type,
+    /// `P` in `args: &mut P`.
+    pub(crate) args_ty: Type,
     /// Whether the function takes `state: &State`.
     pub(crate) takes_state: bool,
     /// Where the return type is written (for `ImportReturn` errors).
@@ -22,7 +22,7 @@ pub(crate) struct ImportFnInfo {
 }
 
 /// The accepted shapes, appended to every signature error.
-const SHAPE: &str = "an import is `fn(params: &mut Params) -> R` or `fn(params: &mut Params, state: &State) -> R` \
+const SHAPE: &str = "an import is `fn(args: &mut Args) -> R` or `fn(args: &mut Args, state: &State) -> R` \
      with `R` one of `Result<(), xplug_sdk::ImportError>`, `i32`, `()`";
 
 /// Checks the signature of `function`, exported as `symbol`; `has_state`
@@ -62,17 +62,17 @@ pub(crate) fn analyse_import(
     let Some(first) = inputs.next() else {
         return Err(syn::Error::new(
             sig.paren_token.span.join(),
-            format!("the import takes no params. {SHAPE}"),
+            format!("the import takes no args. {SHAPE}"),
         ));
     };
-    let params_ty = match first {
+    let args_ty = match first {
         FnArg::Typed(arg) => match &*arg.ty {
             Type::Reference(reference) if reference.mutability.is_some() => (*reference.elem).clone(),
             other => {
                 return Err(syn::Error::new(
                     other.span(),
                     format!(
-                        "the first parameter must borrow the params struct mutably: `params: &mut Params`. {SHAPE}"
+                        "the first parameter must borrow the args struct mutably: `args: &mut Args`. {SHAPE}"
                     ),
                 ));
             }
@@ -111,12 +111,12 @@ pub(crate) fn analyse_import(
     }
     if let Some(FnArg::Typed(arg)) = sig.inputs.first() {
         if !matches!(&*arg.pat, Pat::Ident(_) | Pat::Wild(_)) {
-            return Err(syn::Error::new(arg.pat.span(), "bind the params to a plain name, e.g. `params`"));
+            return Err(syn::Error::new(arg.pat.span(), "bind the args to a plain name, e.g. `args`"));
         }
     }
     let return_span = match &sig.output {
         ReturnType::Default => sig.ident.span(),
         ReturnType::Type(_, ty) => ty.span(),
     };
-    Ok(ImportFnInfo { symbol, symbol_span, fn_ident: sig.ident.clone(), params_ty, takes_state, return_span })
+    Ok(ImportFnInfo { symbol, symbol_span, fn_ident: sig.ident.clone(), args_ty, takes_state, return_span })
 }

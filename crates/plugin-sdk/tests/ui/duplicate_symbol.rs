@@ -1,9 +1,9 @@
 #![allow(unexpected_cfgs)]
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -12,13 +12,13 @@ mod plugin {
     use super::*;
 
     #[import("scale")]
-    fn scale_a(params: &mut Params) {
-        params.value *= 2.0;
+    fn scale_a(args: &mut Args) {
+        args.value *= 2.0;
     }
 
     #[import("scale")]
-    fn scale_b(params: &mut Params) {
-        params.value *= 3.0;
+    fn scale_b(args: &mut Args) {
+        args.value *= 3.0;
     }
 }
 

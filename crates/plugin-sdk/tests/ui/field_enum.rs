@@ -1,4 +1,4 @@
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
 /// A C enum declared as a Rust enum: valid only for its discriminants.
 #[derive(Clone, Copy)]
@@ -8,9 +8,9 @@ pub enum Mode {
     Exact = 1,
 }
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
     pub mode: Mode,
 }

@@ -1,9 +1,9 @@
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 use core::ptr::NonNull;
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
     pub output: NonNull<f32>,
 }

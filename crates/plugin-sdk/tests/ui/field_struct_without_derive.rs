@@ -1,15 +1,15 @@
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-/// A nested struct that does not derive `ImportParams`.
+/// A nested struct that does not derive `ImportArgs`.
 #[repr(C)]
 pub struct Range {
     pub start: u32,
     pub end: u32,
 }
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
     pub range: Range,
 }

@@ -1,7 +1,7 @@
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-#[derive(ImportParams)]
-pub struct Params {
+#[derive(ImportArgs)]
+pub struct Args {
     pub value: f32,
     pub count: u32,
 }

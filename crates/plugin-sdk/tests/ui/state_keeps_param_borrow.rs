@@ -1,9 +1,9 @@
 #![allow(unexpected_cfgs)]
-use xplug_sdk::{Environment, Error, ImportParams, LoadParams, PluginState};
+use xplug_sdk::{Environment, Error, ImportArgs, LoadParams, PluginState};
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -24,8 +24,8 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn mode_len(params: &mut Params, state: &Keeper) {
-        params.value = state.mode.len() as f32;
+    fn mode_len(args: &mut Args, state: &Keeper) {
+        args.value = state.mode.len() as f32;
     }
 }
 

@@ -1,9 +1,9 @@
 #![allow(unexpected_cfgs)]
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -14,9 +14,9 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn scale(params: &mut Params, settings: &Settings) {
+    fn scale(args: &mut Args, settings: &Settings) {
         let _ = settings;
-        params.value *= 2.0;
+        args.value *= 2.0;
     }
 }
 

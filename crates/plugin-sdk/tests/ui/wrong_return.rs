@@ -1,9 +1,9 @@
 #![allow(unexpected_cfgs)]
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -12,8 +12,8 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn scale(params: &mut Params) -> bool {
-        params.value *= 2.0;
+    fn scale(args: &mut Args) -> bool {
+        args.value *= 2.0;
         true
     }
 }

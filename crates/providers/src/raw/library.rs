@@ -9,7 +9,7 @@ use dlopen2::raw::Library;
 use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 
 use super::RawQuery;
-use super::optional::{ImportLayoutInfo, OptionalExports, ParamInfo};
+use super::optional::{ImportLayoutInfo, OptionalExports, ParamDeclInfo};
 use super::stage::{self, Stage};
 use crate::{CountingAllocator, Error, LoaderError, Origin};
 
@@ -550,11 +550,11 @@ impl RawLibrary {
     }
 
     /// The load parameters the library declares through xplug's optional
-    /// `xplug_plugin_params` export: [`OptionalExports::params`]. A plugin
+    /// `xplug_plugin_params` export: [`OptionalExports::param_decls`]. A plugin
     /// with the export refuses keys it does not declare.
     #[must_use]
-    pub fn params(&self) -> Option<Vec<ParamInfo>> {
-        OptionalExports::params(self)
+    pub fn param_decls(&self) -> Option<Vec<ParamDeclInfo>> {
+        OptionalExports::param_decls(self)
     }
 }
 
@@ -578,7 +578,7 @@ unsafe impl OptionalExports for RawLibrary {
 }
 
 impl RawLibrary {
-    /// The params layout of each import the library describes through
+    /// The args layout of each import the library describes through
     /// xplug's optional `xplug_import_layouts` export:
     /// [`OptionalExports::import_layouts`].
     #[must_use]

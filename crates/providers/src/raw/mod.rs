@@ -70,8 +70,8 @@ pub(crate) use elf::read_elf_file;
 pub use instance::RawInstance;
 pub use library::{RawLibrary, SymbolKind};
 pub use optional::{
-    FieldInfo, ImportLayoutInfo, MAX_DECLARED_PARAMS, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS,
-    MAX_LISTED_EXPORTS, OptionalExports, ParamInfo,
+    FieldInfo, ImportLayoutInfo, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS, MAX_LISTED_EXPORTS, MAX_PARAM_DECLS,
+    OptionalExports, ParamDeclInfo,
 };
 pub use stage::{Stage, set_stage_hook};
 

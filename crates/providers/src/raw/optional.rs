@@ -10,7 +10,7 @@ use std::ffi::{CStr, c_char};
 
 use xplug_abi::{
     EXPORTS_LIST_NAME, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME, ImportLayout, ImportLayoutsFn,
-    LOAD_ERROR_NAME, LoadErrorFn, PARAMS_LIST_NAME, ParamDecl, ParamsListFn,
+    LOAD_ERROR_NAME, LoadErrorFn, PARAM_DECLS_NAME, ParamDecl, ParamDeclsFn,
 };
 use xplug_elf::ElfImage;
 
@@ -20,12 +20,12 @@ pub const MAX_LISTED_EXPORTS: usize = 1 << 20;
 
 /// More load parameters than any real plugin declares: a larger count from
 /// `xplug_plugin_params` is garbage and the declaration is ignored.
-pub const MAX_DECLARED_PARAMS: usize = 1 << 12;
+pub const MAX_PARAM_DECLS: usize = 1 << 12;
 
 /// One load parameter a plugin declares through `xplug_plugin_params`,
 /// copied out of the plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamInfo {
+pub struct ParamDeclInfo {
     /// The key.
     pub name: String,
     /// The value's type as the plugin names it (`f32`, `str`, ...).
@@ -83,20 +83,20 @@ pub unsafe trait OptionalExports {
 
     /// The load parameters declared by `xplug_plugin_params`, copied;
     /// `None` when there is no such export, it returns NULL with a non-zero
-    /// count, or claims more than [`MAX_DECLARED_PARAMS`]. Entries without
+    /// count, or claims more than [`MAX_PARAM_DECLS`]. Entries without
     /// a name are skipped. A plugin with the export refuses keys it does
     /// not declare.
-    fn params(&self) -> Option<Vec<ParamInfo>> {
-        let address = self.optional_export(PARAMS_LIST_NAME)?;
-        // SAFETY: the trait's contract: a function of `ParamsListFn`'s type.
-        let list = unsafe { std::mem::transmute::<*const (), ParamsListFn>(address) };
+    fn param_decls(&self) -> Option<Vec<ParamDeclInfo>> {
+        let address = self.optional_export(PARAM_DECLS_NAME)?;
+        // SAFETY: the trait's contract: a function of `ParamDeclsFn`'s type.
+        let list = unsafe { std::mem::transmute::<*const (), ParamDeclsFn>(address) };
         let mut count = 0usize;
         // SAFETY: the export's contract; `count` is a valid out-pointer.
         let decls = unsafe { list(&mut count) };
         if count == 0 {
             return Some(Vec::new());
         }
-        if decls.is_null() || count > MAX_DECLARED_PARAMS {
+        if decls.is_null() || count > MAX_PARAM_DECLS {
             return None;
         }
         // SAFETY: the export returned `count` declarations valid while the
@@ -111,7 +111,7 @@ pub unsafe trait OptionalExports {
             decls
                 .iter()
                 .filter_map(|decl| {
-                    Some(ParamInfo {
+                    Some(ParamDeclInfo {
                         name: text(decl.name)?,
                         kind: text(decl.kind).unwrap_or_default(),
                         default: text(decl.default_value),
@@ -137,7 +137,7 @@ pub unsafe trait OptionalExports {
         (!message.is_null()).then(|| unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned())
     }
 
-    /// The params layout of each import the plugin describes through
+    /// The args layout of each import the plugin describes through
     /// `xplug_import_layouts`, copied; `None` when there is no such export,
     /// it returns NULL with a non-zero count, or claims more than
     /// [`MAX_IMPORT_LAYOUTS`]. Bounds as in [`ImportLayoutInfo`]: a field
@@ -175,24 +175,24 @@ unsafe impl OptionalExports for ElfImage {
 /// `xplug_import_layouts` is garbage and the description is ignored.
 pub const MAX_IMPORT_LAYOUTS: usize = 1 << 20;
 
-/// More fields than any real params struct has: an import claiming more
+/// More fields than any real args struct has: an import claiming more
 /// through `xplug_import_layouts` is listed with its size only.
 pub const MAX_LAYOUT_FIELDS: usize = 1 << 12;
 
-/// The params struct of one import, as the plugin describes it through
+/// The args struct of one import, as the plugin describes it through
 /// `xplug_import_layouts`, copied out of the library.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImportLayoutInfo {
     /// The import's name, without `?`.
     pub symbol: String,
-    /// The params struct's name, when the plugin gives it.
+    /// The args struct's name, when the plugin gives it.
     pub type_name: Option<String>,
-    /// `sizeof` the params struct, in bytes.
+    /// `sizeof` the args struct, in bytes.
     pub size: usize,
     /// Its alignment, in bytes.
     pub align: usize,
     /// Its fields in declaration order; `None` when the plugin knows only
-    /// the size (a params type without xplug's derive).
+    /// the size (an args type without xplug's derive).
     pub fields: Option<Vec<FieldInfo>>,
 }
 

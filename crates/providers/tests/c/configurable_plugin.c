@@ -99,25 +99,25 @@ typedef struct {
   int32_t a;
   int32_t b;
   int32_t out;
-} binop_params_t;
+} binop_args_t;
 
 typedef struct {
   iree_hal_executable_plugin_allocator_t allocator;
   int32_t marker;
 } plugin_state_t;
 
-static UNUSED int f_add(void* params_ptr, void* context, void* reserved) {
+static UNUSED int f_add(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
-  binop_params_t* params = (binop_params_t*)params_ptr;
-  params->out = params->a + params->b;
+  binop_args_t* args = (binop_args_t*)args_ptr;
+  args->out = args->a + args->b;
   return 0;
 }
 
-static UNUSED int f_state(void* params_ptr, void* context, void* reserved) {
+static UNUSED int f_state(void* args_ptr, void* context, void* reserved) {
   (void)reserved;
-  binop_params_t* params = (binop_params_t*)params_ptr;
-  params->out = ((const plugin_state_t*)context)->marker;
+  binop_args_t* args = (binop_args_t*)args_ptr;
+  args->out = ((const plugin_state_t*)context)->marker;
   return 0;
 }
 

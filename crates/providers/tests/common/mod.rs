@@ -32,12 +32,12 @@ pub struct Binop {
 /// (return code, out).
 pub fn call_binop(function: *mut c_void, context: *mut c_void, a: i32, b: i32) -> (i32, i32) {
     assert!(!function.is_null(), "import slot is empty");
-    let mut params = Binop { a, b, out: 0 };
+    let mut args = Binop { a, b, out: 0 };
     // SAFETY: the slot was filled by a provider with a v0 import function;
     // the test plugins' imports take a `Binop` and the context they were
     // resolved with.
     let function = unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.expect("a resolved slot");
-    // SAFETY: see above; `params` outlives the call.
-    let code = unsafe { function(std::ptr::from_mut(&mut params).cast(), context, std::ptr::null_mut()) };
-    (code, params.out)
+    // SAFETY: see above; `args` outlives the call.
+    let code = unsafe { function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) };
+    (code, args.out)
 }

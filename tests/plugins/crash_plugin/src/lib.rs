@@ -4,7 +4,7 @@
 //! - Loaded without parameters (as `xplug check` loads it), its `load`
 //!   calls [`crash_plugin_load`], which writes to address 0x10.
 //! - Loaded with `crash=kernel`, it loads; its import `crashing_kernel`
-//!   (params: [`KernelParams`]) then calls [`crash_plugin_kernel`], which
+//!   (args: [`KernelArgs`]) then calls [`crash_plugin_kernel`], which
 //!   writes to address 0x10.
 //!
 //! Both functions are `#[no_mangle]` and never inlined, so crash reports,
@@ -13,12 +13,12 @@
 //! symbol table (`xplug_fixtures::build_rust_sos`).
 #![no_std]
 
-use xplug_sdk::{Environment, Error, ImportError, ImportParams, LoadParams, PluginState};
+use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
 
-/// Params of `crashing_kernel`.
-#[derive(Debug, ImportParams)]
+/// Args of `crashing_kernel`.
+#[derive(Debug, ImportArgs)]
 #[repr(C)]
-pub struct KernelParams {
+pub struct KernelArgs {
     /// Ignored: the kernel crashes before reading it.
     pub value: i32,
 }
@@ -72,7 +72,7 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn crashing_kernel(_params: &mut KernelParams, _state: &Armed) -> Result<(), ImportError> {
+    fn crashing_kernel(_params: &mut KernelArgs, _state: &Armed) -> Result<(), ImportError> {
         crash_plugin_kernel();
         Ok(())
     }

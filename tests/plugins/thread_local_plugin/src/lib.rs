@@ -6,18 +6,18 @@
 //! (its unload policy for Rust libraries), or the ending thread jumps into
 //! unmapped memory.
 //!
-//! Import `tls_touch` (params: [`TouchParams`]): adds `value` to this
+//! Import `tls_touch` (args: [`TouchArgs`]): adds `value` to this
 //! thread's counter and writes the counter to `total`.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use xplug_sdk::{ImportError, ImportParams};
+use xplug_sdk::{ImportArgs, ImportError};
 
-/// Params of `tls_touch`.
-#[derive(Debug, Default, ImportParams)]
+/// Args of `tls_touch`.
+#[derive(Debug, Default, ImportArgs)]
 #[repr(C)]
-pub struct TouchParams {
+pub struct TouchArgs {
     /// Added to the calling thread's counter.
     pub value: u64,
     /// Output: the thread's counter after the addition.
@@ -41,10 +41,10 @@ thread_local! {
     static COUNTER: Counter = const { Counter(Cell::new(0)) };
 }
 
-/// Params of `tls_destroyed`.
-#[derive(Debug, Default, ImportParams)]
+/// Args of `tls_destroyed`.
+#[derive(Debug, Default, ImportArgs)]
 #[repr(C)]
-pub struct DestroyedParams {
+pub struct DestroyedArgs {
     /// Output: thread-local counters destroyed so far.
     pub count: u64,
 }
@@ -57,17 +57,17 @@ mod plugin {
     use super::*;
 
     #[import("tls_touch")]
-    fn touch(params: &mut TouchParams) -> Result<(), ImportError> {
-        params.total = COUNTER.with(|counter| {
-            counter.0.set(counter.0.get().wrapping_add(params.value));
+    fn touch(args: &mut TouchArgs) -> Result<(), ImportError> {
+        args.total = COUNTER.with(|counter| {
+            counter.0.set(counter.0.get().wrapping_add(args.value));
             counter.0.get()
         });
         Ok(())
     }
 
     #[import("tls_destroyed")]
-    fn destroyed(params: &mut DestroyedParams) -> Result<(), ImportError> {
-        params.count = DESTROYED.load(Ordering::SeqCst);
+    fn destroyed(args: &mut DestroyedArgs) -> Result<(), ImportError> {
+        args.count = DESTROYED.load(Ordering::SeqCst);
         Ok(())
     }
 }

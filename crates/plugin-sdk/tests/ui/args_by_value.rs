@@ -1,9 +1,9 @@
 #![allow(unexpected_cfgs)]
-use xplug_sdk::ImportParams;
+use xplug_sdk::ImportArgs;
 
-#[derive(ImportParams)]
+#[derive(ImportArgs)]
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -12,8 +12,8 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn scale(params: Params) {
-        let _ = params.value;
+    fn scale(args: Args) {
+        let _ = args.value;
     }
 }
 

@@ -1,5 +1,5 @@
 //! The C headers `PluginDescriptor::c_header` writes for the example
-//! plugins' params structs: committed next to each plugin, regenerated
+//! plugins' args structs: committed next to each plugin, regenerated
 //! without drift, and laid out by a C compiler exactly as Rust lays out the
 //! structs (every size and field offset asserted).
 //!
@@ -13,8 +13,8 @@ use xplug_fixtures::{c_compiler, run_compiler, workspace_root};
 /// (plugin descriptor, committed header path relative to the workspace).
 fn plugins() -> [(xplug_sdk::PluginDescriptor, &'static str); 2] {
     [
-        (sample_system::PLUGIN, "plugins/sample_system/include/sample_system_params.h"),
-        (sample_standalone::PLUGIN, "plugins/sample_standalone/include/sample_standalone_params.h"),
+        (sample_system::PLUGIN, "plugins/sample_system/include/sample_system_args.h"),
+        (sample_standalone::PLUGIN, "plugins/sample_standalone/include/sample_standalone_args.h"),
     ]
 }
 
@@ -23,7 +23,7 @@ fn header_path(relative: &str) -> PathBuf {
 }
 
 #[test]
-fn committed_params_headers_match_the_rust_definitions() {
+fn committed_args_headers_match_the_rust_definitions() {
     for (plugin, relative) in plugins() {
         let generated = plugin.c_header();
         let path = header_path(relative);
@@ -39,7 +39,7 @@ fn committed_params_headers_match_the_rust_definitions() {
 }
 
 #[test]
-fn params_headers_compile_as_c99_with_the_rust_layout() {
+fn args_headers_compile_as_c99_with_the_rust_layout() {
     let dir = tempfile::tempdir().unwrap();
     for (plugin, relative) in plugins() {
         let path = header_path(relative);

@@ -1,4 +1,4 @@
-//! `#[derive(ImportParams)]`: a `#[repr(C)]` struct whose every field is
+//! `#[derive(ImportArgs)]`: a `#[repr(C)]` struct whose every field is
 //! valid for any bit pattern the executable may write.
 //!
 //! Two layers of checking:
@@ -19,21 +19,21 @@ use syn::{Data, DeriveInput, GenericArgument, PathArguments, Type};
 
 use crate::parse::{has_repr_c, replace_self};
 
-/// Expands `#[derive(ImportParams)]` on `input`.
-pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStream2> {
+/// Expands `#[derive(ImportArgs)]` on `input`.
+pub(crate) fn expand_import_args(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let name = &input.ident;
     let Data::Struct(data) = &input.data else {
         return Err(syn::Error::new(
             name.span(),
             format!(
-                "`ImportParams` can only be derived for a struct; declare `{name}` as a `#[repr(C)] struct` matching the C params struct"
+                "`ImportArgs` can only be derived for a struct; declare `{name}` as a `#[repr(C)] struct` matching the C args struct"
             ),
         ));
     };
     if !input.generics.params.is_empty() {
         return Err(syn::Error::new(
             input.generics.span(),
-            format!("`{name}` must not be generic to be an import's params type; use concrete field types"),
+            format!("`{name}` must not be generic to be an import's args type; use concrete field types"),
         ));
     }
     if !has_repr_c(&input.attrs)? {
@@ -91,14 +91,14 @@ pub(crate) fn expand_import_params(input: &DeriveInput) -> syn::Result<TokenStre
         unsafe impl ::xplug_sdk::AnyBitPattern for #name {}
         // SAFETY: as above; the author vouches that the fields match the
         // executable's C struct.
-        unsafe impl ::xplug_sdk::ImportParams for #name {
+        unsafe impl ::xplug_sdk::ImportArgs for #name {
             #c_declarations
             #layout
         }
     })
 }
 
-/// The `ImportParams::__LAYOUT` constant of struct `name`: its name and,
+/// The `ImportArgs::__LAYOUT` constant of struct `name`: its name and,
 /// per field, the name, the type as written, the offset and the size, the
 /// last two computed by the compiler (`offset_of!`, `size_of`).
 fn layout_const(name: &syn::Ident, fields: &syn::Fields) -> TokenStream2 {
@@ -125,9 +125,9 @@ fn layout_const(name: &syn::Ident, fields: &syn::Fields) -> TokenStream2 {
     });
     let name_c = c_lit(&name.to_string());
     quote! {
-        const __LAYOUT: ::core::option::Option<::xplug_sdk::__private::ParamsLayout> = {
+        const __LAYOUT: ::core::option::Option<::xplug_sdk::__private::ArgsLayout> = {
             const FIELDS: &[::xplug_sdk::__private::CFieldLayout] = &[#(#entries),*];
-            ::core::option::Option::Some(::xplug_sdk::__private::ParamsLayout { type_name: #name_c, fields: FIELDS })
+            ::core::option::Option::Some(::xplug_sdk::__private::ArgsLayout { type_name: #name_c, fields: FIELDS })
         };
     }
 }
@@ -164,11 +164,11 @@ fn refuse(ty: &Type) -> Option<Refusal<'_>> {
         Type::Tuple(tuple) if !tuple.elems.is_empty() => refusal(
             format!("a tuple (`{}`)", shown()),
             "a tuple has no C layout",
-            "declare a `#[repr(C)]` struct with `#[derive(ImportParams)]` for it",
+            "declare a `#[repr(C)]` struct with `#[derive(ImportArgs)]` for it",
         ),
         Type::Slice(_) | Type::TraitObject(_) | Type::ImplTrait(_) => refusal(
             format!("`{}`", shown()),
-            "a params struct holds only fixed-size C values",
+            "an args struct holds only fixed-size C values",
             "use `xplug_sdk::Buffer<T>` / `BufferMut<T>` plus a length field",
         ),
         Type::BareFn(function) => refusal(
@@ -206,7 +206,7 @@ fn refuse(ty: &Type) -> Option<Refusal<'_>> {
                 ),
                 "Box" | "Rc" | "Arc" | "Cow" => refusal(
                     format!("a `{ident}`"),
-                    "a smart pointer owns memory, while the executable's params only borrow it",
+                    "a smart pointer owns memory, while the executable's args only borrow it",
                     "use a raw pointer (`*const T` / `*mut T`) or `xplug_sdk::Buffer<T>` / `BufferMut<T>`",
                 ),
                 "NonNull" => refusal(

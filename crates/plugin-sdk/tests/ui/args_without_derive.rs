@@ -1,7 +1,7 @@
 #![allow(unexpected_cfgs)]
 
 #[repr(C)]
-pub struct Params {
+pub struct Args {
     pub value: f32,
 }
 
@@ -10,8 +10,8 @@ mod plugin {
     use super::*;
 
     #[import]
-    fn scale(params: &mut Params) {
-        params.value *= 2.0;
+    fn scale(args: &mut Args) {
+        args.value *= 2.0;
     }
 }
 
