@@ -49,6 +49,8 @@ fn main() {
         other => panic!("unknown case {other}"),
     };
     let root = xplug_fixtures::workspace_root();
+    // The plugins the benchmark loads, built (or found up to date) first.
+    xplug_fixtures::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
     let dir = xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release);
     let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
     let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();

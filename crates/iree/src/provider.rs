@@ -373,16 +373,16 @@ unsafe extern "C" fn resolve_imports(
                 refusal(StatusCode::INVALID_ARGUMENT, "xplug import provider called without its state");
             return answer(Resolution::NONE, status);
         }
-        // SAFETY: IREE passes `count` name pointers.
-        let checked =
-            unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        if let Err(error) = checked {
-            return answer(Resolution::NONE, refusal(StatusCode::INVALID_ARGUMENT, &error.to_string()));
-        }
-        // SAFETY: checked above that the arrays and names are non-NULL; IREE
-        // guarantees their length, termination and exclusive use.
-        let mut request =
-            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        // SAFETY: IREE passes `count` name pointers and slots, used by no
+        // one else during the call; NULLs are what is checked.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        let mut request = match request {
+            Ok(request) => request,
+            Err(error) => {
+                return answer(Resolution::NONE, refusal(StatusCode::INVALID_ARGUMENT, &error.to_string()));
+            }
+        };
         // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
         let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
         match provider.resolve(&mut request) {

@@ -111,16 +111,14 @@ unsafe extern "C" fn manager_resolve(
         if provider_self.is_null() {
             return answer(StatusCode::INVALID_ARGUMENT, Resolution::NONE);
         }
-        // SAFETY: the caller passes `count` name pointers.
-        let checked =
-            unsafe { ResolveRequest::check_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        if let Err(error) = checked {
-            return answer(refused(count, &error), Resolution::NONE);
-        }
-        // SAFETY: checked above that the arrays and names are non-NULL; the
-        // caller guarantees their length, termination and exclusive use.
-        let mut request =
-            unsafe { ResolveRequest::from_raw(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        // SAFETY: the caller passes `count` name pointers and slots, used by
+        // no one else during the call; NULLs are what is checked.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
+        let mut request = match request {
+            Ok(request) => request,
+            Err(error) => return answer(refused(count, &error), Resolution::NONE),
+        };
         // SAFETY: `provider_self` came from `as_c_provider` on a manager the
         // caller keeps alive for the call.
         let manager = unsafe { &*provider_self.cast::<Manager>().cast_const() };

@@ -3,8 +3,9 @@
 //! # Design
 //!
 //! Entries live in segments whose sizes double (8, 16, 32, ... entries).
-//! The first segment is allocated with the registry (most managers hold a
-//! handful of providers, and resolution then reads it without a lookup);
+//! The first segment is part of the registry itself (most managers hold a
+//! handful of providers, and resolution then reads it with no pointer to
+//! follow);
 //! later ones are allocated on demand. A segment is never moved and never freed before the
 //! registry is dropped, so a reference to an entry stays valid for the
 //! registry's life even while later entries are appended. Every segment and
@@ -104,8 +105,8 @@ type Segment = Box<[OnceLock<Entry>]>;
 
 /// Append-only, lock-free-to-read list of providers.
 pub(crate) struct Registry {
-    /// Segment 0, allocated up front.
-    first: Box<[OnceLock<Entry>; FIRST_SEGMENT]>,
+    /// Segment 0, held inline.
+    first: [OnceLock<Entry>; FIRST_SEGMENT],
     /// Segments 1 and up (index 0 unused).
     segments: [OnceLock<Segment>; SEGMENTS],
     /// Number of published entries.
@@ -129,7 +130,7 @@ fn locate(index: usize) -> (usize, usize) {
 impl Registry {
     pub(crate) fn new(capacity: Option<usize>) -> Self {
         Self {
-            first: Box::new(std::array::from_fn(|_| OnceLock::new())),
+            first: std::array::from_fn(|_| OnceLock::new()),
             segments: std::array::from_fn(|_| OnceLock::new()),
             count: AtomicUsize::new(0),
             writer: Mutex::new(()),

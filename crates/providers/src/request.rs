@@ -162,37 +162,52 @@ impl<'a> ResolveRequest<'a> {
         request
     }
 
-    /// Checks the arrays a C caller passed to a provider's `resolve` before
-    /// a request is built over them with [`ResolveRequest::from_raw`]: the
-    /// three arrays must be non-NULL when `count > 0`, and so must every
-    /// name. The one check of C arguments every C-facing provider shares
-    /// (the manager's C view, `xplug-iree`). It builds nothing, so the
-    /// request is then made in place, with no `Result` around it to move.
+    /// A request over the arrays a C caller passed to a provider's
+    /// `resolve`, checked first: the three arrays must be non-NULL when
+    /// `count > 0`, and so must every name. The one check of C arguments
+    /// every C-facing provider shares (the manager's C view, `xplug-iree`);
+    /// one pass over the names and the function slots both checks the names
+    /// and learns whether any slot is filled.
     ///
     /// # Errors
     /// [`Error::InvalidRequest`] naming what is NULL.
     ///
     /// # Safety
-    /// When `count > 0` and `names` is non-NULL, `names` points to `count`
-    /// initialised pointers.
-    #[inline]
-    pub unsafe fn check_c_arrays(
+    /// As [`ResolveRequest::from_raw`], except that the three arrays and the
+    /// names may be NULL (that is what is checked).
+    #[inline(always)]
+    pub unsafe fn from_c_arrays(
         count: usize,
         names: *const *const c_char,
         fns: *mut *mut c_void,
         contexts: *mut *mut c_void,
-    ) -> Result<(), Error> {
-        if count > 0 {
-            if names.is_null() || fns.is_null() || contexts.is_null() {
-                return Err(null_argument("the names, functions or contexts array is NULL"));
-            }
-            // SAFETY: non-NULL, and the caller passes `count` name pointers.
-            let pointers = unsafe { std::slice::from_raw_parts(names, count) };
-            if pointers.iter().any(|name| name.is_null()) {
-                return Err(null_argument("a symbol name is NULL"));
-            }
+    ) -> Result<Self, Error> {
+        if count == 0 {
+            return Ok(Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false });
         }
-        Ok(())
+        if names.is_null() || fns.is_null() || contexts.is_null() {
+            return Err(null_argument("the names, functions or contexts array is NULL"));
+        }
+        // SAFETY: non-NULL, and the caller passes `count` name pointers.
+        let pointers = unsafe { std::slice::from_raw_parts(names, count) };
+        // SAFETY: non-NULL, and the caller passes `count` writable,
+        // unaliased slots.
+        let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
+        let (mut null_name, mut filled) = (false, false);
+        for (name, function) in pointers.iter().zip(fns.iter()) {
+            null_name |= name.is_null();
+            filled |= !function.is_null();
+        }
+        if null_name {
+            return Err(null_argument("a symbol name is NULL"));
+        }
+        // SAFETY: every name is non-NULL (checked above) and, by the
+        // caller's word, NUL-terminated and valid for `'a`; `SymbolName` is
+        // `repr(transparent)` over the pointer.
+        let names = unsafe { std::slice::from_raw_parts(names.cast::<SymbolName<'a>>(), count) };
+        // SAFETY: non-NULL, `count` writable, unaliased slots.
+        let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
+        Ok(Self { names, fns, contexts, maybe_filled: filled })
     }
 
     /// A request over a v0 resolve-params struct.
@@ -545,7 +560,7 @@ fn unequal_lengths(names: usize, fns: usize, contexts: usize) -> Error {
     }
 }
 
-/// The error of [`ResolveRequest::check_c_arrays`] for a NULL argument.
+/// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
 #[cold]
 #[inline(never)]
 fn null_argument(what: &str) -> Error {
@@ -602,22 +617,29 @@ mod tests {
     #[test]
     fn c_arrays_are_checked_before_use() {
         let names = [c"a".as_ptr(), std::ptr::null()];
-        let mut fns = [std::ptr::null_mut::<c_void>(); 2];
+        let filled = std::ptr::dangling_mut::<c_void>();
+        let mut fns = [filled, std::ptr::null_mut()];
         let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
         let (f, c) = (fns.as_mut_ptr(), contexts.as_mut_ptr());
         // SAFETY: two-element arrays; the NULL name is what is tested.
-        let error = unsafe { ResolveRequest::check_c_arrays(2, names.as_ptr(), f, c) }.unwrap_err();
+        let error = unsafe { ResolveRequest::from_c_arrays(2, names.as_ptr(), f, c) }.unwrap_err();
         assert!(error.to_string().contains("a symbol name is NULL"), "{error}");
         // SAFETY: one-element arrays but the NULL one, which is tested.
-        let error = unsafe { ResolveRequest::check_c_arrays(1, names.as_ptr(), std::ptr::null_mut(), c) };
+        let error = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), std::ptr::null_mut(), c) };
         assert!(error.unwrap_err().to_string().contains("array is NULL"));
         // SAFETY: zero names: the pointers are not read.
         let empty = unsafe {
-            ResolveRequest::check_c_arrays(0, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut())
+            ResolveRequest::from_c_arrays(0, std::ptr::null(), std::ptr::null_mut(), std::ptr::null_mut())
         };
-        assert!(empty.is_ok());
-        // SAFETY: the first element of each array, a valid name.
-        assert!(unsafe { ResolveRequest::check_c_arrays(1, names.as_ptr(), f, c) }.is_ok());
+        assert!(empty.is_ok_and(|request| request.is_empty()));
+        // SAFETY: the first element of each array, a valid name, its slot
+        // filled: the request sees it.
+        let request = unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), f, c) }.expect("valid");
+        assert!(request.any_filled() && request.all_filled());
+        // SAFETY: the second slot alone, empty, under the valid name.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), f.add(1), c) }.expect("valid");
+        assert!(!request.any_filled());
     }
 
     /// `protect_filled` restores exactly the slots that were filled, even
