@@ -10,13 +10,13 @@
 //! required features follow from it) and what keeps it mapped.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use xplug_abi::{QueryFn, Version};
 use xplug_elf::ElfImage;
 
 use crate::plugin::{Code, label};
-use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
+use crate::raw::{self, RawLibrary, RawLoadError, RawQuery};
 use crate::{
     CountingAllocator, Error, LoadParamList, Origin, Plugin, PluginInfo, PluginMessage, PluginSource,
     ProviderName, StaticPluginRegistration, checks,
@@ -315,16 +315,17 @@ pub(crate) fn load_checked(
     )
     .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
     // xplug's optional exports, read alike from a library and a `.sos`.
-    let library: Option<&dyn OptionalExports> = match &site.code {
-        Code::Library(library) => Some(library.as_ref()),
-        Code::Elf(image) => Some(image.as_ref()),
-        Code::Linked => None,
-    };
-    // A plugin that lists its parameters is given no other key.
-    let declared = library.and_then(|library| library.param_decls());
-    if let Some(declared) = &declared {
-        checks::check_params(declared, params)
-            .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
+    let library = site.code.optional_exports();
+    // A plugin that lists its parameters is given no other key (with no
+    // key given there is nothing to check, and the list is read on first
+    // use).
+    let param_decls = OnceLock::new();
+    if !params.is_empty() {
+        let declared = param_decls.get_or_init(|| library.and_then(|library| library.param_decls()));
+        if let Some(declared) = declared {
+            checks::check_params(declared, params)
+                .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
+        }
     }
 
     // Asking for the load message before `load` tells an `xplug-sdk`
@@ -357,9 +358,6 @@ pub(crate) fn load_checked(
             reason: checks::Incompatibility::MissingFunction { function },
         },
     })?;
-    // Only a plugin that passed every check is asked for its names.
-    let exports = library.and_then(|library| library.exports());
-    let import_layouts = library.and_then(|library| library.import_layouts());
 
     Ok(Plugin {
         instance,
@@ -372,9 +370,9 @@ pub(crate) fn load_checked(
             name: shown_name,
         },
         source: site.source,
-        exports,
-        param_decls: declared,
-        import_layouts,
+        exports: OnceLock::new(),
+        param_decls,
+        import_layouts: OnceLock::new(),
         code: site.code,
         allocator,
     })

@@ -7,12 +7,12 @@
 //! tracing and the unload order.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_elf::ElfImage;
 
-use crate::raw::{ImportLayoutInfo, ParamDeclInfo, RawInstance, RawLibrary};
+use crate::raw::{ImportLayoutInfo, OptionalExports, ParamDeclInfo, RawInstance, RawLibrary};
 use crate::{
     AllocationStats, CountingAllocator, Error, ImportProvider, PluginSource, ProviderName, ResolveRequest,
 };
@@ -116,11 +116,15 @@ pub struct Plugin {
     pub(crate) info: PluginInfo,
     pub(crate) source: PluginSource,
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
-    pub(crate) exports: Option<Vec<String>>,
-    /// Load parameters declared by the plugin's `xplug_plugin_params`, if any.
-    pub(crate) param_decls: Option<Vec<ParamDeclInfo>>,
+    /// Read on first use, like the two below: a load looks up only what it
+    /// needs (each optional export a C plugin lacks is a failed `dlsym`,
+    /// which formats an error message).
+    pub(crate) exports: OnceLock<Option<Vec<String>>>,
+    /// Load parameters declared by the plugin's `xplug_plugin_params`, if
+    /// any (read at load when parameters are given, to check them).
+    pub(crate) param_decls: OnceLock<Option<Vec<ParamDeclInfo>>>,
     /// Args layouts listed by the plugin's `xplug_import_layouts`, if any.
-    pub(crate) import_layouts: Option<Vec<ImportLayoutInfo>>,
+    pub(crate) import_layouts: OnceLock<Option<Vec<ImportLayoutInfo>>>,
     /// What keeps the plugin's code mapped: released after `unload`.
     pub(crate) code: Code,
     /// The host allocator given to `load`: released last, after the code.
@@ -135,6 +139,18 @@ pub(crate) enum Code {
     Library(Box<RawLibrary>),
     /// A mapped embedded ELF image.
     Elf(Box<ElfImage>),
+}
+
+impl Code {
+    /// The code's optional exports, read alike from a library and a `.sos`
+    /// (none for code linked into the program).
+    pub(crate) fn optional_exports(&self) -> Option<&dyn OptionalExports> {
+        match self {
+            Self::Library(library) => Some(library.as_ref()),
+            Self::Elf(image) => Some(image.as_ref()),
+            Self::Linked => None,
+        }
+    }
 }
 
 impl fmt::Debug for Plugin {
@@ -171,7 +187,7 @@ impl Plugin {
     /// it), or `None` when it has no such export.
     #[must_use]
     pub fn exports(&self) -> Option<&[String]> {
-        self.exports.as_deref()
+        self.exports.get_or_init(|| self.code.optional_exports()?.exports()).as_deref()
     }
 
     /// The load parameters the plugin declares through xplug's optional
@@ -179,7 +195,7 @@ impl Plugin {
     /// `params(...)`), or `None` when it has no such export.
     #[must_use]
     pub fn param_decls(&self) -> Option<&[ParamDeclInfo]> {
-        self.param_decls.as_deref()
+        self.param_decls.get_or_init(|| self.code.optional_exports()?.param_decls()).as_deref()
     }
 
     /// The args layout of each import the plugin describes through
@@ -188,7 +204,7 @@ impl Plugin {
     /// an import by hand checks its args block against.
     #[must_use]
     pub fn import_layouts(&self) -> Option<&[ImportLayoutInfo]> {
-        self.import_layouts.as_deref()
+        self.import_layouts.get_or_init(|| self.code.optional_exports()?.import_layouts()).as_deref()
     }
 
     /// The current counters of the host allocator this plugin was given.
@@ -300,7 +316,7 @@ impl ImportProvider for Plugin {
     }
 
     fn exported_names(&self) -> Option<Vec<String>> {
-        self.exports.clone()
+        self.exports().map(<[String]>::to_vec)
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
