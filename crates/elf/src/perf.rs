@@ -47,7 +47,7 @@ pub fn map_path() -> PathBuf {
 /// The lines of one image: `START SIZE name`, one per function, with
 /// `START` the function's absolute address (`base` + its offset).
 #[must_use]
-pub fn map_lines(base: usize, functions: &[ImageFunction]) -> String {
+fn map_lines(base: usize, functions: &[ImageFunction]) -> String {
     functions
         .iter()
         .map(|function| {
