@@ -20,45 +20,17 @@
 
 #![expect(missing_docs, reason = "`criterion_group!` generates an undocumented public function")]
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CString, c_char};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use xplug_benches::pair;
+use xplug_benches::{LoaderCall, iree_manager, pair, xplug_manager};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceKind, IreePluginManager, Module, RawImportProvider, Runtime, Session, Tensor};
-use xplug_manager::Manager;
+use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
 use xplug_providers::{ResolveRequest, SymbolName};
-
-/// One resolve as IREE's loader makes it: slots cleared, then the C call.
-fn loader_call<'a>(
-    provider: RawImportProvider<'a>,
-    names: &'a [*const c_char],
-    fns: &'a mut [*mut c_void],
-    contexts: &'a mut [*mut c_void],
-) -> impl FnMut() + 'a {
-    move || {
-        fns.fill(std::ptr::null_mut());
-        contexts.fill(std::ptr::null_mut());
-        let mut resolution = 0;
-        // SAFETY: a live provider (its owner outlives this closure); `names`
-        // holds NUL-terminated strings and both slot arrays its length.
-        let status = unsafe {
-            (provider.resolve)(
-                provider.self_,
-                names.len(),
-                names.as_ptr(),
-                fns.as_mut_ptr(),
-                contexts.as_mut_ptr(),
-                &mut resolution,
-            )
-        };
-        assert!(black_box(status).is_null(), "the benchmark's names all resolve");
-    }
-}
 
 fn plugins_dir() -> PathBuf {
     let root = xplug_fixtures::workspace_root();
@@ -66,18 +38,6 @@ fn plugins_dir() -> PathBuf {
         xplug_fixtures::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
     assert!(built.iter().all(|plugin| plugin.path.is_some()), "an example plugin was skipped: {built:?}");
     xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release)
-}
-
-fn iree_manager(plugin: &Path) -> IreePluginManager {
-    let manager = IreePluginManager::new(1).expect("IREE's manager");
-    // SAFETY: an example plugin of this workspace.
-    unsafe { manager.load(plugin) }.expect("IREE loads the plugin");
-    manager
-}
-
-fn xplug_manager(plugin: &Path) -> Arc<Manager> {
-    // SAFETY: as above.
-    Arc::new(unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin"))
 }
 
 /// (8) The loader's call through each provider, and `Manager::resolve` on a
@@ -99,8 +59,10 @@ fn loader_calls(c: &mut Criterion) {
         let n = pointers.len();
         let slots = || (vec![std::ptr::null_mut(); n], vec![std::ptr::null_mut(); n]);
         let ((mut f1, mut c1), (mut f2, mut c2)) = (slots(), slots());
-        let mut iree_call = loader_call(iree.as_raw(), &pointers, &mut f1, &mut c1);
-        let mut xplug_call = loader_call(xplug.as_raw(), &pointers, &mut f2, &mut c2);
+        let mut iree_loader = LoaderCall::new(iree.as_raw(), &pointers, &mut f1, &mut c1);
+        let mut xplug_loader = LoaderCall::new(xplug.as_raw(), &pointers, &mut f2, &mut c2);
+        let mut iree_call = || iree_loader.resolve();
+        let mut xplug_call = || xplug_loader.resolve();
         pair(
             c,
             &format!("iree_loader_call_{row}"),

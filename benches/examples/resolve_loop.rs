@@ -6,37 +6,13 @@
 //! CASE: `c_plugin`, `sdk_1` or `sdk_4`, as in `benches/iree_runtime.rs`.
 //! Counting N and 0 iterations and subtracting gives the cost per resolve.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CString, c_char};
 use std::hint::black_box;
-use std::sync::Arc;
 
+use xplug_benches::{LoaderCall, iree_manager, xplug_manager};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{IreeImportProvider, IreePluginManager, RawImportProvider};
-use xplug_manager::Manager;
+use xplug_iree::IreeImportProvider;
 use xplug_providers::{ResolveRequest, SymbolName};
-
-fn c_call(
-    provider: RawImportProvider<'_>,
-    names: &[*const c_char],
-    fns: &mut [*mut c_void],
-    contexts: &mut [*mut c_void],
-) {
-    fns.fill(std::ptr::null_mut());
-    contexts.fill(std::ptr::null_mut());
-    let mut resolution = 0;
-    // SAFETY: a live provider; `names` NUL-terminated, slots of its length.
-    let status = unsafe {
-        (provider.resolve)(
-            provider.self_,
-            names.len(),
-            names.as_ptr(),
-            fns.as_mut_ptr(),
-            contexts.as_mut_ptr(),
-            &mut resolution,
-        )
-    };
-    assert!(black_box(status).is_null());
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -59,29 +35,27 @@ fn main() {
         (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
     match side.as_str() {
         "iree" => {
-            let manager = IreePluginManager::new(1).expect("IREE's manager");
-            // SAFETY: an example plugin of this workspace.
-            unsafe { manager.load(&path) }.expect("IREE loads the plugin");
+            let manager = iree_manager(&path);
+            let mut call = LoaderCall::new(manager.as_raw(), &pointers, &mut fns, &mut contexts);
             for _ in 0..n {
-                c_call(manager.as_raw(), &pointers, &mut fns, &mut contexts);
+                call.resolve();
             }
         }
-        "xplug" | "fresh" => {
-            // SAFETY: as above.
-            let manager =
-                Arc::new(unsafe { Manager::from_specs([path.display().to_string()]) }.expect("loads"));
-            let provider = Box::new(IreeImportProvider::new(Arc::clone(&manager)));
+        "xplug" => {
+            let provider = Box::new(IreeImportProvider::new(xplug_manager(&path)));
+            let mut call = LoaderCall::new(provider.as_raw(), &pointers, &mut fns, &mut contexts);
+            for _ in 0..n {
+                call.resolve();
+            }
+        }
+        "fresh" => {
+            let manager = xplug_manager(&path);
             let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
             for _ in 0..n {
-                if side == "xplug" {
-                    c_call(provider.as_raw(), &pointers, &mut fns, &mut contexts);
-                } else {
-                    fns.fill(std::ptr::null_mut());
-                    contexts.fill(std::ptr::null_mut());
-                    let mut request =
-                        ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("lengths");
-                    assert!(black_box(manager.resolve(&mut request).is_ok()));
-                }
+                fns.fill(std::ptr::null_mut());
+                contexts.fill(std::ptr::null_mut());
+                let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("lengths");
+                assert!(black_box(manager.resolve(&mut request).is_ok()));
             }
         }
         other => panic!("unknown side {other}"),

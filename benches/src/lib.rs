@@ -3,12 +3,17 @@
 //! same exports as a C plugin that resolves IREE-sample style (one
 //! `strcmp` per export per name), and two in-process reference resolvers.
 
-use std::ffi::{CString, c_int, c_void};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::fmt::Write as _;
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
+
+use xplug_iree::{IreePluginManager, RawImportProvider};
+use xplug_manager::Manager;
 use xplug_sdk::ImportArgs;
 
 /// Number of exports of both generated plugins.
@@ -290,4 +295,80 @@ pub fn pair(
         };
         paired_estimate(name, &stem, a, b);
     }
+}
+
+/// The call IREE's executable loaders make to their import provider (row
+/// (8)), over one set of names and slots, checked once when built.
+pub struct LoaderCall<'a> {
+    provider: RawImportProvider<'a>,
+    names: &'a [*const c_char],
+    fns: &'a mut [*mut c_void],
+    contexts: &'a mut [*mut c_void],
+}
+
+impl<'a> LoaderCall<'a> {
+    /// The call of `provider` over `names` (NUL-terminated strings that
+    /// live for `'a`, as `CString::as_ptr` gives them) and the two slot
+    /// arrays.
+    ///
+    /// # Panics
+    /// When a slot array's length differs from the names'.
+    pub fn new(
+        provider: RawImportProvider<'a>,
+        names: &'a [*const c_char],
+        fns: &'a mut [*mut c_void],
+        contexts: &'a mut [*mut c_void],
+    ) -> Self {
+        assert!(fns.len() == names.len() && contexts.len() == names.len(), "one slot per name");
+        Self { provider, names, fns, contexts }
+    }
+
+    /// One resolve as a loader makes it: both slot arrays cleared, then the
+    /// provider's C call.
+    ///
+    /// # Panics
+    /// When the provider returns a status (a name did not resolve).
+    pub fn resolve(&mut self) {
+        self.fns.fill(std::ptr::null_mut());
+        self.contexts.fill(std::ptr::null_mut());
+        let mut resolution = 0;
+        // SAFETY: a live provider (its owner outlives the borrow in
+        // `RawImportProvider`); `names` holds NUL-terminated strings and both
+        // slot arrays its length (checked in `new`).
+        let status = unsafe {
+            (self.provider.resolve)(
+                self.provider.self_,
+                self.names.len(),
+                self.names.as_ptr(),
+                self.fns.as_mut_ptr(),
+                self.contexts.as_mut_ptr(),
+                &mut resolution,
+            )
+        };
+        assert!(black_box(status).is_null(), "the benchmark's names all resolve");
+    }
+}
+
+/// IREE's own plugin manager holding the plugin file at `plugin`, as the
+/// anchor side of rows (8) to (10) loads it.
+///
+/// # Panics
+/// When IREE cannot create the manager or load the plugin.
+#[must_use]
+pub fn iree_manager(plugin: &Path) -> IreePluginManager {
+    let manager = IreePluginManager::new(1).expect("IREE's manager");
+    // SAFETY: the benchmarks load only this workspace's example plugins.
+    unsafe { manager.load(plugin) }.expect("IREE loads the plugin");
+    manager
+}
+
+/// xplug's manager holding the plugin file at `plugin`: xplug's side of
+/// rows (8) to (10).
+///
+/// # Panics
+/// When the plugin does not load.
+#[must_use]
+pub fn xplug_manager(plugin: &Path) -> Arc<Manager> {
+    // SAFETY: as in `iree_manager`.
+    Arc::new(unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin"))
 }
