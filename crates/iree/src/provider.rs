@@ -172,10 +172,19 @@ impl IreeImportProvider {
         iree::iree_hal_executable_import_provider_t { self_: raw.self_, resolve: Some(resolve) }
     }
 
-    /// Resolves one executable's request, recording when asked to; a
-    /// failure comes back as the `iree_status_t` IREE gets.
-    #[inline]
-    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, sys::RawStatus> {
+    /// Resolves one executable's request, recording when asked to, and
+    /// answers as IREE's resolve function does: the resolution goes to
+    /// `out_resolution` (when not NULL) and a failure comes back as the
+    /// `iree_status_t` IREE gets (NULL for OK).
+    ///
+    /// The hot path writes the resolution itself: no outcome value is built
+    /// and matched again, and everything else is in cold functions.
+    #[inline(always)]
+    fn resolve_for_iree(
+        &self,
+        request: &mut ResolveRequest<'_>,
+        out_resolution: ResolutionOut,
+    ) -> sys::RawStatus {
         // Not a read-modify-write: an uncontended atomic add costs as much
         // as the rest of this call. Executables loaded one after another
         // (a module's, on the thread loading it) are numbered exactly; two
@@ -184,14 +193,54 @@ impl IreeImportProvider {
         let ordinal = self.executables.load(Ordering::Relaxed);
         self.executables.store(ordinal + 1, Ordering::Relaxed);
         if self.recording != ImportRecording::Off {
-            let (trace, result) = self.manager.resolve_traced(request);
-            return self.record(ordinal, request, Some(trace), result);
+            return self.resolve_recorded(ordinal, request, out_resolution);
         }
         // The hot path: no trace. A failure is still recorded, without who
         // resolved what, so the session can report it typed.
         match self.manager.resolve(request) {
-            Ok(resolution) => Ok(resolution),
-            Err(error) => self.record(ordinal, request, None, Err(error)),
+            Ok(resolution) => {
+                out_resolution.write(resolution);
+                std::ptr::null_mut()
+            }
+            Err(error) => self.answer_recorded(ordinal, request, None, Err(error), out_resolution),
+        }
+    }
+
+    /// [`IreeImportProvider::resolve_for_iree`] for a recording provider:
+    /// the resolve is traced and its record kept.
+    #[cold]
+    #[inline(never)]
+    fn resolve_recorded(
+        &self,
+        ordinal: usize,
+        request: &mut ResolveRequest<'_>,
+        out_resolution: ResolutionOut,
+    ) -> sys::RawStatus {
+        let (trace, result) = self.manager.resolve_traced(request);
+        self.answer_recorded(ordinal, request, Some(trace), result, out_resolution)
+    }
+
+    /// Records the outcome ([`IreeImportProvider::record`]) and answers IREE
+    /// with it.
+    #[cold]
+    #[inline(never)]
+    fn answer_recorded(
+        &self,
+        ordinal: usize,
+        request: &mut ResolveRequest<'_>,
+        trace: Option<ResolveTrace>,
+        result: Result<Resolution, xplug_manager::Error>,
+        out_resolution: ResolutionOut,
+    ) -> sys::RawStatus {
+        match self.record(ordinal, request, trace, result) {
+            Ok(resolution) => {
+                out_resolution.write(resolution);
+                std::ptr::null_mut()
+            }
+            Err(status) => {
+                out_resolution.write(Resolution::NONE);
+                status
+            }
         }
     }
 
@@ -356,22 +405,18 @@ unsafe extern "C" fn resolve_imports(
     out_fn_contexts: *mut *mut c_void,
     out_resolution: *mut u32,
 ) -> *mut c_void {
-    // Every failure becomes its status in a cold function, and the closure
-    // writes the resolution itself: what crosses `catch_unwind` is one
-    // pointer, stored and loaded whole (two narrow stores read back as one
-    // wide load would stall every call).
-    let answer = |resolution: Resolution, status: sys::RawStatus| {
-        if !out_resolution.is_null() {
-            // SAFETY: IREE passes NULL or a writable flags word.
-            unsafe { out_resolution.write(resolution.0) };
-        }
-        status
-    };
+    // Every failure becomes its status in a cold function, and the
+    // resolution is written where it is known: what crosses `catch_unwind`
+    // is one pointer, stored and loaded whole.
+    // SAFETY: IREE passes NULL or a writable flags word.
+    let out_resolution = unsafe { ResolutionOut::new(out_resolution) };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if provider_self.is_null() {
-            let status =
-                refusal(StatusCode::INVALID_ARGUMENT, "xplug import provider called without its state");
-            return answer(Resolution::NONE, status);
+            return refusal(
+                StatusCode::INVALID_ARGUMENT,
+                "xplug import provider called without its state",
+                out_resolution,
+            );
         }
         // SAFETY: IREE passes `count` name pointers and slots, used by no
         // one else during the call; NULLs are what is checked.
@@ -379,30 +424,47 @@ unsafe extern "C" fn resolve_imports(
             unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
         let mut request = match request {
             Ok(request) => request,
-            Err(error) => {
-                return answer(Resolution::NONE, refusal(StatusCode::INVALID_ARGUMENT, &error.to_string()));
-            }
+            Err(error) => return refusal(StatusCode::INVALID_ARGUMENT, &error.to_string(), out_resolution),
         };
         // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
         let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
-        match provider.resolve(&mut request) {
-            Ok(resolution) => answer(resolution, std::ptr::null_mut()),
-            Err(status) => answer(Resolution::NONE, status),
-        }
+        provider.resolve_for_iree(&mut request, out_resolution)
     }));
     let status = outcome.unwrap_or_else(|_| {
-        answer(
-            Resolution::NONE,
-            refusal(StatusCode::INTERNAL, "xplug's import provider panicked while resolving"),
-        )
+        refusal(StatusCode::INTERNAL, "xplug's import provider panicked while resolving", out_resolution)
     });
     status.cast()
 }
 
+/// Where IREE wants the resolution flags: NULL or a writable word, checked
+/// once when made so the code that answers writes it safely.
+#[derive(Clone, Copy)]
+struct ResolutionOut(*mut u32);
+
+impl ResolutionOut {
+    /// # Safety
+    /// `out_resolution` is NULL or writable for as long as the value lives.
+    #[inline(always)]
+    unsafe fn new(out_resolution: *mut u32) -> Self {
+        Self(out_resolution)
+    }
+
+    /// Writes `resolution`, unless IREE passed NULL.
+    #[inline(always)]
+    fn write(self, resolution: Resolution) {
+        if !self.0.is_null() {
+            // SAFETY: `new`'s contract: NULL (checked) or writable.
+            unsafe { self.0.write(resolution.0) };
+        }
+    }
+}
+
 /// The status of a resolve refused before (or instead of) reaching the
 /// manager.
+/// The resolution written is none.
 #[cold]
 #[inline(never)]
-fn refusal(code: StatusCode, message: &str) -> sys::RawStatus {
+fn refusal(code: StatusCode, message: &str, out_resolution: ResolutionOut) -> sys::RawStatus {
+    out_resolution.write(Resolution::NONE);
     sys::make_status(code.0, message)
 }

@@ -410,11 +410,31 @@ impl Manager {
     /// filled-slot rule ([`ResolveRequest::protect_filled`]).
     #[inline(always)]
     fn walk<O: Observer>(&self, request: &mut ResolveRequest<'_>, count: usize, observer: &mut O) -> Walked {
-        // A fresh request answers `any_filled` without a scan.
-        if request.any_filled() && request.all_filled() {
+        let mut below = count;
+        // A fresh request (known empty without a scan) is the common case:
+        // its first provider call has no filled slot to protect, so it is
+        // made here as it is, and the loop below takes the providers after
+        // it.
+        if !request.any_filled() {
+            let Some(index) = count.checked_sub(1) else {
+                return Walked::Incomplete;
+            };
+            let Some(entry) = self.registry.get(index) else {
+                return Walked::Failed(unreadable_provider(index, count));
+            };
+            let answer = supply(entry, request);
+            observer.answered(index, entry, request);
+            if let Err(source) = answer {
+                return Walked::Failed(provider_failed(index, entry, *source));
+            }
+            if request.all_filled() {
+                return Walked::Complete;
+            }
+            below = index;
+        } else if request.all_filled() {
             return Walked::Complete;
         }
-        for index in (0..count).rev() {
+        for index in (0..below).rev() {
             let Some(entry) = self.registry.get(index) else {
                 return Walked::Failed(unreadable_provider(index, count));
             };

@@ -90,21 +90,25 @@ impl std::fmt::Debug for SymbolName<'_> {
 /// assert_eq!(request.missing_required().count(), 1);
 /// ```
 pub struct ResolveRequest<'a> {
-    names: &'a [SymbolName<'a>],
-    fns: &'a mut [*mut c_void],
-    contexts: &'a mut [*mut c_void],
+    /// The request as the v0 ABI passes it, so a plugin's `resolve` is
+    /// handed this very struct. Invariant, set by every constructor: the
+    /// three pointers are non-NULL and aligned (dangling when `count` is 0),
+    /// `symbol_names` points at `count` names borrowed for `'a`, and the two
+    /// slot arrays at `count` slots each, borrowed exclusively for `'a`.
+    params: ResolveParamsV0,
     /// False only while every slot is known to be empty (after `clear`, or
     /// when built over empty slots, until anything may have written them):
     /// lets [`ResolveRequest::any_filled`] answer without a scan.
     maybe_filled: bool,
+    _borrow: PhantomData<(&'a [SymbolName<'a>], &'a mut [*mut c_void])>,
 }
 
 impl std::fmt::Debug for ResolveRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolveRequest")
-            .field("names", &self.names)
-            .field("fns", &self.fns)
-            .field("contexts", &self.contexts)
+            .field("names", &self.names())
+            .field("fns", &self.fns())
+            .field("contexts", &self.contexts())
             .finish_non_exhaustive()
     }
 }
@@ -123,8 +127,47 @@ impl<'a> ResolveRequest<'a> {
         if names.len() != fns.len() || names.len() != contexts.len() {
             return Err(unequal_lengths(names.len(), fns.len(), contexts.len()));
         }
-        let maybe_filled = fns.iter().any(|function| !function.is_null());
-        Ok(Self { names, fns, contexts, maybe_filled })
+        // One OR over the slots (no early exit: it vectorises, and a fresh
+        // request, the usual one, is read to the end anyway).
+        let maybe_filled = fns.iter().fold(0, |bits, function| bits | function.addr()) != 0;
+        Ok(Self::from_slices(names, fns, contexts, maybe_filled))
+    }
+
+    /// The request over three slices of one length.
+    #[inline(always)]
+    fn from_slices(
+        names: &'a [SymbolName<'a>],
+        fns: &'a mut [*mut c_void],
+        contexts: &'a mut [*mut c_void],
+        maybe_filled: bool,
+    ) -> Self {
+        debug_assert!(names.len() == fns.len() && names.len() == contexts.len());
+        let count = names.len().min(fns.len()).min(contexts.len());
+        Self {
+            params: ResolveParamsV0 {
+                count,
+                symbol_names: names.as_ptr().cast(),
+                out_fn_ptrs: fns.as_mut_ptr(),
+                out_fn_contexts: contexts.as_mut_ptr(),
+            },
+            maybe_filled,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A request with nothing to resolve.
+    #[inline(always)]
+    fn empty() -> Self {
+        Self {
+            params: ResolveParamsV0 {
+                count: 0,
+                symbol_names: NonNull::dangling().as_ptr(),
+                out_fn_ptrs: NonNull::dangling().as_ptr(),
+                out_fn_contexts: NonNull::dangling().as_ptr(),
+            },
+            maybe_filled: false,
+            _borrow: PhantomData,
+        }
     }
 
     /// A request over raw C arrays, as a C host passes them.
@@ -145,7 +188,7 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Self {
         if count == 0 {
-            return Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false };
+            return Self::empty();
         }
         // SAFETY: the caller guarantees `count` valid, non-null name pointers;
         // `SymbolName` is `repr(transparent)` over a non-null pointer.
@@ -154,7 +197,7 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        let mut request = Self { names, fns, contexts, maybe_filled: true };
+        let mut request = Self::from_slices(names, fns, contexts, true);
         // One scan now, so a fresh request from C (IREE's loaders zero their
         // slots) is known empty: the walk's filled-slot checks are then free
         // until a provider writes.
@@ -183,7 +226,7 @@ impl<'a> ResolveRequest<'a> {
         contexts: *mut *mut c_void,
     ) -> Result<Self, Error> {
         if count == 0 {
-            return Ok(Self { names: &[], fns: &mut [], contexts: &mut [], maybe_filled: false });
+            return Ok(Self::empty());
         }
         if names.is_null() || fns.is_null() || contexts.is_null() {
             return Err(null_argument("the names, functions or contexts array is NULL"));
@@ -193,21 +236,27 @@ impl<'a> ResolveRequest<'a> {
         // SAFETY: non-NULL, and the caller passes `count` writable,
         // unaliased slots.
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
-        let (mut null_name, mut filled) = (false, false);
-        for (name, function) in pointers.iter().zip(fns.iter()) {
-            null_name |= name.is_null();
-            filled |= !function.is_null();
-        }
-        if null_name {
-            return Err(null_argument("a symbol name is NULL"));
-        }
-        // SAFETY: every name is non-NULL (checked above) and, by the
-        // caller's word, NUL-terminated and valid for `'a`; `SymbolName` is
-        // `repr(transparent)` over the pointer.
-        let names = unsafe { std::slice::from_raw_parts(names.cast::<SymbolName<'a>>(), count) };
-        // SAFETY: non-NULL, `count` writable, unaliased slots.
-        let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        Ok(Self { names, fns, contexts, maybe_filled: filled })
+        // The usual request (every name set, every slot empty) passes in
+        // one short loop that stops at the first exception; a NULL name or
+        // a filled slot is then sorted out off the hot path.
+        let usual = pointers
+            .iter()
+            .zip(fns.iter())
+            .position(|(name, function)| name.is_null() || !function.is_null());
+        let filled = match usual {
+            None => false,
+            Some(first) => unusual_c_arrays(pointers, fns, first)?,
+        };
+        // The arrays are non-NULL (checked above) and hold `count` elements
+        // each by the caller's word; every name is non-NULL (checked above)
+        // and NUL-terminated: the struct's invariant.
+        let params = ResolveParamsV0 {
+            count,
+            symbol_names: names,
+            out_fn_ptrs: fns.as_mut_ptr(),
+            out_fn_contexts: contexts,
+        };
+        Ok(Self { params, maybe_filled: filled, _borrow: PhantomData })
     }
 
     /// A request over a v0 resolve-params struct.
@@ -226,34 +275,70 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn as_params(&mut self) -> ResolveParamsV0 {
+        *self.params_for_call()
+    }
+
+    /// The v0 params struct the request is, to pass by pointer to a
+    /// foreign `resolve` (no copy is made). The pointers borrow from `self`.
+    #[inline(always)]
+    pub(crate) fn params_for_call(&mut self) -> &ResolveParamsV0 {
         // Foreign code may write the slots through these pointers.
         self.maybe_filled = true;
-        ResolveParamsV0 {
-            count: self.names.len(),
-            symbol_names: self.names.as_ptr().cast(),
-            out_fn_ptrs: self.fns.as_mut_ptr(),
-            out_fn_contexts: self.contexts.as_mut_ptr(),
-        }
+        &self.params
+    }
+
+    /// The function slots.
+    #[inline(always)]
+    fn fns(&self) -> &[*mut c_void] {
+        // SAFETY: the struct's invariant: `count` slots, borrowed
+        // exclusively by the request, non-NULL and aligned.
+        unsafe { std::slice::from_raw_parts(self.params.out_fn_ptrs, self.params.count) }
+    }
+
+    /// The function slots, to write.
+    #[inline(always)]
+    fn fns_mut(&mut self) -> &mut [*mut c_void] {
+        // SAFETY: as in `fns`; `&mut self` makes this the only live view.
+        unsafe { std::slice::from_raw_parts_mut(self.params.out_fn_ptrs, self.params.count) }
+    }
+
+    /// The context slots.
+    #[inline(always)]
+    fn contexts(&self) -> &[*mut c_void] {
+        // SAFETY: as in `fns`, for the context array.
+        unsafe { std::slice::from_raw_parts(self.params.out_fn_contexts, self.params.count) }
+    }
+
+    /// The context slots, to write.
+    #[inline(always)]
+    fn contexts_mut(&mut self) -> &mut [*mut c_void] {
+        // SAFETY: as in `fns_mut`, for the context array.
+        unsafe { std::slice::from_raw_parts_mut(self.params.out_fn_contexts, self.params.count) }
     }
 
     /// Number of imports.
     #[must_use]
     #[inline]
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.params.count
     }
 
     /// True when there is nothing to resolve.
     #[must_use]
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.params.count == 0
     }
 
     /// The names, in request order.
     #[must_use]
     pub fn names(&self) -> &'a [SymbolName<'a>] {
-        self.names
+        // SAFETY: the struct's invariant: `count` names borrowed for `'a`,
+        // non-NULL and aligned; `SymbolName` is `repr(transparent)` over a
+        // non-null C string pointer.
+        unsafe {
+            std::slice::from_raw_parts(self.params.symbol_names.cast::<SymbolName<'a>>(), self.params.count)
+        }
     }
 
     /// True when slot `index` already holds a function.
@@ -262,19 +347,19 @@ impl<'a> ResolveRequest<'a> {
     /// When `index >= self.len()`.
     #[must_use]
     pub fn is_filled(&self, index: usize) -> bool {
-        !self.fns[index].is_null()
+        !self.fns()[index].is_null()
     }
 
     /// The function pointer in slot `index` (NULL when empty).
     #[must_use]
     pub fn function(&self, index: usize) -> *mut c_void {
-        self.fns[index]
+        self.fns()[index]
     }
 
     /// The context in slot `index`.
     #[must_use]
     pub fn context(&self, index: usize) -> *mut c_void {
-        self.contexts[index]
+        self.contexts()[index]
     }
 
     /// Fills slot `index` with `function` and `context` unless it is already
@@ -293,11 +378,11 @@ impl<'a> ResolveRequest<'a> {
     /// # Panics
     /// When `index >= self.len()`.
     pub fn fill_raw(&mut self, index: usize, function: *mut c_void, context: *mut c_void) -> bool {
-        if !self.fns[index].is_null() || function.is_null() {
+        if !self.fns()[index].is_null() || function.is_null() {
             return false;
         }
-        self.fns[index] = function;
-        self.contexts[index] = context;
+        self.fns_mut()[index] = function;
+        self.contexts_mut()[index] = context;
         self.maybe_filled = true;
         true
     }
@@ -373,15 +458,15 @@ impl<'a> ResolveRequest<'a> {
             &mut heap
         };
         let (fns, contexts) = saved.split_at_mut(len);
-        fns.copy_from_slice(self.fns);
-        contexts.copy_from_slice(self.contexts);
+        fns.copy_from_slice(self.fns());
+        contexts.copy_from_slice(self.contexts());
         let result = call(self);
         for index in 0..len {
             if !fns[index].is_null()
-                && (self.fns[index] != fns[index] || self.contexts[index] != contexts[index])
+                && (self.fns()[index] != fns[index] || self.contexts()[index] != contexts[index])
             {
-                self.fns[index] = fns[index];
-                self.contexts[index] = contexts[index];
+                self.fns_mut()[index] = fns[index];
+                self.contexts_mut()[index] = contexts[index];
                 rewritten(index);
             }
         }
@@ -399,12 +484,13 @@ impl<'a> ResolveRequest<'a> {
         }
         // Short requests (most executables import a handful of functions):
         // a plain scan, with no block set-up.
-        if self.fns.len() < 16 {
-            return self.fns.iter().any(|f| !f.is_null());
+        let fns = self.fns();
+        if fns.len() < 16 {
+            return fns.iter().any(|f| !f.is_null());
         }
         // Blocks of 16 OR-ed without branches vectorise; an empty request
         // (the common case before the first provider) costs one pass.
-        let mut blocks = self.fns.chunks_exact(16);
+        let mut blocks = fns.chunks_exact(16);
         for block in &mut blocks {
             if block.iter().fold(0usize, |bits, f| bits | f.addr()) != 0 {
                 return true;
@@ -417,31 +503,34 @@ impl<'a> ResolveRequest<'a> {
     /// be resolved again without being rebuilt (benchmarks, retries).
     #[inline]
     pub fn clear(&mut self) {
-        self.fns.fill(std::ptr::null_mut());
-        self.contexts.fill(std::ptr::null_mut());
+        self.fns_mut().fill(std::ptr::null_mut());
+        self.contexts_mut().fill(std::ptr::null_mut());
         self.maybe_filled = false;
     }
 
     /// Indices of required (non-`?`) names whose slot is still empty.
     #[inline]
     pub fn missing_required(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.len()).filter(|&i| self.fns[i].is_null() && !self.names[i].is_optional())
+        let (names, fns) = (self.names(), self.fns());
+        (0..self.len()).filter(move |&i| fns[i].is_null() && !names[i].is_optional())
     }
 
     /// True when at least one optional name's slot is still empty.
     #[must_use]
     pub fn any_optional_missing(&self) -> bool {
-        (0..self.len()).any(|i| self.fns[i].is_null() && self.names[i].is_optional())
+        let (names, fns) = (self.names(), self.fns());
+        (0..self.len()).any(|i| fns[i].is_null() && names[i].is_optional())
     }
 
     /// True when every slot is filled.
     #[must_use]
     #[inline]
     pub fn all_filled(&self) -> bool {
-        if self.fns.len() < 16 {
-            return self.fns.iter().all(|f| !f.is_null());
+        let fns = self.fns();
+        if fns.len() < 16 {
+            return fns.iter().all(|f| !f.is_null());
         }
-        all_filled_blocks(self.fns)
+        all_filled_blocks(fns)
     }
 
     /// The outcome the slots show, judged exactly as
@@ -467,7 +556,7 @@ impl<'a> ResolveRequest<'a> {
     /// walk; they must still be correct when it is false.
     #[must_use]
     pub fn is_sorted_by_bare_name(&self) -> bool {
-        self.names.windows(2).all(|pair| pair[0].bare() <= pair[1].bare())
+        self.names().windows(2).all(|pair| pair[0].bare() <= pair[1].bare())
     }
 }
 
@@ -505,7 +594,7 @@ impl<'a> RequestSlots<'a> {
     /// A request over these names and slots, for one resolve.
     pub fn request(&mut self) -> ResolveRequest<'_> {
         let maybe_filled = self.fns.iter().any(|function| !function.is_null());
-        ResolveRequest { names: &self.names, fns: &mut self.fns, contexts: &mut self.contexts, maybe_filled }
+        ResolveRequest::from_slices(&self.names, &mut self.fns, &mut self.contexts, maybe_filled)
     }
 
     /// Number of names (and of slots in each array).
@@ -561,6 +650,18 @@ fn unequal_lengths(names: usize, fns: usize, contexts: usize) -> Error {
 }
 
 /// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
+/// A C caller's names and slots from `first`, the first NULL name or
+/// filled slot, on: refused for a NULL name, otherwise whether a slot is filled
+/// (it is: that is why the scan stopped, unless the name was NULL).
+#[cold]
+#[inline(never)]
+fn unusual_c_arrays(names: &[*const c_char], fns: &[*mut c_void], first: usize) -> Result<bool, Error> {
+    if names.iter().skip(first).any(|name| name.is_null()) {
+        return Err(null_argument("a symbol name is NULL"));
+    }
+    Ok(fns.iter().skip(first).any(|function| !function.is_null()))
+}
+
 #[cold]
 #[inline(never)]
 fn null_argument(what: &str) -> Error {
@@ -640,6 +741,20 @@ mod tests {
         let request =
             unsafe { ResolveRequest::from_c_arrays(1, names.as_ptr(), f.add(1), c) }.expect("valid");
         assert!(!request.any_filled());
+        // A filled slot after empty ones, and a NULL name after a filled
+        // slot: both are found past the point where the usual scan stops.
+        let two = [c"a".as_ptr(), c"b".as_ptr()];
+        let mut later = [std::ptr::null_mut(), filled];
+        // SAFETY: two-element arrays of valid names and slots.
+        let request =
+            unsafe { ResolveRequest::from_c_arrays(2, two.as_ptr(), later.as_mut_ptr(), c) }.expect("valid");
+        assert!(request.any_filled() && !request.all_filled());
+        let null_later = [c"a".as_ptr(), std::ptr::null()];
+        let mut first_filled = [filled, std::ptr::null_mut()];
+        // SAFETY: two-element arrays; the NULL second name is what is tested.
+        let error =
+            unsafe { ResolveRequest::from_c_arrays(2, null_later.as_ptr(), first_filled.as_mut_ptr(), c) };
+        assert!(error.unwrap_err().to_string().contains("a symbol name is NULL"));
     }
 
     /// `protect_filled` restores exactly the slots that were filled, even

@@ -66,15 +66,16 @@ impl RawInstance<'_> {
     /// passed on too.
     #[inline]
     pub fn resolve(&self, request: &mut ResolveRequest<'_>) -> (StatusCode, Resolution) {
-        let params = request.as_params();
+        let params = request.params_for_call();
         let mut resolution = Resolution::NONE;
         super::stage::enter(Stage::Resolve);
         // SAFETY: `state` is the live state of this instance's successful
         // `load` (not yet unloaded: `&self` exists and unloading takes
-        // `self` or happens in drop); `params` points at `request`'s arrays,
-        // each `count` long, borrowed for the call; `resolution` is a valid
-        // out-pointer; the code is mapped for `'code`.
-        let status = unsafe { (self.resolve)(self.state, &params, &mut resolution) };
+        // `self` or happens in drop); `params` is the request's own v0
+        // struct, whose arrays are each `count` long and borrowed for the
+        // call; `resolution` is a valid out-pointer; the code is mapped for
+        // `'code`.
+        let status = unsafe { (self.resolve)(self.state, params, &mut resolution) };
         (status.code(), resolution)
     }
 
