@@ -113,3 +113,43 @@ fn a_failed_run_is_one_json_error_naming_the_missing_import() {
     assert_eq!(unknown["error"]["kind"], "no_such_function", "{unknown}");
     assert!(unknown["error"]["causes"].to_string().contains("did you mean `mul`"), "{unknown}");
 }
+
+/// `--crash-report` on a real program: the kernel an IREE executable calls
+/// crashes, and the one report line names the function and the `.sos` it
+/// is in before the process dies of the signal; without the flag (and
+/// without `XPLUG_CRASH_REPORT`), the same death and no line.
+#[test]
+fn a_kernel_crash_under_xplug_run_is_named_by_the_crash_reporter() {
+    use std::os::unix::process::ExitStatusExt;
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let sos = xplug_fixtures::build_rust_sos_plugin("crash_plugin");
+    let module = prepared.module(MUL_CALL).display().to_string();
+    let plugin = format!("--plugin={}?crash=kernel", sos.display());
+    let function = format!("--function={}", MUL_CALL.function);
+    let args = ["run", &module, &function, "--input=4xf32=1,2,3,4", "--input=4xf32=5,6,7,8", &plugin];
+    let run = |extra: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_xplug"))
+            .args(&all)
+            .env_remove("XPLUG_CRASH_REPORT")
+            .output()
+            .expect("the xplug binary runs")
+    };
+    let reported = run(&["--device=local-sync", "--crash-report"]);
+    let stderr = String::from_utf8_lossy(&reported.stderr);
+    assert_eq!(reported.status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("xplug: SIGSEGV"))
+        .unwrap_or_else(|| panic!("no report line:\n{stderr}"));
+    assert!(line.starts_with("xplug: SIGSEGV at crash_plugin_kernel+0x"), "{line}");
+    assert!(line.contains(" in crash_plugin.sos (pc 0x"), "{line}");
+    // `EXEC @mul` is printed before the call, as iree-run-module does; the
+    // result never is.
+    assert!(!stdout(&reported).contains("4xf32="), "no result is printed: {}", stdout(&reported));
+    let quiet = run(&["--device=local-sync"]);
+    assert_eq!(quiet.status.signal(), Some(libc::SIGSEGV));
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("xplug: SIGSEGV"));
+}

@@ -71,6 +71,29 @@ impl std::fmt::Debug for SymbolName<'_> {
     }
 }
 
+/// What a request knows of its function slots. One word wide, not a
+/// `bool`: a request is moved whole (out of the `Result` its constructor
+/// returns), and a one-byte flag stored just before such a move, followed by
+/// seven bytes of padding, is read back as one eight-byte word, which the
+/// processor cannot forward from the one-byte store (a stall of some ten
+/// cycles on every resolve).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+enum Slots {
+    /// Every slot is empty.
+    KnownEmpty = 0,
+    /// Some slot may hold a function.
+    MaybeFilled = 1,
+}
+
+impl Slots {
+    /// `MaybeFilled` when `filled`.
+    #[inline(always)]
+    fn known(filled: bool) -> Self {
+        if filled { Self::MaybeFilled } else { Self::KnownEmpty }
+    }
+}
+
 /// A batch of imports to resolve: names and the function/context slots to fill.
 ///
 /// Semantics every provider follows (`docs/resolution.md#provider-rules`): a
@@ -96,10 +119,11 @@ pub struct ResolveRequest<'a> {
     /// `symbol_names` points at `count` names borrowed for `'a`, and the two
     /// slot arrays at `count` slots each, borrowed exclusively for `'a`.
     params: ResolveParamsV0,
-    /// False only while every slot is known to be empty (after `clear`, or
-    /// when built over empty slots, until anything may have written them):
-    /// lets [`ResolveRequest::any_filled`] answer without a scan.
-    maybe_filled: bool,
+    /// [`Slots::KnownEmpty`] only while every slot is known to be empty
+    /// (after `clear`, or when built over empty slots, until anything may
+    /// have written them): lets [`ResolveRequest::any_filled`] answer
+    /// without a scan.
+    slots: Slots,
     _borrow: PhantomData<(&'a [SymbolName<'a>], &'a mut [*mut c_void])>,
 }
 
@@ -150,7 +174,7 @@ impl<'a> ResolveRequest<'a> {
                 out_fn_ptrs: fns.as_mut_ptr(),
                 out_fn_contexts: contexts.as_mut_ptr(),
             },
-            maybe_filled,
+            slots: Slots::known(maybe_filled),
             _borrow: PhantomData,
         }
     }
@@ -165,7 +189,7 @@ impl<'a> ResolveRequest<'a> {
                 out_fn_ptrs: NonNull::dangling().as_ptr(),
                 out_fn_contexts: NonNull::dangling().as_ptr(),
             },
-            maybe_filled: false,
+            slots: Slots::KnownEmpty,
             _borrow: PhantomData,
         }
     }
@@ -201,7 +225,7 @@ impl<'a> ResolveRequest<'a> {
         // One scan now, so a fresh request from C (IREE's loaders zero their
         // slots) is known empty: the walk's filled-slot checks are then free
         // until a provider writes.
-        request.maybe_filled = request.any_filled();
+        request.slots = Slots::known(request.any_filled());
         request
     }
 
@@ -256,7 +280,7 @@ impl<'a> ResolveRequest<'a> {
             out_fn_ptrs: fns.as_mut_ptr(),
             out_fn_contexts: contexts,
         };
-        Ok(Self { params, maybe_filled: filled, _borrow: PhantomData })
+        Ok(Self { params, slots: Slots::known(filled), _borrow: PhantomData })
     }
 
     /// A request over a v0 resolve-params struct.
@@ -283,7 +307,7 @@ impl<'a> ResolveRequest<'a> {
     #[inline(always)]
     pub(crate) fn params_for_call(&mut self) -> &ResolveParamsV0 {
         // Foreign code may write the slots through these pointers.
-        self.maybe_filled = true;
+        self.slots = Slots::MaybeFilled;
         &self.params
     }
 
@@ -383,7 +407,7 @@ impl<'a> ResolveRequest<'a> {
         }
         self.fns_mut()[index] = function;
         self.contexts_mut()[index] = context;
-        self.maybe_filled = true;
+        self.slots = Slots::MaybeFilled;
         true
     }
 
@@ -471,7 +495,7 @@ impl<'a> ResolveRequest<'a> {
             }
         }
         // Filled slots are back, whatever `call` did (a `clear` included).
-        self.maybe_filled = true;
+        self.slots = Slots::MaybeFilled;
         result
     }
 
@@ -479,7 +503,7 @@ impl<'a> ResolveRequest<'a> {
     #[must_use]
     #[inline]
     pub fn any_filled(&self) -> bool {
-        if !self.maybe_filled {
+        if self.slots == Slots::KnownEmpty {
             return false;
         }
         // Short requests (most executables import a handful of functions):
@@ -505,7 +529,7 @@ impl<'a> ResolveRequest<'a> {
     pub fn clear(&mut self) {
         self.fns_mut().fill(std::ptr::null_mut());
         self.contexts_mut().fill(std::ptr::null_mut());
-        self.maybe_filled = false;
+        self.slots = Slots::KnownEmpty;
     }
 
     /// Indices of required (non-`?`) names whose slot is still empty.

@@ -5,7 +5,10 @@
 //!   calls [`crash_plugin_load`], which writes to address 0x10.
 //! - Loaded with `crash=kernel`, it loads; its import `crashing_kernel`
 //!   (args: [`KernelArgs`]) then calls [`crash_plugin_kernel`], which
-//!   writes to address 0x10.
+//!   writes to address 0x10. So does its `simple_mul_workgroup` (args:
+//!   [`WorkgroupArgs`], IREE's sample layout), the import the IREE
+//!   end-to-end programs call, so a compiled program run by `xplug run`
+//!   crashes in it.
 //!
 //! Both functions are `#[no_mangle]` and never inlined, so crash reports,
 //! gdb and perf show them under these names. Built as a shared library
@@ -13,7 +16,7 @@
 //! symbol table (`xplug_fixtures::build_rust_sos`).
 #![no_std]
 
-use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
+use xplug_sdk::{Buffer, BufferMut, Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
 
 /// Args of `crashing_kernel`.
 #[derive(Debug, ImportArgs)]
@@ -21,6 +24,33 @@ use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginS
 pub struct KernelArgs {
     /// Ignored: the kernel crashes before reading it.
     pub value: i32,
+}
+
+/// Args of `simple_mul_workgroup`: IREE's sample `params_t`, as the IREE
+/// end-to-end programs pass them (never read: the kernel crashes first).
+#[derive(Debug, ImportArgs)]
+#[repr(C)]
+pub struct WorkgroupArgs {
+    /// Left operand buffer.
+    pub binding0: Buffer<f32>,
+    /// Element offset into `binding0`.
+    pub binding0_offset: usize,
+    /// Right operand buffer.
+    pub binding1: Buffer<f32>,
+    /// Element offset into `binding1`.
+    pub binding1_offset: usize,
+    /// Result buffer.
+    pub binding2: BufferMut<f32>,
+    /// Element offset into `binding2`.
+    pub binding2_offset: usize,
+    /// Elements in the slice.
+    pub size: usize,
+    /// The calling workgroup's id.
+    pub tid: usize,
+    /// The processor running the workgroup.
+    pub processor_id: u32,
+    /// Processor feature bits.
+    pub processor_data: Buffer<u64>,
 }
 
 /// The plugin's state: loading it is where the default crash happens.
@@ -73,6 +103,12 @@ mod plugin {
 
     #[import]
     fn crashing_kernel(_params: &mut KernelArgs, _state: &Armed) -> Result<(), ImportError> {
+        crash_plugin_kernel();
+        Ok(())
+    }
+
+    #[import("simple_mul_workgroup")]
+    fn crashing_mul(_args: &mut WorkgroupArgs, _state: &Armed) -> Result<(), ImportError> {
         crash_plugin_kernel();
         Ok(())
     }
