@@ -5,10 +5,9 @@
 //!
 //! Run with `XPLUG_BLESS=1` to rewrite the committed headers.
 
-use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use xplug_fixtures::{c_compiler, run_compiler, workspace_root};
+use xplug_fixtures::{c_compiler, compile_object, object_command, workspace_root};
 
 /// (plugin descriptor, committed header path relative to the workspace).
 fn plugins() -> [(xplug_sdk::PluginDescriptor, &'static str); 2] {
@@ -50,18 +49,7 @@ fn args_headers_compile_as_c99_with_the_rust_layout() {
         assert!(checks.contains("offsetof("), "{checks}");
         let source = dir.path().join(format!("{}_layout.c", plugin.name()));
         std::fs::write(&source, format!("#include \"{}\"\n{checks}", path.display())).unwrap();
-        let object = source.with_extension("o");
-        let args: Vec<&OsStr> = vec![
-            OsStr::new("-std=c99"),
-            OsStr::new("-Wall"),
-            OsStr::new("-Wextra"),
-            OsStr::new("-Werror"),
-            OsStr::new("-c"),
-            source.as_os_str(),
-            OsStr::new("-o"),
-            object.as_os_str(),
-        ];
-        run_compiler(&c_compiler(), &args);
+        compile_object(&c_compiler(), "-std=c99", &source, &source.with_extension("o"));
     }
 }
 
@@ -74,11 +62,8 @@ fn a_wrong_layout_fails_the_c_checks() {
     let header = plugin.c_header().replace("  size_t binding0_offset;\n", "");
     let source = dir.path().join("broken.c");
     std::fs::write(&source, format!("{header}\n{}", plugin.c_layout_checks())).unwrap();
-    let status = std::process::Command::new(c_compiler())
-        .args(["-std=c99", "-Wall", "-Werror", "-c"])
-        .arg(&source)
-        .arg("-o")
-        .arg(source.with_extension("o"))
+    // The command the intact header passes with (the test above).
+    let status = object_command(&c_compiler(), "-std=c99", &source, &source.with_extension("o"))
         .stderr(std::process::Stdio::null())
         .status()
         .unwrap();

@@ -3,16 +3,15 @@
 //! and a minimal C plugin built against the header is loaded and driven from
 //! Rust through the `xplug-abi` types.
 
-use std::ffi::{CStr, OsStr, c_void};
+use std::ffi::{CStr, c_void};
 use std::fmt::Write as _;
 use std::mem::{align_of, offset_of, size_of};
-use std::path::Path;
 
 use xplug_abi::{
     Allocator, AllocatorAllocParams, AllocatorCommand, EnvironmentV0, Features, Header, ParamDecl, PluginV0,
     QueryFn, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, StringView, Version,
 };
-use xplug_fixtures::{build_minimal_c_plugin, c_compiler, cxx_compiler, include_dir, run_compiler};
+use xplug_fixtures::{build_minimal_c_plugin, c_compiler, compile_object, cxx_compiler, object_command};
 
 /// C source with one static assertion per layout fact and constant.
 fn static_assert_source() -> String {
@@ -92,29 +91,12 @@ fn static_assert_source() -> String {
     c
 }
 
-fn compile_object(compiler: &str, source: &Path, object: &Path, standard: &str) {
-    let include = include_dir();
-    let args: Vec<&OsStr> = vec![
-        OsStr::new(standard),
-        OsStr::new("-Wall"),
-        OsStr::new("-Wextra"),
-        OsStr::new("-Werror"),
-        OsStr::new("-I"),
-        include.as_os_str(),
-        OsStr::new("-c"),
-        source.as_os_str(),
-        OsStr::new("-o"),
-        object.as_os_str(),
-    ];
-    run_compiler(compiler, &args);
-}
-
 #[test]
 fn header_layout_matches_rust_in_c99() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("layout.c");
     std::fs::write(&source, static_assert_source()).unwrap();
-    compile_object(&c_compiler(), &source, &dir.path().join("layout.o"), "-std=c99");
+    compile_object(&c_compiler(), "-std=c99", &source, &dir.path().join("layout.o"));
 }
 
 #[test]
@@ -122,7 +104,7 @@ fn header_layout_matches_rust_in_cxx() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("layout.cc");
     std::fs::write(&source, static_assert_source().replace("_Alignof", "alignof")).unwrap();
-    compile_object(&cxx_compiler(), &source, &dir.path().join("layout.o"), "-std=c++11");
+    compile_object(&cxx_compiler(), "-std=c++11", &source, &dir.path().join("layout.o"));
 }
 
 #[test]
@@ -135,14 +117,8 @@ fn a_wrong_expectation_fails_the_c_build() {
         &format!("sizeof(iree_hal_executable_plugin_header_t) == {}", size_of::<Header>() + 8),
     );
     std::fs::write(&source, text).unwrap();
-    let status = std::process::Command::new(c_compiler())
-        .arg("-std=c99")
-        .arg("-I")
-        .arg(include_dir())
-        .arg("-c")
-        .arg(&source)
-        .arg("-o")
-        .arg(dir.path().join("wrong.o"))
+    // The command the true assertions pass with (the tests above).
+    let status = object_command(&c_compiler(), "-std=c99", &source, &dir.path().join("wrong.o"))
         .stderr(std::process::Stdio::null())
         .status()
         .unwrap();

@@ -39,14 +39,9 @@ fn built() -> &'static (String, PathBuf) {
         assert_eq!(first, second, "a second build-plugins run must report the same files and sizes");
         let host = plugin_dir().join("c_host_test");
         let output = Command::new(c_compiler())
-            .args([
-                "-std=c99",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-D_POSIX_C_SOURCE=200809L",
-                "-D_ISOC11_SOURCE",
-            ])
+            .arg("-std=c99")
+            .args(xplug_fixtures::C_WARNINGS_AS_ERRORS)
+            .args(["-D_POSIX_C_SOURCE=200809L", "-D_ISOC11_SOURCE"])
             .arg("-I")
             .arg(root().join("include"))
             .arg(root().join("plugins/c_host/c_host.c"))

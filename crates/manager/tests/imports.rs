@@ -353,17 +353,9 @@ type HostMissing = unsafe extern "C" fn(xplug_manager::CImportProvider<'_>) -> i
 fn a_c_host_resolves_and_calls_through_the_provider_struct() {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("host.c");
-    let library = dir.path().join("libhost.so");
     std::fs::write(&source, C_HOST).unwrap();
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = std::process::Command::new(&compiler)
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-fvisibility=hidden"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&library)
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run `{compiler}`: {error}"));
-    assert!(output.status.success(), "C host build failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    // Built as the C plugins are: a shared object, every warning an error.
+    let library = xplug_fixtures::build_c_plugin(&source, dir.path(), "host", &[]);
 
     let path = std::ffi::CString::new(library.to_str().unwrap()).unwrap();
     // SAFETY: the library is the host just built; it has no initialisers.

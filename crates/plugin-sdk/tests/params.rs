@@ -201,14 +201,14 @@ fn the_c_header_declares_every_kind_with_the_rust_layout() {
     std::fs::create_dir_all(&dir).unwrap();
     let source = dir.join("params_kinds.c");
     std::fs::write(&source, format!("{header}\n{checks}")).unwrap();
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = std::process::Command::new(&compiler)
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-c"])
-        .arg(&source)
-        .arg("-o")
-        .arg(dir.join("params_kinds.o"))
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run `{compiler}` (set CC): {error}"));
+    let output = xplug_fixtures::object_command(
+        &xplug_fixtures::c_compiler(),
+        "-std=c99",
+        &source,
+        &dir.join("params_kinds.o"),
+    )
+    .output()
+    .expect("the C compiler runs (set CC)");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(output.status.success(), "{}\n{header}\n{checks}", String::from_utf8_lossy(&output.stderr));
 }
