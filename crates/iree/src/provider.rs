@@ -198,10 +198,7 @@ impl IreeImportProvider {
         // The hot path: no trace. A failure is still recorded, without who
         // resolved what, so the session can report it typed.
         match self.manager.resolve(request) {
-            Ok(resolution) => {
-                out_resolution.write(resolution);
-                std::ptr::null_mut()
-            }
+            Ok(resolution) => out_resolution.answer(Ok(resolution)),
             Err(error) => self.answer_recorded(ordinal, request, None, Err(error), out_resolution),
         }
     }
@@ -232,16 +229,7 @@ impl IreeImportProvider {
         result: Result<Resolution, xplug_manager::Error>,
         out_resolution: ResolutionOut,
     ) -> sys::RawStatus {
-        match self.record(ordinal, request, trace, result) {
-            Ok(resolution) => {
-                out_resolution.write(resolution);
-                std::ptr::null_mut()
-            }
-            Err(status) => {
-                out_resolution.write(Resolution::NONE);
-                status
-            }
-        }
+        out_resolution.answer(self.record(ordinal, request, trace, result))
     }
 
     /// Records executable `ordinal`'s imports and outcome in the log, and
@@ -449,22 +437,27 @@ impl ResolutionOut {
         Self(out_resolution)
     }
 
-    /// Writes `resolution`, unless IREE passed NULL.
+    /// Answers IREE with `outcome`: the resolution written (none on
+    /// failure, unless IREE passed NULL) and the status returned (NULL for
+    /// OK).
     #[inline(always)]
-    fn write(self, resolution: Resolution) {
+    fn answer(self, outcome: Result<Resolution, sys::RawStatus>) -> sys::RawStatus {
+        let (resolution, status) = match outcome {
+            Ok(resolution) => (resolution, std::ptr::null_mut()),
+            Err(status) => (Resolution::NONE, status),
+        };
         if !self.0.is_null() {
             // SAFETY: `new`'s contract: NULL (checked) or writable.
             unsafe { self.0.write(resolution.0) };
         }
+        status
     }
 }
 
-/// The status of a resolve refused before (or instead of) reaching the
-/// manager.
-/// The resolution written is none.
+/// The answer to a resolve refused before (or instead of) reaching the
+/// manager: no resolution, a status with `code` and `message`.
 #[cold]
 #[inline(never)]
 fn refusal(code: StatusCode, message: &str, out_resolution: ResolutionOut) -> sys::RawStatus {
-    out_resolution.write(Resolution::NONE);
-    sys::make_status(code.0, message)
+    out_resolution.answer(Err(sys::make_status(code.0, message)))
 }

@@ -412,49 +412,61 @@ impl Manager {
     fn walk<O: Observer>(&self, request: &mut ResolveRequest<'_>, count: usize, observer: &mut O) -> Walked {
         let mut below = count;
         // A fresh request (known empty without a scan) is the common case:
-        // its first provider call has no filled slot to protect, so it is
-        // made here as it is, and the loop below takes the providers after
-        // it.
+        // its first provider has no filled slot to protect, so it is asked
+        // here without the protection, and the loop takes the ones after it.
         if !request.any_filled() {
             let Some(index) = count.checked_sub(1) else {
                 return Walked::Incomplete;
             };
-            let Some(entry) = self.registry.get(index) else {
-                return Walked::Failed(unreadable_provider(index, count));
-            };
-            let answer = supply(entry, request);
-            observer.answered(index, entry, request);
-            if let Err(source) = answer {
-                return Walked::Failed(provider_failed(index, entry, *source));
-            }
-            if request.all_filled() {
-                return Walked::Complete;
+            if let Some(end) = self.ask(index, count, request, observer, Protect::No) {
+                return end;
             }
             below = index;
         } else if request.all_filled() {
             return Walked::Complete;
         }
         for index in (0..below).rev() {
-            let Some(entry) = self.registry.get(index) else {
-                return Walked::Failed(unreadable_provider(index, count));
-            };
-            let names = request.names();
-            let answer = request.protect_filled(
-                |request| supply(entry, request),
-                |slot| {
-                    report_rewrite(names[slot], slot, index, &entry.name);
-                    observer.rewrote(slot, index, entry);
-                },
-            );
-            observer.answered(index, entry, request);
-            if let Err(source) = answer {
-                return Walked::Failed(provider_failed(index, entry, *source));
-            }
-            if request.all_filled() {
-                return Walked::Complete;
+            if let Some(end) = self.ask(index, count, request, observer, Protect::FilledSlots) {
+                return end;
             }
         }
         Walked::Incomplete
+    }
+
+    /// One step of the walk: asks provider `index` (of the `count` read) to
+    /// fill `request`, under the filled-slot rule when `protect` says so;
+    /// `Some` with the walk's outcome when it ends here (a failure, or every
+    /// slot filled).
+    #[inline(always)]
+    fn ask<O: Observer>(
+        &self,
+        index: usize,
+        count: usize,
+        request: &mut ResolveRequest<'_>,
+        observer: &mut O,
+        protect: Protect,
+    ) -> Option<Walked> {
+        let Some(entry) = self.registry.get(index) else {
+            return Some(Walked::Failed(unreadable_provider(index, count)));
+        };
+        let answer = match protect {
+            Protect::No => supply(entry, request),
+            Protect::FilledSlots => {
+                let names = request.names();
+                request.protect_filled(
+                    |request| supply(entry, request),
+                    |slot| {
+                        report_rewrite(names[slot], slot, index, &entry.name);
+                        observer.rewrote(slot, index, entry);
+                    },
+                )
+            }
+        };
+        observer.answered(index, entry, request);
+        if let Err(source) = answer {
+            return Some(Walked::Failed(provider_failed(index, entry, *source)));
+        }
+        request.all_filled().then_some(Walked::Complete)
     }
 
     /// The outcome of a walk that left a slot empty.
@@ -494,6 +506,15 @@ impl Manager {
             .collect();
         Error::MissingImports { missing, provider_count: count }
     }
+}
+
+/// Whether a step of the walk holds its provider to the filled-slot rule.
+#[derive(Clone, Copy)]
+enum Protect {
+    /// No slot is filled: nothing to protect.
+    No,
+    /// Some slot may be filled: [`ResolveRequest::protect_filled`].
+    FilledSlots,
 }
 
 /// How a walk ended: two words, returned in registers, so the hot path

@@ -92,6 +92,14 @@ impl Slots {
     fn known(filled: bool) -> Self {
         if filled { Self::MaybeFilled } else { Self::KnownEmpty }
     }
+
+    /// What a scan of `fns` learns: one OR over the slots, with no early
+    /// exit (it vectorises, and a fresh request, the usual one, is read to
+    /// the end anyway).
+    #[inline(always)]
+    fn scan(fns: &[*mut c_void]) -> Self {
+        Self::known(fns.iter().fold(0, |bits, function| bits | function.addr()) != 0)
+    }
 }
 
 /// A batch of imports to resolve: names and the function/context slots to fill.
@@ -151,22 +159,20 @@ impl<'a> ResolveRequest<'a> {
         if names.len() != fns.len() || names.len() != contexts.len() {
             return Err(unequal_lengths(names.len(), fns.len(), contexts.len()));
         }
-        // One OR over the slots (no early exit: it vectorises, and a fresh
-        // request, the usual one, is read to the end anyway).
-        let maybe_filled = fns.iter().fold(0, |bits, function| bits | function.addr()) != 0;
-        Ok(Self::from_slices(names, fns, contexts, maybe_filled))
+        Ok(Self::from_slices(names, fns, contexts))
     }
 
-    /// The request over three slices of one length.
+    /// The request over three slices of one length, its slots scanned once
+    /// so that a fresh request is known empty.
     #[inline(always)]
     fn from_slices(
         names: &'a [SymbolName<'a>],
         fns: &'a mut [*mut c_void],
         contexts: &'a mut [*mut c_void],
-        maybe_filled: bool,
     ) -> Self {
         debug_assert!(names.len() == fns.len() && names.len() == contexts.len());
         let count = names.len().min(fns.len()).min(contexts.len());
+        let slots = Slots::scan(fns);
         Self {
             params: ResolveParamsV0 {
                 count,
@@ -174,7 +180,7 @@ impl<'a> ResolveRequest<'a> {
                 out_fn_ptrs: fns.as_mut_ptr(),
                 out_fn_contexts: contexts.as_mut_ptr(),
             },
-            slots: Slots::known(maybe_filled),
+            slots,
             _borrow: PhantomData,
         }
     }
@@ -221,12 +227,10 @@ impl<'a> ResolveRequest<'a> {
         let fns = unsafe { std::slice::from_raw_parts_mut(fns, count) };
         // SAFETY: as above.
         let contexts = unsafe { std::slice::from_raw_parts_mut(contexts, count) };
-        let mut request = Self::from_slices(names, fns, contexts, true);
-        // One scan now, so a fresh request from C (IREE's loaders zero their
-        // slots) is known empty: the walk's filled-slot checks are then free
+        // The scan makes a fresh request from C (IREE's loaders zero their
+        // slots) known empty: the walk's filled-slot checks are then free
         // until a provider writes.
-        request.slots = Slots::known(request.any_filled());
-        request
+        Self::from_slices(names, fns, contexts)
     }
 
     /// A request over the arrays a C caller passed to a provider's
@@ -617,8 +621,7 @@ impl<'a> RequestSlots<'a> {
 
     /// A request over these names and slots, for one resolve.
     pub fn request(&mut self) -> ResolveRequest<'_> {
-        let maybe_filled = self.fns.iter().any(|function| !function.is_null());
-        ResolveRequest::from_slices(&self.names, &mut self.fns, &mut self.contexts, maybe_filled)
+        ResolveRequest::from_slices(&self.names, &mut self.fns, &mut self.contexts)
     }
 
     /// Number of names (and of slots in each array).
