@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use xplug_benches::{LoaderCall, iree_manager, pair, xplug_manager};
+use xplug_benches::{LoaderSlots, iree_manager, pair, xplug_manager};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
@@ -56,13 +56,12 @@ fn loader_calls(c: &mut Criterion) {
         let xplug = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
         let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
         let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
-        let n = pointers.len();
-        let slots = || (vec![std::ptr::null_mut(); n], vec![std::ptr::null_mut(); n]);
-        let ((mut f1, mut c1), (mut f2, mut c2)) = (slots(), slots());
-        let mut iree_loader = LoaderCall::new(iree.as_raw(), &pointers, &mut f1, &mut c1);
-        let mut xplug_loader = LoaderCall::new(xplug.as_raw(), &pointers, &mut f2, &mut c2);
-        let mut iree_call = || iree_loader.resolve();
-        let mut xplug_call = || xplug_loader.resolve();
+        // Every side resolves into the same slots (`LoaderSlots`), through
+        // a pair taken once, as a loader keeps its provider.
+        let slots = LoaderSlots::new(&pointers);
+        let (iree_pair, xplug_pair) = (iree.as_raw(), xplug.as_raw());
+        let mut iree_call = || slots.loader_call(iree_pair);
+        let mut xplug_call = || slots.loader_call(xplug_pair);
         pair(
             c,
             &format!("iree_loader_call_{row}"),
@@ -73,14 +72,13 @@ fn loader_calls(c: &mut Criterion) {
 
         // A Rust runtime's way: a fresh ResolveRequest per executable.
         let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-        let (mut f3, mut c3) = slots();
         let mut fresh = || {
-            f3.fill(std::ptr::null_mut());
-            c3.fill(std::ptr::null_mut());
-            let mut request = ResolveRequest::new(&symbols, &mut f3, &mut c3).expect("equal lengths");
-            // Checked as a runtime checks it (`?` or `expect`): the
-            // resolution kept, the error handled on its own path.
-            black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
+            slots.with_cleared(|_, fns, contexts| {
+                let mut request = ResolveRequest::new(&symbols, fns, contexts).expect("equal lengths");
+                // Checked as a runtime checks it (`?` or `expect`): the
+                // resolution kept, the error handled on its own path.
+                black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
+            });
         };
         pair(c, &format!("iree_fresh_request_{row}"), None, ("iree", &mut iree_call), ("xplug", &mut fresh));
     }

@@ -1,15 +1,22 @@
-//! Row (8)'s loop alone, for instruction counts under callgrind:
-//! `resolve_loop SIDE CASE N` runs N resolves of CASE through SIDE.
+//! Row (8)'s loop alone, outside criterion.
+//!
+//! - `resolve_loop SIDE CASE N` runs N resolves of CASE through SIDE, for
+//!   instruction counts under callgrind (counting N and 0 iterations and
+//!   subtracting gives the cost per resolve); the wall time per resolve of
+//!   the loop is printed too.
+//! - `resolve_loop paired CASE SECONDS` measures `xplug` and `fresh` each
+//!   against `iree` as row (8) does (interleaved batches, the median of the
+//!   per-pair ratios), for SECONDS per pair: a quick check of a change.
 //!
 //! SIDE: `iree` (IREE's manager's C pair), `xplug` (the pair xplug-iree
 //! installs) or `fresh` (`Manager::resolve` on a fresh `ResolveRequest`);
 //! CASE: `c_plugin`, `sdk_1` or `sdk_4`, as in `benches/iree_runtime.rs`.
-//! Counting N and 0 iterations and subtracting gives the cost per resolve.
 
 use std::ffi::{CString, c_char};
 use std::hint::black_box;
+use std::time::Duration;
 
-use xplug_benches::{LoaderCall, iree_manager, xplug_manager};
+use xplug_benches::{LoaderSlots, iree_manager, measure_pair, xplug_manager};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::IreeImportProvider;
 use xplug_providers::{ResolveRequest, SymbolName};
@@ -17,7 +24,6 @@ use xplug_providers::{ResolveRequest, SymbolName};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, side, case, n] = &args[..] else { panic!("usage: resolve_loop SIDE CASE N") };
-    let n: usize = n.parse().expect("N");
     let (plugin, names): (&str, &[&str]) = match case.as_str() {
         "c_plugin" => ("c_sample", &["simple_mul_workgroup"]),
         "sdk_1" => ("sample_standalone", &["simple_mul_workgroup"]),
@@ -31,33 +37,47 @@ fn main() {
     let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
     let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
     let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
-    let (mut fns, mut contexts) =
-        (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
-    match side.as_str() {
-        "iree" => {
-            let manager = iree_manager(&path);
-            let mut call = LoaderCall::new(manager.as_raw(), &pointers, &mut fns, &mut contexts);
-            for _ in 0..n {
-                call.resolve();
-            }
+    let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
+    let slots = LoaderSlots::new(&pointers);
+    let iree = iree_manager(&path);
+    let manager = xplug_manager(&path);
+    let provider = Box::new(IreeImportProvider::new(std::sync::Arc::clone(&manager)));
+    let (iree_pair, xplug_pair) = (iree.as_raw(), provider.as_raw());
+    let mut iree_call = || slots.loader_call(iree_pair);
+    let mut xplug_call = || slots.loader_call(xplug_pair);
+    let mut fresh = || {
+        slots.with_cleared(|_, fns, contexts| {
+            let mut request = ResolveRequest::new(&symbols, fns, contexts).expect("lengths");
+            black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
+        });
+    };
+    if side == "paired" {
+        let seconds: f64 = n.parse().expect("SECONDS");
+        let duration = Duration::from_secs_f64(seconds);
+        let loader = measure_pair(&mut iree_call, &mut xplug_call, 1, duration);
+        let request = measure_pair(&mut iree_call, &mut fresh, 1, duration);
+        for (row, estimate) in [("loader call", loader), ("fresh request", request)] {
+            println!(
+                "{case} {row}: iree {:.1} ns, xplug {:.1} ns, ratio {:.3} ({} pairs)",
+                estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs
+            );
         }
-        "xplug" => {
-            let provider = Box::new(IreeImportProvider::new(xplug_manager(&path)));
-            let mut call = LoaderCall::new(provider.as_raw(), &pointers, &mut fns, &mut contexts);
-            for _ in 0..n {
-                call.resolve();
-            }
-        }
-        "fresh" => {
-            let manager = xplug_manager(&path);
-            let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-            for _ in 0..n {
-                fns.fill(std::ptr::null_mut());
-                contexts.fill(std::ptr::null_mut());
-                let mut request = ResolveRequest::new(&symbols, &mut fns, &mut contexts).expect("lengths");
-                black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
-            }
-        }
+        return;
+    }
+    let n: usize = n.parse().expect("N");
+    let side: &mut dyn FnMut() = match side.as_str() {
+        "iree" => &mut iree_call,
+        "xplug" => &mut xplug_call,
+        "fresh" => &mut fresh,
         other => panic!("unknown side {other}"),
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        side();
+    }
+    if n > 0 {
+        #[expect(clippy::cast_precision_loss, reason = "a loop count far below 2^52")]
+        let per_resolve = start.elapsed().as_secs_f64() * 1e9 / n as f64;
+        eprintln!("{case}: {per_resolve:.1} ns per resolve");
     }
 }

@@ -3,6 +3,7 @@
 //! same exports as a C plugin that resolves IREE-sample style (one
 //! `strcmp` per export per name), and two in-process reference resolvers.
 
+use std::cell::{Cell, RefCell};
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -174,6 +175,45 @@ pub fn paired_estimate_of(
     b: &mut dyn FnMut(),
     operations: u32,
 ) {
+    let estimate = measure_pair(a, b, operations, Duration::from_secs(2));
+    let json = format!(
+        "{{\"a_ns\": {}, \"b_ns\": {}, \"ratio_b_over_a\": {}, \"pairs\": {}, \"batch\": {}}}\n",
+        estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs, estimate.batch
+    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| xplug_fixtures::workspace_root().join("target"), PathBuf::from);
+    let dir = target.join("criterion").join(group);
+    let file = dir.join(format!("{stem}.json"));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, json))
+        .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
+}
+
+/// What [`measure_pair`] found: medians over the pairs of batches.
+#[derive(Clone, Copy, Debug)]
+pub struct PairedEstimate {
+    /// Median time of one operation of `a`, in nanoseconds.
+    pub a_ns: f64,
+    /// Median time of one operation of `b`, in nanoseconds.
+    pub b_ns: f64,
+    /// Median of the per-pair ratios `b / a`.
+    pub ratio: f64,
+    /// Number of pairs of batches measured.
+    pub pairs: usize,
+    /// Calls of each closure per batch.
+    pub batch: u64,
+}
+
+/// For about `duration` (and at least 21 pairs), a batch of `a` and a batch
+/// of `b` back to back, alternating which goes first; each pair gives one
+/// ratio `b / a` under the same machine load. Each call of `a` and `b`
+/// performs `operations` operations.
+pub fn measure_pair(
+    a: &mut dyn FnMut(),
+    b: &mut dyn FnMut(),
+    operations: u32,
+    duration: Duration,
+) -> PairedEstimate {
     let batch = batch_length(a, b);
     #[expect(clippy::cast_precision_loss, reason = "a batch holds at most 4096 iterations")]
     let per_batch = batch as f64 * f64::from(operations);
@@ -185,7 +225,7 @@ pub fn paired_estimate_of(
         start.elapsed().as_secs_f64() * 1e9 / per_batch
     };
     let (mut a_ns, mut b_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + duration;
     while Instant::now() < deadline || ratios.len() < 21 {
         let (ta, tb) = if ratios.len() % 2 == 0 {
             let ta = time(a);
@@ -202,20 +242,13 @@ pub fn paired_estimate_of(
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
-    let json = format!(
-        "{{\"a_ns\": {}, \"b_ns\": {}, \"ratio_b_over_a\": {}, \"pairs\": {}, \"batch\": {batch}}}\n",
-        median(&mut a_ns),
-        median(&mut b_ns),
-        median(&mut ratios),
-        ratios.len()
-    );
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| xplug_fixtures::workspace_root().join("target"), PathBuf::from);
-    let dir = target.join("criterion").join(group);
-    let file = dir.join(format!("{stem}.json"));
-    std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&file, json))
-        .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
+    PairedEstimate {
+        a_ns: median(&mut a_ns),
+        b_ns: median(&mut b_ns),
+        ratio: median(&mut ratios),
+        pairs: ratios.len(),
+        batch,
+    }
 }
 
 /// Measures two resolvers *interleaved*: every measured batch of `a` runs
@@ -297,55 +330,91 @@ pub fn pair(
     }
 }
 
-/// The call IREE's executable loaders make to their import provider (row
-/// (8)), over one set of names and slots, checked once when built.
-pub struct LoaderCall<'a> {
-    provider: RawImportProvider<'a>,
+/// The names and slots of one row (8) case, shared by every side of its
+/// pair, with the slots moved to another place on every resolve.
+///
+/// IREE's loaders allocate one block per executable, its function slots
+/// followed by its context slots, zeroed, and call the provider at once
+/// (`iree_hal_executable_library_initialize_imports`); so does every
+/// resolve here. When each side of a pair had arrays of its own, at fixed
+/// places, which side got the better-placed memory was the allocator's
+/// choice, and these machines are sensitive to placement (see the README's
+/// notes on row (8)). Here both sides use the same memory, and each resolve
+/// uses the next of [`PLACEMENTS`] places, one cache line apart over a
+/// 4 KiB page, as a loader's allocation lands wherever the allocator puts
+/// it; a batch of the paired measurement spans several rounds of them.
+pub struct LoaderSlots<'a> {
     names: &'a [*const c_char],
-    fns: &'a mut [*mut c_void],
-    contexts: &'a mut [*mut c_void],
+    /// A page of slots and room for one request beyond it.
+    slots: RefCell<Box<[*mut c_void]>>,
+    /// The offset (in slots) of the next resolve's function slots; its
+    /// context slots follow them, as a loader's one allocation holds both.
+    next: Cell<usize>,
 }
 
-impl<'a> LoaderCall<'a> {
-    /// The call of `provider` over `names` (NUL-terminated strings that
-    /// live for `'a`, as `CString::as_ptr` gives them) and the two slot
-    /// arrays.
-    ///
-    /// # Panics
-    /// When a slot array's length differs from the names'.
-    pub fn new(
-        provider: RawImportProvider<'a>,
-        names: &'a [*const c_char],
-        fns: &'a mut [*mut c_void],
-        contexts: &'a mut [*mut c_void],
-    ) -> Self {
-        assert!(fns.len() == names.len() && contexts.len() == names.len(), "one slot per name");
-        Self { provider, names, fns, contexts }
+/// The places a [`LoaderSlots`] cycles through: every cache line of a 4 KiB
+/// page.
+pub const PLACEMENTS: usize = 4096 / 64;
+
+/// Slots per cache line.
+const SLOTS_PER_LINE: usize = 64 / size_of::<*mut c_void>();
+
+impl<'a> LoaderSlots<'a> {
+    /// Empty slots for `names` (NUL-terminated strings that live for `'a`,
+    /// as `CString::as_ptr` gives them).
+    #[must_use]
+    pub fn new(names: &'a [*const c_char]) -> Self {
+        let len = PLACEMENTS * SLOTS_PER_LINE + 2 * names.len();
+        Self {
+            names,
+            slots: RefCell::new(vec![std::ptr::null_mut(); len].into_boxed_slice()),
+            next: Cell::new(0),
+        }
     }
 
-    /// One resolve as a loader makes it: both slot arrays cleared, then the
-    /// provider's C call.
+    /// One resolve as IREE's loaders make it: both slot arrays cleared,
+    /// then `provider`'s C call over the names and slots.
     ///
     /// # Panics
-    /// When the provider returns a status (a name did not resolve).
-    pub fn resolve(&mut self) {
-        self.fns.fill(std::ptr::null_mut());
-        self.contexts.fill(std::ptr::null_mut());
-        let mut resolution = 0;
-        // SAFETY: a live provider (its owner outlives the borrow in
-        // `RawImportProvider`); `names` holds NUL-terminated strings and both
-        // slot arrays its length (checked in `new`).
-        let status = unsafe {
-            (self.provider.resolve)(
-                self.provider.self_,
-                self.names.len(),
-                self.names.as_ptr(),
-                self.fns.as_mut_ptr(),
-                self.contexts.as_mut_ptr(),
-                &mut resolution,
-            )
-        };
+    /// When the provider returns a status (a name did not resolve), or when
+    /// called from inside [`LoaderSlots::with_cleared`].
+    pub fn loader_call(&self, provider: RawImportProvider<'_>) {
+        let status = self.with_cleared(|names, fns, contexts| {
+            let mut resolution = 0;
+            // SAFETY: a live provider (its owner outlives the borrow in
+            // `RawImportProvider`); `names` holds NUL-terminated strings and
+            // both slot arrays its length (`with_cleared`).
+            unsafe {
+                (provider.resolve)(
+                    provider.self_,
+                    names.len(),
+                    names.as_ptr(),
+                    fns.as_mut_ptr(),
+                    contexts.as_mut_ptr(),
+                    &mut resolution,
+                )
+            }
+        });
         assert!(black_box(status).is_null(), "the benchmark's names all resolve");
+    }
+
+    /// Runs `resolve` over the names and both slot arrays (one slot per
+    /// name each) at the next placement, cleared first: the start of every
+    /// resolve of a row.
+    ///
+    /// # Panics
+    /// When called from inside `resolve` (the slots are borrowed).
+    pub fn with_cleared<R>(
+        &self,
+        resolve: impl FnOnce(&[*const c_char], &mut [*mut c_void], &mut [*mut c_void]) -> R,
+    ) -> R {
+        let mut slots = self.slots.borrow_mut();
+        let start = self.next.get();
+        self.next.set((start + SLOTS_PER_LINE) % (PLACEMENTS * SLOTS_PER_LINE));
+        let slots = &mut slots[start..start + 2 * self.names.len()];
+        slots.fill(std::ptr::null_mut());
+        let (fns, contexts) = slots.split_at_mut(self.names.len());
+        resolve(self.names, fns, contexts)
     }
 }
 
