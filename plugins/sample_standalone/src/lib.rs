@@ -30,36 +30,9 @@
 
 use xplug_sdk::{Buffer, BufferMut, ImportArgs, ImportError};
 
-/// Args of the workgroup kernels: IREE's sample `params_t`.
-///
-/// C layout: `const float* binding0; size_t binding0_offset; const float*
-/// binding1; size_t binding1_offset; float* binding2; size_t
-/// binding2_offset; size_t size; size_t tid; uint32_t processor_id; const
-/// uint64_t* processor_data;`
-#[derive(Debug, ImportArgs)]
-#[repr(C)]
-pub struct WorkgroupArgs {
-    /// Left operand buffer.
-    pub binding0: Buffer<f32>,
-    /// Element offset into `binding0`.
-    pub binding0_offset: usize,
-    /// Right operand buffer.
-    pub binding1: Buffer<f32>,
-    /// Element offset into `binding1`.
-    pub binding1_offset: usize,
-    /// Result buffer.
-    pub binding2: BufferMut<f32>,
-    /// Element offset into `binding2`.
-    pub binding2_offset: usize,
-    /// Number of elements in this call's slice.
-    pub size: usize,
-    /// The calling workgroup's id (informational; not an element index).
-    pub tid: usize,
-    /// The processor running the workgroup.
-    pub processor_id: u32,
-    /// Processor feature bits (unused here).
-    pub processor_data: Buffer<u64>,
-}
+/// Args of the workgroup kernels: IREE's sample `params_t`, shared with
+/// the other example plugins.
+pub use iree_sample_args::WorkgroupArgs;
 
 /// Args of `saxpy`: `y = alpha * x + y` over `n` elements.
 #[derive(Debug, ImportArgs)]
@@ -92,32 +65,11 @@ pub struct DotArgs {
 /// Applies `op` to the `size` elements of this call's slice:
 /// `out[o2 + i] = op(lhs[o0 + i], rhs[o1 + i])` for `i < size`.
 fn workgroup(args: &mut WorkgroupArgs, op: impl Fn(f32, f32) -> f32) -> Result<(), ImportError> {
-    let size = args.size;
-    if size == 0 {
-        return Ok(());
-    }
-    if args.binding0.is_null() || args.binding1.is_null() || args.binding2.is_null() {
-        return Err(ImportError::INVALID_ARGUMENT);
-    }
-    let (Some(end0), Some(end1), Some(end2)) = (
-        args.binding0_offset.checked_add(size),
-        args.binding1_offset.checked_add(size),
-        args.binding2_offset.checked_add(size),
-    ) else {
-        return Err(ImportError::INVALID_ARGUMENT);
-    };
     // SAFETY: IREE's dispatch convention: each binding is valid for
     // `offset + size` elements, the inputs are only read during the
-    // dispatch, and the output slice `[o2, o2 + size)` belongs to this call
-    // alone.
-    let (lhs, rhs, out) = unsafe {
-        (
-            &args.binding0.as_slice(end0)[args.binding0_offset..],
-            &args.binding1.as_slice(end1)[args.binding1_offset..],
-            &mut args.binding2.as_mut_slice(end2)[args.binding2_offset..],
-        )
-    };
-    for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
+    // dispatch, and the output slice belongs to this call alone.
+    let slices = unsafe { args.slices() }?;
+    for ((out, lhs), rhs) in slices.out.iter_mut().zip(slices.lhs).zip(slices.rhs) {
         *out = op(*lhs, *rhs);
     }
     Ok(())

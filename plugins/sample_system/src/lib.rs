@@ -15,42 +15,17 @@
 //!
 //! Imports:
 //! * `simple_mul_workgroup`, with the args of IREE's custom-dispatch
-//!   sample (the layout of `sample_standalone::WorkgroupArgs`,
-//!   redeclared here as [`WorkgroupArgs`]);
+//!   sample ([`WorkgroupArgs`], from `iree_sample_args`, as
+//!   `sample_standalone`'s);
 //! * `sample_system_calls`: writes how many `simple_mul_workgroup` calls
 //!   this instance served into [`CallsArgs::count`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use xplug_sdk::{
-    Buffer, BufferMut, Environment, Error, HostBox, ImportArgs, ImportError, LoadParams, PluginState,
-};
+use xplug_sdk::{Environment, Error, HostBox, ImportArgs, ImportError, LoadParams, PluginState};
 
 /// Args of `simple_mul_workgroup` (IREE's sample `params_t`).
-#[derive(Debug, ImportArgs)]
-#[repr(C)]
-pub struct WorkgroupArgs {
-    /// Left operand buffer.
-    pub binding0: Buffer<f32>,
-    /// Element offset into `binding0`.
-    pub binding0_offset: usize,
-    /// Right operand buffer.
-    pub binding1: Buffer<f32>,
-    /// Element offset into `binding1`.
-    pub binding1_offset: usize,
-    /// Result buffer.
-    pub binding2: BufferMut<f32>,
-    /// Element offset into `binding2`.
-    pub binding2_offset: usize,
-    /// Number of elements in this call's slice.
-    pub size: usize,
-    /// The calling workgroup's id (informational; not an element index).
-    pub tid: usize,
-    /// The processor running the workgroup.
-    pub processor_id: u32,
-    /// Processor feature bits (unused here).
-    pub processor_data: Buffer<u64>,
-}
+pub use iree_sample_args::WorkgroupArgs;
 
 /// Args of `sample_system_calls`.
 #[derive(Debug, ImportArgs)]
@@ -100,31 +75,11 @@ mod plugin {
     #[import("simple_mul_workgroup")]
     fn simple_mul(args: &mut WorkgroupArgs, state: &SystemState) -> Result<(), ImportError> {
         state.calls.fetch_add(1, Ordering::Relaxed);
-        let size = args.size;
-        if size == 0 {
-            return Ok(());
-        }
-        if args.binding0.is_null() || args.binding1.is_null() || args.binding2.is_null() {
-            return Err(ImportError::INVALID_ARGUMENT);
-        }
-        let (Some(end0), Some(end1), Some(end2)) = (
-            args.binding0_offset.checked_add(size),
-            args.binding1_offset.checked_add(size),
-            args.binding2_offset.checked_add(size),
-        ) else {
-            return Err(ImportError::INVALID_ARGUMENT);
-        };
         // SAFETY: IREE's dispatch convention: `binding + offset` starts this
         // call's slice of `size` elements, the inputs are only read, and the
         // output slice belongs to this call alone.
-        let (lhs, rhs, out) = unsafe {
-            (
-                &args.binding0.as_slice(end0)[args.binding0_offset..],
-                &args.binding1.as_slice(end1)[args.binding1_offset..],
-                &mut args.binding2.as_mut_slice(end2)[args.binding2_offset..],
-            )
-        };
-        for ((out, lhs), rhs) in out.iter_mut().zip(lhs).zip(rhs) {
+        let slices = unsafe { args.slices() }?;
+        for ((out, lhs), rhs) in slices.out.iter_mut().zip(slices.lhs).zip(slices.rhs) {
             *out = lhs * rhs * state.multiplier;
         }
         Ok(())

@@ -16,7 +16,7 @@
 //! symbol table (`xplug_fixtures::build_rust_sos`).
 #![no_std]
 
-use xplug_sdk::{Buffer, BufferMut, Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
+use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
 
 /// Args of `crashing_kernel`.
 #[derive(Debug, ImportArgs)]
@@ -28,30 +28,7 @@ pub struct KernelArgs {
 
 /// Args of `simple_mul_workgroup`: IREE's sample `params_t`, as the IREE
 /// end-to-end programs pass them (never read: the kernel crashes first).
-#[derive(Debug, ImportArgs)]
-#[repr(C)]
-pub struct WorkgroupArgs {
-    /// Left operand buffer.
-    pub binding0: Buffer<f32>,
-    /// Element offset into `binding0`.
-    pub binding0_offset: usize,
-    /// Right operand buffer.
-    pub binding1: Buffer<f32>,
-    /// Element offset into `binding1`.
-    pub binding1_offset: usize,
-    /// Result buffer.
-    pub binding2: BufferMut<f32>,
-    /// Element offset into `binding2`.
-    pub binding2_offset: usize,
-    /// Elements in the slice.
-    pub size: usize,
-    /// The calling workgroup's id.
-    pub tid: usize,
-    /// The processor running the workgroup.
-    pub processor_id: u32,
-    /// Processor feature bits.
-    pub processor_data: Buffer<u64>,
-}
+pub use iree_sample_args::WorkgroupArgs;
 
 /// The plugin's state: loading it is where the default crash happens.
 #[derive(Debug)]

@@ -1,0 +1,168 @@
+//! `iree_sample_args`: the args of IREE's custom-dispatch sample kernels,
+//! shared by xplug's example and test plugins.
+//!
+//! IREE's CPU custom-dispatch sample passes its workgroup kernels
+//! (`simple_mul_workgroup` and friends) one struct, `params_t`: three
+//! bindings, each a base pointer plus an element offset, the element count
+//! `size`, the workgroup id `tid` and the processor information.
+//! [`WorkgroupArgs`] is that struct as an [`ImportArgs`] type, and
+//! [`WorkgroupArgs::slices`] turns it into this call's three slices
+//! ([`Slices`]),
+//! following IREE's dispatch convention (`docs/dispatch.md#slice-convention`):
+//! `binding + offset` is the first element of *this call's* slice and
+//! `size` its length; `tid` says which workgroup is calling and is never an
+//! element position.
+//!
+//! ```
+//! use iree_sample_args::WorkgroupArgs;
+//! use xplug_sdk::ImportError;
+//!
+//! /// `out = lhs * rhs` over this call's slice (a kernel body).
+//! fn simple_mul(args: &mut WorkgroupArgs) -> Result<(), ImportError> {
+//!     // SAFETY: called by an IREE executable, which passes bindings valid
+//!     // for `offset + size` elements and an output slice of its own.
+//!     let slices = unsafe { args.slices() }?;
+//!     for ((out, lhs), rhs) in slices.out.iter_mut().zip(slices.lhs).zip(slices.rhs) {
+//!         *out = lhs * rhs;
+//!     }
+//!     Ok(())
+//! }
+//! # let _ = simple_mul;
+//! ```
+#![no_std]
+
+use xplug_sdk::{Buffer, BufferMut, ImportArgs, ImportError};
+
+/// The args of IREE's sample workgroup kernels: IREE's sample `params_t`.
+///
+/// C layout: `const float* binding0; size_t binding0_offset; const float*
+/// binding1; size_t binding1_offset; float* binding2; size_t
+/// binding2_offset; size_t size; size_t tid; uint32_t processor_id; const
+/// uint64_t* processor_data;`
+#[derive(Debug, ImportArgs)]
+#[repr(C)]
+pub struct WorkgroupArgs {
+    /// Left operand buffer.
+    pub binding0: Buffer<f32>,
+    /// Element offset into `binding0`.
+    pub binding0_offset: usize,
+    /// Right operand buffer.
+    pub binding1: Buffer<f32>,
+    /// Element offset into `binding1`.
+    pub binding1_offset: usize,
+    /// Result buffer.
+    pub binding2: BufferMut<f32>,
+    /// Element offset into `binding2`.
+    pub binding2_offset: usize,
+    /// Number of elements in this call's slice.
+    pub size: usize,
+    /// The calling workgroup's id (informational; not an element index).
+    pub tid: usize,
+    /// The processor running the workgroup.
+    pub processor_id: u32,
+    /// Processor feature bits.
+    pub processor_data: Buffer<u64>,
+}
+
+/// One call's slices of a workgroup kernel's bindings, `size` elements each.
+#[derive(Debug)]
+pub struct Slices<'args> {
+    /// The left operand: `binding0[binding0_offset..][..size]`.
+    pub lhs: &'args [f32],
+    /// The right operand: `binding1[binding1_offset..][..size]`.
+    pub rhs: &'args [f32],
+    /// The result: `binding2[binding2_offset..][..size]`.
+    pub out: &'args mut [f32],
+}
+
+impl WorkgroupArgs {
+    /// This call's slices of the two inputs and the output, `size` elements
+    /// each (all empty when `size` is 0, whatever the pointers).
+    ///
+    /// # Errors
+    /// [`ImportError::INVALID_ARGUMENT`] when `size > 0` and a binding is
+    /// NULL, or an offset plus `size` overflows.
+    ///
+    /// # Safety
+    /// IREE's dispatch convention: each binding is valid for its offset plus
+    /// `size` elements, the inputs are only read while the slices live, and
+    /// the output slice belongs to this call alone. An IREE executable
+    /// calling the kernel keeps it; args made up by other code may not.
+    pub unsafe fn slices(&mut self) -> Result<Slices<'_>, ImportError> {
+        let size = self.size;
+        if size == 0 {
+            return Ok(Slices { lhs: &[], rhs: &[], out: &mut [] });
+        }
+        if self.binding0.is_null() || self.binding1.is_null() || self.binding2.is_null() {
+            return Err(ImportError::INVALID_ARGUMENT);
+        }
+        let (Some(end0), Some(end1), Some(end2)) = (
+            self.binding0_offset.checked_add(size),
+            self.binding1_offset.checked_add(size),
+            self.binding2_offset.checked_add(size),
+        ) else {
+            return Err(ImportError::INVALID_ARGUMENT);
+        };
+        // SAFETY: the caller's contract: each binding is valid for `end`
+        // elements (non-NULL, checked above), the inputs are only read and
+        // the output range is this call's alone.
+        unsafe {
+            Ok(Slices {
+                lhs: &self.binding0.as_slice(end0)[self.binding0_offset..],
+                rhs: &self.binding1.as_slice(end1)[self.binding1_offset..],
+                out: &mut self.binding2.as_mut_slice(end2)[self.binding2_offset..],
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Args over the caller's arrays, as an executable passes them.
+    fn args(lhs: &[f32], rhs: &[f32], out: &mut [f32], offsets: [usize; 3], size: usize) -> WorkgroupArgs {
+        WorkgroupArgs {
+            binding0: Buffer::from_slice(lhs),
+            binding0_offset: offsets[0],
+            binding1: Buffer::from_slice(rhs),
+            binding1_offset: offsets[1],
+            binding2: BufferMut::from_mut_slice(out),
+            binding2_offset: offsets[2],
+            size,
+            tid: 7,
+            processor_id: 0,
+            processor_data: Buffer::from_slice(&[]),
+        }
+    }
+
+    #[test]
+    fn each_slice_starts_at_its_offset_and_holds_size_elements() {
+        let lhs = [0.0, 1.0, 2.0, 3.0, 4.0];
+        let rhs = [10.0, 11.0, 12.0, 13.0];
+        let mut out = [0.0; 6];
+        let mut args = args(&lhs, &rhs, &mut out, [2, 1, 3], 3);
+        // SAFETY: each array holds at least offset + size elements and
+        // outlives the slices.
+        let slices = unsafe { args.slices() }.unwrap();
+        assert_eq!(slices.lhs, [2.0, 3.0, 4.0]);
+        assert_eq!(slices.rhs, [11.0, 12.0, 13.0]);
+        assert_eq!(slices.out.len(), 3);
+        slices.out.fill(1.0);
+        assert_eq!(out, [0.0, 0.0, 0.0, 1.0, 1.0, 1.0], "the workgroup id is not an element position");
+    }
+
+    #[test]
+    fn size_zero_gives_empty_slices_and_an_overflowing_offset_is_refused() {
+        let data = [1.0_f32; 4];
+        let mut out = [0.0_f32; 4];
+        let mut empty = args(&data, &data, &mut out, [usize::MAX; 3], 0);
+        // SAFETY: nothing is read when `size` is 0.
+        let slices = unsafe { empty.slices() }.unwrap();
+        assert!(slices.lhs.is_empty() && slices.rhs.is_empty() && slices.out.is_empty());
+        let mut overflowing = args(&data, &data, &mut out, [0, usize::MAX, 0], 2);
+        // SAFETY: refused before any pointer is read.
+        let refused = unsafe { overflowing.slices() }.unwrap_err();
+        assert_eq!(refused, ImportError::INVALID_ARGUMENT);
+    }
+}
