@@ -5,7 +5,8 @@
 //! The protocol (GDB's manual, "JIT Compilation Interface"): the process
 //! exports `__jit_debug_descriptor`, a doubly linked list of entries, and
 //! an empty, never-inlined function `__jit_debug_register_code` the
-//! debugger puts a breakpoint in. To announce code, add an entry pointing
+//! debugger puts a breakpoint in (both defined weak here, so another JIT's
+//! definitions win and every JIT shares one list). To announce code, add an entry pointing
 //! at an in-memory ELF object, mark it relevant with the action flag
 //! "register" and call the function; to withdraw it, unlink it with
 //! "unregister" and call again. Here each entry's object is a small ELF
@@ -20,7 +21,6 @@
 //! So it is on by default; [`GDB_JIT_ENV`] (`0` or `1`) or [`set_enabled`]
 //! turn it off or on.
 
-use std::cell::UnsafeCell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -57,32 +57,66 @@ struct JitDescriptor {
     first_entry: *mut JitCodeEntry,
 }
 
-/// The descriptor, written only under this module's lock (and read by a debugger
-/// while the process is stopped).
-#[repr(transparent)]
-pub struct Descriptor(UnsafeCell<JitDescriptor>);
+// The two symbols the protocol names, defined *weak*: a process may link
+// another JIT that defines them too (LLVM's ORC and MCJIT, V8, wasmtime),
+// and the protocol has one list per process. With weak definitions the
+// linker takes the other JIT's strong ones, if any, and every JIT (this
+// module included) adds its entries to the same list, so the debugger sees
+// all of them; without another JIT these are the definitions. Rust has no
+// stable weak linkage, so they are written as assembler directives: the
+// descriptor as `struct jit_descriptor { uint32_t version = 1; uint32_t
+// action_flag = JIT_NOACTION; void* relevant_entry = NULL; void*
+// first_entry = NULL; }` (24 bytes, 8-aligned; `JitDescriptor` below), the
+// function as a bare return, which the compiler cannot inline or elide.
+core::arch::global_asm!(
+    ".pushsection .data.__jit_debug_descriptor,\"aw\",%progbits",
+    ".weak __jit_debug_descriptor",
+    ".type __jit_debug_descriptor,%object",
+    ".balign 8",
+    "__jit_debug_descriptor:",
+    ".4byte 1",
+    ".4byte 0",
+    ".8byte 0",
+    ".8byte 0",
+    ".size __jit_debug_descriptor, 24",
+    ".popsection",
+    ".pushsection .text.__jit_debug_register_code,\"ax\",%progbits",
+    ".weak __jit_debug_register_code",
+    ".type __jit_debug_register_code,%function",
+    ".balign 16",
+    "__jit_debug_register_code:",
+    "ret",
+    ".size __jit_debug_register_code, . - __jit_debug_register_code",
+    ".popsection",
+);
 
-// SAFETY: every access from Rust happens under the `LIST` lock; the
-// debugger reads it only while the process is stopped.
-unsafe impl Sync for Descriptor {}
+unsafe extern "C" {
+    /// The descriptor debuggers read: this module's weak definition or
+    /// another JIT's. Written by this module only under [`LIST`], and by
+    /// another JIT under its own lock.
+    static mut __jit_debug_descriptor: JitDescriptor;
+    /// The function a debugger breaks in to read the descriptor.
+    fn __jit_debug_register_code();
+}
 
-/// The descriptor gdb and lldb look up by this name.
-#[unsafe(no_mangle)]
-#[used]
-pub static __jit_debug_descriptor: Descriptor = Descriptor(UnsafeCell::new(JitDescriptor {
-    version: 1,
-    action_flag: JIT_NOACTION,
-    relevant_entry: std::ptr::null_mut(),
-    first_entry: std::ptr::null_mut(),
-}));
+/// Asserts at compile time what the assembler definition above assumes.
+const _: () = {
+    assert!(size_of::<JitDescriptor>() == 24 && align_of::<JitDescriptor>() == 8);
+    assert!(size_of::<usize>() == 8, "the descriptor is written for 64-bit targets");
+};
 
-/// The function a debugger breaks in to read the descriptor: empty, never
-/// inlined, and kept by its `#[no_mangle]` export.
-#[unsafe(no_mangle)]
-#[inline(never)]
-pub extern "C" fn __jit_debug_register_code() {
-    // Something the optimiser cannot remove, so calls are not elided.
-    std::hint::black_box(());
+/// The process's descriptor, to read or write under [`LIST`] only (the
+/// debugger reads it while the process is stopped).
+fn descriptor_ptr() -> *mut JitDescriptor {
+    &raw mut __jit_debug_descriptor
+}
+
+/// Tells an attached debugger that the descriptor changed.
+fn notify_debugger() {
+    // SAFETY: an empty function taking nothing (this module's definition)
+    // or another JIT's equivalent; called under `LIST`, as the protocol's
+    // changes must be.
+    unsafe { __jit_debug_register_code() };
 }
 
 /// Serialises changes to the list.
@@ -125,7 +159,7 @@ pub fn registered_images() -> usize {
     // SAFETY: under the lock nobody changes the list; every entry in it is
     // a live `Box` owned by a `GdbRegistration`.
     unsafe {
-        let mut entry = (*__jit_debug_descriptor.0.get()).first_entry;
+        let mut entry = (*descriptor_ptr()).first_entry;
         while let Some(current) = entry.as_ref() {
             count += 1;
             entry = current.next;
@@ -172,7 +206,7 @@ pub(crate) fn register(object: Vec<u8>) -> GdbRegistration {
     // SAFETY: under the lock; `entry` is a fresh allocation, the first
     // entry (if any) a live one owned by another registration.
     unsafe {
-        let descriptor = &mut *__jit_debug_descriptor.0.get();
+        let descriptor = &mut *descriptor_ptr();
         (*entry).next = descriptor.first_entry;
         if let Some(first) = descriptor.first_entry.as_mut() {
             first.prev = entry;
@@ -181,7 +215,7 @@ pub(crate) fn register(object: Vec<u8>) -> GdbRegistration {
         descriptor.relevant_entry = entry;
         descriptor.action_flag = JIT_REGISTER_FN;
     }
-    __jit_debug_register_code();
+    notify_debugger();
     REGISTERED.fetch_add(1, Ordering::SeqCst);
     GdbRegistration { entry, _object: object }
 }
@@ -192,7 +226,7 @@ impl Drop for GdbRegistration {
         // SAFETY: under the lock; `self.entry` is in the list (added by
         // `register`, removed only here), its neighbours are live entries.
         unsafe {
-            let descriptor = &mut *__jit_debug_descriptor.0.get();
+            let descriptor = &mut *descriptor_ptr();
             let entry = &mut *self.entry;
             match entry.prev.as_mut() {
                 Some(prev) => prev.next = entry.next,
@@ -204,11 +238,11 @@ impl Drop for GdbRegistration {
             descriptor.relevant_entry = self.entry;
             descriptor.action_flag = JIT_UNREGISTER_FN;
         }
-        __jit_debug_register_code();
+        notify_debugger();
         // SAFETY: unlinked above; the debugger read what it needed during
         // the call. The box is freed once, here.
         unsafe {
-            let descriptor = &mut *__jit_debug_descriptor.0.get();
+            let descriptor = &mut *descriptor_ptr();
             descriptor.relevant_entry = std::ptr::null_mut();
             descriptor.action_flag = JIT_NOACTION;
             drop(Box::from_raw(self.entry));
