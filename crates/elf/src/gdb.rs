@@ -68,6 +68,7 @@ struct JitDescriptor {
 // action_flag = JIT_NOACTION; void* relevant_entry = NULL; void*
 // first_entry = NULL; }` (24 bytes, 8-aligned; `JitDescriptor` below), the
 // function as a bare return, which the compiler cannot inline or elide.
+#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
 core::arch::global_asm!(
     ".pushsection .data.__jit_debug_descriptor,\"aw\",%progbits",
     ".weak __jit_debug_descriptor",
@@ -90,6 +91,7 @@ core::arch::global_asm!(
     ".popsection",
 );
 
+#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
 unsafe extern "C" {
     /// The descriptor debuggers read: this module's weak definition or
     /// another JIT's. Written by this module only under [`LIST`], and by
@@ -99,7 +101,30 @@ unsafe extern "C" {
     fn __jit_debug_register_code();
 }
 
+// Mach-O and PE objects have no ELF weak directives: there, plain
+// definitions, which another JIT's in the same process would collide with.
+/// The descriptor debuggers read.
+#[cfg(any(target_vendor = "apple", target_os = "windows"))]
+#[unsafe(no_mangle)]
+static mut __jit_debug_descriptor: JitDescriptor = JitDescriptor {
+    version: 1,
+    action_flag: JIT_NOACTION,
+    relevant_entry: std::ptr::null_mut(),
+    first_entry: std::ptr::null_mut(),
+};
+
+/// The function a debugger breaks in to read the descriptor: empty and
+/// never inlined.
+#[cfg(any(target_vendor = "apple", target_os = "windows"))]
+#[unsafe(no_mangle)]
+#[inline(never)]
+unsafe extern "C" fn __jit_debug_register_code() {
+    // Something the optimiser cannot remove, so calls are not elided.
+    std::hint::black_box(());
+}
+
 /// Asserts at compile time what the assembler definition above assumes.
+#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
 const _: () = {
     assert!(size_of::<JitDescriptor>() == 24 && align_of::<JitDescriptor>() == 8);
     assert!(size_of::<usize>() == 8, "the descriptor is written for 64-bit targets");
