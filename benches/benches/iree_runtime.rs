@@ -26,11 +26,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use xplug_benches::{LoaderSlots, iree_manager, pair, xplug_manager};
+use xplug_benches::{
+    LOADER_CASES, LoaderCase, LoaderSlots, fresh_resolve, iree_manager, pair, xplug_manager,
+};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
-use xplug_providers::{ResolveRequest, SymbolName};
+use xplug_providers::SymbolName;
 
 fn plugins_dir() -> PathBuf {
     let root = xplug_fixtures::workspace_root();
@@ -44,12 +46,7 @@ fn plugins_dir() -> PathBuf {
 /// fresh request, for the C example and the SDK example (1 and 4 names).
 fn loader_calls(c: &mut Criterion) {
     let dir = plugins_dir();
-    let cases: [(&str, &str, &[&str]); 3] = [
-        ("c_sample", "c_plugin", &["simple_mul_workgroup"]),
-        ("sample_standalone", "sdk_1", &["simple_mul_workgroup"]),
-        ("sample_standalone", "sdk_4", &["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]),
-    ];
-    for (plugin, row, names) in cases {
+    for LoaderCase { plugin, row, names } in LOADER_CASES {
         let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
         let iree = iree_manager(&path);
         let manager = xplug_manager(&path);
@@ -72,14 +69,7 @@ fn loader_calls(c: &mut Criterion) {
 
         // A Rust runtime's way: a fresh ResolveRequest per executable.
         let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-        let mut fresh = || {
-            slots.with_cleared(|_, fns, contexts| {
-                let mut request = ResolveRequest::new(&symbols, fns, contexts).expect("equal lengths");
-                // Checked as a runtime checks it (`?` or `expect`): the
-                // resolution kept, the error handled on its own path.
-                black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
-            });
-        };
+        let mut fresh = || fresh_resolve(&slots, &symbols, &manager);
         pair(c, &format!("iree_fresh_request_{row}"), None, ("iree", &mut iree_call), ("xplug", &mut fresh));
     }
 }

@@ -13,22 +13,20 @@
 //! CASE: `c_plugin`, `sdk_1` or `sdk_4`, as in `benches/iree_runtime.rs`.
 
 use std::ffi::{CString, c_char};
-use std::hint::black_box;
 use std::time::Duration;
 
-use xplug_benches::{LoaderSlots, iree_manager, measure_pair, xplug_manager};
+use xplug_benches::{
+    LOADER_CASES, LoaderCase, LoaderSlots, fresh_resolve, iree_manager, measure_pair, xplug_manager,
+};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::IreeImportProvider;
-use xplug_providers::{ResolveRequest, SymbolName};
+use xplug_providers::SymbolName;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, side, case, n] = &args[..] else { panic!("usage: resolve_loop SIDE CASE N") };
-    let (plugin, names): (&str, &[&str]) = match case.as_str() {
-        "c_plugin" => ("c_sample", &["simple_mul_workgroup"]),
-        "sdk_1" => ("sample_standalone", &["simple_mul_workgroup"]),
-        "sdk_4" => ("sample_standalone", &["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]),
-        other => panic!("unknown case {other}"),
+    let Some(&LoaderCase { plugin, names, .. }) = LOADER_CASES.iter().find(|known| known.row == case) else {
+        panic!("unknown case {case}")
     };
     let root = xplug_fixtures::workspace_root();
     // The plugins the benchmark loads, built (or found up to date) first.
@@ -45,12 +43,7 @@ fn main() {
     let (iree_pair, xplug_pair) = (iree.as_raw(), provider.as_raw());
     let mut iree_call = || slots.loader_call(iree_pair);
     let mut xplug_call = || slots.loader_call(xplug_pair);
-    let mut fresh = || {
-        slots.with_cleared(|_, fns, contexts| {
-            let mut request = ResolveRequest::new(&symbols, fns, contexts).expect("lengths");
-            black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
-        });
-    };
+    let mut fresh = || fresh_resolve(&slots, &symbols, &manager);
     if side == "paired" {
         let seconds: f64 = n.parse().expect("SECONDS");
         let duration = Duration::from_secs_f64(seconds);

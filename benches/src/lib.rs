@@ -15,6 +15,7 @@ use criterion::{BenchmarkId, Criterion};
 
 use xplug_iree::{IreePluginManager, RawImportProvider};
 use xplug_manager::Manager;
+use xplug_manager::providers::{ResolveRequest, SymbolName};
 use xplug_sdk::ImportArgs;
 
 /// Number of exports of both generated plugins.
@@ -416,6 +417,46 @@ impl<'a> LoaderSlots<'a> {
         let (fns, contexts) = slots.split_at_mut(self.names.len());
         resolve(self.names, fns, contexts)
     }
+}
+
+/// One case of row (8): the example plugin loaded (its library name), the
+/// suffix of the case's criterion groups, and the names one resolve asks
+/// for.
+#[derive(Clone, Copy, Debug)]
+pub struct LoaderCase {
+    /// The example plugin (`xplug_fixtures::plugins::library_file_name`).
+    pub plugin: &'static str,
+    /// The case's name: `iree_loader_call_{row}`, `iree_fresh_request_{row}`.
+    pub row: &'static str,
+    /// The imports one resolve asks for.
+    pub names: &'static [&'static str],
+}
+
+/// Row (8)'s cases: the C example and the SDK example with 1 and 4 names.
+pub const LOADER_CASES: [LoaderCase; 3] = [
+    LoaderCase { plugin: "c_sample", row: "c_plugin", names: &["simple_mul_workgroup"] },
+    LoaderCase { plugin: "sample_standalone", row: "sdk_1", names: &["simple_mul_workgroup"] },
+    LoaderCase {
+        plugin: "sample_standalone",
+        row: "sdk_4",
+        names: &["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"],
+    },
+];
+
+/// `Manager::resolve` on a fresh `ResolveRequest` over the next block of
+/// `slots`, as a Rust runtime makes one per executable, checked as a
+/// runtime checks it (`expect`: the resolution kept, the error on its own
+/// path): row (8)'s xplug side of the fresh-request pair.
+///
+/// # Panics
+/// When `symbols` and the slots differ in length, or a name does not
+/// resolve.
+#[inline]
+pub fn fresh_resolve(slots: &LoaderSlots<'_>, symbols: &[SymbolName<'_>], manager: &Manager) {
+    slots.with_cleared(|_, fns, contexts| {
+        let mut request = ResolveRequest::new(symbols, fns, contexts).expect("one slot per name");
+        black_box(manager.resolve(&mut request).expect("the benchmark's names all resolve"));
+    });
 }
 
 /// IREE's own plugin manager holding the plugin file at `plugin`, as the
