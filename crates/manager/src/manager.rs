@@ -536,9 +536,19 @@ enum Walked {
 fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), Box<xplug_providers::Error>> {
     let answer = match &entry.provider {
         Held::Plugin(plugin) => plugin.supply(request),
-        Held::Shared(provider) => provider.supply(request),
+        Held::Shared(provider) => supply_shared(provider.as_ref(), request),
     };
     answer.map_err(Box::new)
+}
+
+/// [`supply`] for a provider held as a trait object, out of line so the
+/// plugin path the hot loop takes stays compact.
+#[inline(never)]
+fn supply_shared(
+    provider: &dyn ImportProvider,
+    request: &mut ResolveRequest<'_>,
+) -> Result<(), xplug_providers::Error> {
+    provider.supply(request)
 }
 
 /// The error for a registry entry counted but not readable: unreachable by
