@@ -357,11 +357,7 @@ fn guard<R>(plugin: &str, what: impl fmt::Display, on_panic: R, body: impl FnOnc
     #[cfg(feature = "std")]
     {
         panic_log::install_hook();
-        let outcome = {
-            let _inside = panic_log::Inside::enter();
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
-        };
-        match outcome {
+        match panic_log::catch_inside(body) {
             Ok(value) => value,
             Err(payload) => {
                 let what = std::format!("{what}");
@@ -406,20 +402,24 @@ mod panic_log {
         static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
     }
 
-    /// Marks the current thread as inside a guard while alive.
-    pub(super) struct Inside;
-
-    impl Inside {
-        pub(super) fn enter() -> Self {
-            DEPTH.with(|depth| depth.set(depth.get() + 1));
-            Self
-        }
+    /// Runs `body` with the current thread marked as inside a guard,
+    /// catching a panic. The thread-local is looked up once for both the
+    /// mark and its removal (in a plugin loaded with `dlopen` each lookup
+    /// is a call into the dynamic linker, on every import call); nothing
+    /// unwinds past `catch_unwind`, so the removal always runs.
+    pub(super) fn catch_inside<R>(body: impl FnOnce() -> R) -> std::thread::Result<R> {
+        DEPTH.with(|depth| {
+            depth.set(depth.get() + 1);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+            depth.set(depth.get().saturating_sub(1));
+            outcome
+        })
     }
 
-    impl Drop for Inside {
-        fn drop(&mut self) {
-            DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
-        }
+    /// How many guards are active on this thread.
+    #[cfg(test)]
+    pub(super) fn depth() -> u32 {
+        DEPTH.with(Cell::get)
     }
 
     /// Installs (once per copy of the standard library) a panic hook that
@@ -860,10 +860,21 @@ mod tests {
         // The guard's report consumed the location the hook recorded.
         assert_eq!(panic_log::take_location(), None);
         panic_log::install_hook();
-        let _inside = panic_log::Inside::enter();
-        let caught = std::panic::catch_unwind(|| panic!("inside"));
+        let caught = panic_log::catch_inside(|| panic!("inside"));
         assert!(caught.is_err());
         let location = panic_log::take_location().expect("the hook recorded where the panic happened");
         assert!(location.contains("ffi.rs"), "{location}");
+    }
+
+    #[test]
+    fn a_guard_marks_its_thread_only_while_it_runs_panic_or_not() {
+        assert_eq!(panic_log::depth(), 0);
+        let depths = guard("depth_test", "load", (0, 0, 0), || {
+            let outer = panic_log::depth();
+            let code = guard("depth_test", "import `inner`", -1, || -> i32 { panic!("inner") });
+            (outer, code, panic_log::depth())
+        });
+        assert_eq!(depths, (1, -1, 1), "the inner guard caught its panic and left the outer one marked");
+        assert_eq!(panic_log::depth(), 0, "a caught panic does not leave the thread marked");
     }
 }
