@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use xplug_tests::WorkgroupArgs;
+use iree_sample_args::WorkgroupArgs;
 
 use xplug_abi::StatusCode;
 use xplug_elf::{EmbeddedElfError, fatelf, validate};

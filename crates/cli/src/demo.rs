@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use iree_sample_args::WorkgroupArgs;
 use serde_json::json;
 use xplug_manager::ResolvedImports;
 
@@ -34,22 +35,6 @@ const IMPORTS: [&str; 6] = [
 
 /// Elements per workgroup (IREE's sample uses 64x1x1 workgroups).
 const WORKGROUP: usize = 64;
-
-/// The C struct `simple_mul_workgroup` takes (IREE's sample `params_t`), as
-/// the executable declares it.
-#[repr(C)]
-struct WorkgroupArgs {
-    binding0: *const f32,
-    binding0_offset: usize,
-    binding1: *const f32,
-    binding1_offset: usize,
-    binding2: *mut f32,
-    binding2_offset: usize,
-    size: usize,
-    tid: usize,
-    processor_id: u32,
-    processor_data: *const u64,
-}
 
 /// The C struct `static_fma_i64` takes: `result = a * b + c`.
 #[repr(C)]
@@ -148,18 +133,10 @@ fn plugin_share(
     rhs: &[f32],
     out: &mut [f32],
 ) -> Result<(), CliError> {
-    let mut args = WorkgroupArgs {
-        binding0: lhs.as_ptr(),
-        binding0_offset: 0,
-        binding1: rhs.as_ptr(),
-        binding1_offset: 0,
-        binding2: out.as_mut_ptr(),
-        binding2_offset: 0,
-        size: 0,
-        tid: 0,
-        processor_id: 0,
-        processor_data: std::ptr::null(),
-    };
+    // IREE's sample `params_t`, as the example kernels declare it (the
+    // inputs checked to be as long as `out`); each call's offsets, size and
+    // workgroup are set below.
+    let mut args = WorkgroupArgs::whole(lhs, rhs, out);
     // Checked once, then a plain indirect call per workgroup, as a runtime's
     // dispatch loop does.
     let import = imports

@@ -15,8 +15,8 @@
 use std::ffi::c_void;
 use std::process::ExitCode;
 
+use iree_sample_args::WorkgroupArgs;
 use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-use xplug_tests::WorkgroupArgs;
 
 /// One load/resolve/call/unload cycle of the plugin at `path`.
 fn cycle(path: &str) -> Result<(), String> {

@@ -116,13 +116,51 @@ impl WorkgroupArgs {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Args made by a host that calls a kernel itself, as an IREE executable
+/// would (tests, benchmarks, the CLI's dispatch demo): with the `host`
+/// feature, which turns on `xplug-sdk`'s `std` (the [`Buffer::from_slice`]
+/// constructors).
+///
+/// The args hold plain pointers: the arrays must outlive every call made
+/// with them, and `out` must not be touched while a call runs.
+#[cfg(any(test, feature = "host"))]
+impl WorkgroupArgs {
+    /// One call over the whole of `out`: offsets 0, `size = out.len()`,
+    /// workgroup 0.
+    ///
+    /// # Panics
+    /// When an input is shorter than `out`.
+    #[must_use]
+    pub fn whole(lhs: &[f32], rhs: &[f32], out: &mut [f32]) -> Self {
+        assert!(lhs.len() >= out.len() && rhs.len() >= out.len(), "inputs shorter than the output");
+        let size = out.len();
+        Self::over(lhs, rhs, out, [0; 3], size, 0)
+    }
 
-    /// Args over the caller's arrays, as an executable passes them.
-    fn args(lhs: &[f32], rhs: &[f32], out: &mut [f32], offsets: [usize; 3], size: usize) -> WorkgroupArgs {
-        WorkgroupArgs {
+    /// One call of workgroup `tid` over `size` elements starting at
+    /// `offsets` (left, right, result) in the three arrays, as IREE's
+    /// compiler slices a dispatch (`docs/dispatch.md#slice-convention`).
+    ///
+    /// # Panics
+    /// When an offset plus `size` runs past its array (or overflows).
+    #[must_use]
+    pub fn over(
+        lhs: &[f32],
+        rhs: &[f32],
+        out: &mut [f32],
+        offsets: [usize; 3],
+        size: usize,
+        tid: usize,
+    ) -> Self {
+        let fits = |offset: usize, len: usize| offset.checked_add(size).is_some_and(|end| end <= len);
+        assert!(
+            fits(offsets[0], lhs.len()) && fits(offsets[1], rhs.len()) && fits(offsets[2], out.len()),
+            "offsets {offsets:?} plus size {size} run past arrays of {}, {} and {} elements",
+            lhs.len(),
+            rhs.len(),
+            out.len()
+        );
+        Self {
             binding0: Buffer::from_slice(lhs),
             binding0_offset: offsets[0],
             binding1: Buffer::from_slice(rhs),
@@ -130,18 +168,23 @@ mod tests {
             binding2: BufferMut::from_mut_slice(out),
             binding2_offset: offsets[2],
             size,
-            tid: 7,
+            tid,
             processor_id: 0,
             processor_data: Buffer::from_slice(&[]),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn each_slice_starts_at_its_offset_and_holds_size_elements() {
         let lhs = [0.0, 1.0, 2.0, 3.0, 4.0];
         let rhs = [10.0, 11.0, 12.0, 13.0];
         let mut out = [0.0; 6];
-        let mut args = args(&lhs, &rhs, &mut out, [2, 1, 3], 3);
+        let mut args = WorkgroupArgs::over(&lhs, &rhs, &mut out, [2, 1, 3], 3, 7);
         // SAFETY: each array holds at least offset + size elements and
         // outlives the slices.
         let slices = unsafe { args.slices() }.unwrap();
@@ -156,13 +199,33 @@ mod tests {
     fn size_zero_gives_empty_slices_and_an_overflowing_offset_is_refused() {
         let data = [1.0_f32; 4];
         let mut out = [0.0_f32; 4];
-        let mut empty = args(&data, &data, &mut out, [usize::MAX; 3], 0);
+        // What any executable may pass, past what `over` checks.
+        let mut empty = WorkgroupArgs::over(&data, &data, &mut out, [0; 3], 0, 0);
+        (empty.binding0_offset, empty.binding1_offset, empty.binding2_offset) =
+            (usize::MAX, usize::MAX, usize::MAX);
         // SAFETY: nothing is read when `size` is 0.
         let slices = unsafe { empty.slices() }.unwrap();
         assert!(slices.lhs.is_empty() && slices.rhs.is_empty() && slices.out.is_empty());
-        let mut overflowing = args(&data, &data, &mut out, [0, usize::MAX, 0], 2);
+        let mut overflowing = WorkgroupArgs::over(&data, &data, &mut out, [0; 3], 2, 0);
+        overflowing.binding1_offset = usize::MAX;
         // SAFETY: refused before any pointer is read.
         let refused = unsafe { overflowing.slices() }.unwrap_err();
         assert_eq!(refused, ImportError::INVALID_ARGUMENT);
+    }
+
+    #[test]
+    fn a_host_call_over_the_whole_output_starts_at_zero() {
+        let (lhs, rhs, mut out) = ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [0.0; 3]);
+        let args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
+        let fields = (args.binding0_offset, args.binding1_offset, args.binding2_offset, args.size, args.tid);
+        assert_eq!(fields, (0, 0, 0, 3, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "run past arrays of 4, 4 and 4 elements")]
+    fn a_host_call_past_an_array_is_refused() {
+        let data = [1.0_f32; 4];
+        let mut out = [0.0_f32; 4];
+        let _ = WorkgroupArgs::over(&data, &data, &mut out, [0, 2, 0], 3, 0);
     }
 }

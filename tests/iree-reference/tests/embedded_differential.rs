@@ -11,11 +11,11 @@
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 
+use iree_sample_args::WorkgroupArgs;
 use xplug_abi::{Resolution, StatusCode};
 use xplug_iree_reference::IreePlugin;
 use xplug_manager::providers::embedded_elf::{fatelf, validate};
 use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
-use xplug_tests::WorkgroupArgs;
 
 /// Calls a resolved `simple_mul_workgroup` on a fixed slice and returns its
 /// result code and output.
@@ -26,18 +26,7 @@ fn run_mul(function: *mut c_void, context: *mut c_void) -> (i32, Vec<f32>) {
     let lhs: Vec<f32> = (0..200).map(|i| i as f32 * 0.25 - 7.0).collect();
     let rhs: Vec<f32> = (0..200).map(|i| 3.5 - i as f32 * 0.125).collect();
     let mut out = vec![f32::NAN; 200];
-    let mut args = WorkgroupArgs {
-        lhs: lhs.as_ptr(),
-        lhs_offset: 5,
-        rhs: rhs.as_ptr(),
-        rhs_offset: 9,
-        out: out.as_mut_ptr(),
-        out_offset: 11,
-        size: 150,
-        tid: 2,
-        processor_id: 0,
-        processor_data: std::ptr::null(),
-    };
+    let mut args = WorkgroupArgs::over(&lhs, &rhs, &mut out, [5, 9, 11], 150, 2);
     // SAFETY: IREE's sample args; each binding holds offset + size
     // elements and outlives the call.
     let result = unsafe { function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut()) };
