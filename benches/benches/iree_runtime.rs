@@ -20,19 +20,14 @@
 
 #![expect(missing_docs, reason = "`criterion_group!` generates an undocumented public function")]
 
-use std::ffi::{CString, c_char};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use xplug_benches::{
-    LOADER_CASES, LoaderCase, LoaderSlots, fresh_resolve, iree_manager, pair, xplug_manager,
-};
+use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, iree_manager, pair, xplug_manager};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
-use xplug_providers::SymbolName;
 
 fn plugins_dir() -> PathBuf {
     let root = xplug_fixtures::workspace_root();
@@ -46,17 +41,13 @@ fn plugins_dir() -> PathBuf {
 /// fresh request, for the C example and the SDK example (1 and 4 names).
 fn loader_calls(c: &mut Criterion) {
     let dir = plugins_dir();
-    for LoaderCase { plugin, row, names } in LOADER_CASES {
-        let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
-        let iree = iree_manager(&path);
-        let manager = xplug_manager(&path);
-        let xplug = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
-        let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
-        let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
+    for case in &LOADER_CASES {
+        let row = case.row;
+        let fixture = LoaderFixture::new(case, &dir);
         // Every side resolves into the same slots (`LoaderSlots`), through
         // a pair taken once, as a loader keeps its provider.
-        let slots = LoaderSlots::new(&pointers);
-        let (iree_pair, xplug_pair) = (iree.as_raw(), xplug.as_raw());
+        let slots = fixture.slots();
+        let (iree_pair, xplug_pair) = (fixture.iree.as_raw(), fixture.provider.as_raw());
         let mut iree_call = || slots.loader_call(iree_pair);
         let mut xplug_call = || slots.loader_call(xplug_pair);
         pair(
@@ -68,8 +59,8 @@ fn loader_calls(c: &mut Criterion) {
         );
 
         // A Rust runtime's way: a fresh ResolveRequest per executable.
-        let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-        let mut fresh = || fresh_resolve(&slots, &symbols, &manager);
+        let symbols = fixture.symbols();
+        let mut fresh = || fresh_resolve(&slots, &symbols, &fixture.manager);
         pair(c, &format!("iree_fresh_request_{row}"), None, ("iree", &mut iree_call), ("xplug", &mut fresh));
     }
 }

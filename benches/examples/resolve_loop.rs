@@ -12,38 +12,27 @@
 //! installs) or `fresh` (`Manager::resolve` on a fresh `ResolveRequest`);
 //! CASE: `c_plugin`, `sdk_1` or `sdk_4`, as in `benches/iree_runtime.rs`.
 
-use std::ffi::{CString, c_char};
 use std::time::Duration;
 
-use xplug_benches::{
-    LOADER_CASES, LoaderCase, LoaderSlots, fresh_resolve, iree_manager, measure_pair, xplug_manager,
-};
+use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, measure_pair};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::IreeImportProvider;
-use xplug_providers::SymbolName;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, side, case, n] = &args[..] else { panic!("usage: resolve_loop SIDE CASE N") };
-    let Some(&LoaderCase { plugin, names, .. }) = LOADER_CASES.iter().find(|known| known.row == case) else {
+    let Some(case) = LOADER_CASES.iter().find(|known| known.row == case) else {
         panic!("unknown case {case}")
     };
     let root = xplug_fixtures::workspace_root();
     // The plugins the benchmark loads, built (or found up to date) first.
     xplug_fixtures::plugins::build(&root, PluginProfile::Release).expect("the example plugins build");
-    let dir = xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release);
-    let path = dir.join(xplug_fixtures::plugins::library_file_name(plugin));
-    let names: Vec<CString> = names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
-    let pointers: Vec<*const c_char> = names.iter().map(|name| name.as_ptr()).collect();
-    let symbols: Vec<SymbolName<'_>> = names.iter().map(|name| SymbolName::new(name)).collect();
-    let slots = LoaderSlots::new(&pointers);
-    let iree = iree_manager(&path);
-    let manager = xplug_manager(&path);
-    let provider = Box::new(IreeImportProvider::new(std::sync::Arc::clone(&manager)));
-    let (iree_pair, xplug_pair) = (iree.as_raw(), provider.as_raw());
+    let fixture =
+        LoaderFixture::new(case, &xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release));
+    let (slots, symbols) = (fixture.slots(), fixture.symbols());
+    let (iree_pair, xplug_pair) = (fixture.iree.as_raw(), fixture.provider.as_raw());
     let mut iree_call = || slots.loader_call(iree_pair);
     let mut xplug_call = || slots.loader_call(xplug_pair);
-    let mut fresh = || fresh_resolve(&slots, &symbols, &manager);
+    let mut fresh = || fresh_resolve(&slots, &symbols, &fixture.manager);
     if side == "paired" {
         let seconds: f64 = n.parse().expect("SECONDS");
         let duration = Duration::from_secs_f64(seconds);
@@ -51,8 +40,8 @@ fn main() {
         let request = measure_pair(&mut iree_call, &mut fresh, 1, duration);
         for (row, estimate) in [("loader call", loader), ("fresh request", request)] {
             println!(
-                "{case} {row}: iree {:.1} ns, xplug {:.1} ns, ratio {:.3} ({} pairs)",
-                estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs
+                "{} {row}: iree {:.1} ns, xplug {:.1} ns, ratio {:.3} ({} pairs)",
+                case.row, estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs
             );
         }
         return;
@@ -71,6 +60,6 @@ fn main() {
     if n > 0 {
         #[expect(clippy::cast_precision_loss, reason = "a loop count far below 2^52")]
         let per_resolve = start.elapsed().as_secs_f64() * 1e9 / n as f64;
-        eprintln!("{case}: {per_resolve:.1} ns per resolve");
+        eprintln!("{}: {per_resolve:.1} ns per resolve", case.row);
     }
 }

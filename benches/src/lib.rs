@@ -443,6 +443,51 @@ pub const LOADER_CASES: [LoaderCase; 3] = [
     },
 ];
 
+/// Everything one row (8) case resolves with: the case's plugin loaded by
+/// IREE's manager and by xplug's, the provider `xplug-iree` installs over
+/// the latter, and the case's names as C strings.
+pub struct LoaderFixture {
+    /// IREE's manager holding the plugin (the anchor).
+    pub iree: IreePluginManager,
+    /// xplug's manager holding the plugin.
+    pub manager: Arc<Manager>,
+    /// The provider `xplug-iree` installs in IREE's loaders, over `manager`
+    /// (boxed: its `{self, resolve}` pair points at it).
+    pub provider: Box<xplug_iree::IreeImportProvider>,
+    names: Vec<CString>,
+    pointers: Vec<*const c_char>,
+}
+
+impl LoaderFixture {
+    /// `case`'s plugin from `plugin_dir` (the example plugins' output
+    /// directory), loaded on both sides.
+    ///
+    /// # Panics
+    /// When the plugin does not load, or a name holds a NUL.
+    #[must_use]
+    pub fn new(case: &LoaderCase, plugin_dir: &Path) -> Self {
+        let path = plugin_dir.join(xplug_fixtures::plugins::library_file_name(case.plugin));
+        let manager = xplug_manager(&path);
+        let provider = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
+        let names: Vec<CString> =
+            case.names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
+        let pointers = names.iter().map(|name| name.as_ptr()).collect();
+        Self { iree: iree_manager(&path), manager, provider, names, pointers }
+    }
+
+    /// Empty slots for the case's names, which every side resolves into.
+    #[must_use]
+    pub fn slots(&self) -> LoaderSlots<'_> {
+        LoaderSlots::new(&self.pointers)
+    }
+
+    /// The case's names as a Rust runtime passes them to `Manager::resolve`.
+    #[must_use]
+    pub fn symbols(&self) -> Vec<SymbolName<'_>> {
+        self.names.iter().map(|name| SymbolName::new(name)).collect()
+    }
+}
+
 /// `Manager::resolve` on a fresh `ResolveRequest` over the next block of
 /// `slots`, as a Rust runtime makes one per executable, checked as a
 /// runtime checks it (`expect`: the resolution kept, the error on its own
