@@ -57,83 +57,95 @@ struct JitDescriptor {
     first_entry: *mut JitCodeEntry,
 }
 
-// The two symbols the protocol names, defined *weak*: a process may link
-// another JIT that defines them too (LLVM's ORC and MCJIT, V8, wasmtime),
-// and the protocol has one list per process. With weak definitions the
-// linker takes the other JIT's strong ones, if any, and every JIT (this
-// module included) adds its entries to the same list, so the debugger sees
-// all of them; without another JIT these are the definitions. Rust has no
-// stable weak linkage, so they are written as assembler directives: the
-// descriptor as `struct jit_descriptor { uint32_t version = 1; uint32_t
-// action_flag = JIT_NOACTION; void* relevant_entry = NULL; void*
-// first_entry = NULL; }` (24 bytes, 8-aligned; `JitDescriptor` below), the
-// function as a bare return, which the compiler cannot inline or elide.
-#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
-core::arch::global_asm!(
-    ".pushsection .data.__jit_debug_descriptor,\"aw\",%progbits",
-    ".weak __jit_debug_descriptor",
-    ".type __jit_debug_descriptor,%object",
-    ".balign 8",
-    "__jit_debug_descriptor:",
-    ".4byte 1",
-    ".4byte 0",
-    ".8byte 0",
-    ".8byte 0",
-    ".size __jit_debug_descriptor, 24",
-    ".popsection",
-    ".pushsection .text.__jit_debug_register_code,\"ax\",%progbits",
-    ".weak __jit_debug_register_code",
-    ".type __jit_debug_register_code,%function",
-    ".balign 16",
-    "__jit_debug_register_code:",
-    "ret",
-    ".size __jit_debug_register_code, . - __jit_debug_register_code",
-    ".popsection",
-);
+// The two symbols the protocol names, defined *weak* where this module knows
+// how: a process may link another JIT that defines them too (LLVM's ORC and
+// MCJIT, V8, wasmtime), and the protocol has one list per process. With
+// weak definitions the linker takes the other JIT's strong ones, if any,
+// and every JIT (this module included) adds its entries to the same list,
+// so the debugger sees all of them; without another JIT these are the
+// definitions. Rust has no stable weak linkage, so they are written as
+// assembler directives: the descriptor as `struct jit_descriptor { uint32_t
+// version = 1; uint32_t action_flag = JIT_NOACTION; void* relevant_entry =
+// NULL; void* first_entry = NULL; }` (24 bytes, 8-aligned on the 64-bit
+// targets this covers; `JitDescriptor` below), the function as a bare
+// `ret`, which the compiler cannot inline or elide. Elsewhere (Mach-O and
+// PE have no ELF weak directives; 32-bit targets and other instruction
+// sets are not written out here) the plain definitions of the other
+// module, which another JIT's in the same process would collide with.
+#[cfg(all(
+    target_pointer_width = "64",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"),
+    not(any(target_vendor = "apple", target_os = "windows"))
+))]
+mod symbols {
+    use super::JitDescriptor;
 
-#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
-unsafe extern "C" {
-    /// The descriptor debuggers read: this module's weak definition or
-    /// another JIT's. Written by this module only under [`LIST`], and by
-    /// another JIT under its own lock.
-    static mut __jit_debug_descriptor: JitDescriptor;
-    /// The function a debugger breaks in to read the descriptor.
-    fn __jit_debug_register_code();
+    core::arch::global_asm!(
+        ".pushsection .data.__jit_debug_descriptor,\"aw\",%progbits",
+        ".weak __jit_debug_descriptor",
+        ".type __jit_debug_descriptor,%object",
+        ".balign 8",
+        "__jit_debug_descriptor:",
+        ".4byte 1",
+        ".4byte 0",
+        ".8byte 0",
+        ".8byte 0",
+        ".size __jit_debug_descriptor, 24",
+        ".popsection",
+        ".pushsection .text.__jit_debug_register_code,\"ax\",%progbits",
+        ".weak __jit_debug_register_code",
+        ".type __jit_debug_register_code,%function",
+        ".balign 16",
+        "__jit_debug_register_code:",
+        "ret",
+        ".size __jit_debug_register_code, . - __jit_debug_register_code",
+        ".popsection",
+    );
+
+    /// Asserts at compile time what the assembler definition above assumes.
+    const _: () = assert!(size_of::<JitDescriptor>() == 24 && align_of::<JitDescriptor>() == 8);
+
+    unsafe extern "C" {
+        /// The descriptor debuggers read: this module's weak definition or
+        /// another JIT's. Written by this module only under `LIST`, and by
+        /// another JIT under its own lock.
+        pub(super) static mut __jit_debug_descriptor: JitDescriptor;
+        /// The function a debugger breaks in to read the descriptor.
+        pub(super) fn __jit_debug_register_code();
+    }
 }
 
-// Mach-O and PE objects have no ELF weak directives: there, plain
-// definitions, which another JIT's in the same process would collide with.
-/// The descriptor debuggers read.
-#[cfg(any(target_vendor = "apple", target_os = "windows"))]
-#[unsafe(no_mangle)]
-static mut __jit_debug_descriptor: JitDescriptor = JitDescriptor {
-    version: 1,
-    action_flag: JIT_NOACTION,
-    relevant_entry: std::ptr::null_mut(),
-    first_entry: std::ptr::null_mut(),
-};
+#[cfg(not(all(
+    target_pointer_width = "64",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"),
+    not(any(target_vendor = "apple", target_os = "windows"))
+)))]
+mod symbols {
+    use super::{JIT_NOACTION, JitDescriptor};
 
-/// The function a debugger breaks in to read the descriptor: empty and
-/// never inlined.
-#[cfg(any(target_vendor = "apple", target_os = "windows"))]
-#[unsafe(no_mangle)]
-#[inline(never)]
-unsafe extern "C" fn __jit_debug_register_code() {
-    // Something the optimiser cannot remove, so calls are not elided.
-    std::hint::black_box(());
+    /// The descriptor debuggers read.
+    #[unsafe(no_mangle)]
+    pub(super) static mut __jit_debug_descriptor: JitDescriptor = JitDescriptor {
+        version: 1,
+        action_flag: JIT_NOACTION,
+        relevant_entry: std::ptr::null_mut(),
+        first_entry: std::ptr::null_mut(),
+    };
+
+    /// The function a debugger breaks in to read the descriptor: empty and
+    /// never inlined.
+    #[unsafe(no_mangle)]
+    #[inline(never)]
+    pub(super) unsafe extern "C" fn __jit_debug_register_code() {
+        // Something the optimiser cannot remove, so calls are not elided.
+        std::hint::black_box(());
+    }
 }
-
-/// Asserts at compile time what the assembler definition above assumes.
-#[cfg(not(any(target_vendor = "apple", target_os = "windows")))]
-const _: () = {
-    assert!(size_of::<JitDescriptor>() == 24 && align_of::<JitDescriptor>() == 8);
-    assert!(size_of::<usize>() == 8, "the descriptor is written for 64-bit targets");
-};
 
 /// The process's descriptor, to read or write under [`LIST`] only (the
 /// debugger reads it while the process is stopped).
 fn descriptor_ptr() -> *mut JitDescriptor {
-    &raw mut __jit_debug_descriptor
+    &raw mut symbols::__jit_debug_descriptor
 }
 
 /// Tells an attached debugger that the descriptor changed.
@@ -141,7 +153,7 @@ fn notify_debugger() {
     // SAFETY: an empty function taking nothing (this module's definition)
     // or another JIT's equivalent; called under `LIST`, as the protocol's
     // changes must be.
-    unsafe { __jit_debug_register_code() };
+    unsafe { symbols::__jit_debug_register_code() };
 }
 
 /// Serialises changes to the list.
