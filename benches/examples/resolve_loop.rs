@@ -8,16 +8,87 @@
 //!   against `iree` as row (8) does (interleaved batches, the median of the
 //!   per-pair ratios), for SECONDS per pair: a quick check of a change.
 //!
+//!   The two estimates are also written to
+//!   `target/criterion/layouts/pad-PAD/CASE-loader_call.json` and
+//!   `CASE-fresh_request.json`, where `cargo xtask bench-layouts` reads
+//!   them.
+//!
 //! SIDE: `iree` (IREE's manager's C pair), `xplug` (the pair xplug-iree
 //! installs) or `fresh` (`Manager::resolve` on a fresh `ResolveRequest`);
 //! CASE: `c_plugin`, `sdk_1` or `sdk_4`, as in `benches/iree_runtime.rs`.
+//!
+//! # Code layouts
+//!
+//! On some machines row (8)'s ratios depend on where the linker happened
+//! to place the code of both sides as much as on the code. Built with
+//! `XPLUG_LAYOUT_PAD=BYTES` in the environment (x86_64 only), the binary
+//! links a block of BYTES bytes of padding ahead of every crate's code, so
+//! the same code runs at other addresses: `cargo xtask bench-layouts`
+//! builds it with several paddings and measures each, and the binary
+//! prints where both sides' resolve functions landed.
 
 use std::time::Duration;
 
-use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, measure_pair};
+use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, measure_pair, write_paired_estimate};
 use xplug_fixtures::plugins::PluginProfile;
 
+/// Bytes of padding linked ahead of the code (`XPLUG_LAYOUT_PAD` at build
+/// time; 0 when unset).
+const LAYOUT_PAD: usize = match option_env!("XPLUG_LAYOUT_PAD") {
+    Some(text) => parse_pad(text),
+    None => 0,
+};
+
+/// `text` as a decimal byte count of at most 1 MiB, at compile time.
+const fn parse_pad(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    assert!(!bytes.is_empty(), "XPLUG_LAYOUT_PAD is set but empty: give a decimal byte count such as 400");
+    let mut value = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i].is_ascii_digit(), "XPLUG_LAYOUT_PAD must be a decimal byte count such as 400");
+        value = value * 10 + (bytes[i] - b'0') as usize;
+        assert!(value <= 1 << 20, "XPLUG_LAYOUT_PAD must be at most 1048576 bytes");
+        i += 1;
+    }
+    value
+}
+
+// The padding: a function of LAYOUT_PAD `nop`s and a `ret`, in its own
+// section of this binary's first object, so the linker places it ahead of
+// the code of every crate and of IREE's runtime, which all move by
+// LAYOUT_PAD bytes. It is never called, only referenced (below) so that
+// the linker keeps it.
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".pushsection .text.xplug_layout_pad,\"ax\",@progbits",
+    ".globl xplug_layout_pad",
+    ".type xplug_layout_pad,@function",
+    "xplug_layout_pad:",
+    ".skip {pad}, 0x90",
+    "ret",
+    ".size xplug_layout_pad, . - xplug_layout_pad",
+    ".popsection",
+    pad = const LAYOUT_PAD,
+);
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    /// The padding block above (never called).
+    fn xplug_layout_pad();
+}
+
+/// Keeps the padding linked: its address is taken and passed where the
+/// optimiser cannot see it unused.
+fn keep_layout_pad() {
+    #[cfg(target_arch = "x86_64")]
+    std::hint::black_box(xplug_layout_pad as unsafe extern "C" fn());
+    #[cfg(not(target_arch = "x86_64"))]
+    assert!(LAYOUT_PAD == 0, "XPLUG_LAYOUT_PAD is only supported on x86_64");
+}
+
 fn main() {
+    keep_layout_pad();
     let args: Vec<String> = std::env::args().collect();
     let [_, side, case, n] = &args[..] else { panic!("usage: resolve_loop SIDE CASE N") };
     let Some(case) = LOADER_CASES.iter().find(|known| known.row == case) else {
@@ -36,13 +107,26 @@ fn main() {
     if side == "paired" {
         let seconds: f64 = n.parse().expect("SECONDS");
         let duration = Duration::from_secs_f64(seconds);
+        // Offsets within the page: where the code landed, whatever the
+        // address the binary was loaded at.
+        let page_offset = |function: *const ()| function as usize & 0xfff;
+        eprintln!(
+            "layout: {LAYOUT_PAD} bytes of padding; resolve functions at page offsets {:#05x} (IREE's manager), \
+             {:#05x} (xplug-iree's provider)",
+            page_offset(iree_pair.resolve as *const ()),
+            page_offset(xplug_pair.resolve as *const ()),
+        );
         let loader = measure_pair(&mut iree_call, &mut xplug_call, 1, duration);
         let request = measure_pair(&mut iree_call, &mut fresh, 1, duration);
-        for (row, estimate) in [("loader call", loader), ("fresh request", request)] {
+        let group = format!("layouts/pad-{LAYOUT_PAD}");
+        for (row, stem, estimate) in
+            [("loader call", "loader_call", loader), ("fresh request", "fresh_request", request)]
+        {
             println!(
                 "{} {row}: iree {:.1} ns, xplug {:.1} ns, ratio {:.3} ({} pairs)",
                 case.row, estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs
             );
+            write_paired_estimate(&group, &format!("{}-{stem}", case.row), &estimate);
         }
         return;
     }

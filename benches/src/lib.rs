@@ -177,6 +177,16 @@ pub fn paired_estimate_of(
     operations: u32,
 ) {
     let estimate = measure_pair(a, b, operations, Duration::from_secs(2));
+    write_paired_estimate(group, stem, &estimate);
+}
+
+/// Writes `estimate` to `target/criterion/<group>/<stem>.json` (under
+/// `CARGO_TARGET_DIR` when set), the file `cargo xtask bench` and
+/// `cargo xtask bench-layouts` read; returns its path.
+///
+/// # Panics
+/// When the file cannot be written.
+pub fn write_paired_estimate(group: &str, stem: &str, estimate: &PairedEstimate) -> PathBuf {
     let json = format!(
         "{{\"a_ns\": {}, \"b_ns\": {}, \"ratio_b_over_a\": {}, \"pairs\": {}, \"batch\": {}}}\n",
         estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs, estimate.batch
@@ -188,6 +198,7 @@ pub fn paired_estimate_of(
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&file, json))
         .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
+    file
 }
 
 /// What [`measure_pair`] found: medians over the pairs of batches.

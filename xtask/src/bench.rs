@@ -16,6 +16,13 @@ pub enum BenchError {
         /// What happened.
         detail: String,
     },
+    /// A measuring program (`resolve_loop`) could not run or failed.
+    Measure {
+        /// The command line.
+        command: String,
+        /// What happened.
+        detail: String,
+    },
     /// A criterion result file is missing or unreadable.
     Estimate {
         /// The file.
@@ -29,6 +36,7 @@ impl std::fmt::Display for BenchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Cargo { detail } => write!(f, "`cargo bench -p xplug-benches` failed: {detail}"),
+            Self::Measure { command, detail } => write!(f, "`{command}` failed: {detail}"),
             Self::Estimate { path, detail } => write!(
                 f,
                 "cannot read benchmark result {}: {detail}; run `cargo xtask bench` without filters",

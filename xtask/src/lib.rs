@@ -3,7 +3,8 @@
 //! The library half holds the commands' work: header generation
 //! ([`header`]), the demo ([`demo`]), IREE's end-to-end judgement of the
 //! plugins ([`iree_e2e`]), the benchmark summary
-//! ([`bench`](mod@bench)) and the hardening runs ([`hardening`]: loom,
+//! ([`bench`](mod@bench)) and its layout sweep of row (8) ([`layouts`]),
+//! and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing). The example plugins are built by `xplug-fixtures`
 //! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
 //! test suites use too, so no test build depends on xtask. The binary
@@ -14,6 +15,7 @@ pub mod demo;
 pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
+pub mod layouts;
 
 use std::path::Path;
 

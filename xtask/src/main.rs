@@ -42,6 +42,23 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Measure row (8) of `bench` (the loader's resolve call, xplug against
+    /// IREE's manager) under several code layouts of one build: the
+    /// `resolve_loop` example is built with each padding (bytes linked ahead
+    /// of all code, x86_64 only) and its paired measurement run per case.
+    BenchLayouts {
+        /// Paddings in bytes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = xtask::layouts::DEFAULT_PADS,
+              value_parser = xtask::layouts::parse_pad)]
+        pads: Vec<usize>,
+        /// Cases, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = xtask::layouts::CASES.map(str::to_owned),
+              value_parser = xtask::layouts::CASES)]
+        cases: Vec<String>,
+        /// Seconds of paired measurement per case and comparison.
+        #[arg(long, default_value_t = 1.5, value_parser = xtask::layouts::parse_seconds)]
+        seconds: f64,
+    },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
     ///
@@ -146,6 +163,20 @@ fn main() -> ExitCode {
                     eprintln!("error: {error}");
                     ExitCode::FAILURE
                 }
+            }
+        }
+        Command::BenchLayouts { pads, cases, seconds } => {
+            let root = xtask::workspace_root();
+            match xtask::layouts::run(&root, &pads, &cases, seconds) {
+                Ok(ratios) => {
+                    println!("\nmachine: {}", xtask::bench::machine());
+                    println!(
+                        "command: cargo xtask bench-layouts (ratio xplug / IREE, median of the paired ratios)\n"
+                    );
+                    print!("{}", xtask::layouts::table(&ratios, xplug_cli::output::Style::stdout()));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => failure(&error),
             }
         }
         Command::BuildPlugins { release } => {
