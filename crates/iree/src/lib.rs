@@ -40,8 +40,10 @@
 //! eerie-sys builds IREE's runtime with CMake ≥ 3.26 and generates its
 //! bindings with bindgen (libclang). The workspace's `.cargo/config.toml`
 //! points CMake at `build-support/cmake`, which uses a recent enough CMake
-//! from `PATH` or installs a pinned one from PyPI under `target/`, and stops
-//! the build with the install command when libclang is missing.
+//! from `PATH` or installs a pinned one from PyPI under `target/`, stops
+//! the build with the install command when libclang is missing, and builds
+//! with Ninja so that a build with nothing to do does not run eerie-sys's
+//! build script again.
 
 mod error;
 pub mod provider;
