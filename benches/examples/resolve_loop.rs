@@ -78,17 +78,14 @@ unsafe extern "C" {
     fn xplug_layout_pad();
 }
 
-/// Keeps the padding linked: its address is taken and passed where the
-/// optimiser cannot see it unused.
-fn keep_layout_pad() {
-    #[cfg(target_arch = "x86_64")]
-    std::hint::black_box(xplug_layout_pad as unsafe extern "C" fn());
-    #[cfg(not(target_arch = "x86_64"))]
-    assert!(LAYOUT_PAD == 0, "XPLUG_LAYOUT_PAD is only supported on x86_64");
-}
+#[cfg(not(target_arch = "x86_64"))]
+const _: () = assert!(LAYOUT_PAD == 0, "XPLUG_LAYOUT_PAD is only supported on x86_64");
 
 fn main() {
-    keep_layout_pad();
+    // Keeps the padding linked: its address is taken and passed where the
+    // optimiser cannot see it unused.
+    #[cfg(target_arch = "x86_64")]
+    std::hint::black_box(xplug_layout_pad as unsafe extern "C" fn());
     let args: Vec<String> = std::env::args().collect();
     let [_, side, case, n] = &args[..] else { panic!("usage: resolve_loop SIDE CASE N") };
     let Some(case) = LOADER_CASES.iter().find(|known| known.row == case) else {

@@ -182,23 +182,20 @@ pub fn paired_estimate_of(
 
 /// Writes `estimate` to `target/criterion/<group>/<stem>.json` (under
 /// `CARGO_TARGET_DIR` when set), the file `cargo xtask bench` and
-/// `cargo xtask bench-layouts` read; returns its path.
+/// `cargo xtask bench-layouts` read.
 ///
 /// # Panics
 /// When the file cannot be written.
-pub fn write_paired_estimate(group: &str, stem: &str, estimate: &PairedEstimate) -> PathBuf {
+pub fn write_paired_estimate(group: &str, stem: &str, estimate: &PairedEstimate) {
     let json = format!(
         "{{\"a_ns\": {}, \"b_ns\": {}, \"ratio_b_over_a\": {}, \"pairs\": {}, \"batch\": {}}}\n",
         estimate.a_ns, estimate.b_ns, estimate.ratio, estimate.pairs, estimate.batch
     );
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| xplug_fixtures::workspace_root().join("target"), PathBuf::from);
-    let dir = target.join("criterion").join(group);
+    let dir = xplug_fixtures::target_dir(&xplug_fixtures::workspace_root()).join("criterion").join(group);
     let file = dir.join(format!("{stem}.json"));
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&file, json))
         .unwrap_or_else(|error| panic!("cannot write the paired estimate {}: {error}", file.display()));
-    file
 }
 
 /// What [`measure_pair`] found: medians over the pairs of batches.
@@ -478,12 +475,14 @@ impl LoaderFixture {
     #[must_use]
     pub fn new(case: &LoaderCase, plugin_dir: &Path) -> Self {
         let path = plugin_dir.join(xplug_fixtures::plugins::library_file_name(case.plugin));
+        // IREE's manager loads the plugin first, then xplug's.
+        let iree = iree_manager(&path);
         let manager = xplug_manager(&path);
         let provider = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
         let names: Vec<CString> =
             case.names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
         let pointers = names.iter().map(|name| name.as_ptr()).collect();
-        Self { iree: iree_manager(&path), manager, provider, names, pointers }
+        Self { iree, manager, provider, names, pointers }
     }
 
     /// Empty slots for the case's names, which every side resolves into.

@@ -79,8 +79,7 @@ pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
 /// Criterion's output directory.
 #[must_use]
 pub fn criterion_dir(root: &Path) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    target.join("criterion")
+    xplug_fixtures::target_dir(root).join("criterion")
 }
 
 /// The median (ns) of benchmark `id` (`group/function[/parameter]`).

@@ -91,8 +91,7 @@ pub fn run(
     seconds: f64,
 ) -> Result<Vec<LayoutRatio>, BenchError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let binary = target.join("release").join("examples").join("resolve_loop");
+    let binary = xplug_fixtures::target_dir(root).join("release").join("examples").join("resolve_loop");
     let criterion = crate::bench::criterion_dir(root);
     let mut out = Vec::new();
     for (step, &pad) in pads.iter().enumerate() {

@@ -129,10 +129,9 @@ impl WorkgroupArgs {
     /// workgroup 0.
     ///
     /// # Panics
-    /// When an input is shorter than `out`.
+    /// When an input is shorter than `out` ([`WorkgroupArgs::over`]'s check).
     #[must_use]
     pub fn whole(lhs: &[f32], rhs: &[f32], out: &mut [f32]) -> Self {
-        assert!(lhs.len() >= out.len() && rhs.len() >= out.len(), "inputs shorter than the output");
         let size = out.len();
         Self::over(lhs, rhs, out, [0; 3], size, 0)
     }
@@ -219,6 +218,13 @@ mod tests {
         let args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
         let fields = (args.binding0_offset, args.binding1_offset, args.binding2_offset, args.size, args.tid);
         assert_eq!(fields, (0, 0, 0, 3, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "run past arrays of 2, 3 and 3 elements")]
+    fn a_host_call_with_a_short_input_is_refused() {
+        let (lhs, rhs, mut out) = ([1.0; 2], [1.0; 3], [0.0; 3]);
+        let _ = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
     }
 
     #[test]
