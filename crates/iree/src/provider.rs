@@ -461,3 +461,64 @@ impl ResolutionOut {
 fn refusal(code: StatusCode, message: &str, out_resolution: ResolutionOut) -> sys::RawStatus {
     out_resolution.answer(Err(sys::make_status(code.0, message)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls the provider's raw resolve function over `names` and returns
+    /// IREE's text for the status it made (`None` for OK), read only after
+    /// the heap has been churned, so a status that borrowed freed memory
+    /// shows other bytes.
+    fn status_text_after_churn(provider: &IreeImportProvider, names: &[*const c_char]) -> Option<String> {
+        let (mut fns, mut contexts) = (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
+        let raw = provider.as_raw();
+        let mut resolution = 0u32;
+        // SAFETY: `names.len()` names (NULLs included, which the provider
+        // refuses) and as many slots; the provider is alive.
+        let status = unsafe {
+            (raw.resolve)(
+                raw.self_,
+                names.len(),
+                names.as_ptr(),
+                fns.as_mut_ptr(),
+                contexts.as_mut_ptr(),
+                &mut resolution,
+            )
+        };
+        let status = sys::Status::from_raw(status.cast())?;
+        // Reuse whatever the provider freed while making the status: blocks
+        // of every small size, filled with a byte no message contains.
+        let churn: Vec<Vec<u8>> = (1..512).map(|size| vec![0xa5; size]).collect();
+        let text = status.text();
+        drop(churn);
+        Some(text)
+    }
+
+    #[test]
+    fn a_refused_request_reads_back_in_irees_exact_text() {
+        let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+        let names = [c"a".as_ptr(), std::ptr::null()];
+        assert_eq!(
+            status_text_after_churn(&provider, &names).as_deref(),
+            Some(
+                "xplug-iree:0: INVALID_ARGUMENT; invalid resolve request: resolve called with invalid arguments: a symbol name is NULL"
+            )
+        );
+    }
+
+    #[test]
+    fn a_missing_import_reads_back_in_irees_exact_text() {
+        let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+        let names = [c"xplug_test_missing_import".as_ptr()];
+        assert_eq!(
+            status_text_after_churn(&provider, &names).as_deref(),
+            Some(
+                "xplug-iree:0: FAILED_PRECONDITION; executable #0 loaded on device `(none)`: missing 1 \
+                 required executable import(s) after asking 0 provider(s): [`xplug_test_missing_import`]; \
+                 register a plugin that exports them or declare them optional with a `?` prefix; \
+                 no provider is registered with the xplug manager"
+            )
+        );
+    }
+}

@@ -167,16 +167,30 @@ impl Drop for Status {
     }
 }
 
-/// A status with `code` and `message`, for returning to IREE. IREE copies
-/// the message.
+/// The source file an xplug-made status names (IREE prints it before the
+/// code: `xplug-iree:0: NOT_FOUND; ...`).
+const STATUS_FILE: &[u8] = b"xplug-iree";
+
+/// A status with `code` and a copy of `message`, for returning to IREE
+/// (which frees it).
+///
+/// Ownership: `iree_status_allocate` keeps the message *view* as given,
+/// expecting read-only data that lives forever, so a message built at run
+/// time would dangle once this function returns (a use-after-free when IREE
+/// prints the status). `iree_status_allocate_copy` copies the file name and
+/// the message into the status's own allocation, which IREE frees with the
+/// status; nothing of ours is borrowed after the call
+/// (`docs/iree-runtime.md#memory-handed-to-iree`).
 pub(crate) fn make_status(code: u32, message: &str) -> RawStatus {
-    let view = string_view(message.as_bytes());
-    // SAFETY: `view` is valid for the call; the file name is a static C
-    // string; IREE copies the message into the status it allocates.
-    unsafe { iree::iree_status_allocate(code, c"xplug-iree".as_ptr(), 0, view) }
+    // SAFETY: both views are valid for the duration of the call, and IREE
+    // copies both into the status it allocates before returning.
+    unsafe {
+        iree::iree_status_allocate_copy(code, string_view(STATUS_FILE), 0, string_view(message.as_bytes()))
+    }
 }
 
-/// A string view over `bytes`, valid while `bytes` is.
+/// A string view over `bytes`, valid while `bytes` is: only for calls that
+/// read the view before returning (or copy it), never for one that keeps it.
 pub(crate) fn string_view(bytes: &[u8]) -> iree::iree_string_view_t {
     iree::iree_string_view_t { data: bytes.as_ptr().cast(), size: bytes.len() }
 }
