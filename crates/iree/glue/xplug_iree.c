@@ -121,34 +121,38 @@ iree_status_t xplug_iree_device_create(
   return status;
 }
 
-iree_status_t xplug_iree_hal_module_create(iree_vm_instance_t* instance,
-                                           iree_hal_device_t* device,
-                                           iree_allocator_t host_allocator,
-                                           iree_vm_module_t** out_module) {
-  *out_module = NULL;
+// The device group of one device, made once with the device. IREE places a
+// device in a group's topology once: the device keeps a pointer into the
+// group's topology and retains the group's frontier tracker, and assigning
+// it again (a second group over the same device) overwrites both without
+// releasing the first tracker, which leaks, and leaves the device pointing
+// into the first group after it is freed. So every HAL module made on a
+// device is created over this one group, which outlives them.
+iree_status_t xplug_iree_device_group_create(
+    iree_hal_device_t* device, iree_allocator_t host_allocator,
+    iree_hal_device_group_t** out_group) {
+  *out_group = NULL;
   iree_async_frontier_tracker_t* frontier_tracker = NULL;
   IREE_RETURN_IF_ERROR(iree_async_frontier_tracker_create(
       iree_async_frontier_tracker_options_default(), host_allocator,
       &frontier_tracker));
-  iree_hal_device_group_builder_t builder;
-  iree_hal_device_group_builder_initialize(&builder, frontier_tracker);
+  // The group retains the tracker.
+  iree_status_t status = iree_hal_device_group_create_from_device(
+      device, frontier_tracker, host_allocator, out_group);
   iree_async_frontier_tracker_release(frontier_tracker);
-  iree_status_t status = iree_hal_device_group_builder_add_device(&builder, device);
-  iree_hal_device_group_t* group = NULL;
-  if (iree_status_is_ok(status)) {
-    status = iree_hal_device_group_builder_finalize(&builder, host_allocator,
-                                                    &group);
-  } else {
-    iree_hal_device_group_builder_deinitialize(&builder);
-  }
-  if (iree_status_is_ok(status)) {
-    status = iree_hal_module_create(
-        instance, iree_hal_module_device_policy_default(), group,
-        IREE_HAL_MODULE_FLAG_NONE, iree_hal_module_debug_sink_null(),
-        host_allocator, out_module);
-  }
-  iree_hal_device_group_release(group);
   return status;
+}
+
+// The HAL module over `group` (retained by the module).
+iree_status_t xplug_iree_hal_module_create(iree_vm_instance_t* instance,
+                                           iree_hal_device_group_t* group,
+                                           iree_allocator_t host_allocator,
+                                           iree_vm_module_t** out_module) {
+  *out_module = NULL;
+  return iree_hal_module_create(
+      instance, iree_hal_module_device_policy_default(), group,
+      IREE_HAL_MODULE_FLAG_NONE, iree_hal_module_debug_sink_null(),
+      host_allocator, out_module);
 }
 
 iree_status_t xplug_iree_proactor_pool_create(

@@ -88,10 +88,11 @@ impl Runtime {
             kind.name(),
             ImportRecording::Off,
         ));
-        let raw = create_device(self, kind, &provider, Some(&manager.inner))?;
+        let (raw, group) = create_device(self, kind, &provider, Some(&manager.inner))?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
+                group,
                 iree_manager: Some(Arc::clone(&manager.inner)),
                 provider,
                 runtime: self.clone(),
@@ -233,24 +234,32 @@ impl<'runtime> DeviceBuilder<'runtime> {
     pub fn build(self) -> Result<Device, Error> {
         let provider =
             Box::new(IreeImportProvider::for_device(self.manager, self.kind.name(), self.recording));
-        let raw = create_device(self.runtime, self.kind, &provider, None)?;
+        let (raw, group) = create_device(self.runtime, self.kind, &provider, None)?;
         Ok(Device {
-            inner: Arc::new(DeviceInner { raw, iree_manager: None, provider, runtime: self.runtime.clone() }),
+            inner: Arc::new(DeviceInner {
+                raw,
+                group,
+                iree_manager: None,
+                provider,
+                runtime: self.runtime.clone(),
+            }),
         })
     }
 }
 
+/// The IREE device and its one device group (see `DeviceInner::group`).
 fn create_device(
     runtime: &Runtime,
     kind: DeviceKind,
     provider: &IreeImportProvider,
     iree_manager: Option<&sys::PluginManager>,
-) -> Result<sys::Device, Error> {
+) -> Result<(sys::Device, sys::DeviceGroup), Error> {
     let (code, workers) = match kind {
         DeviceKind::LocalSync => (sys::DEVICE_LOCAL_SYNC, 0),
         DeviceKind::LocalTask { workers } => (sys::DEVICE_LOCAL_TASK, workers.max(1)),
     };
-    sys::create(
+    let failed = |status: sys::Status| Error::Device { device: kind.name(), source: status.into() };
+    let device = sys::create(
         // SAFETY: the pool and manager are live; the provider pair stays
         // valid while the device lives (the device owns the boxed provider
         // and drops it after the IREE device).
@@ -267,7 +276,14 @@ fn create_device(
         },
         sys::Device::from_raw,
     )
-    .map_err(|status| Error::Device { device: kind.name(), source: status.into() })
+    .map_err(failed)?;
+    let group = sys::create(
+        // SAFETY: the device is live; the group retains it.
+        |out| unsafe { sys::xplug_iree_device_group_create(device.as_ptr(), sys::system_allocator(), out) },
+        sys::DeviceGroup::from_raw,
+    )
+    .map_err(failed)?;
+    Ok((device, group))
 }
 
 /// One of IREE's CPU devices. Its embedded-ELF and system-library loaders
@@ -279,9 +295,15 @@ pub struct Device {
 }
 
 pub(crate) struct DeviceInner {
-    // Drop order: the IREE device (and its loaders, which point at the
-    // provider) goes first, then IREE's manager if any, then the provider.
+    // Drop order: our reference to the IREE device, then the group, which
+    // holds the last one (so the device and its loaders, which point at the
+    // provider, are destroyed there, while the group's topology they point
+    // into is still alive), then IREE's manager if any, then the provider.
     pub(crate) raw: sys::Device,
+    /// The device's one device group, which every HAL module on the device
+    /// is created over: IREE places a device in a group's topology once
+    /// (`glue/xplug_iree.c`, `xplug_iree_device_group_create`).
+    pub(crate) group: sys::DeviceGroup,
     iree_manager: Option<Arc<sys::PluginManager>>,
     pub(crate) provider: Box<IreeImportProvider>,
     pub(crate) runtime: Runtime,

@@ -197,9 +197,10 @@ impl Session {
             source: status.into(),
         };
         let hal_module = sys::create(
-            // SAFETY: the instance and device are live.
+            // SAFETY: the instance and the device's group are live; the
+            // module retains the group.
             |out| unsafe {
-                sys::xplug_iree_hal_module_create(instance, device.inner.raw.as_ptr(), allocator, out)
+                sys::xplug_iree_hal_module_create(instance, device.inner.group.as_ptr(), allocator, out)
             },
             sys::Module::from_raw,
         )

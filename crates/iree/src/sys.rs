@@ -45,9 +45,14 @@ unsafe extern "C" {
         host_allocator: Allocator,
         out_device: *mut *mut iree::iree_hal_device_t,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_device_group_create(
+        device: *mut iree::iree_hal_device_t,
+        host_allocator: Allocator,
+        out_group: *mut *mut iree::iree_hal_device_group_t,
+    ) -> RawStatus;
     pub(crate) fn xplug_iree_hal_module_create(
         instance: *mut iree::iree_vm_instance_t,
-        device: *mut iree::iree_hal_device_t,
+        group: *mut iree::iree_hal_device_group_t,
         host_allocator: Allocator,
         out_module: *mut *mut iree::iree_vm_module_t,
     ) -> RawStatus;
@@ -239,6 +244,10 @@ handle!(
 handle!(
     /// `iree_hal_device_t`.
     Device, iree::iree_hal_device_t, iree::iree_hal_device_release
+);
+handle!(
+    /// `iree_hal_device_group_t`.
+    DeviceGroup, iree::iree_hal_device_group_t, iree::iree_hal_device_group_release
 );
 handle!(
     /// `iree_vm_module_t`.
