@@ -471,7 +471,8 @@ mod tests {
     /// the heap has been churned, so a status that borrowed freed memory
     /// shows other bytes.
     fn status_text_after_churn(provider: &IreeImportProvider, names: &[*const c_char]) -> Option<String> {
-        let (mut fns, mut contexts) = (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
+        let (mut fns, mut contexts) =
+            (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
         let raw = provider.as_raw();
         let mut resolution = 0u32;
         // SAFETY: `names.len()` names (NULLs included, which the provider
@@ -493,6 +494,19 @@ mod tests {
         let text = status.text();
         drop(churn);
         Some(text)
+    }
+
+    /// The other tests of this binary again under valgrind: a status that
+    /// borrowed a freed message is an invalid read there, whatever the
+    /// freed bytes hold.
+    #[test]
+    fn the_unit_tests_are_memcheck_clean() {
+        let Some(output) =
+            xplug_fixtures::valgrind::rerun_this_test_binary("the_unit_tests_are_memcheck_clean")
+        else {
+            return;
+        };
+        xplug_fixtures::valgrind::assert_clean(&output, 0, "xplug-iree's unit tests");
     }
 
     #[test]

@@ -153,3 +153,16 @@ fn an_unknown_function_is_refused_with_a_suggestion() {
     };
     assert_eq!(suggestion.as_deref(), Some("mul"));
 }
+
+/// Every other test of this file again, under valgrind (memcheck; IREE's
+/// proactor kept off `io_uring`, see `xplug_fixtures::valgrind`): an
+/// invalid access, a use of uninitialised memory or a definite leak in
+/// IREE's runtime, xplug's glue or its provider fails this test.
+#[test]
+fn every_test_here_is_memcheck_clean() {
+    let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean")
+    else {
+        return;
+    };
+    xplug_fixtures::valgrind::assert_clean(&output, 0, "xplug-iree's beyond_iree tests");
+}

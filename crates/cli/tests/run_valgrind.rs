@@ -1,0 +1,80 @@
+//! `xplug run` under valgrind (memcheck): IREE's runtime, xplug's glue,
+//! its import provider and the statuses it hands IREE, on the paths a run
+//! takes (a compiled program on both devices, a `.sos` plugin through
+//! xplug's ELF loader, and a failed resolve whose status IREE frees).
+//! Any invalid access, use of uninitialised memory or definite leak fails
+//! the test (`xplug_fixtures::valgrind`, which also keeps IREE's proactor
+//! off `io_uring`, which valgrind cannot follow).
+//!
+//! valgrind is required: `.ci/run` installs it. Without it the test fails,
+//! naming the package.
+
+use std::process::Output;
+
+use xplug_fixtures::iree_e2e::{self, MUL_CALL};
+use xplug_fixtures::plugins::PluginProfile;
+use xplug_fixtures::valgrind;
+
+/// `xplug ARGS` under valgrind.
+fn xplug_under_valgrind(args: &[String]) -> Output {
+    assert!(valgrind::available(), "valgrind is missing: install it (`apt-get install valgrind`)");
+    let mut command = valgrind::command(env!("CARGO_BIN_EXE_xplug")).expect("a seccomp filter for this host");
+    command.args(args).env("NO_COLOR", "1");
+    command.output().expect("valgrind runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// One run: the expected exit code, and valgrind's report when it found an
+/// error.
+fn assert_clean(args: &[String], expected_code: i32) -> Output {
+    let output = xplug_under_valgrind(args);
+    assert_ne!(
+        output.status.code(),
+        Some(valgrind::ERROR_EXIT_CODE),
+        "valgrind found errors in xplug {args:?}:\n{}",
+        text(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(expected_code), "xplug {args:?}:\n{}", text(&output.stderr));
+    output
+}
+
+#[test]
+fn runs_are_memcheck_clean() {
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let module = prepared.module(MUL_CALL).display().to_string();
+    let base = |device: &str| {
+        vec![
+            "run".to_owned(),
+            module.clone(),
+            format!("--function={}", MUL_CALL.function),
+            format!("--device={device}"),
+            "--input=4xf32=1,2,3,4".to_owned(),
+            "--input=4xf32=5,6,7,8".to_owned(),
+        ]
+    };
+    let system = format!("--plugin={}", prepared.library("sample_system").display());
+    let standalone = format!("--plugin={}", prepared.library("sample_standalone.sos").display());
+
+    for (device, plugin) in [("local-sync", &system), ("local-task", &system), ("local-sync", &standalone)] {
+        let mut args = base(device);
+        args.push(plugin.clone());
+        let output = assert_clean(&args, 0);
+        assert!(text(&output.stdout).contains("4xf32=5 12 21 32"), "{args:?}: {}", text(&output.stdout));
+    }
+
+    // No plugin: the resolve fails; xplug's provider hands IREE a status,
+    // which IREE carries up through the executable load and frees.
+    let args = base("local-sync");
+    let output = assert_clean(&args, 1);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "missing 1 required executable import(s) after asking 0 provider(s): [`simple_mul_workgroup`]"
+        ),
+        "{stderr}"
+    );
+}
