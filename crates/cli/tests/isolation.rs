@@ -276,6 +276,7 @@ fn commands_reaching<'a>(stage: &str, plugin: &'a Path) -> Vec<Vec<&'a str>> {
     let mut commands = vec![call_args(plugin)];
     if stage != "call" {
         commands.push(vec!["check", plugin.to_str().unwrap()]);
+        commands.push(vec!["bench", "--runs", "1", plugin.to_str().unwrap(), "f_add"]);
     }
     if stage == "load" || stage == "unload" {
         commands.push(vec!["inspect", plugin.to_str().unwrap()]);

@@ -15,7 +15,8 @@
 //!   imports marks [`Stage::Call`] itself ([`mark`]), and long-running work
 //!   calls [`heartbeat`]. A mark costs one relaxed atomic load when the
 //!   process is not a probe child, and one `write` per change of stage when
-//!   it is;
+//!   it is. Last, once all plugin work is done (unload and library close
+//!   included), it calls [`finish`];
 //! - **the parent** runs the child with [`Probe::run`]: it hands the child
 //!   a stage file (through the [`STAGE_FILE_ENV`] environment variable),
 //!   captures its output, and waits. A child that ends by a signal is
@@ -24,7 +25,18 @@
 //!   crash reporter, which [`install`] sets up); one
 //!   that writes no mark for the timeout (10 s by default) is killed, with
 //!   its process group, and is [`ProbeFailure::TimedOut`] ("did not return
-//!   from load within 10 s").
+//!   from load within 10 s"); one that exits without having called
+//!   [`finish`] is [`ProbeFailure::Exited`] ("ended the process with status
+//!   0 during load": the plugin called `exit`), whatever its status.
+//!
+//! Nothing a probe starts outlives it ([`Probe::run`] says how, on Unix):
+//! the stage file has no name on disk; the child's process group is killed
+//! when the child ends or times out, and when the parent gets `SIGINT`,
+//! `SIGTERM` or `SIGHUP`; on Linux the child dies with the parent thread
+//! that started it (`PR_SET_PDEATHSIG`); its output is read for at most half
+//! a second after it ended. Out of reach: a process that left the child's
+//! process group (a daemon), and, after a `SIGKILL` to the parent, what the
+//! child started.
 //!
 //! ```no_run
 //! use std::process::Command;
@@ -33,6 +45,8 @@
 //!
 //! let mut child = Command::new(std::env::current_exe()?);
 //! child.args(["--in-process", "inspect", "libplugin.so"]);
+//! // The child calls `xplug_probe::install()` at start and
+//! // `xplug_probe::finish()` once the plugin is unloaded.
 //! let output = Probe::new(child).timeout(Duration::from_secs(10)).run()?;
 //! match output.failure() {
 //!     Some(failure) => eprintln!("the plugin {failure}"),
@@ -62,7 +76,10 @@ pub use xplug_providers::raw::Stage;
 mod unix;
 
 /// The environment variable naming the file a probe child appends its
-/// stage marks to, one stage name per line.
+/// stage marks to, one stage name per line (`finished` last, from
+/// [`finish`]). On Unix the path names the descriptor the child inherits
+/// (`/proc/self/fd/N` on Linux, `/dev/fd/N` elsewhere): the file has no
+/// name of its own.
 pub const STAGE_FILE_ENV: &str = "XPLUG_PROBE_STAGE_FILE";
 
 /// How long a probe child may go without a mark before it is killed, unless
