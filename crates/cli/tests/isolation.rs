@@ -325,29 +325,6 @@ fn a_plugin_that_ends_the_process_is_a_failure_in_every_command() {
     );
 }
 
-#[test]
-fn a_hang_in_each_entry_point_of_call_times_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let runs: Vec<_> = ["load", "resolve", "call", "unload"]
-        .into_iter()
-        .map(|stage| {
-            let plugin = hostile_plugin(dir.path(), &format!("hang_{stage}"), &[&format!("HANG_IN={stage}")]);
-            std::thread::spawn(move || {
-                let mut args = vec!["--timeout", "1"];
-                args.extend(call_args(&plugin));
-                (stage, json_failure(&args))
-            })
-        })
-        .collect();
-    for run in runs {
-        let (stage, report) = run.join().unwrap();
-        assert_eq!(report["error"]["kind"], "plugin_timed_out", "{report}");
-        assert_eq!(report["error"]["fault"]["stage"], stage, "{report}");
-        let message = report["error"]["message"].as_str().unwrap();
-        assert!(message.contains(&format!("did not return from {stage} within 1 s")), "{report}");
-    }
-}
-
 /// The pids the hostile plugin's sleepers wrote to `file`.
 fn recorded_pids(file: &Path) -> Vec<u32> {
     std::fs::read_to_string(file)
@@ -423,24 +400,58 @@ fn hostile_command(args: &[&str], pid_file: &Path, tmp: &Path) -> std::process::
 }
 
 #[test]
-fn a_timeout_returns_though_a_forked_process_holds_the_pipes_and_kills_it() {
+fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pids");
-    let plugin = hostile_plugin(dir.path(), "fork_hang_call", &["FORK_IN=call", "HANG_IN=call"]);
-    let mut args = vec!["--json", "--timeout", "1"];
-    args.extend(call_args(&plugin));
-    // Without the group kill and the bounded read, this waits for the
-    // sleeper (120 s).
-    let output = hostile_command(&args, &pid_file, tmp.path()).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["error"]["kind"], "plugin_timed_out", "{report}");
-    assert_eq!(report["error"]["fault"]["stage"], "call", "{report}");
-    let [sleeper] = recorded_pids(&pid_file)[..] else { panic!("one sleeper: {report}") };
-    let died = dies(sleeper);
-    end(&[sleeper]);
-    assert!(died, "the plugin's forked process {sleeper} outlived the timeout");
+    // (stage, how the plugin forks): a sleeper in the child's group in each
+    // entry point, and a daemon outside it in the import call.
+    let cases = [
+        ("load", "FORK_IN"),
+        ("resolve", "FORK_IN"),
+        ("call", "FORK_IN"),
+        ("unload", "FORK_IN"),
+        ("call", "DAEMON_IN"),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(stage, forks)| {
+            let name = format!("{}_hang_{stage}", forks.to_lowercase());
+            let plugin = hostile_plugin(
+                dir.path(),
+                &name,
+                &[&format!("HANG_IN={stage}"), &format!("{forks}={stage}")],
+            );
+            let pid_file = dir.path().join(format!("{name}.pids"));
+            let mut args = vec!["--json", "--timeout", "1"];
+            args.extend(call_args(&plugin));
+            // Both keep xplug's pipes open: without the group kill and the
+            // bounded read, xplug would wait for them (120 s).
+            let command = hostile_command(&args, &pid_file, tmp.path());
+            std::thread::spawn(move || {
+                let mut command = command;
+                (stage, forks, command.output().unwrap(), recorded_pids(&pid_file))
+            })
+        })
+        .collect();
+    for run in runs {
+        let (stage, forks, output, pids) = run.join().unwrap();
+        let [forked] = pids[..] else { panic!("one forked process ({stage}, {forks}): {output:?}") };
+        let alive = !is_dead(forked);
+        let died = dies(forked);
+        end(&[forked]);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["error"]["kind"], "plugin_timed_out", "{report}");
+        assert_eq!(report["error"]["fault"]["stage"], stage, "{report}");
+        let message = report["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("did not return from {stage} within 1 s")), "{report}");
+        if forks == "FORK_IN" {
+            assert!(died, "the plugin's forked process {forked} outlived the timeout ({stage})");
+        } else {
+            // Out of the group's reach, and xplug did not wait for it.
+            assert!(alive, "the daemon lived on after xplug returned");
+        }
+    }
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "a stage file was left");
 }
 

@@ -53,6 +53,17 @@ fn dies(pid: u32) -> bool {
     })
 }
 
+/// Kills what a test left running (after a failure, or a daemon a probe
+/// cannot reach).
+fn end(pids: &[u32]) {
+    for &pid in pids.iter().filter(|&&pid| !is_dead(pid)) {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: `kill` has no memory preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 const FINISH: &str = "echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"";
 
 #[test]
@@ -91,7 +102,9 @@ fn what_the_child_left_in_its_group_is_killed_when_it_ends() {
     let output = probe(&format!("sleep 1000 & echo $!; {FINISH}"), HANG);
     assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
     let [grandchild] = pids(&output)[..] else { panic!("one pid: {output:?}") };
-    assert!(dies(grandchild), "process {grandchild} of the child's group survived it");
+    let died = dies(grandchild);
+    end(&[grandchild]);
+    assert!(died, "process {grandchild} of the child's group survived it");
 }
 
 #[test]
@@ -105,24 +118,27 @@ fn a_timeout_kills_the_group_even_when_a_grandchild_holds_the_pipes() {
         Some(&ProbeFailure::TimedOut { stage: Some(Stage::Resolve), limit: Duration::from_millis(300) })
     );
     let found = pids(&output);
+    let survivors: Vec<u32> = found.iter().copied().filter(|&pid| !dies(pid)).collect();
+    end(&survivors);
     assert_eq!(found.len(), 2, "{output:?}");
-    for pid in found {
-        assert!(dies(pid), "process {pid} survived the timeout");
-    }
+    assert!(survivors.is_empty(), "processes {survivors:?} survived the timeout");
 }
 
 #[test]
 fn a_daemon_holding_the_pipes_does_not_hold_the_probe() {
     // `setsid` puts the sleep in a session (and group) of its own: the
     // probe cannot kill it, and stops reading its pipes after the grace
-    // period instead of waiting for it.
-    let output = probe(&format!("setsid sleep 1000 & echo $!; echo done; {FINISH}"), HANG);
+    // period instead of waiting for it. The script waits until the daemon
+    // has left its group (it writes its pid from the new session).
+    let script = "f=$(mktemp); setsid sh -c 'echo $$ > \"$1\"; exec sleep 1000' sh \"$f\" & \
+                  until [ -s \"$f\" ]; do sleep 0.01; done; cat \"$f\"; rm -f \"$f\"; echo done";
+    let output = probe(&format!("{script}; {FINISH}"), HANG);
     let found = pids(&output);
     let [daemon] = found[..] else { panic!("one pid: {output:?}") };
+    // Out of reach, as documented: still running (the test ends it).
+    let alive = !is_dead(daemon);
+    end(&[daemon]);
+    assert!(alive, "the daemon left the group and lives on");
     assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).ends_with("done\n"), "{output:?}");
-    // Out of reach, as documented: still running (the test ends it).
-    assert!(!is_dead(daemon), "the daemon left the group and lives on");
-    let _ = Command::new("kill").args(["-KILL", &daemon.to_string()]).status();
-    assert!(dies(daemon));
 }
