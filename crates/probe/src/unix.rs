@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+/// How much of the end of the stage file the parent reads at most.
+const STAGE_FILE_TAIL: u64 = 1 << 20;
+
 /// The stage file: an unlinked temporary file, so it cannot outlive the
 /// processes that hold it open, however they end (`SIGKILL` included).
 ///
@@ -59,20 +62,28 @@ impl StageFile {
         self.file.metadata().ok().map(|metadata| metadata.len())
     }
 
-    /// Everything written, read without moving the file offset that the
-    /// child's writes may share.
+    /// What was written, read without moving the file offset that the
+    /// child's writes may share: the whole file, or its last
+    /// [`STAGE_FILE_TAIL`] bytes from a line start (the last marks and the
+    /// crash report are at the end; a process writing without end cannot
+    /// make the parent read it all).
     pub(crate) fn contents(&self) -> String {
         use std::os::unix::fs::FileExt;
+        let start = self.len().unwrap_or(0).saturating_sub(STAGE_FILE_TAIL);
         let mut bytes = Vec::new();
         let mut chunk = [0u8; 4096];
-        // A stage file holds a few short lines; stop at 1 MiB all the same.
-        while bytes.len() < 1 << 20 {
-            match self.file.read_at(&mut chunk, bytes.len() as u64) {
+        while (bytes.len() as u64) < STAGE_FILE_TAIL {
+            match self.file.read_at(&mut chunk, start + bytes.len() as u64) {
                 Ok(0) => break,
                 Ok(read) => bytes.extend_from_slice(&chunk[..read]),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
+        }
+        if start > 0 {
+            // The first line may be cut: it starts after the first newline.
+            let cut = bytes.iter().position(|&byte| byte == b'\n').map_or(bytes.len(), |at| at + 1);
+            bytes.drain(..cut);
         }
         String::from_utf8_lossy(&bytes).into_owned()
     }

@@ -142,3 +142,17 @@ fn a_daemon_holding_the_pipes_does_not_hold_the_probe() {
     assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).ends_with("done\n"), "{output:?}");
 }
+
+#[test]
+fn a_long_stage_file_is_read_from_its_end() {
+    // 2.5 MB of heartbeat marks, then the last stage: the parent reads the
+    // end (bounded) and still finds it.
+    let output = probe(
+        &format!(
+            "yes load | head -n 500000 >> \"$XPLUG_PROBE_STAGE_FILE\"; echo unload >> \"$XPLUG_PROBE_STAGE_FILE\"; {FINISH}"
+        ),
+        HANG,
+    );
+    assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
+    assert_eq!(output.last_stage, Some(Stage::Unload));
+}
