@@ -147,12 +147,13 @@ pub(crate) enum CliError {
         #[source]
         source: std::io::Error,
     },
-    /// The plugin crashed or hung in the child process probing it.
+    /// The plugin crashed, hung or ended the process in the child process
+    /// probing it.
     #[error("plugin `{plugin}` {failure}; run with --in-process under a debugger to see where")]
     PluginFault {
         /// The plugin as named on the command line.
         plugin: String,
-        /// The signal or timeout, and the stage.
+        /// The signal, timeout or exit status, and the stage.
         failure: xplug_probe::ProbeFailure,
     },
     /// The child process probing a plugin could not be run.
@@ -275,6 +276,7 @@ impl CliError {
             Self::File { .. } => "file",
             Self::PluginFault { failure, .. } => match failure.kind() {
                 "timed_out" => "plugin_timed_out",
+                "exited" => "plugin_exited",
                 _ => "plugin_crashed",
             },
             Self::ProbeUnavailable { .. } => "probe_unavailable",
@@ -383,7 +385,7 @@ pub(crate) fn import_code_name(result: i32) -> String {
 }
 
 /// The JSON description of a fault: kind, signal (for a crash), stage,
-/// timeout (for a hang); for a crash the child's crash reporter located,
+/// timeout (for a hang), exit code (for a plugin that ended the process); for a crash the child's crash reporter located,
 /// the faulting instruction's `address`, its `symbol`, `offset` and
 /// `module`, the `data_address` and the plugin function it was
 /// `called_from` (each `null` when unknown).
@@ -408,6 +410,11 @@ pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
             "kind": failure.kind(),
             "stage": stage.map(|s| s.as_str()),
             "timeout_s": limit.as_secs_f64(),
+        }),
+        ProbeFailure::Exited { code, stage } => json!({
+            "kind": failure.kind(),
+            "stage": stage.map(|s| s.as_str()),
+            "exit_code": code,
         }),
         _ => json!({ "kind": failure.kind(), "stage": failure.stage().map(|s| s.as_str()) }),
     }

@@ -1,9 +1,13 @@
 //! Running a command's plugin work in a child process: this binary re-run
 //! with `--in-process`, watched by `xplug_probe`.
 //!
-//! The protocol (stage marks, timeout, signal decoding) lives in the
-//! library; this module only builds the child's command line and turns its
-//! end into this command's output.
+//! The protocol (stage marks, timeout, signal decoding, killing the child's
+//! process group, the parent's signals) lives in the library; this module
+//! only builds the child's command line and turns its end into this
+//! command's output. The child's side: `main` calls `xplug_probe::install`
+//! at start and `xplug_probe::finish` once the command has returned (every
+//! plugin unloaded), so a plugin that ends the child earlier is reported
+//! (`ProbeFailure::Exited`), not taken for the command's result.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -41,7 +45,7 @@ pub(crate) fn probe(plugin: &str, args: &[OsString], timeout: Duration) -> Resul
 }
 
 /// Re-runs the whole command line in a child: its output is passed on
-/// unchanged when it ends by itself, and a crash or hang becomes
+/// unchanged when it finishes, and a crash, hang or early exit becomes
 /// [`CliError::PluginFault`].
 pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8, CliError> {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();

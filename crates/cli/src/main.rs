@@ -432,7 +432,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // In a probe child, the plugin work reports its stages to the parent.
     xplug_probe::install();
-    match run(&cli) {
+    let outcome = run(&cli);
+    // Every plugin is unloaded and closed by now: a probe child's parent
+    // treats an exit before this mark as the plugin ending the process.
+    xplug_probe::finish();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             if cli.json {

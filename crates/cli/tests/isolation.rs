@@ -1,7 +1,10 @@
-//! `inspect`, `check` and `bench` survive plugins that crash or hang in
-//! each entry point: the plugin runs in a child process, the report names
-//! the signal or the timeout and the stage, and `--json` still prints
-//! exactly one object.
+//! `inspect`, `check`, `bench` and `call` survive plugins that crash, hang
+//! or end the process in each entry point: the plugin runs in a child
+//! process, the report names the signal, the timeout or the exit status and
+//! the stage, and `--json` still prints exactly one object. The child and
+//! what its plugin forks die with xplug (timeout, SIGTERM, SIGINT, SIGKILL)
+//! and leave no stage file; a daemon that left the child's process group
+//! cannot hold xplug.
 
 use std::path::{Path, PathBuf};
 
@@ -242,4 +245,318 @@ fn in_process_keeps_the_old_behaviour() {
 /// SIGSEGV's number (11 on every Linux and BSD target).
 fn libc_sigsegv() -> i32 {
     11
+}
+
+/// `crates/cli/tests/c/hostile_plugin.c` built with `flags` into
+/// `dir/lib{name}.so`.
+fn hostile_plugin(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let source = xplug_fixtures::workspace_root().join("crates/cli/tests/c/hostile_plugin.c");
+    let flags: Vec<String> = flags.iter().map(|flag| format!("-D{flag}")).collect();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    xplug_fixtures::build_c_plugin(&source, dir, name, &flags)
+}
+
+/// The arguments that call the hostile plugin's `f_add` at `plugin`.
+fn call_args(plugin: &Path) -> Vec<&str> {
+    vec![
+        "call",
+        plugin.to_str().unwrap(),
+        "f_add",
+        "--field",
+        "i32:2",
+        "--field",
+        "i32:3",
+        "--field",
+        "i32:0",
+    ]
+}
+
+/// The commands that reach `stage` of a plugin, with their arguments.
+fn commands_reaching<'a>(stage: &str, plugin: &'a Path) -> Vec<Vec<&'a str>> {
+    let mut commands = vec![call_args(plugin)];
+    if stage != "call" {
+        commands.push(vec!["check", plugin.to_str().unwrap()]);
+        commands.push(vec!["bench", "--runs", "1", plugin.to_str().unwrap(), "f_add"]);
+    }
+    if stage == "load" || stage == "unload" {
+        commands.push(vec!["inspect", plugin.to_str().unwrap()]);
+    }
+    commands
+}
+
+#[test]
+fn a_plugin_that_ends_the_process_is_a_failure_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    for stage in ["load", "resolve", "call", "unload"] {
+        let plugin = hostile_plugin(dir.path(), &format!("exit_{stage}"), &[&format!("EXIT_IN={stage}")]);
+        let expected = format!("ended the process with status 0 during {stage}");
+        for args in commands_reaching(stage, &plugin) {
+            let report = json_failure(&args);
+            let fault = if args[0] == "check" {
+                let (check, fault, detail) = first_fault(&report);
+                assert_eq!(check, first_check_reaching(stage), "{report}");
+                assert_eq!(detail, expected, "{report}");
+                fault
+            } else {
+                assert_eq!(report["error"]["kind"], "plugin_exited", "{args:?}: {report}");
+                let message = report["error"]["message"].as_str().unwrap();
+                assert!(message.contains(&expected), "{args:?}: {report}");
+                report["error"]["fault"].clone()
+            };
+            assert_eq!(fault["kind"], "exited", "{args:?}: {report}");
+            assert_eq!(fault["stage"], stage, "{args:?}: {report}");
+            assert_eq!(fault["exit_code"], 0, "{args:?}: {report}");
+
+            // The human report: exit code 1 and the same words.
+            let output = xplug(&args);
+            assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+            let text = [output.stdout, output.stderr].concat();
+            let text = String::from_utf8_lossy(&text);
+            assert!(text.contains(&expected), "{args:?}: {text}");
+        }
+    }
+    // Any status: the plugin's exit is not the tool's verdict.
+    let plugin = hostile_plugin(dir.path(), "exit_3_load", &["EXIT_IN=load", "EXIT_STATUS=3"]);
+    let report = json_failure(&["inspect", plugin.to_str().unwrap()]);
+    assert_eq!(report["error"]["fault"]["exit_code"], 3, "{report}");
+    assert!(
+        report["error"]["message"].as_str().unwrap().contains("ended the process with status 3 during load"),
+        "{report}"
+    );
+}
+
+/// The pids the hostile plugin's sleepers wrote to `file`.
+fn recorded_pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Whether process `pid` is gone or a zombie (dead, not yet reaped by
+/// whoever inherited it).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+    }
+}
+
+/// [`is_dead`], given a few seconds for a SIGKILL to land.
+fn dies(pid: u32) -> bool {
+    (0..500).any(|_| {
+        if is_dead(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        false
+    })
+}
+
+/// Kills what a test left running (after a failure, or a daemon a probe
+/// cannot reach); already dead processes are skipped.
+fn end(pids: &[u32]) {
+    for &pid in pids.iter().filter(|&&pid| !is_dead(pid)) {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: `kill` has no memory preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The living children of process `parent`, from `/proc`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // "pid (comm) S ppid ...".
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .filter(|&pid| !is_dead(pid))
+        .collect()
+}
+
+/// An `xplug ARGS` command that records the plugin's sleepers in
+/// `pid_file` and makes its temporary files in `tmp`.
+fn hostile_command(args: &[&str], pid_file: &Path, tmp: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_xplug"));
+    command
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("HOSTILE_PID_FILE", pid_file)
+        .env("TMPDIR", tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+#[test]
+fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // (stage, how the plugin forks): a sleeper in the child's group in each
+    // entry point, and a daemon outside it in the import call.
+    let cases = [
+        ("load", "FORK_IN"),
+        ("resolve", "FORK_IN"),
+        ("call", "FORK_IN"),
+        ("unload", "FORK_IN"),
+        ("call", "DAEMON_IN"),
+    ];
+    let runs: Vec<_> = cases
+        .into_iter()
+        .map(|(stage, forks)| {
+            let name = format!("{}_hang_{stage}", forks.to_lowercase());
+            let plugin = hostile_plugin(
+                dir.path(),
+                &name,
+                &[&format!("HANG_IN={stage}"), &format!("{forks}={stage}")],
+            );
+            let pid_file = dir.path().join(format!("{name}.pids"));
+            let mut args = vec!["--json", "--timeout", "1"];
+            args.extend(call_args(&plugin));
+            // Both keep xplug's pipes open: without the group kill and the
+            // bounded read, xplug would wait for them (120 s).
+            let command = hostile_command(&args, &pid_file, tmp.path());
+            std::thread::spawn(move || {
+                let mut command = command;
+                (stage, forks, command.output().unwrap(), recorded_pids(&pid_file))
+            })
+        })
+        .collect();
+    for run in runs {
+        let (stage, forks, output, pids) = run.join().unwrap();
+        let [forked] = pids[..] else { panic!("one forked process ({stage}, {forks}): {output:?}") };
+        let alive = !is_dead(forked);
+        let died = dies(forked);
+        end(&[forked]);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["error"]["kind"], "plugin_timed_out", "{report}");
+        assert_eq!(report["error"]["fault"]["stage"], stage, "{report}");
+        let message = report["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("did not return from {stage} within 1 s")), "{report}");
+        if forks == "FORK_IN" {
+            assert!(died, "the plugin's forked process {forked} outlived the timeout ({stage})");
+        } else {
+            // Out of the group's reach, and xplug did not wait for it.
+            assert!(alive, "the daemon lived on after xplug returned");
+        }
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "a stage file was left");
+}
+
+#[test]
+fn what_a_plugin_forks_dies_with_the_probe_child_but_a_daemon_is_out_of_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // In the group: killed when the child ends, and the report is complete.
+    let pid_file = dir.path().join("fork_pids");
+    let plugin = hostile_plugin(dir.path(), "fork_load", &["FORK_IN=load"]);
+    let output = hostile_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["name"], "hostile", "{report}");
+    let [sleeper] = recorded_pids(&pid_file)[..] else { panic!("one sleeper") };
+    let died = dies(sleeper);
+    end(&[sleeper]);
+    assert!(died, "the plugin's forked process {sleeper} outlived the probe child");
+
+    // A daemon (setsid) left the group: the probe still returns with the
+    // whole report, and the daemon lives on (the test ends it).
+    let pid_file = dir.path().join("daemon_pids");
+    let plugin = hostile_plugin(dir.path(), "daemon_load", &["DAEMON_IN=load"]);
+    let output = hostile_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
+        .output()
+        .unwrap();
+    let [daemon] = recorded_pids(&pid_file)[..] else { panic!("one daemon") };
+    let daemon_alive = !is_dead(daemon);
+    end(&[daemon]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["name"], "hostile", "{report}");
+    assert!(daemon_alive, "the daemon is out of the probe's reach, as documented");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "a stage file was left");
+}
+
+/// Starts `xplug inspect` on a plugin that forks a sleeper and hangs in
+/// load, waits until both are there, sends `signal` to xplug and returns
+/// how xplug ended, its probe child and the sleeper.
+#[cfg(unix)]
+fn signal_while_hanging(signal: i32) -> (std::process::ExitStatus, u32, u32) {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pids");
+    let plugin = hostile_plugin(dir.path(), "fork_hang_load", &["FORK_IN=load", "HANG_IN=load"]);
+    let mut command =
+        hostile_command(&["--timeout", "120", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path());
+    // SAFETY: between fork and exec, `signal` is async-signal-safe; the
+    // test harness may run with SIGINT ignored (a background job), which
+    // xplug would inherit and, rightly, keep.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut xplug = command.spawn().unwrap();
+    let ready = (0..3000).find_map(|_| {
+        let sleepers = recorded_pids(&pid_file);
+        let children = children_of(xplug.id());
+        if let ([sleeper], [child]) = (&sleepers[..], &children[..]) {
+            return Some((*child, *sleeper));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        None
+    });
+    let Some((child, sleeper)) = ready else {
+        let _ = xplug.kill();
+        panic!("the probe child never reached load");
+    };
+    // SAFETY: `kill` has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(i32::try_from(xplug.id()).unwrap(), signal) };
+    let status = xplug.wait().unwrap();
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "a stage file was left");
+    (status, child, sleeper)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn sigterm_and_sigint_to_xplug_kill_its_probe_child_and_what_it_started() {
+    use std::os::unix::process::ExitStatusExt;
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let (status, child, sleeper) = signal_while_hanging(signal);
+        // xplug itself ends of the signal, as without a probe.
+        let (child_died, sleeper_died) = (dies(child), dies(sleeper));
+        end(&[child, sleeper]);
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert!(child_died, "probe child {child} outlived xplug (signal {signal})");
+        assert!(sleeper_died, "process {sleeper} of the probe's group outlived xplug (signal {signal})");
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_probe_child_dies_with_a_killed_xplug() {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, child, sleeper) = signal_while_hanging(libc::SIGKILL);
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    // PR_SET_PDEATHSIG: the child goes with its parent. What the child
+    // forked had no such tie (nothing runs in a SIGKILLed xplug to kill
+    // it); the test ends it.
+    let child_died = dies(child);
+    end(&[child, sleeper]);
+    assert!(child_died, "probe child {child} outlived a SIGKILLed xplug");
 }

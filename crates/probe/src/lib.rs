@@ -15,7 +15,8 @@
 //!   imports marks [`Stage::Call`] itself ([`mark`]), and long-running work
 //!   calls [`heartbeat`]. A mark costs one relaxed atomic load when the
 //!   process is not a probe child, and one `write` per change of stage when
-//!   it is;
+//!   it is. Last, once all plugin work is done (unload and library close
+//!   included), it calls [`finish`];
 //! - **the parent** runs the child with [`Probe::run`]: it hands the child
 //!   a stage file (through the [`STAGE_FILE_ENV`] environment variable),
 //!   captures its output, and waits. A child that ends by a signal is
@@ -24,7 +25,18 @@
 //!   crash reporter, which [`install`] sets up); one
 //!   that writes no mark for the timeout (10 s by default) is killed, with
 //!   its process group, and is [`ProbeFailure::TimedOut`] ("did not return
-//!   from load within 10 s").
+//!   from load within 10 s"); one that exits without having called
+//!   [`finish`] is [`ProbeFailure::Exited`] ("ended the process with status
+//!   0 during load": the plugin called `exit`), whatever its status.
+//!
+//! Nothing a probe starts outlives it ([`Probe::run`] says how, on Unix):
+//! the stage file has no name on disk; the child's process group is killed
+//! when the child ends or times out, and when the parent gets `SIGINT`,
+//! `SIGTERM` or `SIGHUP`; on Linux the child dies with the parent thread
+//! that started it (`PR_SET_PDEATHSIG`); its output is read for at most half
+//! a second after it ended. Out of reach: a process that left the child's
+//! process group (a daemon), and, after a `SIGKILL` to the parent, what the
+//! child started.
 //!
 //! ```no_run
 //! use std::process::Command;
@@ -33,6 +45,8 @@
 //!
 //! let mut child = Command::new(std::env::current_exe()?);
 //! child.args(["--in-process", "inspect", "libplugin.so"]);
+//! // The child calls `xplug_probe::install()` at start and
+//! // `xplug_probe::finish()` once the plugin is unloaded.
 //! let output = Probe::new(child).timeout(Duration::from_secs(10)).run()?;
 //! match output.failure() {
 //!     Some(failure) => eprintln!("the plugin {failure}"),
@@ -46,7 +60,9 @@
 //! (`docs/loading.md#probing-in-a-child-process`).
 
 use std::fmt;
-use std::io::{Read, Write};
+#[cfg(not(unix))]
+use std::io::Read;
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -56,8 +72,14 @@ use xplug_providers::Error;
 pub use xplug_providers::embedded_elf::{CodeLocation, FaultReport};
 pub use xplug_providers::raw::Stage;
 
+#[cfg(unix)]
+mod unix;
+
 /// The environment variable naming the file a probe child appends its
-/// stage marks to, one stage name per line.
+/// stage marks to, one stage name per line (`finished` last, from
+/// [`finish`]). On Unix the path names the descriptor the child inherits
+/// (`/proc/self/fd/N` on Linux, `/dev/fd/N` elsewhere): the file has no
+/// name of its own.
 pub const STAGE_FILE_ENV: &str = "XPLUG_PROBE_STAGE_FILE";
 
 /// How long a probe child may go without a mark before it is killed, unless
@@ -136,6 +158,16 @@ pub enum ProbeFailure {
         /// The timeout.
         limit: Duration,
     },
+    /// The child exited before it marked that it finished ([`finish`]):
+    /// something in it (the plugin, typically, calling `exit` or `_exit`)
+    /// ended the process in the middle of its work, whatever the status.
+    Exited {
+        /// The exit status (-1 when the system reported neither a status
+        /// nor a signal).
+        code: i32,
+        /// The last stage it marked.
+        stage: Option<Stage>,
+    },
 }
 
 impl ProbeFailure {
@@ -143,16 +175,17 @@ impl ProbeFailure {
     #[must_use]
     pub fn stage(&self) -> Option<Stage> {
         match self {
-            Self::Crashed { stage, .. } | Self::TimedOut { stage, .. } => *stage,
+            Self::Crashed { stage, .. } | Self::TimedOut { stage, .. } | Self::Exited { stage, .. } => *stage,
         }
     }
 
-    /// `crashed` or `timed_out`, for machine-readable reports.
+    /// `crashed`, `timed_out` or `exited`, for machine-readable reports.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Crashed { .. } => "crashed",
             Self::TimedOut { .. } => "timed_out",
+            Self::Exited { .. } => "exited",
         }
     }
 }
@@ -171,6 +204,9 @@ impl fmt::Display for ProbeFailure {
             Self::TimedOut { stage: at, limit } => {
                 write!(f, "did not return from {} within {}", stage(at), seconds(*limit))
             }
+            Self::Exited { code, stage: at } => {
+                write!(f, "ended the process with status {code} during {}", stage(at))
+            }
         }
     }
 }
@@ -185,7 +221,9 @@ fn seconds(limit: Duration) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProbeStatus {
-    /// It exited with this code.
+    /// It exited with this code, after marking that it finished
+    /// ([`finish`]). A child that exits without that mark is
+    /// [`ProbeFailure::Exited`].
     Exited(i32),
     /// It crashed or hung.
     Failed(ProbeFailure),
@@ -249,6 +287,22 @@ impl Probe {
     /// Runs the child to its end, or kills it (and its process group) when
     /// it goes [`Probe::timeout`] without a mark.
     ///
+    /// On Unix, nothing the probe made outlives it:
+    ///
+    /// - the stage file has no name in the file system (the child opens it
+    ///   through its inherited descriptor), so nothing is left on disk
+    ///   however the parent ends;
+    /// - when the child ends, whatever it started that stayed in its process
+    ///   group is killed; its output is then read for at most a short grace
+    ///   period (half a second), so a process that left the group and keeps
+    ///   the pipes open cannot hold the probe;
+    /// - on Linux the child gets `SIGKILL` when the thread that called `run`
+    ///   ends (`PR_SET_PDEATHSIG`);
+    /// - while the probe runs, `SIGINT`, `SIGTERM` and `SIGHUP` to this
+    ///   process kill the child's process group first, then take the effect
+    ///   they had before the probe (by default, ending this process with
+    ///   that signal). The previous dispositions are back when `run` returns.
+    ///
     /// # Errors
     /// [`Error::Io`] when the stage file cannot be created or the child
     /// cannot be started.
@@ -257,90 +311,176 @@ impl Probe {
             let context = format!("cannot {what} for a probe child process");
             move |error| Error::Io { context, source: std::sync::Arc::new(error) }
         };
-        let stage_file = tempfile::Builder::new()
-            .prefix("xplug-probe-")
-            .suffix(".stage")
-            .tempfile()
-            .map_err(io("create a stage file"))?;
+        let stage_file = StageFile::create().map_err(io("create a stage file"))?;
         self.command
-            .env(STAGE_FILE_ENV, stage_file.path())
+            .env(STAGE_FILE_ENV, stage_file.child_path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // Its own process group, so a timeout kills whatever it started.
-            self.command.process_group(0);
-        }
+        unix::prepare(&mut self.command, stage_file.fd());
+        #[cfg(unix)]
+        let mut watch = unix::Watch::start();
         let mut child = self.command.spawn().map_err(io("start"))?;
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
+        #[cfg(unix)]
+        let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
+        #[cfg(unix)]
+        watch.register(pid);
+        let mut pipes = Pipes::new(child.stdout.take(), child.stderr.take());
 
         let mut marks_seen = 0;
         let mut deadline = Instant::now() + self.timeout;
-        let outcome = loop {
-            if let Some(status) = child.try_wait().map_err(io("wait"))? {
-                break Ok(status);
+        let timed_out = loop {
+            if ended(&mut child).map_err(io("wait"))? {
+                break false;
             }
-            let marks = stage_file.as_file().metadata().map_or(marks_seen, |m| m.len());
+            let marks = stage_file.len().unwrap_or(marks_seen);
             if marks != marks_seen {
                 marks_seen = marks;
                 deadline = Instant::now() + self.timeout;
             }
             if Instant::now() >= deadline {
-                kill_group(&mut child);
-                break Err(());
+                break true;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            pipes.pump(Duration::from_millis(5));
         };
-        let marks = std::fs::read_to_string(stage_file.path()).unwrap_or_default();
+        // Ended or hung: either way, what it started in its group goes too.
+        #[cfg(unix)]
+        {
+            unix::kill_group(pid);
+            watch.unregister();
+        }
+        if timed_out {
+            // Already dead (the group was killed above): nothing changes.
+            let _ = child.kill();
+        }
+        let status = child.wait().map_err(io("wait"));
+        #[cfg(unix)]
+        drop(watch);
+        let (stdout, stderr) = pipes.finish(OUTPUT_GRACE);
+        let status = status?;
+        let marks = stage_file.contents();
         let last_stage = marks.lines().rev().find_map(Stage::from_name);
-        let status = match outcome {
-            Err(()) => ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit: self.timeout }),
-            Ok(status) => match (status.code(), exit_signal(&status)) {
-                (Some(code), _) => ProbeStatus::Exited(code),
+        let finished = marks.lines().any(|line| line == FINISHED_MARK);
+        let status = if timed_out {
+            ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit: self.timeout })
+        } else {
+            match (status.code(), exit_signal(&status)) {
+                (Some(code), _) if finished => ProbeStatus::Exited(code),
+                (Some(code), _) => ProbeStatus::Failed(ProbeFailure::Exited { code, stage: last_stage }),
                 (None, Some(signal)) => {
                     let site = FaultReport::parse(&marks);
                     ProbeStatus::Failed(ProbeFailure::Crashed { signal, stage: last_stage, site })
                 }
-                (None, None) => ProbeStatus::Exited(-1),
-            },
+                (None, None) => ProbeStatus::Failed(ProbeFailure::Exited { code: -1, stage: last_stage }),
+            }
         };
-        Ok(ProbeOutput {
-            status,
-            stdout: stdout.join().unwrap_or_default(),
-            stderr: stderr.join().unwrap_or_default(),
-            last_stage,
-        })
+        Ok(ProbeOutput { status, stdout, stderr, last_stage })
     }
 }
 
-/// Reads `pipe` to its end on a thread of its own.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            // A read error ends the capture; what was read is kept.
-            let _ = pipe.read_to_end(&mut bytes);
+/// How long the output of a child that ended is still read: what it wrote
+/// is in the pipes already; only a process that left its group and keeps
+/// them open makes this wait whole.
+const OUTPUT_GRACE: Duration = Duration::from_millis(500);
+
+/// The line [`finish`] writes to the stage file.
+const FINISHED_MARK: &str = "finished";
+
+#[cfg(unix)]
+use unix::StageFile;
+
+/// Whether the child has ended (Unix: without reaping it, so its process
+/// group cannot be reused before it is killed).
+#[cfg(unix)]
+fn ended(child: &mut std::process::Child) -> std::io::Result<bool> {
+    Ok(libc::pid_t::try_from(child.id()).map_or(true, unix::has_ended))
+}
+
+#[cfg(not(unix))]
+fn ended(child: &mut std::process::Child) -> std::io::Result<bool> {
+    Ok(child.try_wait()?.is_some())
+}
+
+/// The child's stdout and stderr, read as they come.
+#[cfg(unix)]
+struct Pipes([unix::Pipe; 2]);
+
+#[cfg(unix)]
+impl Pipes {
+    fn new(stdout: Option<std::process::ChildStdout>, stderr: Option<std::process::ChildStderr>) -> Self {
+        Self([unix::Pipe::new(stdout), unix::Pipe::new(stderr)])
+    }
+
+    /// Reads what comes within `wait`.
+    fn pump(&mut self, wait: Duration) {
+        unix::pump(&mut self.0, wait);
+    }
+
+    /// Reads the rest, for at most `grace`; returns (stdout, stderr).
+    fn finish(mut self, grace: Duration) -> (Vec<u8>, Vec<u8>) {
+        unix::drain(&mut self.0, grace);
+        let [stdout, stderr] = self.0;
+        (stdout.bytes, stderr.bytes)
+    }
+}
+
+/// The child's stdout and stderr, each read on a thread of its own.
+#[cfg(not(unix))]
+struct Pipes([std::sync::mpsc::Receiver<Vec<u8>>; 2]);
+
+#[cfg(not(unix))]
+impl Pipes {
+    fn new(stdout: Option<impl Read + Send + 'static>, stderr: Option<impl Read + Send + 'static>) -> Self {
+        fn drain(pipe: Option<impl Read + Send + 'static>) -> std::sync::mpsc::Receiver<Vec<u8>> {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    // A read error ends the capture; what was read is kept.
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                let _ = sender.send(bytes);
+            });
+            receiver
         }
-        bytes
-    })
+        Self([drain(stdout), drain(stderr)])
+    }
+
+    fn pump(&mut self, wait: Duration) {
+        std::thread::sleep(wait);
+    }
+
+    fn finish(self, grace: Duration) -> (Vec<u8>, Vec<u8>) {
+        let deadline = Instant::now() + grace;
+        let [stdout, stderr] = self.0.map(|pipe| {
+            pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()
+        });
+        (stdout, stderr)
+    }
 }
 
-/// Kills the child's process group (the child itself elsewhere), then
-/// reaps the child.
-fn kill_group(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: `kill` has no memory preconditions; `-pid` names the
-        // process group the child leads (`process_group(0)` at spawn), which
-        // exists until the child is reaped below.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
+/// The stage file, named (removed when the probe ends).
+#[cfg(not(unix))]
+struct StageFile(tempfile::NamedTempFile);
+
+#[cfg(not(unix))]
+impl StageFile {
+    fn create() -> std::io::Result<Self> {
+        tempfile::Builder::new().prefix("xplug-probe-").suffix(".stage").tempfile().map(Self)
     }
-    // Already dead (or killed above): an error here changes nothing.
-    let _ = child.kill();
-    let _ = child.wait();
+
+    fn child_path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    fn len(&self) -> Option<u64> {
+        self.0.as_file().metadata().ok().map(|metadata| metadata.len())
+    }
+
+    fn contents(&self) -> String {
+        std::fs::read_to_string(self.0.path()).unwrap_or_default()
+    }
 }
 
 #[cfg(unix)]
@@ -359,7 +499,10 @@ fn stage_file() -> Option<&'static std::fs::File> {
     static FILE: OnceLock<Option<std::fs::File>> = OnceLock::new();
     FILE.get_or_init(|| {
         let path = std::env::var_os(STAGE_FILE_ENV)?;
-        std::fs::OpenOptions::new().append(true).open(path).ok()
+        let file = std::fs::OpenOptions::new().append(true).open(path).ok()?;
+        // A stale variable naming a pipe, a terminal or a directory is no
+        // stage file: marks are not written there.
+        file.metadata().ok()?.is_file().then_some(file)
     })
     .as_ref()
 }
@@ -424,6 +567,22 @@ pub fn heartbeat() {
     }
 }
 
+/// Marks that this probe child finished its work: everything that runs
+/// plugin code (unload and library close included) is done, and only its
+/// report remains to be written. Call it once, last, in a probe child (the
+/// parent treats a child that exits without it as
+/// [`ProbeFailure::Exited`]: the plugin ended the process). Nothing
+/// happens outside a probe child.
+pub fn finish() {
+    if let Some(mut file) = stage_file() {
+        // One `write`; a failed write makes the parent report an early exit.
+        let mut line = [0u8; FINISHED_MARK.len() + 1];
+        line[..FINISHED_MARK.len()].copy_from_slice(FINISHED_MARK.as_bytes());
+        line[FINISHED_MARK.len()] = b'\n';
+        let _ = file.write_all(&line);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn write_mark(stage: Stage) {
@@ -452,6 +611,9 @@ mod tests {
         assert_eq!(crashed.to_string(), "crashed with SIGSEGV during load");
         let hung = ProbeFailure::TimedOut { stage: Some(Stage::Load), limit: DEFAULT_TIMEOUT };
         assert_eq!(hung.to_string(), "did not return from load within 10 s");
+        let exited = ProbeFailure::Exited { code: 0, stage: Some(Stage::Unload) };
+        assert_eq!(exited.to_string(), "ended the process with status 0 during unload");
+        assert_eq!(exited.kind(), "exited");
         let early = ProbeFailure::TimedOut { stage: None, limit: Duration::from_millis(1500) };
         assert_eq!(early.to_string(), "did not return from startup within 1.5 s");
         assert_eq!(Signal(77).to_string(), "signal 77");
@@ -510,7 +672,10 @@ mod tests {
     #[cfg(unix)]
     fn a_child_that_exits_keeps_its_code_and_output() {
         let mut command = Command::new("sh");
-        command.args(["-c", "echo '{\"ok\":true}'; echo note >&2; exit 3"]);
+        command.args([
+            "-c",
+            "echo '{\"ok\":true}'; echo note >&2; echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"; exit 3",
+        ]);
         let output = Probe::new(command).run().unwrap();
         assert_eq!(output.status, ProbeStatus::Exited(3));
         assert_eq!(output.stdout, b"{\"ok\":true}\n");

@@ -2,7 +2,8 @@
 //! `--in-process --json check --single-check NAME` through
 //! [`crate::isolate::probe`], its one-check report read back, a crash
 //! turned into that check's failure and a hang into "not run" for the
-//! checks after it.
+//! checks after it; a plugin that ended the child is that check's failure
+//! too.
 
 use xplug_probe::{ProbeFailure, ProbeStatus};
 

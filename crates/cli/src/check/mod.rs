@@ -5,7 +5,8 @@
 //! (`xplug check --single-check NAME`). By default each check runs in a
 //! child process of its own (this binary with `--in-process --json
 //! --single-check NAME`): a crash fails that check ("crashed with SIGSEGV
-//! during load") and the others still run; a hang fails it after the
+//! during load"), as does a plugin that ends the process ("ended the
+//! process with status 0 during load"), and the others still run; a hang fails it after the
 //! timeout, and the checks after it are reported as not run (each would
 //! likely wait as long). `--in-process` runs them all here.
 //!
