@@ -50,7 +50,7 @@ pub enum Error {
     /// The header dictionary is not one this reader understands.
     #[error("unreadable .npy header {header:?}: {reason}")]
     Header {
-        /// The header dictionary.
+        /// The header dictionary, cut to its start by [`excerpt`].
         header: String,
         /// What is wrong with it.
         reason: &'static str,
@@ -68,6 +68,27 @@ pub enum Error {
 }
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// The most characters of untrusted text (a file's header, an input the
+/// user gave) that an error message quotes: [`excerpt`] cuts the rest.
+pub const QUOTE_LIMIT: usize = 80;
+
+/// `text` as an error message quotes it: whole when it has at most
+/// [`QUOTE_LIMIT`] characters, else its first [`QUOTE_LIMIT`] followed by
+/// `...` and the full length, so a 20 MB header is not echoed whole.
+///
+/// ```
+/// assert_eq!(xplug_npy::excerpt("{'descr': '<f4'}"), "{'descr': '<f4'}");
+/// let long = "x".repeat(1000);
+/// assert_eq!(xplug_npy::excerpt(&long), format!("{}... (1000 bytes)", "x".repeat(80)));
+/// ```
+#[must_use]
+pub fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_LIMIT) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
+    }
+}
 
 /// A dense C-order array: its dtype, shape and raw element bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +154,8 @@ pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
         bytes.get(start..data_start).ok_or(Error::Truncated { expected: data_start, found: bytes.len() })?;
     let header = String::from_utf8_lossy(header).into_owned();
     let compact: String = header.chars().filter(|c| !c.is_whitespace()).collect();
-    let bad = |reason| Error::Header { header: header.trim().to_owned(), reason };
+    // The header is the file's: an error quotes only its start.
+    let bad = |reason| Error::Header { header: excerpt(header.trim()), reason };
     if !compact.contains("'fortran_order':False") {
         return Err(bad("only C-order arrays ('fortran_order': False) are read"));
     }
@@ -231,6 +253,34 @@ mod tests {
         bytes.extend_from_slice(&1.0f32.to_le_bytes());
         bytes.extend_from_slice(&(-2.0f32).to_le_bytes());
         assert_eq!(decode_f32(&bytes).unwrap(), [1.0, -2.0]);
+    }
+
+    #[test]
+    fn zero_dimensional_arrays_read_as_iree_writes_them() {
+        // The bytes iree-run-module wrote for `--output=@o.npy` of an `i32`
+        // result 42: version 1.0, shape `()`, 128-byte header.
+        let mut iree = b"\x93NUMPY\x01\x00\x76\x00".to_vec();
+        let mut header = "{'descr': '<i4', 'fortran_order': False, 'shape': (), }".to_owned();
+        header.push_str(&" ".repeat(0x76 - header.len() - 1));
+        header.push('\n');
+        iree.extend_from_slice(header.as_bytes());
+        iree.extend_from_slice(&42i32.to_le_bytes());
+        let array = decode(&iree).unwrap();
+        assert_eq!(array, NpyArray { descr: "<i4".into(), shape: vec![], data: 42i32.to_le_bytes().to_vec() });
+        assert_eq!(encode(&array), iree, "a 0-d array is written byte for byte as IREE writes it");
+    }
+
+    #[test]
+    fn a_huge_bad_header_is_quoted_only_in_part() {
+        let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+        let header = format!("{{'descr': '<f4', 'fortran_order': True, 'junk': '{}'}}\n", "A".repeat(20 << 20));
+        bytes.extend_from_slice(&u32::try_from(header.len()).unwrap().to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        let error = decode(&bytes).unwrap_err();
+        let Error::Header { header: quoted, .. } = &error else { panic!("{error}") };
+        assert!(quoted.starts_with("{'descr': '<f4'"), "{quoted}");
+        assert!(quoted.ends_with(&format!("... ({} bytes)", header.trim().len())), "{quoted}");
+        assert!(error.to_string().len() < 300, "{}", error.to_string().len());
     }
 
     #[test]
