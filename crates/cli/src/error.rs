@@ -174,15 +174,6 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_iree::Error,
     },
-    /// An `.npy` file could not be read.
-    #[error("{context}")]
-    Npy {
-        /// What was being done, naming the file.
-        context: String,
-        /// What is wrong with the file.
-        #[source]
-        source: xplug_npy::Error,
-    },
     /// `xplug build --sos` failed (cargo, the linker, the crate's
     /// manifest).
     #[error("cannot build the .sos of {}", manifest.display())]
@@ -192,6 +183,33 @@ pub(crate) enum CliError {
         /// xplug-build's error.
         #[source]
         source: xplug_build::BuildError,
+    },
+    /// A result cannot be handled as its `--output` asks (`xplug run`), or
+    /// the `--output` flags do not give one per result.
+    #[error(
+        "{}{problem}",
+        match index {
+            Some(index) => format!("--output={spec} (result {index}): "),
+            None => String::new(),
+        }
+    )]
+    Output {
+        /// The result, when one is concerned.
+        index: Option<usize>,
+        /// The `--output` value, cut by `xplug_npy::excerpt`.
+        spec: String,
+        /// What is wrong and what to give instead.
+        problem: String,
+    },
+    /// A file given to read is refused (not a regular file, too large) or
+    /// cannot be read (`xplug call --file`).
+    #[error("{context}")]
+    Input {
+        /// What the CLI was doing.
+        context: String,
+        /// xplug-iree's error, naming the file and the limit.
+        #[source]
+        source: xplug_iree::Error,
     },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
@@ -244,8 +262,9 @@ impl CliError {
             },
             Self::ProbeUnavailable { source, .. } => source.code(),
             Self::Iree { source, .. } => iree_code(source),
-            Self::Npy { .. } => StatusCode::INVALID_ARGUMENT,
             Self::Build { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::Output { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::Input { source, .. } => iree_code(source),
         }
     }
 
@@ -280,8 +299,14 @@ impl CliError {
             Self::ProbeUnavailable { .. } => "probe_unavailable",
             Self::Iree { source: xplug_iree::Error::UnresolvedImports { .. }, .. } => "unresolved_imports",
             Self::Iree { source: xplug_iree::Error::NoSuchFunction { .. }, .. } => "no_such_function",
-            Self::Iree { .. } => "iree",
-            Self::Npy { .. } => "npy",
+            Self::Iree { source, .. } | Self::Input { source, .. } if input_kind(source).is_some() => {
+                input_kind(source).unwrap_or("input")
+            }
+            Self::Iree { source: xplug_iree::Error::FunctionNotGiven { .. }, .. } => "function_not_given",
+            Self::Iree { source: xplug_iree::Error::Input { .. }, .. } => "input",
+            Self::Iree { source: xplug_iree::Error::Argument { .. }, .. } => "argument",
+            Self::Iree { .. } | Self::Input { .. } => "iree",
+            Self::Output { .. } => "output",
             Self::Build { .. } => "build",
         }
     }
@@ -424,11 +449,32 @@ pub(crate) fn report_error(error: &CliError) {
     }
 }
 
+/// The kind of an xplug-iree error about a file given to read.
+fn input_kind(error: &xplug_iree::Error) -> Option<&'static str> {
+    use xplug_iree::Error as IreeError;
+    Some(match error {
+        IreeError::NotAFile { .. } => "not_a_file",
+        IreeError::FileTooLarge { .. } => "file_too_large",
+        IreeError::FileRead { .. } | IreeError::ModuleFile { .. } => "file",
+        IreeError::Npy { .. } => "npy",
+        _ => return None,
+    })
+}
+
 /// The status code of an xplug-iree error: IREE's own where IREE reported
 /// it, the manager's for unresolved imports.
 fn iree_code(error: &xplug_iree::Error) -> StatusCode {
     use xplug_iree::Error as IreeError;
     match error {
+        IreeError::NotAFile { .. }
+        | IreeError::Npy { .. }
+        | IreeError::Input { .. }
+        | IreeError::FunctionNotGiven { .. } => StatusCode::INVALID_ARGUMENT,
+        IreeError::FileTooLarge { .. } => StatusCode::OUT_OF_RANGE,
+        IreeError::FileRead { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            StatusCode::NOT_FOUND
+        }
+        IreeError::FileRead { .. } => StatusCode::UNAVAILABLE,
         IreeError::UnresolvedImports { source, .. } => source.code(),
         IreeError::NoSuchFunction { .. } => StatusCode::NOT_FOUND,
         IreeError::TensorSize { .. } | IreeError::NpyDtype { .. } => StatusCode::INVALID_ARGUMENT,

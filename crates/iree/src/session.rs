@@ -38,11 +38,18 @@ impl Module {
     ///
     /// # Errors
     /// [`Error::ModuleFile`] when the file cannot be read,
+    /// [`Error::NotAFile`] or [`Error::FileTooLarge`] when it is not a
+    /// regular file of at most [`crate::files::MODULE_LIMIT`] bytes,
     /// [`Error::ModuleInvalid`] when IREE refuses its contents.
     pub fn from_file(runtime: &Runtime, path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let bytes =
-            std::fs::read(path).map_err(|source| Error::ModuleFile { path: path.to_owned(), source })?;
+            crate::files::read_bounded(path, "the module", crate::files::MODULE_LIMIT).map_err(|error| {
+                match error {
+                    Error::FileRead { path, source, .. } => Error::ModuleFile { path, source },
+                    other => other,
+                }
+            })?;
         Self::from_bytes_labelled(runtime, &bytes, path.display().to_string())
     }
 
@@ -93,7 +100,102 @@ impl Module {
         &self.inner.name
     }
 
-    /// The names of the functions the module exports.
+    /// The exported function `name`, looked up in this module alone, as
+    /// `iree-run-module --function=NAME` looks it up (no `module.` prefix;
+    /// the bytes need not be UTF-8).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchFunction`], with the closest exported name.
+    pub fn function(&self, name: &[u8]) -> Result<Function, Error> {
+        let mut function = iree::iree_vm_function_t::default();
+        // SAFETY: the module is live; the name view is valid for the call
+        // (IREE only compares it); `function` is a valid out pointer.
+        let status = unsafe {
+            iree::iree_vm_module_lookup_function_by_name(
+                self.inner.raw.as_ptr(),
+                iree::iree_vm_function_linkage_e_IREE_VM_FUNCTION_LINKAGE_EXPORT,
+                sys::string_view(name),
+                &mut function,
+            )
+        };
+        if sys::check(status).is_err() {
+            let wanted = String::from_utf8_lossy(name).into_owned();
+            let exported = self.functions();
+            return Err(Error::NoSuchFunction {
+                module: self.name().to_owned(),
+                suggestion: xplug_manager::suggest::closest(&wanted, &exported).map(str::to_owned),
+                function: wanted,
+            });
+        }
+        self.wrap_function(function)
+    }
+
+    /// The function `iree-run-module` runs without `--function`: the only
+    /// export whose name neither starts with `__` nor holds `$`.
+    ///
+    /// # Errors
+    /// [`Error::FunctionNotGiven`] when there is none or more than one.
+    pub fn only_function(&self) -> Result<Function, Error> {
+        let mut candidates = Vec::new();
+        for function in self.exports() {
+            if !function.name.starts_with(b"__") && !function.name.contains(&b'$') {
+                candidates.push(function);
+            }
+        }
+        if candidates.len() == 1 {
+            return Ok(candidates.remove(0));
+        }
+        Err(Error::FunctionNotGiven {
+            module: self.name().to_owned(),
+            functions: candidates.iter().map(Function::name_lossy).collect(),
+        })
+    }
+
+    fn exports(&self) -> Vec<Function> {
+        let raw = self.inner.raw.as_ptr();
+        // SAFETY: the module is live.
+        let signature = unsafe { iree::iree_vm_module_signature(raw) };
+        (0..signature.export_function_count)
+            .filter_map(|ordinal| {
+                let mut function = iree::iree_vm_function_t::default();
+                // SAFETY: the ordinal is below the export count; `function`
+                // is a valid out pointer.
+                let status = unsafe {
+                    iree::iree_vm_module_lookup_function_by_ordinal(
+                        raw,
+                        iree::iree_vm_function_linkage_e_IREE_VM_FUNCTION_LINKAGE_EXPORT,
+                        ordinal,
+                        &mut function,
+                    )
+                };
+                sys::check(status).ok()?;
+                self.wrap_function(function).ok()
+            })
+            .collect()
+    }
+
+    fn wrap_function(&self, raw: iree::iree_vm_function_t) -> Result<Function, Error> {
+        // SAFETY: `raw` was filled by IREE for this live module; the name
+        // view points into its metadata and is copied at once.
+        let name = unsafe { view_to_bytes(iree::iree_vm_function_name(&raw)) };
+        // SAFETY: as above.
+        let signature = unsafe { iree::iree_vm_function_signature(&raw) };
+        let mut arguments = iree::iree_string_view_t { data: std::ptr::null(), size: 0 };
+        let mut results = iree::iree_string_view_t { data: std::ptr::null(), size: 0 };
+        // SAFETY: `signature` is live (it views the module's metadata); the
+        // out views point into it and are copied at once.
+        let status = unsafe {
+            iree::iree_vm_function_call_get_cconv_fragments(&signature, &mut arguments, &mut results)
+        };
+        let function = String::from_utf8_lossy(&name).into_owned();
+        sys::check(status).map_err(|status| Error::Call { function, source: status.into() })?;
+        // SAFETY: as above.
+        let arguments_cconv = unsafe { view_to_bytes(arguments) };
+        Ok(Function { raw, module: self.clone(), name, arguments_cconv })
+    }
+
+    /// The names of the functions the module exports (invalid UTF-8
+    /// replaced).
     #[must_use]
     pub fn functions(&self) -> Vec<String> {
         let raw = self.inner.raw.as_ptr();
@@ -125,12 +227,20 @@ impl Module {
 /// # Safety
 /// `view` points to `size` readable bytes (or is empty).
 unsafe fn view_to_string(view: iree::iree_string_view_t) -> String {
+    // SAFETY: forwarded to the caller.
+    String::from_utf8_lossy(&unsafe { view_to_bytes(view) }).into_owned()
+}
+
+/// Copies the bytes of a string view IREE returned.
+///
+/// # Safety
+/// `view` points to `size` readable bytes (or is empty).
+unsafe fn view_to_bytes(view: iree::iree_string_view_t) -> Vec<u8> {
     if view.data.is_null() || view.size == 0 {
-        return String::new();
+        return Vec::new();
     }
     // SAFETY: forwarded to the caller.
-    let bytes = unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.size) };
-    String::from_utf8_lossy(bytes).into_owned()
+    unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.size) }.to_vec()
 }
 
 /// A module loaded on a device, ready to call: IREE's VM context holding
@@ -245,8 +355,8 @@ impl Session {
         &self.module
     }
 
-    /// Calls `function` (a name the module exports, or `module.function`)
-    /// with host tensors and copies every result back.
+    /// Calls `function` (a name the module exports) with host tensors and
+    /// copies every result back.
     ///
     /// # Errors
     /// As [`Session::invoke`] and [`CallResults::values`].
@@ -255,77 +365,149 @@ impl Session {
         self.invoke(function, &arguments)?.values()
     }
 
-    /// Calls `function` with `arguments`, leaving the results on the device.
+    /// Calls `function` with `arguments`, leaving the results on the device:
+    /// [`Module::function`], [`Session::prepare`] and [`Call::invoke`].
     ///
     /// # Errors
     /// [`Error::NoSuchFunction`] (with a suggestion) when the module does
-    /// not export it, [`Error::Argument`] when an argument cannot be made,
-    /// [`Error::Call`] when IREE's invocation fails.
+    /// not export it, the errors of [`Session::prepare`] when an argument
+    /// cannot be made, [`Error::Call`] when IREE's invocation fails.
     pub fn invoke(&self, function: &str, arguments: &[Argument<'_>]) -> Result<CallResults, Error> {
-        let resolved = self.resolve_function(function)?;
-        let allocator = sys::system_allocator();
-        let call_error =
-            |status: sys::Status| Error::Call { function: function.to_owned(), source: status.into() };
-        let inputs = new_list(arguments.len(), allocator).map_err(call_error)?;
-        for (index, argument) in arguments.iter().enumerate() {
-            let view = self.make_view(argument).map_err(|status| Error::Argument {
-                function: function.to_owned(),
-                index,
-                input: match argument {
-                    Argument::Tensor(tensor) => format!("{tensor:?}"),
-                    Argument::Text(text) => (*text).to_owned(),
-                },
-                source: status.into(),
-            })?;
-            // SAFETY: list and view are live; the list takes its own reference.
-            sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(inputs.as_ptr(), view.as_ptr()) })
-                .map_err(call_error)?;
-        }
-        let outputs = new_list(4, allocator).map_err(call_error)?;
-        // SAFETY: context, function, and both lists are live; a NULL policy
-        // is IREE's default.
-        sys::check(unsafe {
-            iree::iree_vm_invoke(
-                self.context.as_ptr(),
-                resolved,
-                0,
-                std::ptr::null(),
-                inputs.as_ptr(),
-                outputs.as_ptr(),
-                allocator,
-            )
-        })
-        .map_err(call_error)?;
-        Ok(CallResults { list: outputs, device: self.device.clone(), function: function.to_owned() })
+        let function = self.module.function(function.as_bytes())?;
+        self.prepare(&function, arguments)?.invoke()
     }
 
-    fn resolve_function(&self, function: &str) -> Result<iree::iree_vm_function_t, Error> {
-        let full = if function.contains('.') {
-            function.to_owned()
-        } else {
-            format!("{}.{function}", self.module.name())
-        };
-        let mut resolved = iree::iree_vm_function_t::default();
-        // SAFETY: the context is live; the name view is valid for the call.
-        let status = unsafe {
-            iree::iree_vm_context_resolve_function(
-                self.context.as_ptr(),
-                sys::string_view(full.as_bytes()),
-                &mut resolved,
-            )
-        };
-        match sys::check(status) {
-            Ok(()) => Ok(resolved),
-            Err(_) => {
-                let exported = self.module.functions();
-                let bare = function.rsplit('.').next().unwrap_or(function);
-                Err(Error::NoSuchFunction {
-                    module: self.module.name().to_owned(),
-                    function: function.to_owned(),
-                    suggestion: xplug_manager::suggest::closest(bare, &exported).map(str::to_owned),
-                })
-            }
+    /// Makes the argument list of a call to `function` (a function of this
+    /// session's module), as `iree-run-module` makes it from its `--input`
+    /// flags: each argument is matched with the next type of the function's
+    /// calling convention (`i`, `I`, `f`, `F` for `i32`, `i64`, `f32`,
+    /// `f64`; `r` for a reference such as a tensor). Nothing runs yet.
+    ///
+    /// [`Argument::Text`] takes `iree-run-module`'s forms: a number for a
+    /// scalar parameter (`21`, `0x10`, `-1.5`, parsed by IREE's own
+    /// `iree_string_view_atoi`/`atof`), a tensor (`4xf32=1,2,3,4`; `f32=7`
+    /// for a 0-d tensor), `@FILE.npy` (read through
+    /// [`crate::files::read_bounded`], at most [`crate::files::INPUT_LIMIT`]
+    /// bytes) and `(null)`/`(ignored)`; leading and trailing whitespace is
+    /// trimmed. Too few arguments are left for IREE's invocation to refuse,
+    /// as in IREE's tool.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchFunction`] for a function of another module;
+    /// [`Error::Input`] for too many arguments, a tensor where a scalar is
+    /// expected (or the reverse), an empty one, or a form xplug does not
+    /// take (`+FILE`, `*FILE`, `&...`, `TYPE=@FILE`); [`Error::Argument`]
+    /// when IREE refuses one; for an `@FILE.npy` the errors of
+    /// [`crate::files::read_bounded`], [`Error::Npy`] and [`Error::NpyDtype`].
+    pub fn prepare(&self, function: &Function, arguments: &[Argument<'_>]) -> Result<Call<'_>, Error> {
+        let name = function.name_lossy();
+        if !Arc::ptr_eq(&function.module.inner, &self.module.inner) {
+            return Err(Error::NoSuchFunction {
+                module: self.module.name().to_owned(),
+                function: name,
+                suggestion: None,
+            });
         }
+        let allocator = sys::system_allocator();
+        let list = new_list(arguments.len(), allocator)
+            .map_err(|status| Error::Call { function: name.clone(), source: status.into() })?;
+        let mut cconv: &[u8] = &function.arguments_cconv;
+        for (index, argument) in arguments.iter().enumerate() {
+            let input = match argument {
+                Argument::Tensor(tensor) => format!("{tensor:?}"),
+                Argument::Text(text) => xplug_npy::excerpt(text),
+            };
+            let problem = |problem: String| Error::Input {
+                function: name.clone(),
+                index,
+                input: input.clone(),
+                problem,
+            };
+            let iree_error = |status: sys::Status| Error::Argument {
+                function: name.clone(),
+                index,
+                input: input.clone(),
+                source: status.into(),
+            };
+            let Some((&expected, rest)) = cconv.split_first() else {
+                return Err(problem(format!(
+                    "`{name}` takes {} argument(s); this one is one too many",
+                    function.arguments_cconv.len()
+                )));
+            };
+            cconv = rest;
+            let loaded;
+            let tensor = match argument {
+                Argument::Tensor(tensor) => *tensor,
+                Argument::Text(raw) => {
+                    let text = raw.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b');
+                    let null = text == "(null)" || text == "(ignored)";
+                    if text.is_empty() {
+                        return Err(problem("no value given; give a number, a tensor or @FILE.npy".into()));
+                    }
+                    if text.starts_with(['+', '*', '&'])
+                        || text.split_once('=').is_some_and(|(_, contents)| contents.starts_with(['@', '+']))
+                    {
+                        return Err(problem(
+                            "xplug takes `@FILE.npy`, a number or a tensor's text; not `+FILE`, `*FILE`, \
+                             `&...` or `TYPE=@FILE`"
+                                .into(),
+                        ));
+                    }
+                    if null || (expected != b'r' && !text.starts_with('@')) {
+                        // SAFETY: the list is live; IREE reads `text` only
+                        // during the call (see the glue function).
+                        sys::check(unsafe {
+                            sys::xplug_iree_list_push_primitive(
+                                list.as_ptr(),
+                                expected as std::ffi::c_char,
+                                text.as_ptr().cast(),
+                                text.len(),
+                                c_int::from(null),
+                            )
+                        })
+                        .map_err(iree_error)?;
+                        continue;
+                    }
+                    if let Some(path) = text.strip_prefix('@') {
+                        if !path.ends_with(".npy") {
+                            return Err(problem(
+                                "only .npy files are read for `@FILE` inputs, as iree-run-module reads them"
+                                    .into(),
+                            ));
+                        }
+                        loaded = read_npy_input(Path::new(path))?;
+                        &loaded
+                    } else {
+                        if !text.contains(['=', 'x']) {
+                            return Err(problem(
+                                "a tensor needs at least a shape and type (`4x2xf32=...`; `f32=7` for 0-d)"
+                                    .into(),
+                            ));
+                        }
+                        let view = self.make_view(&Argument::Text(text)).map_err(iree_error)?;
+                        // SAFETY: list and view are live; the list takes its
+                        // own reference.
+                        sys::check(unsafe {
+                            sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr())
+                        })
+                        .map_err(iree_error)?;
+                        continue;
+                    }
+                }
+            };
+            if expected != b'r' {
+                return Err(problem(format!(
+                    "`{name}` takes {} here, not a tensor",
+                    cconv_type_name(expected)
+                )));
+            }
+            let view = self.make_view(&Argument::Tensor(tensor)).map_err(iree_error)?;
+            // SAFETY: list and view are live; the list takes its own reference.
+            sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
+                .map_err(iree_error)?;
+        }
+        Ok(Call { session: self, function: function.clone(), name, inputs: list })
     }
 
     fn make_view(&self, argument: &Argument<'_>) -> Result<sys::BufferView, sys::Status> {
@@ -359,6 +541,110 @@ impl Session {
             ),
         }
     }
+}
+
+/// A call made ready by [`Session::prepare`]: the function and its
+/// argument list, on the session's device.
+pub struct Call<'s> {
+    session: &'s Session,
+    function: Function,
+    name: String,
+    inputs: sys::List,
+}
+
+impl Call<'_> {
+    /// The function this call runs.
+    #[must_use]
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// Runs the function on the prepared arguments.
+    ///
+    /// # Errors
+    /// [`Error::Call`] when IREE's invocation fails (too few arguments
+    /// included: IREE's invocation checks them).
+    pub fn invoke(self) -> Result<CallResults, Error> {
+        let allocator = sys::system_allocator();
+        let call_error =
+            |status: sys::Status| Error::Call { function: self.name.clone(), source: status.into() };
+        let outputs = new_list(4, allocator).map_err(call_error)?;
+        // SAFETY: context, function (of a module the context holds, kept
+        // alive by `self.function`) and both lists are live; a NULL policy
+        // is IREE's default.
+        sys::check(unsafe {
+            iree::iree_vm_invoke(
+                self.session.context.as_ptr(),
+                self.function.raw,
+                0,
+                std::ptr::null(),
+                self.inputs.as_ptr(),
+                outputs.as_ptr(),
+                allocator,
+            )
+        })
+        .map_err(call_error)?;
+        Ok(CallResults { list: outputs, device: self.session.device.clone(), function: self.name })
+    }
+}
+
+/// A function a module exports, found in that module alone as
+/// `iree-run-module` finds it (`--function=NAME`, the exact export name;
+/// the functions of the HAL module a session adds are not among them).
+#[derive(Clone)]
+pub struct Function {
+    raw: iree::iree_vm_function_t,
+    // Keeps the module `raw` points into alive.
+    module: Module,
+    name: Vec<u8>,
+    arguments_cconv: Vec<u8>,
+}
+
+impl Function {
+    /// The name as the module spells it (bytes: IREE does not require
+    /// UTF-8).
+    #[must_use]
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The name for messages (invalid UTF-8 replaced).
+    #[must_use]
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+
+    /// The argument types of its calling convention (`i`, `I`, `f`, `F`,
+    /// `r`, ...), one byte per argument.
+    #[must_use]
+    pub fn argument_types(&self) -> &[u8] {
+        &self.arguments_cconv
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Function({})", self.name_lossy())
+    }
+}
+
+/// What a calling-convention type is, for messages.
+fn cconv_type_name(cconv: u8) -> String {
+    match cconv {
+        b'i' => "an i32".to_owned(),
+        b'I' => "an i64".to_owned(),
+        b'f' => "an f32".to_owned(),
+        b'F' => "an f64".to_owned(),
+        b'r' => "a reference (a tensor)".to_owned(),
+        other => format!("calling-convention type `{}`", char::from(other)),
+    }
+}
+
+/// Reads an `--input=@FILE.npy` as a tensor, bounded.
+fn read_npy_input(path: &Path) -> Result<Tensor, Error> {
+    let bytes = crate::files::read_bounded(path, "the input file", crate::files::INPUT_LIMIT)?;
+    let array = xplug_npy::decode(&bytes).map_err(|source| Error::Npy { path: path.to_owned(), source })?;
+    Tensor::from_npy(array)
 }
 
 fn new_list(capacity: usize, allocator: sys::Allocator) -> Result<sys::List, sys::Status> {

@@ -266,14 +266,18 @@ mod tests {
         iree.extend_from_slice(header.as_bytes());
         iree.extend_from_slice(&42i32.to_le_bytes());
         let array = decode(&iree).unwrap();
-        assert_eq!(array, NpyArray { descr: "<i4".into(), shape: vec![], data: 42i32.to_le_bytes().to_vec() });
+        assert_eq!(
+            array,
+            NpyArray { descr: "<i4".into(), shape: vec![], data: 42i32.to_le_bytes().to_vec() }
+        );
         assert_eq!(encode(&array), iree, "a 0-d array is written byte for byte as IREE writes it");
     }
 
     #[test]
     fn a_huge_bad_header_is_quoted_only_in_part() {
         let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
-        let header = format!("{{'descr': '<f4', 'fortran_order': True, 'junk': '{}'}}\n", "A".repeat(20 << 20));
+        let header =
+            format!("{{'descr': '<f4', 'fortran_order': True, 'junk': '{}'}}\n", "A".repeat(20 << 20));
         bytes.extend_from_slice(&u32::try_from(header.len()).unwrap().to_le_bytes());
         bytes.extend_from_slice(header.as_bytes());
         let error = decode(&bytes).unwrap_err();
