@@ -439,14 +439,18 @@ pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
 }
 
 /// Prints `error` on stderr: the message, then each cause on its own line.
+/// A stderr that cannot be written (`2>/dev/full`) loses the text but does
+/// not panic: the exit code still says the command failed.
 pub(crate) fn report_error(error: &CliError) {
+    use std::io::Write as _;
     let style = Style::stderr();
     // Messages quote plugin strings: escaped, like every plugin string
     // in the human output.
-    eprintln!("{} {}", style.bad("error:"), terminal_safe(&error.to_string()));
+    let mut text = format!("{} {}\n", style.bad("error:"), terminal_safe(&error.to_string()));
     for cause in error.causes() {
-        eprintln!("  caused by: {}", terminal_safe(&cause));
+        text.push_str(&format!("  caused by: {}\n", terminal_safe(&cause)));
     }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// The kind of an xplug-iree error about a file given to read.

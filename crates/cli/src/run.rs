@@ -89,7 +89,10 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         return list_imports(&built, &executables, session.err(), as_json);
     }
     if options.trace && !as_json {
-        eprint!("{}", imports_table(&built, &executables, Style::stderr()));
+        // Diagnostics only: a stderr that cannot be written does not stop the run.
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(imports_table(&built, &executables, Style::stderr()).as_bytes());
     }
     let session = session.map_err(iree_error(format!(
         "cannot load {} on {}",

@@ -316,6 +316,12 @@ fn a_failed_write_of_a_result_is_an_error_exit() {
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains("stdout") && stderr.contains("No space left"), "{args:?}: {stderr}");
     }
+    // A stderr that cannot be written loses the message, not the exit code
+    // (no panic: 101).
+    for (args, code) in [(vec!["run", "/nonexistent.vmfb"], 1), (vec!["run", "--bogus"], 2)] {
+        let output = Command::new(env!("CARGO_BIN_EXE_xplug")).args(&args).stderr(full()).output().unwrap();
+        assert_eq!(output.status.code(), Some(code), "{args:?}");
+    }
     let failure = json(&["run", &module, "--function=double", "--input=21", "--output=@/dev/full"], 1);
     assert_eq!(failure["error"]["kind"], "file", "{failure}");
     assert!(failure["error"]["message"].as_str().unwrap().contains("/dev/full"), "{failure}");
