@@ -172,8 +172,9 @@ enum Command {
         function: Option<std::ffi::OsString>,
         /// An argument, as iree-run-module takes it: a number for a scalar
         /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
-        /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` or `(null)`; repeat
-        /// in argument order.
+        /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
+        /// next array of the file, `*FILE.npy` all that are left),
+        /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
         #[arg(long = "input", value_name = "VALUE")]
         inputs: Vec<String>,
         /// Where result N goes, one flag per result in order (none: print

@@ -152,6 +152,23 @@ fn stdout_exit_code_and_files_match_iree_run_module_on_successes_and_failures() 
     .unwrap();
     let not_npy = dir.path().join("input.bin");
     std::fs::write(&not_npy, [0u8; 4]).unwrap();
+    // Two 0-d arrays in one file, and raw bytes.
+    let several = dir.path().join("several.npy");
+    let scalar = |value: f32| {
+        xplug_npy::encode(&xplug_npy::NpyArray {
+            descr: "<f4".into(),
+            shape: vec![],
+            data: value.to_le_bytes().to_vec(),
+        })
+    };
+    std::fs::write(&several, [scalar(2.0), scalar(-5.0)].concat()).unwrap();
+    let raw = dir.path().join("raw.bin");
+    std::fs::write(
+        &raw,
+        [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let (several, raw) = (several.display().to_string(), raw.display().to_string());
     let zero_d_input = format!("--input=@{}", zero_d.display());
     let not_npy_input = format!("--input=@{}", not_npy.display());
     let missing_input = format!("--input=@{}", dir.path().join("missing.npy").display());
@@ -175,6 +192,25 @@ fn stdout_exit_code_and_files_match_iree_run_module_on_successes_and_failures() 
             &scalars,
             &["--function=scale", "--input=0.5", "--input=-9", "--output=@{raw}", "--output=+{raw}"],
         ),
+        // Several arguments from one file: `@`, `+`, `*`, and raw bytes.
+        case(&scalars, &["--function=square", &format!("--input=@{several}")]),
+        case(&scalars, &["--function=square", &format!("--input=+{several}")]),
+        case(&scalars, &["--function=square", &format!("--input=*{several}")]),
+        case(
+            &scalars,
+            &["--function=square", &format!("--input=@{several}"), &format!("--input=+{several}")],
+        ),
+        case(&scalars, &["--function=square", &format!("--input=f32=@{raw}")]),
+        case(&scalars, &["--function=square", &format!("--input=2xf32=@{raw}")]),
+        case(
+            &mul,
+            &["--function=mul", &plugin, &format!("--input=2xf32=@{raw}"), &format!("--input=2xf32=+{raw}")],
+        ),
+        case(
+            &mul,
+            &["--function=mul", &plugin, &format!("--input=4xf32=@{raw}"), &format!("--input=4xf32=+{raw}")],
+        ),
+        case(&scalars, &["--function=square", &format!("--input=&f32=@{raw}")]),
         // Tensors through a plugin; `-` prints without `result[0]: `.
         case(
             &mul,

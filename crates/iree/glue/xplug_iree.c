@@ -417,3 +417,13 @@ iree_status_t xplug_iree_list_push_primitive(iree_vm_list_t* list,
   }
   return iree_vm_list_push_value(list, &value);
 }
+
+// Appends the buffer under `view` to `list` (the list takes its own
+// reference), as iree-run-module passes an `--input=&TYPE=...` (storage
+// for an output, iree/tooling/function_io.c,
+// iree_tooling_parse_storage_into).
+iree_status_t xplug_iree_list_push_buffer_of_view(
+    iree_vm_list_t* list, iree_hal_buffer_view_t* view) {
+  iree_vm_ref_t ref = iree_hal_buffer_retain_ref(iree_hal_buffer_view_buffer(view));
+  return iree_vm_list_push_ref_move(list, &ref);
+}

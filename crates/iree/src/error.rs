@@ -95,8 +95,8 @@ pub enum Error {
         #[source]
         source: xplug_npy::Error,
     },
-    /// An argument does not fit the function's signature, or uses a form
-    /// of `--input` xplug does not take.
+    /// An argument does not fit the function's signature (too many, a
+    /// tensor for a scalar, a file too short for its type), or is empty.
     #[error("argument {index} of `{function}` (`{input}`): {problem}")]
     Input {
         /// The function.

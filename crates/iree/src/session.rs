@@ -386,18 +386,22 @@ impl Session {
     /// [`Argument::Text`] takes `iree-run-module`'s forms: a number for a
     /// scalar parameter (`21`, `0x10`, `-1.5`, parsed by IREE's own
     /// `iree_string_view_atoi`/`atof`), a tensor (`4xf32=1,2,3,4`; `f32=7`
-    /// for a 0-d tensor), `@FILE.npy` (read through
-    /// [`crate::files::read_bounded`], at most [`crate::files::INPUT_LIMIT`]
-    /// bytes) and `(null)`/`(ignored)`; leading and trailing whitespace is
-    /// trimmed. Too few arguments are left for IREE's invocation to refuse,
-    /// as in IREE's tool.
+    /// for a 0-d tensor), `(null)`/`(ignored)`, and files: `@FILE.npy`
+    /// (the first array), `+FILE.npy` (the next array after the last read
+    /// of the same path), `*FILE.npy` (every array left, one argument
+    /// each), `4xf32=@FILE` and `4xf32=+FILE` (raw bytes, from the start or
+    /// from where the last read stopped), and `&TYPE=...` (the buffer alone,
+    /// as storage for an output). Files are read through
+    /// [`crate::files::read_bounded`], at most
+    /// [`crate::files::INPUT_LIMIT`] bytes each. Leading and trailing
+    /// whitespace is trimmed. Too few arguments are left for IREE's
+    /// invocation to refuse, as in IREE's tool.
     ///
     /// # Errors
     /// [`Error::NoSuchFunction`] for a function of another module;
     /// [`Error::Input`] for too many arguments, a tensor where a scalar is
-    /// expected (or the reverse), an empty one, or a form xplug does not
-    /// take (`+FILE`, `*FILE`, `&...`, `TYPE=@FILE`); [`Error::Argument`]
-    /// when IREE refuses one; for an `@FILE.npy` the errors of
+    /// expected (or the reverse), an empty one, a file too short for its
+    /// type; [`Error::Argument`] when IREE refuses one; for a file the errors of
     /// [`crate::files::read_bounded`], [`Error::Npy`] and [`Error::NpyDtype`].
     pub fn prepare(&self, function: &Function, arguments: &[Argument<'_>]) -> Result<Call<'_>, Error> {
         let name = function.name_lossy();
@@ -412,6 +416,9 @@ impl Session {
         let list = new_list(arguments.len(), allocator)
             .map_err(|status| Error::Call { function: name.clone(), source: status.into() })?;
         let mut cconv: &[u8] = &function.arguments_cconv;
+        // Files read so far, by the path as given: `+FILE` and `*FILE`
+        // continue where the previous read of the same path stopped.
+        let mut streams: Vec<InputStream> = Vec::new();
         for (index, argument) in arguments.iter().enumerate() {
             let input = match argument {
                 Argument::Tensor(tensor) => format!("{tensor:?}"),
@@ -429,85 +436,187 @@ impl Session {
                 input: input.clone(),
                 source: status.into(),
             };
-            let Some((&expected, rest)) = cconv.split_first() else {
-                return Err(problem(format!(
+            let next_type = |cconv: &mut &[u8]| match cconv.split_first() {
+                Some((&expected, rest)) => {
+                    *cconv = rest;
+                    Ok(expected)
+                }
+                None => Err(problem(format!(
                     "`{name}` takes {} argument(s); this one is one too many",
                     function.arguments_cconv.len()
-                )));
+                ))),
             };
-            cconv = rest;
-            let loaded;
-            let tensor = match argument {
-                Argument::Tensor(tensor) => *tensor,
-                Argument::Text(raw) => {
-                    let text = raw.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b');
-                    let null = text == "(null)" || text == "(ignored)";
-                    if text.is_empty() {
-                        return Err(problem("no value given; give a number, a tensor or @FILE.npy".into()));
-                    }
-                    if text.starts_with(['+', '*', '&'])
-                        || text.split_once('=').is_some_and(|(_, contents)| contents.starts_with(['@', '+']))
-                    {
-                        return Err(problem(
-                            "xplug takes `@FILE.npy`, a number or a tensor's text; not `+FILE`, `*FILE`, \
-                             `&...` or `TYPE=@FILE`"
-                                .into(),
-                        ));
-                    }
-                    if null || (expected != b'r' && !text.starts_with('@')) {
-                        // SAFETY: the list is live; IREE reads `text` only
-                        // during the call (see the glue function).
-                        sys::check(unsafe {
-                            sys::xplug_iree_list_push_primitive(
-                                list.as_ptr(),
-                                expected as std::ffi::c_char,
-                                text.as_ptr().cast(),
-                                text.len(),
-                                c_int::from(null),
-                            )
-                        })
-                        .map_err(iree_error)?;
-                        continue;
-                    }
-                    if let Some(path) = text.strip_prefix('@') {
-                        if !path.ends_with(".npy") {
-                            return Err(problem(
-                                "only .npy files are read for `@FILE` inputs, as iree-run-module reads them"
-                                    .into(),
-                            ));
-                        }
-                        loaded = read_npy_input(Path::new(path))?;
-                        &loaded
-                    } else {
-                        if !text.contains(['=', 'x']) {
-                            return Err(problem(
-                                "a tensor needs at least a shape and type (`4x2xf32=...`; `f32=7` for 0-d)"
-                                    .into(),
-                            ));
-                        }
-                        let view = self.make_view(&Argument::Text(text)).map_err(iree_error)?;
-                        // SAFETY: list and view are live; the list takes its
-                        // own reference.
-                        sys::check(unsafe {
-                            sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr())
-                        })
-                        .map_err(iree_error)?;
-                        continue;
+            let push_tensor = |expected: u8, tensor: &Tensor| {
+                if expected != b'r' {
+                    return Err(problem(format!(
+                        "`{name}` takes {} here, not a tensor",
+                        cconv_type_name(expected)
+                    )));
+                }
+                let view = self.make_view(&Argument::Tensor(tensor)).map_err(iree_error)?;
+                // SAFETY: list and view are live; the list takes its own reference.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)
+            };
+            let push_primitive = |expected: u8, text: &str, null: bool| {
+                // SAFETY: the list is live; IREE reads `text` only during
+                // the call (see the glue function).
+                sys::check(unsafe {
+                    sys::xplug_iree_list_push_primitive(
+                        list.as_ptr(),
+                        expected as std::ffi::c_char,
+                        text.as_ptr().cast(),
+                        text.len(),
+                        c_int::from(null),
+                    )
+                })
+                .map_err(iree_error)
+            };
+            let text = match argument {
+                Argument::Tensor(tensor) => {
+                    push_tensor(next_type(&mut cconv)?, tensor)?;
+                    continue;
+                }
+                Argument::Text(raw) => raw.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b'),
+            };
+            if text.is_empty() {
+                return Err(problem("no value given; give a number, a tensor or @FILE.npy".into()));
+            }
+            if text == "(null)" || text == "(ignored)" {
+                push_primitive(next_type(&mut cconv)?, text, true)?;
+            } else if let Some(mode @ ('@' | '+' | '*')) = text.chars().next() {
+                // One array (`@` from the start of the file, `+` from where
+                // the last read of it stopped) or every array left (`*`).
+                let path = &text[1..];
+                if !path.ends_with(".npy") {
+                    return Err(problem(
+                        "only .npy files are read for `@FILE`, `+FILE` and `*FILE` inputs, as iree-run-module \
+                         reads them (raw bytes need the type: `4xf32=@FILE`)"
+                            .into(),
+                    ));
+                }
+                let stream = InputStream::open(&mut streams, path, mode != '@')?;
+                while mode != '*' || stream.offset < stream.bytes.len() {
+                    let (array, used) = xplug_npy::decode_prefix(&stream.bytes[stream.offset..])
+                        .map_err(|source| Error::Npy { path: path.into(), source })?;
+                    stream.offset += used;
+                    push_tensor(next_type(&mut cconv)?, &Tensor::from_npy(array)?)?;
+                    if mode != '*' {
+                        break;
                     }
                 }
-            };
-            if expected != b'r' {
-                return Err(problem(format!(
-                    "`{name}` takes {} here, not a tensor",
-                    cconv_type_name(expected)
-                )));
+            } else if let Some(storage) = text.strip_prefix('&') {
+                // Storage for an output: the buffer alone, no metadata.
+                let expected = next_type(&mut cconv)?;
+                if expected != b'r' {
+                    return Err(problem(format!(
+                        "`{name}` takes {} here, not a buffer",
+                        cconv_type_name(expected)
+                    )));
+                }
+                let view = self.tensor_view(storage, &mut streams, &problem, &iree_error)?;
+                // SAFETY: list and view are live; the list takes its own
+                // reference to the view's buffer.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_of_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)?;
+            } else if cconv.first() != Some(&b'r') {
+                push_primitive(next_type(&mut cconv)?, text, false)?;
+            } else {
+                next_type(&mut cconv)?;
+                if !text.contains(['=', 'x']) {
+                    return Err(problem(
+                        "a tensor needs at least a shape and type (`4x2xf32=...`; `f32=7` for 0-d)".into(),
+                    ));
+                }
+                let view = self.tensor_view(text, &mut streams, &problem, &iree_error)?;
+                // SAFETY: list and view are live; the list takes its own
+                // reference.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)?;
             }
-            let view = self.make_view(&Argument::Tensor(tensor)).map_err(iree_error)?;
-            // SAFETY: list and view are live; the list takes its own reference.
-            sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
-                .map_err(iree_error)?;
         }
         Ok(Call { session: self, function: function.clone(), name, inputs: list })
+    }
+
+    /// A tensor input as a buffer view: `TYPE=@FILE`/`TYPE=+FILE` from raw
+    /// bytes, anything else parsed by IREE (`4xf32=1,2,3,4`).
+    fn tensor_view(
+        &self,
+        text: &str,
+        streams: &mut Vec<InputStream>,
+        problem: &dyn Fn(String) -> Error,
+        iree_error: &dyn Fn(sys::Status) -> Error,
+    ) -> Result<sys::BufferView, Error> {
+        match text.split_once('=') {
+            Some((metadata, contents)) if contents.starts_with(['@', '+']) => {
+                let stream = InputStream::open(streams, &contents[1..], contents.starts_with('+'))?;
+                self.raw_view(metadata, stream).map_err(|error| match error {
+                    RawInput::Iree(status) => iree_error(status),
+                    RawInput::Short { needed, left } => {
+                        problem(format!("the type needs {needed} bytes but the file holds {left} more"))
+                    }
+                })
+            }
+            _ => self.make_view(&Argument::Text(text)).map_err(iree_error),
+        }
+    }
+
+    /// A buffer view of type and shape `metadata` (`4xf32`) over the next
+    /// bytes of `stream`, as iree-run-module reads `--input=4xf32=@FILE`.
+    fn raw_view(&self, metadata: &str, stream: &mut InputStream) -> Result<sys::BufferView, RawInput> {
+        let mut shape = [0 as iree::iree_hal_dim_t; 128];
+        let mut rank = 0usize;
+        let mut element_type: iree::iree_hal_element_type_t = 0;
+        // SAFETY: the view is valid for the call; `shape` holds 128 dims,
+        // the capacity passed; the out pointers are valid.
+        sys::check(unsafe {
+            iree::iree_hal_parse_shape_and_element_type(
+                sys::string_view(metadata.as_bytes()),
+                shape.len(),
+                &mut rank,
+                shape.as_mut_ptr(),
+                &mut element_type,
+            )
+        })
+        .map_err(RawInput::Iree)?;
+        let mut size: iree::iree_device_size_t = 0;
+        // SAFETY: `shape` holds `rank` dims written by IREE; `size` is a
+        // valid out pointer.
+        sys::check(unsafe {
+            iree::iree_hal_buffer_compute_view_size(
+                rank,
+                shape.as_ptr(),
+                element_type,
+                iree::iree_hal_encoding_types_t_IREE_HAL_ENCODING_TYPE_DENSE_ROW_MAJOR,
+                &mut size,
+            )
+        })
+        .map_err(RawInput::Iree)?;
+        let left = stream.bytes.len() - stream.offset;
+        let needed = usize::try_from(size).unwrap_or(usize::MAX);
+        if needed > left {
+            return Err(RawInput::Short { needed, left });
+        }
+        let data = &stream.bytes[stream.offset..stream.offset + needed];
+        stream.offset += needed;
+        let device = self.device.inner.raw.as_ptr();
+        sys::create(
+            // SAFETY: device is live; shape and data are valid for the call
+            // and IREE copies the data.
+            |out| unsafe {
+                sys::xplug_iree_buffer_view_from_data(
+                    device,
+                    rank,
+                    shape.as_ptr(),
+                    element_type,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    out,
+                )
+            },
+            sys::BufferView::from_raw,
+        )
+        .map_err(RawInput::Iree)
     }
 
     fn make_view(&self, argument: &Argument<'_>) -> Result<sys::BufferView, sys::Status> {
@@ -640,11 +749,43 @@ fn cconv_type_name(cconv: u8) -> String {
     }
 }
 
-/// Reads an `--input=@FILE.npy` as a tensor, bounded.
-fn read_npy_input(path: &Path) -> Result<Tensor, Error> {
-    let bytes = crate::files::read_bounded(path, "the input file", crate::files::INPUT_LIMIT)?;
-    let array = xplug_npy::decode(&bytes).map_err(|source| Error::Npy { path: path.to_owned(), source })?;
-    Tensor::from_npy(array)
+/// A file an input reads from (`@FILE`, `+FILE`, `*FILE`, `TYPE=@FILE`),
+/// read whole through [`crate::files::read_bounded`], and how far the
+/// inputs so far have read it.
+struct InputStream {
+    path: String,
+    bytes: Vec<u8>,
+    offset: usize,
+}
+
+impl InputStream {
+    /// The stream of `path` (as given): from the start unless `append`
+    /// (then where the last read of the same path stopped, or the start
+    /// the first time), as iree-run-module's stream list keeps them.
+    fn open<'a>(streams: &'a mut Vec<Self>, path: &str, append: bool) -> Result<&'a mut Self, Error> {
+        let index = match streams.iter().position(|stream| stream.path == path) {
+            Some(index) => index,
+            None => {
+                let bytes =
+                    crate::files::read_bounded(Path::new(path), "the input file", crate::files::INPUT_LIMIT)?;
+                streams.push(Self { path: path.to_owned(), bytes, offset: 0 });
+                streams.len() - 1
+            }
+        };
+        let stream = &mut streams[index];
+        if !append {
+            stream.offset = 0;
+        }
+        Ok(stream)
+    }
+}
+
+/// Why a `TYPE=@FILE` input could not be made.
+enum RawInput {
+    /// IREE refused the type or the view.
+    Iree(sys::Status),
+    /// The file holds fewer bytes than the type needs.
+    Short { needed: usize, left: usize },
 }
 
 fn new_list(capacity: usize, allocator: sys::Allocator) -> Result<sys::List, sys::Status> {

@@ -124,6 +124,10 @@ unsafe extern "C" {
         text_length: usize,
         is_null: c_int,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_list_push_buffer_of_view(
+        list: *mut iree::iree_vm_list_t,
+        view: *mut iree::iree_hal_buffer_view_t,
+    ) -> RawStatus;
 }
 
 /// The allocator IREE's runtime was configured with (libc).

@@ -68,6 +68,52 @@ fn scalars_and_zero_d_tensors_go_in_and_come_out() {
     });
 }
 
+/// Files hold several arguments: `@` reads the first array, `+` the next
+/// one, `*` all that are left; `TYPE=@FILE` and `TYPE=+FILE` raw bytes.
+#[test]
+fn files_feed_arguments_in_turn() {
+    with_session(|module, session| {
+        let dir = tempfile::tempdir().unwrap();
+        let npy = dir.path().join("both.npy");
+        let scalar = |value: f32| xplug_npy::NpyArray {
+            descr: "<f4".into(),
+            shape: vec![],
+            data: value.to_le_bytes().to_vec(),
+        };
+        std::fs::write(&npy, [xplug_npy::encode(&scalar(2.0)), xplug_npy::encode(&scalar(5.0))].concat())
+            .unwrap();
+        let npy = npy.display().to_string();
+        let square = |text: &str| match call(session, "square", &[Argument::Text(text)]) {
+            Ok(values) => match values.as_slice() {
+                [Value::Tensor(tensor)] => tensor.to_f32().unwrap()[0],
+                other => panic!("{other:?}"),
+            },
+            Err(error) => panic!("{text}: {error}"),
+        };
+        assert_eq!(square(&format!("@{npy}")), 4.0);
+        // Each prepare starts afresh: `+` on a path not read yet is its start.
+        assert_eq!(square(&format!("+{npy}")), 4.0);
+        let both = [Argument::Text(&format!("@{npy}")), Argument::Text(&format!("+{npy}"))];
+        let error = call(session, "square", &both).unwrap_err();
+        assert!(matches!(error, Error::Input { index: 1, .. }), "two arrays for one parameter: {error:?}");
+        let all = format!("*{npy}");
+        let error = call(session, "square", &[Argument::Text(&all)]).unwrap_err();
+        assert!(matches!(error, Error::Input { index: 0, .. }), "`*` reads both arrays: {error:?}");
+        let raw = dir.path().join("values.bin");
+        std::fs::write(&raw, [3.0f32.to_ne_bytes(), 7.0f32.to_ne_bytes()].concat()).unwrap();
+        let raw = raw.display().to_string();
+        assert_eq!(square(&format!("f32=@{raw}")), 9.0);
+        // 8 bytes are there for an f64: the arguments are made, and IREE's
+        // call refuses the type.
+        let f64_input = format!("f64=+{raw}");
+        let ready = session.prepare(&module.function(b"square").unwrap(), &[Argument::Text(&f64_input)]);
+        let error = ready.expect("the bytes are there").invoke().err().expect("square takes f32");
+        assert!(matches!(error, Error::Call { .. }), "{error:?}");
+        let error = call(session, "square", &[Argument::Text(&format!("4xf32=@{raw}"))]).unwrap_err();
+        assert!(error.to_string().contains("needs 16 bytes but the file holds 8 more"), "{error}");
+    });
+}
+
 #[test]
 fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
     with_session(|module, session| {
@@ -94,7 +140,7 @@ fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
         assert!(bare.to_string().contains("shape and type"), "{bare}");
         let empty = refused(&square, &[Argument::Text("  ")]);
         assert!(matches!(empty, Error::Input { .. }), "{empty:?}");
-        for form in ["+a.npy", "*a.npy", "&4xf32", "4xf32=@a.bin", "@a.bin"] {
+        for form in ["@a.bin", "+a.txt"] {
             let error = refused(&square, &[Argument::Text(form)]);
             assert!(matches!(error, Error::Input { .. }), "{form}: {error:?}");
         }

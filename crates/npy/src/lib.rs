@@ -131,11 +131,23 @@ pub fn encode(array: &NpyArray) -> Vec<u8> {
 }
 
 /// Decodes an `.npy` file. The data length is checked against the shape and
-/// the dtype's item size (from its `descr`).
+/// the dtype's item size (from its `descr`); bytes after the array are not
+/// read (see [`decode_prefix`]).
 ///
 /// # Errors
 /// [`Error`] when the bytes are not such a file.
 pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
+    decode_prefix(bytes).map(|(array, _)| array)
+}
+
+/// Decodes the `.npy` array at the start of `bytes` and returns it with
+/// the number of bytes it takes, so that several arrays written one after
+/// the other (`iree-run-module --output=@f.npy --output=+f.npy`) are read
+/// in turn.
+///
+/// # Errors
+/// [`Error`] when the bytes do not start with such an array.
+pub fn decode_prefix(bytes: &[u8]) -> Result<(NpyArray, usize), Error> {
     if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
         return Err(Error::Magic);
     }
@@ -183,7 +195,7 @@ pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
         .ok_or_else(|| bad("the shape's size overflows"))?;
     let data =
         bytes.get(data_start..length).ok_or(Error::Truncated { expected: length, found: bytes.len() })?;
-    Ok(NpyArray { descr, shape, data: data.to_vec() })
+    Ok((NpyArray { descr, shape, data: data.to_vec() }, length))
 }
 
 /// The item size of a fixed-size dtype `descr` (`<f4` → 4).
@@ -271,6 +283,18 @@ mod tests {
             NpyArray { descr: "<i4".into(), shape: vec![], data: 42i32.to_le_bytes().to_vec() }
         );
         assert_eq!(encode(&array), iree, "a 0-d array is written byte for byte as IREE writes it");
+    }
+
+    #[test]
+    fn arrays_written_one_after_another_are_read_in_turn() {
+        let first = encode_f32(&[1.0, 2.0]);
+        let second =
+            encode(&NpyArray { descr: "<i8".into(), shape: vec![], data: 7i64.to_le_bytes().to_vec() });
+        let both = [first.clone(), second.clone()].concat();
+        let (array, used) = decode_prefix(&both).unwrap();
+        assert_eq!((array.shape, used), (vec![2], first.len()));
+        let (array, used) = decode_prefix(&both[used..]).unwrap();
+        assert_eq!((array.descr.as_str(), used), ("<i8", second.len()));
     }
 
     #[test]
