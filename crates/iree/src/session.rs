@@ -593,7 +593,8 @@ impl Session {
         })
         .map_err(RawInput::Iree)?;
         let left = stream.bytes.len() - stream.offset;
-        let needed = usize::try_from(size).unwrap_or(usize::MAX);
+        // `iree_device_size_t` is `usize` on the 64-bit hosts this builds for.
+        let needed = size;
         if needed > left {
             return Err(RawInput::Short { needed, left });
         }
