@@ -424,6 +424,20 @@ fn module_input_and_args_files_that_are_not_regular_or_too_large_are_refused_at_
         assert_eq!(value["error"]["kind"], kind, "{args:?}: {value}");
         assert!(value["error"]["causes"].to_string().contains(&named), "{args:?}: {value}");
     }
+    // A 20 MB header that is not one xplug reads: quoted in part only.
+    let huge = dir.path().join("huge_header.npy");
+    let header = format!("{{'descr': '<f4', 'fortran_order': True, 'junk': '{}'}}\n", "A".repeat(20 << 20));
+    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+    bytes.extend_from_slice(&u32::try_from(header.len()).unwrap().to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    std::fs::write(&huge, bytes).unwrap();
+    let huge_input = input(&huge);
+    let text = xplug(&["run", &scalars, "--function=square", &huge_input]);
+    assert_eq!(text.status.code(), Some(1));
+    assert!(text.stderr.len() < 1000, "{} bytes on stderr", text.stderr.len());
+    let value = json(&["run", &scalars, "--function=square", &huge_input], 1);
+    assert_eq!(value["error"]["kind"], "npy", "{value}");
+    assert!(value.to_string().len() < 1000, "{} bytes of JSON", value.to_string().len());
     // IREE's tool refuses the FIFO-backed and device inputs too (it does
     // not hang or grow either).
     let mut iree = Command::new(&prepared.tools.run_module);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
-use crate::{Error, Tensor, Value};
+use crate::{Error, IreeStatus, Tensor, Value};
 
 /// Alignment IREE's bytecode loader wants for a module's bytes (its
 /// flatbuffer and rodata segments are read in place).
@@ -430,11 +430,11 @@ impl Session {
                 input: input.clone(),
                 problem,
             };
-            let iree_error = |status: sys::Status| Error::Argument {
-                function: name.clone(),
-                index,
-                input: input.clone(),
-                source: status.into(),
+            let iree_error = |status: sys::Status| {
+                let mut source = IreeStatus::from(status);
+                // IREE quotes the part of the input it choked on, whole.
+                source.text = xplug_npy::excerpt_at(&source.text, 4 * xplug_npy::QUOTE_LIMIT);
+                Error::Argument { function: name.clone(), index, input: input.clone(), source }
             };
             let next_type = |cconv: &mut &[u8]| match cconv.split_first() {
                 Some((&expected, rest)) => {

@@ -146,7 +146,16 @@ fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
         }
         let missing = refused(&square, &[Argument::Text("@/nonexistent/a.npy")]);
         assert!(matches!(missing, Error::FileRead { .. }), "{missing:?}");
-        // A long input is quoted in part.
+        // A long input is quoted in part, by xplug and in IREE's status.
+        let long_shape = format!("{}xf32=1", "9".repeat(100_000));
+        let error = refused(&square, &[Argument::Text(&long_shape)]);
+        let Error::Argument { source, input, .. } = &error else { panic!("{error:?}") };
+        assert!(
+            source.text.contains("shape[0] invalid value") && source.text.len() < 500,
+            "{}",
+            source.text.len()
+        );
+        assert!(input.ends_with("... (100006 bytes)"), "{input}");
         let long = format!("4xf32={}", "1,".repeat(10_000));
         let error = refused(&double, &[Argument::Text(&long), Argument::Text(&long)]);
         assert!(error.to_string().len() < 300, "{}", error.to_string().len());

@@ -84,7 +84,15 @@ pub const QUOTE_LIMIT: usize = 80;
 /// ```
 #[must_use]
 pub fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(QUOTE_LIMIT) {
+    excerpt_at(text, QUOTE_LIMIT)
+}
+
+/// [`excerpt`] with another limit: for a message that quotes bad input
+/// among its own words (IREE's status for an input it could not parse
+/// quotes the part it choked on, whatever its length).
+#[must_use]
+pub fn excerpt_at(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
     }
