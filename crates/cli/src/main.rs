@@ -461,8 +461,12 @@ fn clap_outcome(error: &clap::Error) -> ExitCode {
         let message = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned();
         print_json(&json!({ "ok": false, "error": CliError::Usage { message }.to_json() }));
         let _ = error.print();
-    } else {
-        let _ = error.print();
+    } else if let Err(source) = error.print()
+        && shown
+    {
+        // The help or version went to stdout, and did not arrive.
+        report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });
+        return ExitCode::from(1);
     }
     finish(ExitCode::from(if shown { 0 } else { 2 }))
 }

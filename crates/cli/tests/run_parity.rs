@@ -352,6 +352,10 @@ fn a_failed_write_of_a_result_is_an_error_exit() {
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains("stdout") && stderr.contains("No space left"), "{args:?}: {stderr}");
     }
+    for args in [vec!["run", "--help"], vec!["--json", "run", "--help"], vec!["--version"]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_xplug")).args(&args).stdout(full()).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: the help did not arrive");
+    }
     // A stderr that cannot be written loses the message, not the exit code
     // (no panic: 101).
     for (args, code) in [(vec!["run", "/nonexistent.vmfb"], 1), (vec!["run", "--bogus"], 2)] {
