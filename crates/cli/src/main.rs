@@ -491,9 +491,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return clap_outcome(&error),
     };
+    finish(outcome(cli))
+}
+
+/// Runs the parsed command and reports its error, if any.
+fn outcome(cli: Cli) -> ExitCode {
     // In a probe child, the plugin work reports its stages to the parent.
     xplug_probe::install();
-    let code = match run(&cli) {
+    match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             if cli.json {
@@ -502,6 +507,5 @@ fn main() -> ExitCode {
             report_error(&error);
             ExitCode::from(error.exit_code())
         }
-    };
-    finish(code)
+    }
 }
