@@ -277,13 +277,15 @@ pub struct Session {
     device: Device,
 }
 
-/// One argument of [`Session::invoke`].
+/// One argument of [`Session::invoke`] and [`Session::prepare`].
 #[derive(Debug, Clone, Copy)]
 pub enum Argument<'a> {
     /// A host tensor, copied to the device.
     Tensor(&'a Tensor),
-    /// IREE's text form of a tensor, as `iree-run-module --input` takes it
-    /// (`4xf32=1,2,3,4`, `2x2xi32=[1 2][3 4]`, `f32=7`).
+    /// One `iree-run-module --input` value, read as IREE's tool reads it
+    /// for the parameter it meets: `21` for a scalar, `4xf32=1,2,3,4`,
+    /// `2x2xi32=[1 2][3 4]` or `f32=7` for a tensor, `@FILE.npy` and the
+    /// other file forms ([`Session::prepare`] lists them), `(null)`.
     Text(&'a str),
 }
 
