@@ -175,15 +175,6 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_iree::Error,
     },
-    /// An `.npy` file could not be read.
-    #[error("{context}")]
-    Npy {
-        /// What was being done, naming the file.
-        context: String,
-        /// What is wrong with the file.
-        #[source]
-        source: xplug_npy::Error,
-    },
     /// `xplug build --sos` failed (cargo, the linker, the crate's
     /// manifest).
     #[error("cannot build the .sos of {}", manifest.display())]
@@ -193,6 +184,33 @@ pub(crate) enum CliError {
         /// xplug-build's error.
         #[source]
         source: xplug_build::BuildError,
+    },
+    /// A result cannot be handled as its `--output` asks (`xplug run`), or
+    /// the `--output` flags do not give one per result.
+    #[error(
+        "{}{problem}",
+        match index {
+            Some(index) => format!("--output={spec} (result {index}): "),
+            None => String::new(),
+        }
+    )]
+    Output {
+        /// The result, when one is concerned.
+        index: Option<usize>,
+        /// The `--output` value, cut by `xplug_npy::excerpt`.
+        spec: String,
+        /// What is wrong and what to give instead.
+        problem: String,
+    },
+    /// A file given to read is refused (not a regular file, too large) or
+    /// cannot be read (`xplug call --file`).
+    #[error("{context}")]
+    Input {
+        /// What the CLI was doing.
+        context: String,
+        /// xplug-iree's error, naming the file and the limit.
+        #[source]
+        source: xplug_iree::Error,
     },
     /// A thread of the demo panicked.
     #[error("a demo worker thread panicked: {message}")]
@@ -245,8 +263,9 @@ impl CliError {
             },
             Self::ProbeUnavailable { source, .. } => source.code(),
             Self::Iree { source, .. } => iree_code(source),
-            Self::Npy { .. } => StatusCode::INVALID_ARGUMENT,
             Self::Build { .. } => StatusCode::FAILED_PRECONDITION,
+            Self::Output { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::Input { source, .. } => iree_code(source),
         }
     }
 
@@ -282,8 +301,14 @@ impl CliError {
             Self::ProbeUnavailable { .. } => "probe_unavailable",
             Self::Iree { source: xplug_iree::Error::UnresolvedImports { .. }, .. } => "unresolved_imports",
             Self::Iree { source: xplug_iree::Error::NoSuchFunction { .. }, .. } => "no_such_function",
-            Self::Iree { .. } => "iree",
-            Self::Npy { .. } => "npy",
+            Self::Iree { source, .. } | Self::Input { source, .. } if input_kind(source).is_some() => {
+                input_kind(source).unwrap_or("input")
+            }
+            Self::Iree { source: xplug_iree::Error::FunctionNotGiven { .. }, .. } => "function_not_given",
+            Self::Iree { source: xplug_iree::Error::Input { .. }, .. } => "input",
+            Self::Iree { source: xplug_iree::Error::Argument { .. }, .. } => "argument",
+            Self::Iree { .. } | Self::Input { .. } => "iree",
+            Self::Output { .. } => "output",
             Self::Build { .. } => "build",
         }
     }
@@ -421,14 +446,30 @@ pub(crate) fn fault_json(failure: &ProbeFailure) -> Value {
 }
 
 /// Prints `error` on stderr: the message, then each cause on its own line.
+/// A stderr that cannot be written (`2>/dev/full`) loses the text but does
+/// not panic: the exit code still says the command failed.
 pub(crate) fn report_error(error: &CliError) {
+    use std::io::Write as _;
     let style = Style::stderr();
     // Messages quote plugin strings: escaped, like every plugin string
     // in the human output.
-    eprintln!("{} {}", style.bad("error:"), terminal_safe(&error.to_string()));
+    let mut text = format!("{} {}\n", style.bad("error:"), terminal_safe(&error.to_string()));
     for cause in error.causes() {
-        eprintln!("  caused by: {}", terminal_safe(&cause));
+        text.push_str(&format!("  caused by: {}\n", terminal_safe(&cause)));
     }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// The kind of an xplug-iree error about a file given to read.
+fn input_kind(error: &xplug_iree::Error) -> Option<&'static str> {
+    use xplug_iree::Error as IreeError;
+    Some(match error {
+        IreeError::NotAFile { .. } => "not_a_file",
+        IreeError::FileTooLarge { .. } => "file_too_large",
+        IreeError::FileRead { .. } | IreeError::ModuleFile { .. } => "file",
+        IreeError::Npy { .. } => "npy",
+        _ => return None,
+    })
 }
 
 /// The status code of an xplug-iree error: IREE's own where IREE reported
@@ -436,6 +477,15 @@ pub(crate) fn report_error(error: &CliError) {
 fn iree_code(error: &xplug_iree::Error) -> StatusCode {
     use xplug_iree::Error as IreeError;
     match error {
+        IreeError::NotAFile { .. }
+        | IreeError::Npy { .. }
+        | IreeError::Input { .. }
+        | IreeError::FunctionNotGiven { .. } => StatusCode::INVALID_ARGUMENT,
+        IreeError::FileTooLarge { .. } => StatusCode::OUT_OF_RANGE,
+        IreeError::FileRead { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            StatusCode::NOT_FOUND
+        }
+        IreeError::FileRead { .. } => StatusCode::UNAVAILABLE,
         IreeError::UnresolvedImports { source, .. } => source.code(),
         IreeError::NoSuchFunction { .. } => StatusCode::NOT_FOUND,
         IreeError::TensorSize { .. } | IreeError::NpyDtype { .. } => StatusCode::INVALID_ARGUMENT,

@@ -57,8 +57,10 @@ struct Cli {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
     json: bool,
-    /// Run the plugin in this process instead of in a child process (a
-    /// plugin crash then kills xplug; useful under a debugger).
+    /// inspect, check, bench and call: probe the plugin in this process
+    /// instead of in a child process (a plugin crash then kills xplug;
+    /// useful under a debugger). Other commands, `run` included, always
+    /// run in this process and ignore it.
     #[arg(long, global = true)]
     in_process: bool,
     /// Seconds a plugin may run without progress before its child process
@@ -164,16 +166,22 @@ enum Command {
         module: Option<PathBuf>,
         #[arg(long = "module", value_name = "MODULE.vmfb", hide = true, conflicts_with = "module")]
         module_flag: Option<PathBuf>,
-        /// The function to call (default: the module's only export).
+        /// The function to call, as the module exports it (default: the
+        /// module's only export).
         #[arg(long)]
-        function: Option<String>,
-        /// An argument: IREE's syntax (`4xf32=1,2,3,4`, `2x2xi32=[1 2][3 4]`,
-        /// `f32=7`) or `@FILE.npy`; repeat in argument order.
+        function: Option<std::ffi::OsString>,
+        /// An argument, as iree-run-module takes it: a number for a scalar
+        /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
+        /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
+        /// next array of the file, `*FILE.npy` all that are left),
+        /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
         #[arg(long = "input", value_name = "VALUE")]
         inputs: Vec<String>,
-        /// Where result N goes, in order: `@FILE.npy`, or `-` to print it
-        /// (results without an --output are printed).
-        #[arg(long = "output", value_name = "@FILE.npy|-")]
+        /// Where result N goes, one flag per result in order (none: print
+        /// all as `result[N]: ...`): `-` prints it, `@FILE` writes it
+        /// (`.npy` as NumPy, other names as raw bytes), `+FILE` appends,
+        /// an empty value drops it.
+        #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
         outputs: Vec<String>,
         /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
         #[arg(long, default_value = "local-sync")]
@@ -316,9 +324,11 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             let args = if let Some(hex) = hex {
                 call::Args::Bytes(call::parse_hex(hex).map_err(|message| CliError::Usage { message })?)
             } else if let Some(file) = file {
-                call::Args::Bytes(std::fs::read(file).map_err(|error| CliError::Usage {
-                    message: format!("cannot read the args file {}: {error}", file.display()),
-                })?)
+                call::Args::Bytes(
+                    xplug_iree::files::read_bounded(file, "the args file", ARGS_FILE_LIMIT).map_err(
+                        |source| CliError::Input { context: "cannot read the args block".to_owned(), source },
+                    )?,
+                )
             } else {
                 call::Args::Fields(
                     fields
@@ -427,9 +437,65 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
     }
 }
 
+/// The largest args block `xplug call --file` reads: 4 MiB, far above any
+/// import's args struct.
+const ARGS_FILE_LIMIT: u64 = 4 << 20;
+
+/// Whether `--json` is among the raw arguments (before a `--`), for the
+/// errors clap reports before there is a `Cli` to ask.
+fn json_requested() -> bool {
+    std::env::args_os().skip(1).take_while(|arg| arg != "--").any(|arg| arg == "--json")
+}
+
+/// Reports what clap stopped on: with `--json`, one object on stdout
+/// (`{"ok": true, "text": ...}` for --help and --version; a usage error
+/// with exit 2 otherwise) besides clap's own text on stderr for errors.
+fn clap_outcome(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let json = json_requested();
+    let shown = matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if json && shown {
+        print_json(&json!({ "ok": true, "text": error.render().to_string() }));
+    } else if json {
+        let rendered = error.render().to_string();
+        let message = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned();
+        print_json(&json!({ "ok": false, "error": CliError::Usage { message }.to_json() }));
+        let _ = error.print();
+    } else if let Err(source) = error.print()
+        && shown
+    {
+        // The help or version went to stdout, and did not arrive.
+        report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });
+        return ExitCode::from(1);
+    }
+    finish(ExitCode::from(if shown { 0 } else { 2 }))
+}
+
+/// `code`, unless a write to stdout failed on the way (a full disk, a
+/// closed descriptor): then the output is incomplete, which is a failure.
+fn finish(code: ExitCode) -> ExitCode {
+    match output::take_stdout_error() {
+        None => code,
+        Some(source) => {
+            report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    // clap exits with 2 on usage errors and 0 for --help/--version.
-    let cli = Cli::parse();
+    // A closed stdout ends xplug as it ends iree-run-module: SIGPIPE,
+    // without a message or a panic.
+    output::die_on_closed_pipe();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return clap_outcome(&error),
+    };
+    finish(outcome(cli))
+}
+
+/// Runs the parsed command and reports its error, if any.
+fn outcome(cli: Cli) -> ExitCode {
     // In a probe child, the plugin work reports its stages to the parent.
     xplug_probe::install();
     let outcome = run(&cli);

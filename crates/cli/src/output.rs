@@ -178,12 +178,53 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
-/// Prints `value` as the one JSON object of a `--json` run.
-pub fn print_json(value: &serde_json::Value) {
+/// The first error a write to stdout met, kept for [`take_stdout_error`].
+static STDOUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
+
+/// Lets a closed pipe end the process as it ends a C tool such as
+/// `iree-run-module`: killed by `SIGPIPE`, without a message. Rust starts
+/// programs with `SIGPIPE` ignored, so that a write to a closed pipe
+/// returns an error instead (which `println!` turns into a panic).
+/// `xplug`'s `main` calls this first.
+pub fn die_on_closed_pipe() {
+    // SAFETY: `signal` with a valid signal number and `SIG_DFL` only
+    // changes this process's disposition; no handler runs Rust code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// Writes `bytes` to stdout and flushes, so a failure is seen now and not
+/// lost at exit. When stdout is a closed pipe (and `SIGPIPE` is blocked,
+/// so the write returned instead of ending the process), the process ends
+/// quietly with the shell's status for `SIGPIPE` (141).
+///
+/// # Errors
+/// Any other write error (`/dev/full`: no space left).
+pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    // A closed stdout (for example `| head`) is not worth a panic.
-    let _ = serde_json::to_writer_pretty(&mut stdout, value);
-    let _ = writeln!(stdout);
+    let written = stdout.write_all(bytes).and_then(|()| stdout.flush());
+    if let Err(error) = &written
+        && error.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(141);
+    }
+    written
+}
+
+/// Prints `value` as the one JSON object of a `--json` run. A failed
+/// write is kept for [`take_stdout_error`], which `main` turns into a
+/// failing exit.
+pub fn print_json(value: &serde_json::Value) {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned());
+    text.push('\n');
+    if let Err(error) = write_stdout(text.as_bytes()) {
+        STDOUT_ERROR.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(error);
+    }
+}
+
+/// The error the first failed [`print_json`] met, if any (taken: a second
+/// call returns `None`).
+pub fn take_stdout_error() -> Option<std::io::Error> {
+    STDOUT_ERROR.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
 }
 
 /// Set while a progress line is on stderr, so it can be cleared.

@@ -2,33 +2,42 @@
 //! runtime (`xplug-iree`) with xplug's manager resolving every import of its
 //! executables.
 //!
-//! Output is `iree-run-module`'s for the same program, inputs and plugins
-//! (`EXEC @fn`, then `result[N]: TYPE` and IREE's formatting of each result
-//! not written to a file), so a script can switch between the two. What
-//! xplug adds goes to stderr (`--trace`) or replaces the run
-//! (`--list-imports`); `--json` prints one object instead.
+//! Output is `iree-run-module`'s for the same program, flags and plugins
+//! (`docs/iree-runtime.md`, "What matches iree-run-module"): the function
+//! is looked up in the module alone, the inputs are parsed against its
+//! calling convention, `EXEC @fn` is printed once the call is ready, then
+//! `result[N]: ` and IREE's formatting of each result, or, with
+//! `--output` flags (one per result), each result printed bare (`-`),
+//! written (`@FILE`, `+FILE` to append: `.npy` as NumPy, any other name as
+//! raw bytes) or dropped (empty). What xplug adds goes to stderr
+//! (`--trace`) or replaces the run (`--list-imports`); `--json` prints one
+//! object instead.
 
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
 use xplug_iree::{
-    Argument, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime, Session,
-    Tensor, Value,
+    Argument, CallResults, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime,
+    Session,
 };
 
 use crate::error::CliError;
-use crate::output::{Style, Table, print_json, safe};
+use crate::output::{Style, Table, print_json, safe, write_stdout};
 
 /// What `xplug run` was asked to do.
 pub(crate) struct Options<'a> {
     /// The `.vmfb` file.
     pub(crate) module: &'a Path,
-    /// The function to call (default: the module's only export).
-    pub(crate) function: Option<&'a str>,
-    /// IREE-syntax values or `@file.npy`.
+    /// The function to call (default: the module's only export); any
+    /// bytes, as IREE takes them.
+    pub(crate) function: Option<&'a OsStr>,
+    /// `iree-run-module`'s `--input` forms (`Session::prepare`).
     pub(crate) inputs: &'a [String],
-    /// `@file.npy` or `-` (print), one per result in order.
+    /// `iree-run-module`'s `--output` forms, one per result or none.
     pub(crate) outputs: &'a [String],
     /// `local-sync` or `local-task`.
     pub(crate) device: &'a str,
@@ -48,6 +57,10 @@ pub(crate) struct Options<'a> {
 
 fn iree_error(context: String) -> impl FnOnce(xplug_iree::Error) -> CliError {
     move |source| CliError::Iree { context, source }
+}
+
+fn stdout_error(source: std::io::Error) -> CliError {
+    CliError::File { context: "cannot write the results to stdout".to_owned(), source }
 }
 
 pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> {
@@ -76,7 +89,10 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         return list_imports(&built, &executables, session.err(), as_json);
     }
     if options.trace && !as_json {
-        eprint!("{}", imports_table(&built, &executables, Style::stderr()));
+        // Diagnostics only: a stderr that cannot be written does not stop the run.
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(imports_table(&built, &executables, Style::stderr()).as_bytes());
     }
     let session = session.map_err(iree_error(format!(
         "cannot load {} on {}",
@@ -84,102 +100,146 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         kind.name()
     )))?;
 
+    // As iree-run-module: the function, then the inputs, and only then
+    // `EXEC`; a failure before the call leaves stdout empty.
     let function = match options.function {
-        Some(function) => function.to_owned(),
-        None => only_function(&module)?,
-    };
-    let tensors: Vec<Option<Tensor>> =
-        options.inputs.iter().map(|input| read_input(input)).collect::<Result<_, _>>()?;
-    let arguments: Vec<Argument<'_>> = options
-        .inputs
-        .iter()
-        .zip(&tensors)
-        .map(|(input, tensor)| match tensor {
-            Some(tensor) => Argument::Tensor(tensor),
-            None => Argument::Text(input),
-        })
-        .collect();
+        Some(name) => module.function(name.as_bytes()),
+        None => module.only_function(),
+    }
+    .map_err(iree_error(format!("cannot find the function to run in {}", options.module.display())))?;
+    let name = function.name_lossy();
+    let arguments: Vec<Argument<'_>> = options.inputs.iter().map(|input| Argument::Text(input)).collect();
+    let call = session
+        .prepare(&function, &arguments)
+        .map_err(iree_error(format!("cannot make the arguments of @{name}")))?;
     if !as_json {
-        println!("EXEC @{function}");
+        let mut line = b"EXEC @".to_vec();
+        line.extend_from_slice(function.name());
+        line.push(b'\n');
+        write_stdout(&line).map_err(stdout_error)?;
     }
-    let results =
-        session.invoke(&function, &arguments).map_err(iree_error(format!("cannot run @{function}")))?;
-    let mut printed = Vec::new();
-    for index in 0..results.len() {
-        let target = options.outputs.get(index).map(String::as_str).unwrap_or("-");
-        if let Some(path) = target.strip_prefix('@') {
-            write_output(
-                &results.value(index).map_err(iree_error(format!("cannot read result {index}")))?,
-                path,
-            )?;
-            printed.push(json!({ "index": index, "file": path }));
-        } else if target == "-" {
-            let text = results
-                .format(index, options.max_elements)
-                .map_err(iree_error(format!("cannot format result {index}")))?;
-            if as_json {
-                printed.push(json!({ "index": index, "text": text }));
-            } else {
-                println!("result[{index}]: {text}");
-            }
-        } else {
-            return Err(CliError::Usage {
-                message: format!(
-                    "--output={target}: give `@FILE.npy` or `-` (print), as iree-run-module takes"
-                ),
-            });
-        }
-    }
+    let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
+    let written = write_results(&results, options, as_json)?;
     if as_json {
         print_json(&json!({
             "ok": true,
             "module": options.module.display().to_string(),
             "device": kind.name(),
-            "function": function,
-            "results": printed,
+            "function": name,
+            "results": written,
             "executables": executables_json(&built, &executables),
         }));
     }
     Ok(0)
 }
 
-/// The module's only exported function, or a usage error listing them.
-fn only_function(module: &Module) -> Result<String, CliError> {
-    let functions: Vec<String> =
-        module.functions().into_iter().filter(|name| !name.starts_with("__")).collect();
-    match functions.as_slice() {
-        [only] => Ok(only.clone()),
-        _ => Err(CliError::Usage {
-            message: format!(
-                "give --function: module `{}` exports {}",
-                module.name(),
-                if functions.is_empty() { "no function".to_owned() } else { functions.join(", ") }
-            ),
-        }),
-    }
-}
-
-/// `@file.npy` as a tensor; anything else is IREE's text form (`None`).
-fn read_input(input: &str) -> Result<Option<Tensor>, CliError> {
-    let Some(path) = input.strip_prefix('@') else { return Ok(None) };
-    let bytes = std::fs::read(path)
-        .map_err(|source| CliError::File { context: format!("cannot read the input file {path}"), source })?;
-    let array = xplug_npy::decode(&bytes)
-        .map_err(|source| CliError::Npy { context: format!("cannot read the input file {path}"), source })?;
-    Tensor::from_npy(array).map(Some).map_err(iree_error(format!("cannot use the input file {path}")))
-}
-
-fn write_output(value: &Value, path: &str) -> Result<(), CliError> {
-    let Value::Tensor(tensor) = value else {
-        return Err(CliError::Usage {
-            message: format!("--output=@{path}: only tensor results can be written to .npy"),
-        });
+/// Prints or writes every result as iree-run-module does: without
+/// `--output`, each as `result[N]: TEXT`; with them, one per result, in
+/// order, stopping at the first that fails. Returns what `--json` reports.
+fn write_results(
+    results: &CallResults,
+    options: &Options<'_>,
+    as_json: bool,
+) -> Result<Vec<serde_json::Value>, CliError> {
+    let format = |index: usize| {
+        results
+            .format(index, options.max_elements)
+            .map_err(iree_error(format!("cannot format result {index}")))
     };
-    let array = tensor.to_npy().ok_or_else(|| CliError::Usage {
-        message: format!("--output=@{path}: element type {} has no .npy dtype", tensor.element_type()),
-    })?;
-    std::fs::write(path, xplug_npy::encode(&array))
-        .map_err(|source| CliError::File { context: format!("cannot write the output file {path}"), source })
+    let mut reported = Vec::new();
+    if options.outputs.is_empty() {
+        for index in 0..results.len() {
+            let text = format(index)?;
+            if as_json {
+                reported.push(json!({ "index": index, "text": text }));
+            } else {
+                write_stdout(format!("result[{index}]: {text}\n").as_bytes()).map_err(stdout_error)?;
+            }
+        }
+        return Ok(reported);
+    }
+    if options.outputs.len() != results.len() {
+        return Err(CliError::Output {
+            index: None,
+            spec: String::new(),
+            problem: format!(
+                "{} --output flag(s) given but the function returned {} result(s); give one per result \
+                 (an empty --output= drops one)",
+                options.outputs.len(),
+                results.len()
+            ),
+        });
+    }
+    for (index, spec) in options.outputs.iter().enumerate() {
+        if spec.is_empty() {
+            reported.push(json!({ "index": index, "dropped": true }));
+        } else if spec == "-" {
+            let text = format(index)?;
+            if as_json {
+                reported.push(json!({ "index": index, "text": text }));
+            } else {
+                write_stdout(format!("{text}\n").as_bytes()).map_err(stdout_error)?;
+            }
+        } else if let Some((append, path)) = spec
+            .strip_prefix('@')
+            .map(|path| (false, path))
+            .or_else(|| spec.strip_prefix('+').map(|path| (true, path)))
+        {
+            let format = write_output_file(results, index, spec, Path::new(path), append)?;
+            reported.push(json!({ "index": index, "file": path, "append": append, "format": format }));
+        } else {
+            return Err(CliError::Output {
+                index: Some(index),
+                spec: xplug_npy::excerpt(spec),
+                problem: "give `-` (print), `@FILE` (write), `+FILE` (append) or nothing (drop), as \
+                          iree-run-module takes them"
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(reported)
+}
+
+/// Writes result `index` to `path` as iree-run-module does: NumPy's format
+/// when the name ends in `.npy` (a scalar as a 0-d array), the raw bytes
+/// otherwise. Returns `"npy"` or `"raw"`.
+fn write_output_file(
+    results: &CallResults,
+    index: usize,
+    spec: &str,
+    path: &Path,
+    append: bool,
+) -> Result<&'static str, CliError> {
+    let value = results.value(index).map_err(iree_error(format!("cannot read result {index}")))?;
+    let problem =
+        |problem: String| CliError::Output { index: Some(index), spec: xplug_npy::excerpt(spec), problem };
+    let tensor =
+        value.to_tensor().ok_or_else(|| problem("this kind of result cannot be written to a file".into()))?;
+    let npy = path.as_os_str().as_bytes().ends_with(b".npy");
+    let bytes = if npy {
+        let array = tensor.to_npy().ok_or_else(|| {
+            problem(format!(
+                "element type {} has no .npy dtype; write it raw (a name not ending in .npy)",
+                tensor.element_type()
+            ))
+        })?;
+        xplug_npy::encode(&array)
+    } else {
+        tensor.data().to_vec()
+    };
+    let file_error = |source| CliError::File {
+        context: format!("cannot write the output file {}", path.display()),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .append(append)
+        .truncate(!append)
+        .open(path)
+        .map_err(file_error)?;
+    file.write_all(&bytes).and_then(|()| file.flush()).map_err(file_error)?;
+    Ok(if npy { "npy" } else { "raw" })
 }
 
 fn provider_label(built: &crate::resolve::Runtime, name: &str) -> String {
@@ -247,13 +307,16 @@ fn list_imports(
             "load_error": load_error.as_ref().map(ToString::to_string),
         }));
     } else {
-        print!("{}", imports_table(built, executables, Style::stdout()));
+        let mut text = imports_table(built, executables, Style::stdout());
         if executables.is_empty() {
-            println!("(the module loaded no executable with imports)");
+            text.push_str("(the module loaded no executable with imports)\n");
         }
         if missing > 0 {
-            println!("{missing} required import(s) missing: register plugins that export them (--plugin)");
+            text.push_str(&format!(
+                "{missing} required import(s) missing: register plugins that export them (--plugin)\n"
+            ));
         }
+        write_stdout(text.as_bytes()).map_err(stdout_error)?;
     }
     if let Some(error) = load_error {
         return Err(CliError::Iree {
@@ -262,21 +325,4 @@ fn list_imports(
         });
     }
     Ok(u8::from(missing > 0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_inputs_are_left_to_iree_and_files_are_read() {
-        assert!(read_input("4xf32=1,2,3,4").unwrap().is_none());
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.npy");
-        std::fs::write(&path, xplug_npy::encode_f32(&[1.0, 2.0])).unwrap();
-        let tensor = read_input(&format!("@{}", path.display())).unwrap().unwrap();
-        assert_eq!(tensor.to_f32().unwrap(), [1.0, 2.0]);
-        let missing = read_input("@/nonexistent/in.npy").unwrap_err();
-        assert!(missing.to_string().contains("/nonexistent/in.npy"), "{missing}");
-    }
 }

@@ -364,3 +364,70 @@ iree_hal_executable_import_provider_t xplug_iree_plugin_manager_provider(
     iree_hal_executable_plugin_manager_t* manager) {
   return iree_hal_executable_plugin_manager_provider(manager);
 }
+
+// Appends to `list` one argument that is not a tensor, the way
+// iree-run-module's `--input` makes it for the calling-convention type
+// `cconv_type` (IREE's iree/tooling/function_io.c,
+// iree_tooling_parse_null_into and iree_tooling_parse_primitive_into): with
+// `is_null` (`(null)` or `(ignored)`) a zero value or a null reference;
+// otherwise `text` parsed by IREE's own iree_string_view_atoi/atof for that
+// type. IREE only reads `text` during the call (the status message quotes at
+// most its first 64 bytes, formatted into the status's own storage).
+iree_status_t xplug_iree_list_push_primitive(iree_vm_list_t* list,
+                                             char cconv_type, const char* text,
+                                             iree_host_size_t text_length,
+                                             int is_null) {
+  iree_string_view_t string = iree_make_string_view(text, text_length);
+  int quoted = (int)(text_length < 64 ? text_length : 64);
+  iree_vm_value_t value;
+  bool parsed = true;
+  switch (cconv_type) {
+    case IREE_VM_CCONV_TYPE_I32:
+      value = iree_vm_value_make_i32(0);
+      if (!is_null) parsed = iree_string_view_atoi_int32(string, &value.i32);
+      break;
+    case IREE_VM_CCONV_TYPE_I64:
+      value = iree_vm_value_make_i64(0);
+      if (!is_null) parsed = iree_string_view_atoi_int64(string, &value.i64);
+      break;
+    case IREE_VM_CCONV_TYPE_F32:
+      value = iree_vm_value_make_f32(0.0f);
+      if (!is_null) parsed = iree_string_view_atof(string, &value.f32);
+      break;
+    case IREE_VM_CCONV_TYPE_F64:
+      value = iree_vm_value_make_f64(0.0);
+      if (!is_null) parsed = iree_string_view_atod(string, &value.f64);
+      break;
+    case IREE_VM_CCONV_TYPE_REF:
+      if (is_null) {
+        iree_vm_ref_t null_ref = iree_vm_ref_null();
+        return iree_vm_list_push_ref_retain(list, &null_ref);
+      }
+      return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                              "a reference argument needs a tensor, not `%.*s`",
+                              quoted, text);
+    default:
+      return iree_make_status(IREE_STATUS_UNIMPLEMENTED,
+                              "unimplemented cconv type `%c`", cconv_type);
+  }
+  if (!parsed) {
+    const char* type_name = cconv_type == IREE_VM_CCONV_TYPE_I32   ? "i32"
+                            : cconv_type == IREE_VM_CCONV_TYPE_I64 ? "i64"
+                            : cconv_type == IREE_VM_CCONV_TYPE_F32 ? "f32"
+                                                                   : "f64";
+    return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                            "parsing value `%.*s` as %s", quoted, text,
+                            type_name);
+  }
+  return iree_vm_list_push_value(list, &value);
+}
+
+// Appends the buffer under `view` to `list` (the list takes its own
+// reference), as iree-run-module passes an `--input=&TYPE=...` (storage
+// for an output, iree/tooling/function_io.c,
+// iree_tooling_parse_storage_into).
+iree_status_t xplug_iree_list_push_buffer_of_view(
+    iree_vm_list_t* list, iree_hal_buffer_view_t* view) {
+  iree_vm_ref_t ref = iree_hal_buffer_retain_ref(iree_hal_buffer_view_buffer(view));
+  return iree_vm_list_push_ref_move(list, &ref);
+}

@@ -54,6 +54,73 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file given to read (a module, an input, an args block) is not a
+    /// regular file: reading it could block or never end.
+    #[error("{what} {} is {kind}, not a regular file; give a regular file", path.display())]
+    NotAFile {
+        /// What the file was for (`the module`, `the input file`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What it is instead (`a character device`, `a FIFO`, ...).
+        kind: &'static str,
+    },
+    /// A file given to read is larger than xplug reads for that purpose.
+    #[error("{what} {} is larger than {limit} bytes, the most xplug reads for it", path.display())]
+    FileTooLarge {
+        /// What the file was for.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The limit ([`crate::files::MODULE_LIMIT`], ...).
+        limit: u64,
+    },
+    /// A file given to read cannot be opened or read.
+    #[error("cannot read {what} {}", path.display())]
+    FileRead {
+        /// What the file was for.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An `.npy` file given as an input is not one xplug reads.
+    #[error("cannot read the input file {} as .npy", path.display())]
+    Npy {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: xplug_npy::Error,
+    },
+    /// An argument does not fit the function's signature (too many, a
+    /// tensor for a scalar, a file too short for its type), or is empty.
+    #[error("argument {index} of `{function}` (`{input}`): {problem}")]
+    Input {
+        /// The function.
+        function: String,
+        /// The argument's position.
+        index: usize,
+        /// The argument as given, cut by [`xplug_npy::excerpt`].
+        input: String,
+        /// What is wrong and what to give instead.
+        problem: String,
+    },
+    /// `xplug run` was not told which function to call and the module does
+    /// not export exactly one (IREE's rule: names starting with `__` or
+    /// holding `$` are not candidates).
+    #[error(
+        "give --function: module `{module}` exports {}",
+        if functions.is_empty() { "no function".to_owned() } else { functions.join(", ") }
+    )]
+    FunctionNotGiven {
+        /// The module's name.
+        module: String,
+        /// The candidates.
+        functions: Vec<String>,
+    },
     /// IREE refused the module's bytes (not a `.vmfb`, or compiled by an
     /// incompatible IREE).
     #[error("IREE cannot load the module `{module}`: is it a .vmfb compiled by IREE {IREE_RUNTIME_VERSION}?")]

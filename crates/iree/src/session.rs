@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
-use crate::{Error, Tensor, Value};
+use crate::{Error, IreeStatus, Tensor, Value};
 
 /// Alignment IREE's bytecode loader wants for a module's bytes (its
 /// flatbuffer and rodata segments are read in place).
@@ -38,11 +38,18 @@ impl Module {
     ///
     /// # Errors
     /// [`Error::ModuleFile`] when the file cannot be read,
+    /// [`Error::NotAFile`] or [`Error::FileTooLarge`] when it is not a
+    /// regular file of at most [`crate::files::MODULE_LIMIT`] bytes,
     /// [`Error::ModuleInvalid`] when IREE refuses its contents.
     pub fn from_file(runtime: &Runtime, path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let bytes =
-            std::fs::read(path).map_err(|source| Error::ModuleFile { path: path.to_owned(), source })?;
+            crate::files::read_bounded(path, "the module", crate::files::MODULE_LIMIT).map_err(|error| {
+                match error {
+                    Error::FileRead { path, source, .. } => Error::ModuleFile { path, source },
+                    other => other,
+                }
+            })?;
         Self::from_bytes_labelled(runtime, &bytes, path.display().to_string())
     }
 
@@ -93,7 +100,102 @@ impl Module {
         &self.inner.name
     }
 
-    /// The names of the functions the module exports.
+    /// The exported function `name`, looked up in this module alone, as
+    /// `iree-run-module --function=NAME` looks it up (no `module.` prefix;
+    /// the bytes need not be UTF-8).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchFunction`], with the closest exported name.
+    pub fn function(&self, name: &[u8]) -> Result<Function, Error> {
+        let mut function = iree::iree_vm_function_t::default();
+        // SAFETY: the module is live; the name view is valid for the call
+        // (IREE only compares it); `function` is a valid out pointer.
+        let status = unsafe {
+            iree::iree_vm_module_lookup_function_by_name(
+                self.inner.raw.as_ptr(),
+                iree::iree_vm_function_linkage_e_IREE_VM_FUNCTION_LINKAGE_EXPORT,
+                sys::string_view(name),
+                &mut function,
+            )
+        };
+        if sys::check(status).is_err() {
+            let wanted = String::from_utf8_lossy(name).into_owned();
+            let exported = self.functions();
+            return Err(Error::NoSuchFunction {
+                module: self.name().to_owned(),
+                suggestion: xplug_manager::suggest::closest(&wanted, &exported).map(str::to_owned),
+                function: wanted,
+            });
+        }
+        self.wrap_function(function)
+    }
+
+    /// The function `iree-run-module` runs without `--function`: the only
+    /// export whose name neither starts with `__` nor holds `$`.
+    ///
+    /// # Errors
+    /// [`Error::FunctionNotGiven`] when there is none or more than one.
+    pub fn only_function(&self) -> Result<Function, Error> {
+        let mut candidates = Vec::new();
+        for function in self.exports() {
+            if !function.name.starts_with(b"__") && !function.name.contains(&b'$') {
+                candidates.push(function);
+            }
+        }
+        if candidates.len() == 1 {
+            return Ok(candidates.remove(0));
+        }
+        Err(Error::FunctionNotGiven {
+            module: self.name().to_owned(),
+            functions: candidates.iter().map(Function::name_lossy).collect(),
+        })
+    }
+
+    fn exports(&self) -> Vec<Function> {
+        let raw = self.inner.raw.as_ptr();
+        // SAFETY: the module is live.
+        let signature = unsafe { iree::iree_vm_module_signature(raw) };
+        (0..signature.export_function_count)
+            .filter_map(|ordinal| {
+                let mut function = iree::iree_vm_function_t::default();
+                // SAFETY: the ordinal is below the export count; `function`
+                // is a valid out pointer.
+                let status = unsafe {
+                    iree::iree_vm_module_lookup_function_by_ordinal(
+                        raw,
+                        iree::iree_vm_function_linkage_e_IREE_VM_FUNCTION_LINKAGE_EXPORT,
+                        ordinal,
+                        &mut function,
+                    )
+                };
+                sys::check(status).ok()?;
+                self.wrap_function(function).ok()
+            })
+            .collect()
+    }
+
+    fn wrap_function(&self, raw: iree::iree_vm_function_t) -> Result<Function, Error> {
+        // SAFETY: `raw` was filled by IREE for this live module; the name
+        // view points into its metadata and is copied at once.
+        let name = unsafe { view_to_bytes(iree::iree_vm_function_name(&raw)) };
+        // SAFETY: as above.
+        let signature = unsafe { iree::iree_vm_function_signature(&raw) };
+        let mut arguments = iree::iree_string_view_t { data: std::ptr::null(), size: 0 };
+        let mut results = iree::iree_string_view_t { data: std::ptr::null(), size: 0 };
+        // SAFETY: `signature` is live (it views the module's metadata); the
+        // out views point into it and are copied at once.
+        let status = unsafe {
+            iree::iree_vm_function_call_get_cconv_fragments(&signature, &mut arguments, &mut results)
+        };
+        let function = String::from_utf8_lossy(&name).into_owned();
+        sys::check(status).map_err(|status| Error::Call { function, source: status.into() })?;
+        // SAFETY: as above.
+        let arguments_cconv = unsafe { view_to_bytes(arguments) };
+        Ok(Function { raw, module: self.clone(), name, arguments_cconv })
+    }
+
+    /// The names of the functions the module exports (invalid UTF-8
+    /// replaced).
     #[must_use]
     pub fn functions(&self) -> Vec<String> {
         let raw = self.inner.raw.as_ptr();
@@ -125,12 +227,20 @@ impl Module {
 /// # Safety
 /// `view` points to `size` readable bytes (or is empty).
 unsafe fn view_to_string(view: iree::iree_string_view_t) -> String {
+    // SAFETY: forwarded to the caller.
+    String::from_utf8_lossy(&unsafe { view_to_bytes(view) }).into_owned()
+}
+
+/// Copies the bytes of a string view IREE returned.
+///
+/// # Safety
+/// `view` points to `size` readable bytes (or is empty).
+unsafe fn view_to_bytes(view: iree::iree_string_view_t) -> Vec<u8> {
     if view.data.is_null() || view.size == 0 {
-        return String::new();
+        return Vec::new();
     }
     // SAFETY: forwarded to the caller.
-    let bytes = unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.size) };
-    String::from_utf8_lossy(bytes).into_owned()
+    unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.size) }.to_vec()
 }
 
 /// A module loaded on a device, ready to call: IREE's VM context holding
@@ -167,13 +277,15 @@ pub struct Session {
     device: Device,
 }
 
-/// One argument of [`Session::invoke`].
+/// One argument of [`Session::invoke`] and [`Session::prepare`].
 #[derive(Debug, Clone, Copy)]
 pub enum Argument<'a> {
     /// A host tensor, copied to the device.
     Tensor(&'a Tensor),
-    /// IREE's text form of a tensor, as `iree-run-module --input` takes it
-    /// (`4xf32=1,2,3,4`, `2x2xi32=[1 2][3 4]`, `f32=7`).
+    /// One `iree-run-module --input` value, read as IREE's tool reads it
+    /// for the parameter it meets: `21` for a scalar, `4xf32=1,2,3,4`,
+    /// `2x2xi32=[1 2][3 4]` or `f32=7` for a tensor, `@FILE.npy` and the
+    /// other file forms ([`Session::prepare`] lists them), `(null)`.
     Text(&'a str),
 }
 
@@ -246,8 +358,8 @@ impl Session {
         &self.module
     }
 
-    /// Calls `function` (a name the module exports, or `module.function`)
-    /// with host tensors and copies every result back.
+    /// Calls `function` (a name the module exports) with host tensors and
+    /// copies every result back.
     ///
     /// # Errors
     /// As [`Session::invoke`] and [`CallResults::values`].
@@ -256,77 +368,259 @@ impl Session {
         self.invoke(function, &arguments)?.values()
     }
 
-    /// Calls `function` with `arguments`, leaving the results on the device.
+    /// Calls `function` with `arguments`, leaving the results on the device:
+    /// [`Module::function`], [`Session::prepare`] and [`Call::invoke`].
     ///
     /// # Errors
     /// [`Error::NoSuchFunction`] (with a suggestion) when the module does
-    /// not export it, [`Error::Argument`] when an argument cannot be made,
-    /// [`Error::Call`] when IREE's invocation fails.
+    /// not export it, the errors of [`Session::prepare`] when an argument
+    /// cannot be made, [`Error::Call`] when IREE's invocation fails.
     pub fn invoke(&self, function: &str, arguments: &[Argument<'_>]) -> Result<CallResults, Error> {
-        let resolved = self.resolve_function(function)?;
-        let allocator = sys::system_allocator();
-        let call_error =
-            |status: sys::Status| Error::Call { function: function.to_owned(), source: status.into() };
-        let inputs = new_list(arguments.len(), allocator).map_err(call_error)?;
-        for (index, argument) in arguments.iter().enumerate() {
-            let view = self.make_view(argument).map_err(|status| Error::Argument {
-                function: function.to_owned(),
-                index,
-                input: match argument {
-                    Argument::Tensor(tensor) => format!("{tensor:?}"),
-                    Argument::Text(text) => (*text).to_owned(),
-                },
-                source: status.into(),
-            })?;
-            // SAFETY: list and view are live; the list takes its own reference.
-            sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(inputs.as_ptr(), view.as_ptr()) })
-                .map_err(call_error)?;
-        }
-        let outputs = new_list(4, allocator).map_err(call_error)?;
-        // SAFETY: context, function, and both lists are live; a NULL policy
-        // is IREE's default.
-        sys::check(unsafe {
-            iree::iree_vm_invoke(
-                self.context.as_ptr(),
-                resolved,
-                0,
-                std::ptr::null(),
-                inputs.as_ptr(),
-                outputs.as_ptr(),
-                allocator,
-            )
-        })
-        .map_err(call_error)?;
-        Ok(CallResults { list: outputs, device: self.device.clone(), function: function.to_owned() })
+        let function = self.module.function(function.as_bytes())?;
+        self.prepare(&function, arguments)?.invoke()
     }
 
-    fn resolve_function(&self, function: &str) -> Result<iree::iree_vm_function_t, Error> {
-        let full = if function.contains('.') {
-            function.to_owned()
-        } else {
-            format!("{}.{function}", self.module.name())
-        };
-        let mut resolved = iree::iree_vm_function_t::default();
-        // SAFETY: the context is live; the name view is valid for the call.
-        let status = unsafe {
-            iree::iree_vm_context_resolve_function(
-                self.context.as_ptr(),
-                sys::string_view(full.as_bytes()),
-                &mut resolved,
-            )
-        };
-        match sys::check(status) {
-            Ok(()) => Ok(resolved),
-            Err(_) => {
-                let exported = self.module.functions();
-                let bare = function.rsplit('.').next().unwrap_or(function);
-                Err(Error::NoSuchFunction {
-                    module: self.module.name().to_owned(),
-                    function: function.to_owned(),
-                    suggestion: xplug_manager::suggest::closest(bare, &exported).map(str::to_owned),
+    /// Makes the argument list of a call to `function` (a function of this
+    /// session's module), as `iree-run-module` makes it from its `--input`
+    /// flags: each argument is matched with the next type of the function's
+    /// calling convention (`i`, `I`, `f`, `F` for `i32`, `i64`, `f32`,
+    /// `f64`; `r` for a reference such as a tensor). Nothing runs yet.
+    ///
+    /// [`Argument::Text`] takes `iree-run-module`'s forms: a number for a
+    /// scalar parameter (`21`, `0x10`, `-1.5`, parsed by IREE's own
+    /// `iree_string_view_atoi`/`atof`), a tensor (`4xf32=1,2,3,4`; `f32=7`
+    /// for a 0-d tensor), `(null)`/`(ignored)`, and files: `@FILE.npy`
+    /// (the first array), `+FILE.npy` (the next array after the last read
+    /// of the same path), `*FILE.npy` (every array left, one argument
+    /// each), `4xf32=@FILE` and `4xf32=+FILE` (raw bytes, from the start or
+    /// from where the last read stopped), and `&TYPE=...` (the buffer alone,
+    /// as storage for an output). Files are read through
+    /// [`crate::files::read_bounded`], at most
+    /// [`crate::files::INPUT_LIMIT`] bytes each. Leading and trailing
+    /// whitespace is trimmed. Too few arguments are left for IREE's
+    /// invocation to refuse, as in IREE's tool.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchFunction`] for a function of another module;
+    /// [`Error::Input`] for too many arguments, a tensor where a scalar is
+    /// expected (or the reverse), an empty one, a file too short for its
+    /// type; [`Error::Argument`] when IREE refuses one; for a file the errors of
+    /// [`crate::files::read_bounded`], [`Error::Npy`] and [`Error::NpyDtype`].
+    pub fn prepare(&self, function: &Function, arguments: &[Argument<'_>]) -> Result<Call<'_>, Error> {
+        let name = function.name_lossy();
+        if !Arc::ptr_eq(&function.module.inner, &self.module.inner) {
+            return Err(Error::NoSuchFunction {
+                module: self.module.name().to_owned(),
+                function: name,
+                suggestion: None,
+            });
+        }
+        let allocator = sys::system_allocator();
+        let list = new_list(arguments.len(), allocator)
+            .map_err(|status| Error::Call { function: name.clone(), source: status.into() })?;
+        let mut cconv: &[u8] = &function.arguments_cconv;
+        // Files read so far, by the path as given: `+FILE` and `*FILE`
+        // continue where the previous read of the same path stopped.
+        let mut streams: Vec<InputStream> = Vec::new();
+        for (index, argument) in arguments.iter().enumerate() {
+            let input = match argument {
+                Argument::Tensor(tensor) => format!("{tensor:?}"),
+                Argument::Text(text) => xplug_npy::excerpt(text),
+            };
+            let problem = |problem: String| Error::Input {
+                function: name.clone(),
+                index,
+                input: input.clone(),
+                problem,
+            };
+            let iree_error = |status: sys::Status| {
+                let mut source = IreeStatus::from(status);
+                // IREE quotes the part of the input it choked on, whole.
+                source.text = xplug_npy::excerpt_at(&source.text, 4 * xplug_npy::QUOTE_LIMIT);
+                Error::Argument { function: name.clone(), index, input: input.clone(), source }
+            };
+            let next_type = |cconv: &mut &[u8]| match cconv.split_first() {
+                Some((&expected, rest)) => {
+                    *cconv = rest;
+                    Ok(expected)
+                }
+                None => Err(problem(format!(
+                    "`{name}` takes {} argument(s); this one is one too many",
+                    function.arguments_cconv.len()
+                ))),
+            };
+            let push_tensor = |expected: u8, tensor: &Tensor| {
+                if expected != b'r' {
+                    return Err(problem(format!(
+                        "`{name}` takes {} here, not a tensor",
+                        cconv_type_name(expected)
+                    )));
+                }
+                let view = self.make_view(&Argument::Tensor(tensor)).map_err(iree_error)?;
+                // SAFETY: list and view are live; the list takes its own reference.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)
+            };
+            let push_primitive = |expected: u8, text: &str, null: bool| {
+                // SAFETY: the list is live; IREE reads `text` only during
+                // the call (see the glue function).
+                sys::check(unsafe {
+                    sys::xplug_iree_list_push_primitive(
+                        list.as_ptr(),
+                        expected as std::ffi::c_char,
+                        text.as_ptr().cast(),
+                        text.len(),
+                        c_int::from(null),
+                    )
                 })
+                .map_err(iree_error)
+            };
+            let text = match argument {
+                Argument::Tensor(tensor) => {
+                    push_tensor(next_type(&mut cconv)?, tensor)?;
+                    continue;
+                }
+                Argument::Text(raw) => raw.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b'),
+            };
+            if text.is_empty() {
+                return Err(problem("no value given; give a number, a tensor or @FILE.npy".into()));
+            }
+            if text == "(null)" || text == "(ignored)" {
+                push_primitive(next_type(&mut cconv)?, text, true)?;
+            } else if let Some(mode @ ('@' | '+' | '*')) = text.chars().next() {
+                // One array (`@` from the start of the file, `+` from where
+                // the last read of it stopped) or every array left (`*`).
+                let path = &text[1..];
+                if !path.ends_with(".npy") {
+                    return Err(problem(
+                        "only .npy files are read for `@FILE`, `+FILE` and `*FILE` inputs, as iree-run-module \
+                         reads them (raw bytes need the type: `4xf32=@FILE`)"
+                            .into(),
+                    ));
+                }
+                let stream = InputStream::open(&mut streams, path, mode != '@')?;
+                while mode != '*' || stream.offset < stream.bytes.len() {
+                    let (array, used) = xplug_npy::decode_prefix(&stream.bytes[stream.offset..])
+                        .map_err(|source| Error::Npy { path: path.into(), source })?;
+                    stream.offset += used;
+                    push_tensor(next_type(&mut cconv)?, &Tensor::from_npy(array)?)?;
+                    if mode != '*' {
+                        break;
+                    }
+                }
+            } else if let Some(storage) = text.strip_prefix('&') {
+                // Storage for an output: the buffer alone, no metadata.
+                let expected = next_type(&mut cconv)?;
+                if expected != b'r' {
+                    return Err(problem(format!(
+                        "`{name}` takes {} here, not a buffer",
+                        cconv_type_name(expected)
+                    )));
+                }
+                let view = self.tensor_view(storage, &mut streams, &problem, &iree_error)?;
+                // SAFETY: list and view are live; the list takes its own
+                // reference to the view's buffer.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_of_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)?;
+            } else if cconv.first() != Some(&b'r') {
+                push_primitive(next_type(&mut cconv)?, text, false)?;
+            } else {
+                next_type(&mut cconv)?;
+                if !text.contains(['=', 'x']) {
+                    return Err(problem(
+                        "a tensor needs at least a shape and type (`4x2xf32=...`; `f32=7` for 0-d)".into(),
+                    ));
+                }
+                let view = self.tensor_view(text, &mut streams, &problem, &iree_error)?;
+                // SAFETY: list and view are live; the list takes its own
+                // reference.
+                sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
+                    .map_err(iree_error)?;
             }
         }
+        Ok(Call { session: self, function: function.clone(), name, inputs: list })
+    }
+
+    /// A tensor input as a buffer view: `TYPE=@FILE`/`TYPE=+FILE` from raw
+    /// bytes, anything else parsed by IREE (`4xf32=1,2,3,4`).
+    fn tensor_view(
+        &self,
+        text: &str,
+        streams: &mut Vec<InputStream>,
+        problem: &dyn Fn(String) -> Error,
+        iree_error: &dyn Fn(sys::Status) -> Error,
+    ) -> Result<sys::BufferView, Error> {
+        match text.split_once('=') {
+            Some((metadata, contents)) if contents.starts_with(['@', '+']) => {
+                let stream = InputStream::open(streams, &contents[1..], contents.starts_with('+'))?;
+                self.raw_view(metadata, stream).map_err(|error| match error {
+                    RawInput::Iree(status) => iree_error(status),
+                    RawInput::Short { needed, left } => {
+                        problem(format!("the type needs {needed} bytes but the file holds {left} more"))
+                    }
+                })
+            }
+            _ => self.make_view(&Argument::Text(text)).map_err(iree_error),
+        }
+    }
+
+    /// A buffer view of type and shape `metadata` (`4xf32`) over the next
+    /// bytes of `stream`, as iree-run-module reads `--input=4xf32=@FILE`.
+    fn raw_view(&self, metadata: &str, stream: &mut InputStream) -> Result<sys::BufferView, RawInput> {
+        let mut shape = [0 as iree::iree_hal_dim_t; 128];
+        let mut rank = 0usize;
+        let mut element_type: iree::iree_hal_element_type_t = 0;
+        // SAFETY: the view is valid for the call; `shape` holds 128 dims,
+        // the capacity passed; the out pointers are valid.
+        sys::check(unsafe {
+            iree::iree_hal_parse_shape_and_element_type(
+                sys::string_view(metadata.as_bytes()),
+                shape.len(),
+                &mut rank,
+                shape.as_mut_ptr(),
+                &mut element_type,
+            )
+        })
+        .map_err(RawInput::Iree)?;
+        let mut size: iree::iree_device_size_t = 0;
+        // SAFETY: `shape` holds `rank` dims written by IREE; `size` is a
+        // valid out pointer.
+        sys::check(unsafe {
+            iree::iree_hal_buffer_compute_view_size(
+                rank,
+                shape.as_ptr(),
+                element_type,
+                iree::iree_hal_encoding_types_t_IREE_HAL_ENCODING_TYPE_DENSE_ROW_MAJOR,
+                &mut size,
+            )
+        })
+        .map_err(RawInput::Iree)?;
+        let left = stream.bytes.len() - stream.offset;
+        // `iree_device_size_t` is `usize` on the 64-bit hosts this builds for.
+        let needed = size;
+        if needed > left {
+            return Err(RawInput::Short { needed, left });
+        }
+        let data = &stream.bytes[stream.offset..stream.offset + needed];
+        stream.offset += needed;
+        let device = self.device.inner.raw.as_ptr();
+        sys::create(
+            // SAFETY: device is live; shape and data are valid for the call
+            // and IREE copies the data.
+            |out| unsafe {
+                sys::xplug_iree_buffer_view_from_data(
+                    device,
+                    rank,
+                    shape.as_ptr(),
+                    element_type,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    out,
+                )
+            },
+            sys::BufferView::from_raw,
+        )
+        .map_err(RawInput::Iree)
     }
 
     fn make_view(&self, argument: &Argument<'_>) -> Result<sys::BufferView, sys::Status> {
@@ -360,6 +654,142 @@ impl Session {
             ),
         }
     }
+}
+
+/// A call made ready by [`Session::prepare`]: the function and its
+/// argument list, on the session's device.
+pub struct Call<'s> {
+    session: &'s Session,
+    function: Function,
+    name: String,
+    inputs: sys::List,
+}
+
+impl Call<'_> {
+    /// The function this call runs.
+    #[must_use]
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// Runs the function on the prepared arguments.
+    ///
+    /// # Errors
+    /// [`Error::Call`] when IREE's invocation fails (too few arguments
+    /// included: IREE's invocation checks them).
+    pub fn invoke(self) -> Result<CallResults, Error> {
+        let allocator = sys::system_allocator();
+        let call_error =
+            |status: sys::Status| Error::Call { function: self.name.clone(), source: status.into() };
+        let outputs = new_list(4, allocator).map_err(call_error)?;
+        // SAFETY: context, function (of a module the context holds, kept
+        // alive by `self.function`) and both lists are live; a NULL policy
+        // is IREE's default.
+        sys::check(unsafe {
+            iree::iree_vm_invoke(
+                self.session.context.as_ptr(),
+                self.function.raw,
+                0,
+                std::ptr::null(),
+                self.inputs.as_ptr(),
+                outputs.as_ptr(),
+                allocator,
+            )
+        })
+        .map_err(call_error)?;
+        Ok(CallResults { list: outputs, device: self.session.device.clone(), function: self.name })
+    }
+}
+
+/// A function a module exports, found in that module alone as
+/// `iree-run-module` finds it (`--function=NAME`, the exact export name;
+/// the functions of the HAL module a session adds are not among them).
+#[derive(Clone)]
+pub struct Function {
+    raw: iree::iree_vm_function_t,
+    // Keeps the module `raw` points into alive.
+    module: Module,
+    name: Vec<u8>,
+    arguments_cconv: Vec<u8>,
+}
+
+impl Function {
+    /// The name as the module spells it (bytes: IREE does not require
+    /// UTF-8).
+    #[must_use]
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The name for messages (invalid UTF-8 replaced).
+    #[must_use]
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+
+    /// The argument types of its calling convention (`i`, `I`, `f`, `F`,
+    /// `r`, ...), one byte per argument.
+    #[must_use]
+    pub fn argument_types(&self) -> &[u8] {
+        &self.arguments_cconv
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Function({})", self.name_lossy())
+    }
+}
+
+/// What a calling-convention type is, for messages.
+fn cconv_type_name(cconv: u8) -> String {
+    match cconv {
+        b'i' => "an i32".to_owned(),
+        b'I' => "an i64".to_owned(),
+        b'f' => "an f32".to_owned(),
+        b'F' => "an f64".to_owned(),
+        b'r' => "a reference (a tensor)".to_owned(),
+        other => format!("calling-convention type `{}`", char::from(other)),
+    }
+}
+
+/// A file an input reads from (`@FILE`, `+FILE`, `*FILE`, `TYPE=@FILE`),
+/// read whole through [`crate::files::read_bounded`], and how far the
+/// inputs so far have read it.
+struct InputStream {
+    path: String,
+    bytes: Vec<u8>,
+    offset: usize,
+}
+
+impl InputStream {
+    /// The stream of `path` (as given): from the start unless `append`
+    /// (then where the last read of the same path stopped, or the start
+    /// the first time), as iree-run-module's stream list keeps them.
+    fn open<'a>(streams: &'a mut Vec<Self>, path: &str, append: bool) -> Result<&'a mut Self, Error> {
+        let index = match streams.iter().position(|stream| stream.path == path) {
+            Some(index) => index,
+            None => {
+                let bytes =
+                    crate::files::read_bounded(Path::new(path), "the input file", crate::files::INPUT_LIMIT)?;
+                streams.push(Self { path: path.to_owned(), bytes, offset: 0 });
+                streams.len() - 1
+            }
+        };
+        let stream = &mut streams[index];
+        if !append {
+            stream.offset = 0;
+        }
+        Ok(stream)
+    }
+}
+
+/// Why a `TYPE=@FILE` input could not be made.
+enum RawInput {
+    /// IREE refused the type or the view.
+    Iree(sys::Status),
+    /// The file holds fewer bytes than the type needs.
+    Short { needed: usize, left: usize },
 }
 
 fn new_list(capacity: usize, allocator: sys::Allocator) -> Result<sys::List, sys::Status> {

@@ -122,6 +122,17 @@ unsafe extern "C" {
         out_text: *mut *mut c_char,
         out_length: *mut usize,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_list_push_primitive(
+        list: *mut iree::iree_vm_list_t,
+        cconv_type: c_char,
+        text: *const c_char,
+        text_length: usize,
+        is_null: c_int,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_list_push_buffer_of_view(
+        list: *mut iree::iree_vm_list_t,
+        view: *mut iree::iree_hal_buffer_view_t,
+    ) -> RawStatus;
 }
 
 /// The allocator IREE's runtime was configured with (libc).

@@ -241,3 +241,75 @@ pub enum Value {
     /// A value of a kind this crate does not copy out (lists, buffers).
     Other,
 }
+
+impl Value {
+    /// The value as `iree-run-module` writes it to a file
+    /// (`--output=@FILE`): a tensor as it is, an integer or float scalar as
+    /// a 0-d tensor of its type (`i32` 42 → shape `[]`, four bytes), an
+    /// empty value as an `i8` tensor of shape `[0]`; `None` for the kinds
+    /// this crate does not copy out.
+    ///
+    /// ```
+    /// use xplug_iree::{ElementType, Value};
+    ///
+    /// let scalar = Value::Integer { value: 42, bits: 32 }.to_tensor().unwrap();
+    /// assert_eq!((scalar.shape(), scalar.element_type()), (&[][..], ElementType::I32));
+    /// assert_eq!(scalar.data(), 42i32.to_ne_bytes());
+    /// ```
+    #[must_use]
+    pub fn to_tensor(&self) -> Option<Tensor> {
+        let scalar =
+            |element_type: ElementType, data: Vec<u8>| Tensor { shape: Vec::new(), element_type, data };
+        Some(match *self {
+            Self::Tensor(ref tensor) => tensor.clone(),
+            Self::Integer { value, bits: 8 } => scalar(ElementType::I8, (value as i8).to_ne_bytes().to_vec()),
+            Self::Integer { value, bits: 16 } => {
+                scalar(ElementType::I16, (value as i16).to_ne_bytes().to_vec())
+            }
+            Self::Integer { value, bits: 32 } => {
+                scalar(ElementType::I32, (value as i32).to_ne_bytes().to_vec())
+            }
+            Self::Integer { value, bits: 64 } => scalar(ElementType::I64, value.to_ne_bytes().to_vec()),
+            Self::Float { value, bits: 32 } => {
+                scalar(ElementType::F32, (value as f32).to_ne_bytes().to_vec())
+            }
+            Self::Float { value, bits: 64 } => scalar(ElementType::F64, value.to_ne_bytes().to_vec()),
+            Self::Empty => Tensor { shape: vec![0], element_type: ElementType::I8, data: Vec::new() },
+            Self::Integer { .. } | Self::Float { .. } | Self::Other => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_become_zero_dimensional_tensors_of_their_type() {
+        let cases = [
+            (Value::Integer { value: -2, bits: 8 }, ElementType::I8, vec![0xfe]),
+            (Value::Integer { value: 300, bits: 16 }, ElementType::I16, 300i16.to_ne_bytes().to_vec()),
+            (
+                Value::Integer { value: 1 << 40, bits: 64 },
+                ElementType::I64,
+                (1i64 << 40).to_ne_bytes().to_vec(),
+            ),
+            (Value::Float { value: 4.5, bits: 32 }, ElementType::F32, 4.5f32.to_ne_bytes().to_vec()),
+            (Value::Float { value: -0.25, bits: 64 }, ElementType::F64, (-0.25f64).to_ne_bytes().to_vec()),
+        ];
+        for (value, element_type, data) in cases {
+            let tensor = value.to_tensor().unwrap();
+            assert_eq!(
+                (tensor.shape(), tensor.element_type(), tensor.data()),
+                (&[][..], element_type, &data[..])
+            );
+            let npy = tensor.to_npy().unwrap();
+            assert!(npy.shape.is_empty(), "{npy:?}");
+        }
+        let empty = Value::Empty.to_tensor().unwrap();
+        assert_eq!((empty.shape(), empty.data().len()), (&[0][..], 0));
+        assert_eq!(empty.to_npy().unwrap().descr, "|i1");
+        assert!(Value::Other.to_tensor().is_none());
+        assert!(Value::Integer { value: 1, bits: 3 }.to_tensor().is_none());
+    }
+}

@@ -50,7 +50,7 @@ pub enum Error {
     /// The header dictionary is not one this reader understands.
     #[error("unreadable .npy header {header:?}: {reason}")]
     Header {
-        /// The header dictionary.
+        /// The header dictionary, cut to its start by [`excerpt`].
         header: String,
         /// What is wrong with it.
         reason: &'static str,
@@ -68,6 +68,35 @@ pub enum Error {
 }
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// The most characters of untrusted text (a file's header, an input the
+/// user gave) that an error message quotes: [`excerpt`] cuts the rest.
+pub const QUOTE_LIMIT: usize = 80;
+
+/// `text` as an error message quotes it: whole when it has at most
+/// [`QUOTE_LIMIT`] characters, else its first [`QUOTE_LIMIT`] followed by
+/// `...` and the full length, so a 20 MB header is not echoed whole.
+///
+/// ```
+/// assert_eq!(xplug_npy::excerpt("{'descr': '<f4'}"), "{'descr': '<f4'}");
+/// let long = "x".repeat(1000);
+/// assert_eq!(xplug_npy::excerpt(&long), format!("{}... (1000 bytes)", "x".repeat(80)));
+/// ```
+#[must_use]
+pub fn excerpt(text: &str) -> String {
+    excerpt_at(text, QUOTE_LIMIT)
+}
+
+/// [`excerpt`] with another limit: for a message that quotes bad input
+/// among its own words (IREE's status for an input it could not parse
+/// quotes the part it choked on, whatever its length).
+#[must_use]
+pub fn excerpt_at(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], text.len()),
+    }
+}
 
 /// A dense C-order array: its dtype, shape and raw element bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,11 +139,23 @@ pub fn encode(array: &NpyArray) -> Vec<u8> {
 }
 
 /// Decodes an `.npy` file. The data length is checked against the shape and
-/// the dtype's item size (from its `descr`).
+/// the dtype's item size (from its `descr`); bytes after the array are not
+/// read (see [`decode_prefix`]).
 ///
 /// # Errors
 /// [`Error`] when the bytes are not such a file.
 pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
+    decode_prefix(bytes).map(|(array, _)| array)
+}
+
+/// Decodes the `.npy` array at the start of `bytes` and returns it with
+/// the number of bytes it takes, so that several arrays written one after
+/// the other (`iree-run-module --output=@f.npy --output=+f.npy`) are read
+/// in turn.
+///
+/// # Errors
+/// [`Error`] when the bytes do not start with such an array.
+pub fn decode_prefix(bytes: &[u8]) -> Result<(NpyArray, usize), Error> {
     if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
         return Err(Error::Magic);
     }
@@ -133,7 +174,8 @@ pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
         bytes.get(start..data_start).ok_or(Error::Truncated { expected: data_start, found: bytes.len() })?;
     let header = String::from_utf8_lossy(header).into_owned();
     let compact: String = header.chars().filter(|c| !c.is_whitespace()).collect();
-    let bad = |reason| Error::Header { header: header.trim().to_owned(), reason };
+    // The header is the file's: an error quotes only its start.
+    let bad = |reason| Error::Header { header: excerpt(header.trim()), reason };
     if !compact.contains("'fortran_order':False") {
         return Err(bad("only C-order arrays ('fortran_order': False) are read"));
     }
@@ -161,7 +203,7 @@ pub fn decode(bytes: &[u8]) -> Result<NpyArray, Error> {
         .ok_or_else(|| bad("the shape's size overflows"))?;
     let data =
         bytes.get(data_start..length).ok_or(Error::Truncated { expected: length, found: bytes.len() })?;
-    Ok(NpyArray { descr, shape, data: data.to_vec() })
+    Ok((NpyArray { descr, shape, data: data.to_vec() }, length))
 }
 
 /// The item size of a fixed-size dtype `descr` (`<f4` → 4).
@@ -231,6 +273,50 @@ mod tests {
         bytes.extend_from_slice(&1.0f32.to_le_bytes());
         bytes.extend_from_slice(&(-2.0f32).to_le_bytes());
         assert_eq!(decode_f32(&bytes).unwrap(), [1.0, -2.0]);
+    }
+
+    #[test]
+    fn zero_dimensional_arrays_read_as_iree_writes_them() {
+        // The bytes iree-run-module wrote for `--output=@o.npy` of an `i32`
+        // result 42: version 1.0, shape `()`, 128-byte header.
+        let mut iree = b"\x93NUMPY\x01\x00\x76\x00".to_vec();
+        let mut header = "{'descr': '<i4', 'fortran_order': False, 'shape': (), }".to_owned();
+        header.push_str(&" ".repeat(0x76 - header.len() - 1));
+        header.push('\n');
+        iree.extend_from_slice(header.as_bytes());
+        iree.extend_from_slice(&42i32.to_le_bytes());
+        let array = decode(&iree).unwrap();
+        assert_eq!(
+            array,
+            NpyArray { descr: "<i4".into(), shape: vec![], data: 42i32.to_le_bytes().to_vec() }
+        );
+        assert_eq!(encode(&array), iree, "a 0-d array is written byte for byte as IREE writes it");
+    }
+
+    #[test]
+    fn arrays_written_one_after_another_are_read_in_turn() {
+        let first = encode_f32(&[1.0, 2.0]);
+        let second =
+            encode(&NpyArray { descr: "<i8".into(), shape: vec![], data: 7i64.to_le_bytes().to_vec() });
+        let both = [first.clone(), second.clone()].concat();
+        let (array, used) = decode_prefix(&both).unwrap();
+        assert_eq!((array.shape, used), (vec![2], first.len()));
+        let (array, used) = decode_prefix(&both[used..]).unwrap();
+        assert_eq!((array.descr.as_str(), used), ("<i8", second.len()));
+    }
+
+    #[test]
+    fn a_huge_bad_header_is_quoted_only_in_part() {
+        let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
+        let header =
+            format!("{{'descr': '<f4', 'fortran_order': True, 'junk': '{}'}}\n", "A".repeat(20 << 20));
+        bytes.extend_from_slice(&u32::try_from(header.len()).unwrap().to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        let error = decode(&bytes).unwrap_err();
+        let Error::Header { header: quoted, .. } = &error else { panic!("{error}") };
+        assert!(quoted.starts_with("{'descr': '<f4'"), "{quoted}");
+        assert!(quoted.ends_with(&format!("... ({} bytes)", header.trim().len())), "{quoted}");
+        assert!(error.to_string().len() < 300, "{}", error.to_string().len());
     }
 
     #[test]

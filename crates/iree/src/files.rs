@@ -1,0 +1,119 @@
+//! Reading the files a user names: a module (`xplug run MODULE.vmfb`), an
+//! `--input=@FILE` and `xplug call --file`. Every such read goes through
+//! [`read_bounded`]: regular files only, and at most a limit, both checked
+//! before the first byte is read, so `/dev/zero`, a FIFO or a directory is
+//! refused at once instead of growing memory until the process is killed
+//! (`docs/iree-runtime.md`, "Bounded input").
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::Error;
+
+/// The largest module xplug reads: 2 GiB, the most a `.vmfb`'s
+/// FlatBuffer (32-bit offsets) can address.
+pub const MODULE_LIMIT: u64 = 2 << 30;
+
+/// The largest `--input=@FILE` xplug reads: 1 GiB.
+pub const INPUT_LIMIT: u64 = 1 << 30;
+
+/// Reads the regular file at `path`, at most `limit` bytes. `what` names
+/// the file in errors (`"the module"`, `"the input file"`).
+///
+/// The file is opened without blocking (a FIFO with no writer does not
+/// hang the open), its type and size are checked on the open descriptor,
+/// and the read stops one byte past `limit`, so a file that grows while
+/// it is read is refused too.
+///
+/// # Errors
+/// [`Error::NotAFile`] for a device, FIFO, socket or directory;
+/// [`Error::FileTooLarge`] above `limit`; [`Error::FileRead`] when the
+/// file cannot be opened or read.
+pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
+    let read_error = |source| Error::FileRead { what, path: path.to_owned(), source };
+    let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_error)?;
+    let metadata = file.metadata().map_err(read_error)?;
+    let file_type = metadata.file_type();
+    if !file_type.is_file() {
+        let kind = if file_type.is_dir() {
+            "a directory"
+        } else if file_type.is_char_device() {
+            "a character device"
+        } else if file_type.is_block_device() {
+            "a block device"
+        } else if file_type.is_fifo() {
+            "a FIFO"
+        } else if file_type.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(Error::NotAFile { what, path: path.to_owned(), kind });
+    }
+    let too_large = || Error::FileTooLarge { what, path: path.to_owned(), limit };
+    if metadata.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_files_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(read_bounded(&path, "the input file", 10).unwrap(), b"0123456789");
+        assert_eq!(read_bounded(&path, "the input file", 1 << 20).unwrap(), b"0123456789");
+    }
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        for (path, kind) in [
+            (Path::new("/dev/zero"), "a character device"),
+            (fifo.as_path(), "a FIFO"),
+            (dir.path(), "a directory"),
+        ] {
+            let error = read_bounded(path, "the module", MODULE_LIMIT).unwrap_err();
+            assert!(matches!(&error, Error::NotAFile { kind: found, .. } if *found == kind), "{error:?}");
+            let text = error.to_string();
+            assert!(text.contains(&path.display().to_string()) && text.contains(kind), "{text}");
+        }
+    }
+
+    #[test]
+    fn files_above_the_limit_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.npy");
+        // Sparse: 3 GiB on paper, nothing on disk; refused by its size.
+        File::create(&path).unwrap().set_len(3 << 30).unwrap();
+        let error = read_bounded(&path, "the input file", INPUT_LIMIT).unwrap_err();
+        assert!(matches!(error, Error::FileTooLarge { limit: INPUT_LIMIT, .. }), "{error:?}");
+        assert!(error.to_string().contains("1073741824 bytes"), "{error}");
+        let small = dir.path().join("eleven");
+        std::fs::write(&small, b"01234567890").unwrap();
+        assert!(matches!(
+            read_bounded(&small, "the args file", 10),
+            Err(Error::FileTooLarge { limit: 10, .. })
+        ));
+        let missing = read_bounded(&dir.path().join("missing"), "the module", 10).unwrap_err();
+        assert!(
+            matches!(&missing, Error::FileRead { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        );
+    }
+}
