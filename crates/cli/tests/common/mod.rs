@@ -6,11 +6,17 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// Runs `xplug ARGS` without colours.
+/// glibc fills freed (and fresh) heap blocks with this byte's complement
+/// (and this byte), so a read of freed memory shows as garbage in the
+/// output the tests compare instead of passing by luck.
+pub const MALLOC_PERTURB: &str = "165";
+
+/// Runs `xplug ARGS` without colours, with [`MALLOC_PERTURB`].
 pub fn xplug(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xplug"))
         .args(args)
         .env("NO_COLOR", "1")
+        .env("MALLOC_PERTURB_", MALLOC_PERTURB)
         .output()
         .expect("the xplug binary runs")
 }
