@@ -95,6 +95,8 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
         jobs: options.jobs,
         timeout: options.timeout,
         iree_reruns: 5,
+        layout_rerun: true,
+        iree_memcheck: flip_sweep::memcheck_prefix(),
         work: prepared.work.join("flip-sweep"),
     };
     eprintln!(

@@ -31,6 +31,8 @@ fn no_flipped_byte_crashes_or_hangs_xplug_run_where_iree_run_module_survives() {
         // Bounds a hang; a normal run takes well under a second.
         timeout: Duration::from_secs(30),
         iree_reruns: 5,
+        layout_rerun: true,
+        iree_memcheck: flip_sweep::memcheck_prefix(),
         work: prepared.work.join("flip-sweep-test"),
     };
     let report = flip_sweep::sweep(&config, |_| {}).expect("the sweep runs");
