@@ -143,11 +143,8 @@ impl<'code> RawQuery<'code> {
         }
         // SAFETY: a non-NULL result points to the plugin's v0 table, valid
         // for `'code` (promised in `new`); it is copied out.
-        Some(RawTable {
-            table: unsafe { table.cast::<PluginV0>().read() },
-            image: self.image,
-            _code: PhantomData,
-        })
+        let table = unsafe { table.cast::<PluginV0>().read() };
+        Some(RawTable { table, image: self.image, _code: PhantomData })
     }
 }
 
