@@ -16,9 +16,9 @@ use xplug_fixtures::plugins::PluginProfile;
 const STRIDE: usize = 7;
 
 #[test]
-#[ignore = "open findings (issue 33, item 2): xplug aborts where IREE's tool exits 1 at a few bytecode \
-            offsets, only while IREE's proactor uses io_uring, and crashes at three offsets of the embedded \
-            executable; docs/iree-runtime.md, \"Damaged modules\". Run with --ignored."]
+#[ignore = "open findings (issue 33, item 2): a kernel writing into a zero-length buffer (IREE's, but not \
+            proven by the sweep's checks) and three offsets of the embedded executable; docs/iree-runtime.md, \
+            \"Damaged modules\". Run with --ignored."]
 fn no_flipped_byte_crashes_or_hangs_xplug_run_where_iree_run_module_survives() {
     let prepared =
         iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
