@@ -96,7 +96,7 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
         timeout: options.timeout,
         iree_reruns: 5,
         layout_rerun: true,
-        iree_memcheck: flip_sweep::memcheck_prefix(),
+        iree_memcheck: xplug_fixtures::valgrind::available(),
         work: prepared.work.join("flip-sweep"),
     };
     eprintln!(

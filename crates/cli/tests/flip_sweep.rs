@@ -35,7 +35,7 @@ fn no_flipped_byte_crashes_or_hangs_xplug_run_where_iree_run_module_survives() {
         timeout: Duration::from_secs(30),
         iree_reruns: 5,
         layout_rerun: true,
-        iree_memcheck: flip_sweep::memcheck_prefix(),
+        iree_memcheck: xplug_fixtures::valgrind::available(),
         work: prepared.work.join("flip-sweep-test"),
     };
     let report = flip_sweep::sweep(&config, |_| {}).expect("the sweep runs");
