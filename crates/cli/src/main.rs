@@ -160,16 +160,29 @@ enum Command {
         after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
     )]
     Run {
-        /// The compiled module (also accepted as --module=, as
-        /// iree-run-module spells it).
+        /// The compiled module whose function runs (loaded after every
+        /// --module).
         #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
         module: Option<PathBuf>,
-        #[arg(long = "module", value_name = "MODULE.vmfb", hide = true, conflicts_with = "module")]
-        module_flag: Option<PathBuf>,
-        /// The function to call, as the module exports it (default: the
-        /// module's only export).
+        /// A compiled module, as iree-run-module takes it: repeatable, loaded
+        /// in order; the function runs from the last one (or from
+        /// MODULE.vmfb when that is given too).
+        #[arg(long = "module", value_name = "MODULE.vmfb")]
+        module_flag: Vec<PathBuf>,
+        /// The function to call, as the module exports it (default: its
+        /// only export not starting with `__` nor holding `$`, as
+        /// iree-run-module picks it).
         #[arg(long)]
         function: Option<std::ffi::OsString>,
+        /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
+        /// the parameters of SCOPE (none: parameters named without a
+        /// scope), as iree-run-module takes it; repeatable.
+        #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
+        parameters: Vec<String>,
+        /// List the functions of the module (names and signatures) instead
+        /// of running one.
+        #[arg(long)]
+        list_functions: bool,
         /// An argument, as iree-run-module takes it: a number for a scalar
         /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
         /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
@@ -348,6 +361,8 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             module,
             module_flag,
             function,
+            parameters,
+            list_functions,
             inputs,
             outputs,
             device,
@@ -359,9 +374,11 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             max_elements,
             crash_report,
         } => {
-            let Some(module) = module_flag.as_ref().or(module.as_ref()) else {
+            let modules: Vec<&std::path::Path> =
+                module_flag.iter().chain(module.as_ref()).map(PathBuf::as_path).collect();
+            if modules.is_empty() {
                 return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
-            };
+            }
             // Before any plugin is loaded, so every one is named.
             let reporter = |source| CliError::Manager {
                 context: "cannot install the crash reporter".to_owned(),
@@ -376,8 +393,10 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
             run::run(
                 &run::Options {
-                    module,
+                    modules: &modules,
                     function: function.as_deref(),
+                    parameters,
+                    list_functions: *list_functions,
                     inputs,
                     outputs,
                     device,
