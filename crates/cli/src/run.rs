@@ -71,14 +71,16 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let kind = DeviceKind::parse(options.device, options.task_workers).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
-    let main_path = *options.modules.last().ok_or_else(|| CliError::Usage {
-        message: "give the module to run (MODULE.vmfb)".to_owned(),
-    })?;
+    let main_path = *options
+        .modules
+        .last()
+        .ok_or_else(|| CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() })?;
     let runtime = Runtime::new().map_err(iree_error("cannot start IREE's runtime".to_owned()))?;
     let mut modules = Vec::with_capacity(options.modules.len());
     for path in options.modules {
         modules.push(
-            Module::from_file(&runtime, path).map_err(iree_error(format!("cannot load {}", path.display())))?,
+            Module::from_file(&runtime, path)
+                .map_err(iree_error(format!("cannot load {}", path.display())))?,
         );
     }
     let module = modules.pop().expect("at least one module");

@@ -435,7 +435,9 @@ impl SessionBuilder<'_> {
                 executable: record.ordinal,
                 source: Box::new(record.failure.expect("failure_since returns failed records")),
             },
-            None => parameter_error(&status, &module.inner.label, &scopes).unwrap_or_else(|| init_error(status)),
+            None => {
+                parameter_error(&status, &module.inner.label, &scopes).unwrap_or_else(|| init_error(status))
+            }
         })?;
         Ok(Session {
             context,
@@ -518,7 +520,12 @@ fn depends_on(module: &Module, name: &[u8]) -> Result<bool, sys::Status> {
     // SAFETY: the module is live; the name is valid for the call; `found`
     // is a valid out pointer.
     sys::check(unsafe {
-        sys::xplug_iree_module_depends_on(module.inner.raw.as_ptr(), name.as_ptr().cast(), name.len(), &mut found)
+        sys::xplug_iree_module_depends_on(
+            module.inner.raw.as_ptr(),
+            name.as_ptr().cast(),
+            name.len(),
+            &mut found,
+        )
     })?;
     Ok(found != 0)
 }
@@ -565,7 +572,6 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
         source: IreeStatus { code: status.code(), text },
     })
 }
-
 
 /// One argument of [`Session::invoke`] and [`Session::prepare`].
 #[derive(Debug, Clone, Copy)]
