@@ -222,3 +222,78 @@ fn several_modules_run_in_iree_order_with_the_last_ones_function() {
     let failure = json(&["run", &main, "--input=4xf32=1,2,3,-4"], 1);
     assert!(failure["error"].to_string().contains("double_lib"), "{failure}");
 }
+
+#[test]
+fn every_element_type_goes_in_and_out_as_iree_run_module_takes_and_prints_it() {
+    let root = xplug_fixtures::workspace_root();
+    let prepared = iree_e2e::prepare(&root, PluginProfile::Debug).expect("IREE is ready");
+    let work = prepared.work.join("element_types");
+    std::fs::create_dir_all(&work).unwrap();
+    let module = work.join("element_types.vmfb");
+    iree_e2e::compile_file(&prepared.tools, &root.join("tests/iree/element_types.mlir"), &module)
+        .expect("element_types compiles");
+    let module_flag = format!("--module={}", module.display());
+    // IREE's text syntax, each type at its edges.
+    let text_inputs = [
+        "3xi8=-128,0,126",
+        "3xi16=-300,0,32000",
+        "3xi32=-7,0,2147483646",
+        "3xi64=-9000000000,0,5",
+        "3xf16=0.5,-1.25,65504",
+        "3xbf16=1.5,-3,1e30",
+        "3xf32=0.1,-2.5,3e38",
+        "3xf64=0.1,-2.5,1e300",
+        "3xui8=0,128,255",
+        "3xui16=0,40000,65535",
+        "3xui32=0,3000000000,4294967295",
+        "3xui64=0,10000000000000000000,18446744073709551615",
+        "3xsi8=-128,0,127",
+        "3xsi64=-9223372036854775808,0,9223372036854775807",
+    ];
+    let mut args = vec![module_flag.clone()];
+    args.extend(text_inputs.iter().map(|input| format!("--input={input}")));
+    let theirs = iree_run_module(&prepared, &args);
+    for printed in [
+        "3xbf16=3 -6 2.00051E+30",
+        "3xui64=0 10000000000000000000 18446744073709551615",
+        "3xf64=0.2 -5 2E+300",
+    ] {
+        assert!(theirs.contains(printed), "{theirs}");
+    }
+    xplug_run_prints(&args, &theirs);
+
+    // Every result with a NumPy dtype written as .npy by both tools (bf16
+    // has none, in IREE as here: dropped), then read back as inputs.
+    let outputs = |dir: &str| -> Vec<String> {
+        (0..text_inputs.len())
+            .map(|index| {
+                if index == 5 {
+                    "--output=".to_owned()
+                } else {
+                    format!("--output=@{}", work.join(format!("{dir}{index}.npy")).display())
+                }
+            })
+            .collect()
+    };
+    let mut iree_args = args.clone();
+    iree_args.extend(outputs("iree"));
+    iree_run_module(&prepared, &iree_args);
+    let mut our_args: Vec<String> = vec!["run".into()];
+    our_args.extend(args.iter().cloned());
+    our_args.extend(outputs("xplug"));
+    let output = xplug(&our_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut npy_inputs = vec![module_flag];
+    for index in 0..text_inputs.len() {
+        if index == 5 {
+            npy_inputs.push(format!("--input={}", text_inputs[5]));
+            continue;
+        }
+        let ours = std::fs::read(work.join(format!("xplug{index}.npy"))).unwrap();
+        let iree = std::fs::read(work.join(format!("iree{index}.npy"))).unwrap();
+        assert_eq!(ours, iree, "result {index} as .npy");
+        npy_inputs.push(format!("--input=@{}", work.join(format!("iree{index}.npy")).display()));
+    }
+    let theirs = iree_run_module(&prepared, &npy_inputs);
+    xplug_run_prints(&npy_inputs, &theirs);
+}

@@ -218,7 +218,8 @@ pub enum Error {
     },
     /// An `.npy` array has a dtype no IREE element type here matches.
     #[error(
-        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u32 or bool)"
+        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u16/u32/u64 or \
+         bool; bf16 has no .npy form: give it as text, `4xbf16=1,2,3,4`, or raw, `4xbf16=@FILE`)"
     )]
     NpyDtype {
         /// The dtype.
