@@ -196,6 +196,30 @@ enum Command {
         /// an empty value drops it.
         #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
         outputs: Vec<String>,
+        /// An expected result, one per result in order, in --input's forms
+        /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
+        /// results are compared with IREE's comparison instead of printed,
+        /// and xplug exits 1 when one differs, as iree-run-module does.
+        #[arg(long = "expected_output", value_name = "VALUE")]
+        expected_outputs: Vec<String>,
+        /// Absolute tolerance of f16 results.
+        #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
+        expected_f16_threshold: f32,
+        /// Absolute tolerance of bf16 results.
+        #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
+        expected_bf16_threshold: f32,
+        /// Absolute tolerance of f32 results.
+        #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
+        expected_f32_threshold: f32,
+        /// Absolute tolerance of f64 results.
+        #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
+        expected_f64_threshold: f64,
+        /// Relative tolerance of float results.
+        #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
+        expected_rtol: f64,
+        /// `approximate` (the tolerances) or `exact`.
+        #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
+        equality_mode: String,
         /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
         #[arg(long, default_value = "local-sync")]
         device: String,
@@ -363,6 +387,13 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             function,
             parameters,
             list_functions,
+            expected_outputs,
+            expected_f16_threshold,
+            expected_bf16_threshold,
+            expected_f32_threshold,
+            expected_f64_threshold,
+            expected_rtol,
+            equality_mode,
             inputs,
             outputs,
             device,
@@ -397,6 +428,15 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     function: function.as_deref(),
                     parameters,
                     list_functions: *list_functions,
+                    expected_outputs,
+                    tolerance: xplug_iree::Tolerance {
+                        f16: *expected_f16_threshold,
+                        bf16: *expected_bf16_threshold,
+                        f32: *expected_f32_threshold,
+                        f64: *expected_f64_threshold,
+                        rtol: *expected_rtol,
+                        exact: equality_mode == "exact",
+                    },
                     inputs,
                     outputs,
                     device,

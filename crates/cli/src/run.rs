@@ -39,6 +39,10 @@ pub(crate) struct Options<'a> {
     pub(crate) parameters: &'a [String],
     /// Only list the functions of the last module.
     pub(crate) list_functions: bool,
+    /// `--expected_output` values, one per result or none.
+    pub(crate) expected_outputs: &'a [String],
+    /// How results are compared with them.
+    pub(crate) tolerance: xplug_iree::Tolerance,
     /// `iree-run-module`'s `--input` forms (`Session::prepare`).
     pub(crate) inputs: &'a [String],
     /// `iree-run-module`'s `--output` forms, one per result or none.
@@ -142,6 +146,32 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         write_stdout(&line).map_err(stdout_error)?;
     }
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
+    if !options.expected_outputs.is_empty() {
+        // As iree-run-module: the results are checked instead of printed,
+        // and a mismatch is exit code 1 with IREE's report on stdout.
+        let expected: Vec<Argument<'_>> =
+            options.expected_outputs.iter().map(|value| Argument::Text(value)).collect();
+        let check = session
+            .check(&function, &results, &expected, &options.tolerance)
+            .map_err(iree_error(format!("cannot check the results of @{name}")))?;
+        if as_json {
+            print_json(&json!({
+                "ok": check.matched,
+                "module": main_path.display().to_string(),
+                "device": kind.name(),
+                "function": name,
+                "matched": check.matched,
+                "report": check.report,
+            }));
+        } else {
+            let mut text = check.report;
+            if check.matched {
+                text.push_str("[SUCCESS] all function outputs matched their expected values.\n");
+            }
+            write_stdout(text.as_bytes()).map_err(stdout_error)?;
+        }
+        return Ok(u8::from(!check.matched));
+    }
     let written = write_results(&results, options, as_json)?;
     if as_json {
         print_json(&json!({

@@ -297,3 +297,47 @@ fn every_element_type_goes_in_and_out_as_iree_run_module_takes_and_prints_it() {
     let theirs = iree_run_module(&prepared, &npy_inputs);
     xplug_run_prints(&npy_inputs, &theirs);
 }
+
+#[test]
+fn expected_outputs_are_checked_as_iree_run_module_checks_them() {
+    let (prepared, models) = prepare();
+    let cnn = &models[0];
+    let module = format!("--module={}", cnn.inline.display());
+    let input = format!("--input={}", cnn.inputs[0]);
+    // The real result, written by iree-run-module, as an expected file.
+    let expected_npy = prepared.work.join("cnn-expected.npy");
+    iree_run_module(
+        &prepared,
+        &[module.clone(), input.clone(), format!("--output=@{}", expected_npy.display())],
+    );
+    let mut off = xplug_npy::decode(&std::fs::read(&expected_npy).unwrap()).unwrap();
+    off.data[3] ^= 0x40; // one element far off (an exponent bit)
+    let off_npy = prepared.work.join("cnn-off.npy");
+    std::fs::write(&off_npy, xplug_npy::encode(&off)).unwrap();
+    let cases: Vec<(Vec<String>, i32)> = vec![
+        (vec![format!("--expected_output=@{}", expected_npy.display())], 0),
+        (vec!["--expected_output=(ignored)".into()], 0),
+        (vec![format!("--expected_output=@{}", off_npy.display())], 1),
+        (vec!["--expected_output=1x10xf32=0.1".into()], 1),
+        (vec!["--expected_output=1x10xf32=0.1".into(), "--expected_f32_threshold=1".into()], 0),
+        (vec![format!("--expected_output=@{}", off_npy.display()), "--equality_mode=exact".into()], 1),
+    ];
+    for (flags, code) in cases {
+        let mut args = vec![module.clone(), input.clone()];
+        args.extend(flags);
+        let theirs = Command::new(&prepared.tools.run_module).args(&args).output().unwrap();
+        assert_eq!(theirs.status.code(), Some(code), "iree-run-module {args:?}: {}", stdout(&theirs));
+        for device in ["local-sync", "local-task"] {
+            let mut all = vec!["run".to_owned(), format!("--device={device}")];
+            all.extend(args.iter().cloned());
+            let ours = xplug(&all.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(
+                ours.status.code(),
+                Some(code),
+                "xplug {all:?}: {}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            assert_eq!(stdout(&ours), stdout(&theirs), "xplug {all:?}");
+        }
+    }
+}

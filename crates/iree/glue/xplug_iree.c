@@ -544,3 +544,59 @@ iree_status_t xplug_iree_module_depends_on(iree_vm_module_t* module,
   *out_found = search.found;
   return iree_ok_status();
 }
+
+//===----------------------------------------------------------------------===//
+// Checking results (`--expected_output`), with IREE's own comparison
+// (tooling/comparison.cc, tooling/buffer_view_matchers.c): the same
+// matching, tolerances and report text as iree-run-module.
+//===----------------------------------------------------------------------===//
+
+#include "iree/base/tooling/flags.h"
+#include "iree/tooling/comparison.h"
+
+// Sets IREE's comparison flags (`--expected_f32_threshold=...` and the
+// others comparison.cc defines; `flag_count` NUL-terminated strings), then
+// compares `expected` with `actual` as iree-run-module does. `*out_text`
+// (allocated from `host_allocator`, `*out_length` bytes) is IREE's report;
+// `*out_matched` is 1 when every result matched. The flags are
+// process-wide, as in IREE's tools.
+iree_status_t xplug_iree_compare_lists(iree_vm_list_t* expected,
+                                       iree_vm_list_t* actual,
+                                       int flag_count, const char** flags,
+                                       iree_allocator_t host_allocator,
+                                       char** out_text,
+                                       iree_host_size_t* out_length,
+                                       int* out_matched) {
+  *out_text = NULL;
+  *out_length = 0;
+  *out_matched = 0;
+  // iree_flags_parse skips argv[0] and rewrites the array it is given.
+  char* argv_storage[16];
+  if (flag_count < 0 || flag_count > 15) {
+    return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                            "at most 15 comparison flags");
+  }
+  argv_storage[0] = (char*)"xplug";
+  for (int i = 0; i < flag_count; ++i) argv_storage[i + 1] = (char*)flags[i];
+  int argc = flag_count + 1;
+  char** argv = argv_storage;
+  IREE_RETURN_IF_ERROR(
+      iree_flags_parse(IREE_FLAGS_PARSE_MODE_DEFAULT, &argc, &argv));
+  iree_string_builder_t builder;
+  iree_string_builder_initialize(host_allocator, &builder);
+  bool matched = iree_tooling_compare_variant_lists_and_append(
+      expected, actual, host_allocator, &builder);
+  iree_host_size_t length = iree_string_builder_size(&builder);
+  char* text = NULL;
+  iree_status_t status =
+      iree_allocator_malloc(host_allocator, length + 1, (void**)&text);
+  if (iree_status_is_ok(status)) {
+    memcpy(text, iree_string_builder_buffer(&builder), length);
+    text[length] = 0;
+    *out_text = text;
+    *out_length = length;
+    *out_matched = matched ? 1 : 0;
+  }
+  iree_string_builder_deinitialize(&builder);
+  return status;
+}

@@ -676,10 +676,84 @@ impl Session {
                 suggestion: None,
             });
         }
+        let list = self.make_list(&name, &function.arguments_cconv, arguments)?;
+        Ok(Call { session: self, function: function.clone(), name, inputs: list })
+    }
+
+    /// Checks the results of a call of `function` against `expected`, one
+    /// per result in `iree-run-module --expected_output` forms (the
+    /// [`Argument::Text`] forms of [`Session::prepare`], read against the
+    /// function's result types; `(ignored)` skips a result), with IREE's
+    /// own comparison and `tolerance`.
+    ///
+    /// IREE keeps its tolerances in process-wide flags: checks running at
+    /// once on several threads with different tolerances may see each
+    /// other's.
+    ///
+    /// # Errors
+    /// The errors of [`Session::prepare`] for an expected value that
+    /// cannot be made; [`Error::Result`] when IREE's comparison fails.
+    pub fn check(
+        &self,
+        function: &Function,
+        results: &CallResults,
+        expected: &[Argument<'_>],
+        tolerance: &Tolerance,
+    ) -> Result<Check, Error> {
+        let name = format!("{} (expected outputs)", function.name_lossy());
+        let expected = self.make_list(&name, &function.results_cconv, expected)?;
+        let flags: Vec<std::ffi::CString> = tolerance
+            .iree_flags()
+            .into_iter()
+            .map(|flag| std::ffi::CString::new(flag).expect("numbers and words have no NUL"))
+            .collect();
+        let pointers: Vec<*const std::ffi::c_char> = flags.iter().map(|flag| flag.as_ptr()).collect();
+        let allocator = sys::system_allocator();
+        let (mut text, mut length, mut matched): (*mut std::ffi::c_char, usize, c_int) =
+            (std::ptr::null_mut(), 0, 0);
+        // SAFETY: both lists are live; `pointers` holds `flags.len()`
+        // NUL-terminated strings alive for the call (IREE parses them at
+        // once); the out pointers are valid.
+        sys::check(unsafe {
+            sys::xplug_iree_compare_lists(
+                expected.as_ptr(),
+                results.list.as_ptr(),
+                c_int::try_from(pointers.len()).unwrap_or(c_int::MAX),
+                pointers.as_ptr(),
+                allocator,
+                &mut text,
+                &mut length,
+                &mut matched,
+            )
+        })
+        .map_err(|status| Error::Result {
+            function: name.clone(),
+            index: 0,
+            source: status.into(),
+        })?;
+        // SAFETY: IREE wrote `length` bytes at `text`, allocated from
+        // `allocator`, freed right after the copy.
+        let report = unsafe {
+            let copy = if text.is_null() {
+                String::new()
+            } else {
+                String::from_utf8_lossy(std::slice::from_raw_parts(text.cast::<u8>(), length)).into_owned()
+            };
+            iree::iree_allocator_free(allocator, text.cast());
+            copy
+        };
+        Ok(Check { matched: matched != 0, report })
+    }
+
+    /// A VM list of `arguments` read against the calling-convention types
+    /// `cconv` (`name` names the function in errors).
+    fn make_list(&self, name: &str, cconv: &[u8], arguments: &[Argument<'_>]) -> Result<sys::List, Error> {
+        let name = name.to_owned();
         let allocator = sys::system_allocator();
         let list = new_list(arguments.len(), allocator)
             .map_err(|status| Error::Call { function: name.clone(), source: status.into() })?;
-        let mut cconv: &[u8] = &function.arguments_cconv;
+        let all_types = cconv;
+        let mut cconv: &[u8] = cconv;
         // Files read so far, by the path as given: `+FILE` and `*FILE`
         // continue where the previous read of the same path stopped.
         let mut streams: Vec<InputStream> = Vec::new();
@@ -707,7 +781,7 @@ impl Session {
                 }
                 None => Err(problem(format!(
                     "`{name}` takes {} argument(s); this one is one too many",
-                    function.arguments_cconv.len()
+                    all_types.len()
                 ))),
             };
             let push_tensor = |expected: u8, tensor: &Tensor| {
@@ -799,7 +873,7 @@ impl Session {
                     .map_err(iree_error)?;
             }
         }
-        Ok(Call { session: self, function: function.clone(), name, inputs: list })
+        Ok(list)
     }
 
     /// A tensor input as a buffer view: `TYPE=@FILE`/`TYPE=+FILE` from raw
@@ -915,6 +989,55 @@ impl Session {
             ),
         }
     }
+}
+
+/// How [`Session::check`] compares results, as iree-run-module's flags
+/// set it (the defaults are IREE's): absolute tolerances per float type,
+/// a relative tolerance, and whether floats must be exactly equal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tolerance {
+    /// `--expected_f16_threshold` (0.001).
+    pub f16: f32,
+    /// `--expected_bf16_threshold` (0.01).
+    pub bf16: f32,
+    /// `--expected_f32_threshold` (0.0001).
+    pub f32: f32,
+    /// `--expected_f64_threshold` (0.0001).
+    pub f64: f64,
+    /// `--expected_rtol` (1e-5).
+    pub rtol: f64,
+    /// `--equality_mode=exact` (default `approximate`).
+    pub exact: bool,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Self { f16: 0.001, bf16: 0.01, f32: 0.0001, f64: 0.0001, rtol: 1e-5, exact: false }
+    }
+}
+
+impl Tolerance {
+    /// The tolerance as IREE's comparison flags.
+    fn iree_flags(&self) -> Vec<String> {
+        vec![
+            format!("--expected_f16_threshold={}", self.f16),
+            format!("--expected_bf16_threshold={}", self.bf16),
+            format!("--expected_f32_threshold={}", self.f32),
+            format!("--expected_f64_threshold={}", self.f64),
+            format!("--expected_rtol={}", self.rtol),
+            format!("--equality_mode={}", if self.exact { "exact" } else { "approximate" }),
+        ]
+    }
+}
+
+/// What [`Session::check`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// Whether every result matched.
+    pub matched: bool,
+    /// IREE's report of what differs (`[FAILED] result[N]: ...` blocks;
+    /// empty when everything matched).
+    pub report: String,
 }
 
 /// A call made ready by [`Session::prepare`]: the function and its

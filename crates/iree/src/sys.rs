@@ -157,6 +157,16 @@ unsafe extern "C" {
         host_allocator: Allocator,
         out_module: *mut *mut iree::iree_vm_module_t,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_compare_lists(
+        expected: *mut iree::iree_vm_list_t,
+        actual: *mut iree::iree_vm_list_t,
+        flag_count: c_int,
+        flags: *const *const c_char,
+        host_allocator: Allocator,
+        out_text: *mut *mut c_char,
+        out_length: *mut usize,
+        out_matched: *mut c_int,
+    ) -> RawStatus;
     pub(crate) fn xplug_iree_module_depends_on(
         module: *mut iree::iree_vm_module_t,
         name: *const c_char,
