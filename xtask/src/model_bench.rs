@@ -2,7 +2,9 @@
 //! processes side by side on the same compiled models, inputs and
 //! archives: wall time and peak resident memory (the child's `ru_maxrss`
 //! from `wait4`), runs alternating between the two tools, medians
-//! reported with their ratio (xplug / IREE).
+//! reported with their ratio (xplug / IREE). IREE's side is the native
+//! `iree-run-module` of the pinned pip package (not the Python script in
+//! the environment's `bin/` that starts it).
 //!
 //! The models are the tests' own (`xplug_fixtures::models`): the ONNX CNN
 //! imported by `iree-import-onnx`, with its weights inline and in an
@@ -115,6 +117,25 @@ fn large_parameter_program(elements: usize) -> String {
     )
 }
 
+/// The native `iree-run-module` inside the pip package: the
+/// environment's `bin/iree-run-module` is a Python script that starts it,
+/// and Python's start-up would be counted against IREE.
+fn native_run_module(tools: &Toolchain) -> Result<PathBuf, E2eError> {
+    let venv = tools.run_module.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+    let lib = venv.join("lib");
+    let entries = std::fs::read_dir(&lib).map_err(io(format!("cannot list {}", lib.display())))?;
+    for entry in entries.flatten() {
+        let candidate = entry.path().join("site-packages/iree/_runtime_libs/iree-run-module");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(E2eError::Io {
+        context: format!("no iree/_runtime_libs/iree-run-module below {}", lib.display()),
+        source: std::io::ErrorKind::NotFound.into(),
+    })
+}
+
 /// Measures every scenario `runs` times per tool, alternating, with the
 /// `xplug` binary at `xplug` on `device`.
 ///
@@ -171,16 +192,17 @@ pub fn run(
             ],
         ),
     ];
+    let iree_run_module = native_run_module(&tools)?;
     let mut rows = Vec::new();
     for (scenario, args) in scenarios {
         eprintln!("model-bench: {scenario} ({runs} runs each) ...");
         let device_flag = format!("--device={device}");
         let (mut iree, mut ours) = (Vec::new(), Vec::new());
         // One unmeasured run each (page cache, lazy binding).
-        measure(Command::new(&tools.run_module).arg(&device_flag).args(&args))?;
+        measure(Command::new(&iree_run_module).arg(&device_flag).args(&args))?;
         measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args))?;
         for _ in 0..runs {
-            iree.push(measure(Command::new(&tools.run_module).arg(&device_flag).args(&args))?);
+            iree.push(measure(Command::new(&iree_run_module).arg(&device_flag).args(&args))?);
             ours.push(measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args))?);
         }
         rows.push(Row { scenario, iree: median(&mut iree), xplug: median(&mut ours) });

@@ -288,7 +288,7 @@ pub enum Error {
         /// Its scope, when one scope's archives are known to lack it.
         scope: Option<String>,
         /// The archives that lack it.
-        archives: Vec<PathBuf>,
+        archives: Box<[PathBuf]>,
         /// IREE's status.
         #[source]
         source: IreeStatus,

@@ -568,7 +568,7 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
         module: module.to_owned(),
         key,
         scope,
-        archives,
+        archives: archives.into_boxed_slice(),
         source: IreeStatus { code: status.code(), text },
     })
 }

@@ -147,7 +147,7 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
         match attempt("model", &fixture.dir.join("other.irpa")) {
             Error::ParameterMissing { key, scope, archives, .. } => {
                 assert_eq!((key.as_str(), scope.as_deref()), ("weights", Some("model")));
-                assert_eq!(archives, [fixture.dir.join("other.irpa")]);
+                assert_eq!(&*archives, [fixture.dir.join("other.irpa")]);
             }
             other => panic!("{other:?}"),
         }
