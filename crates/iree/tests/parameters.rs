@@ -162,3 +162,24 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     let error = Session::new(&device, &module).err().expect("no archive");
     assert!(matches!(&error, Error::ParameterScope { given, .. } if given.is_empty()), "{error:?}");
 }
+
+/// The other tests of this file again, under valgrind (memcheck, IREE's
+/// proactor kept off `io_uring`): the parameter index, providers, archive
+/// parsers and `io_parameters` module, on success and on every failure,
+/// with no invalid access and no definite leak.
+#[test]
+fn every_test_here_is_memcheck_clean() {
+    // The rerun's pipes would count as this process's descriptors.
+    let _serial = serial();
+    if std::env::var_os(xplug_fixtures::valgrind::RERUN_ENV).is_none() {
+        // Made here first: the rerun does not take the lock this process holds.
+        fixture();
+    }
+    let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean")
+    else {
+        return;
+    };
+    xplug_fixtures::valgrind::assert_clean(&output, 0, "xplug-iree's parameter tests");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("test result: ok. 2 passed"), "both tests ran under valgrind:\n{stdout}");
+}
