@@ -4,6 +4,7 @@
 //! ([`header`]), the demo ([`demo`]), IREE's end-to-end judgement of the
 //! plugins ([`iree_e2e`]), the benchmark summary
 //! ([`bench`](mod@bench)) and its layout sweep of row (8) ([`layouts`]),
+//! `xplug run` against `iree-run-module` on models ([`model_bench`]),
 //! and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing), and the byte-flip sweep of a compiled module
 //! through `xplug run` and IREE's `iree-run-module` ([`flip_sweep`]). The example plugins are built by `xplug-fixtures`
@@ -18,6 +19,7 @@ pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
 pub mod layouts;
+pub mod model_bench;
 
 use std::path::Path;
 

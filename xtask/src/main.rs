@@ -59,6 +59,20 @@ enum Command {
         #[arg(long, default_value_t = 1.5, value_parser = xtask::layouts::parse_seconds)]
         seconds: f64,
     },
+    /// `xplug run` against `iree-run-module`, whole processes side by side:
+    /// wall time and peak memory on the ONNX CNN (weights inline and in an
+    /// .irpa) and on loading a large parameter archive made on the fly.
+    ModelBench {
+        /// Size of the large archive, MiB.
+        #[arg(long, default_value_t = 256)]
+        archive_mib: usize,
+        /// Measured runs per tool and scenario (medians reported).
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+        /// The device both tools run on.
+        #[arg(long, default_value = "local-sync")]
+        device: String,
+    },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
     ///
@@ -250,6 +264,23 @@ fn main() -> ExitCode {
                     eprintln!("error: {error}");
                     ExitCode::FAILURE
                 }
+            }
+        }
+        Command::ModelBench { archive_mib, runs, device } => {
+            let root = xtask::workspace_root();
+            let result = xtask::model_bench::build_xplug(&root)
+                .and_then(|xplug| xtask::model_bench::run(&root, &xplug, &device, archive_mib, runs.max(1)));
+            match result {
+                Ok(rows) => {
+                    println!(
+                        "\nxplug run (release) vs iree-run-module (IREE {}), --device={device}, median of {runs} \
+                         runs each\n",
+                        xplug_fixtures::iree_e2e::IREE_VERSION
+                    );
+                    print!("{}", xtask::model_bench::table(&rows));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => failure(&error),
             }
         }
         Command::IreeE2e { debug } => {

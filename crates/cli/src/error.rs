@@ -307,6 +307,10 @@ impl CliError {
             Self::Iree { source: xplug_iree::Error::FunctionNotGiven { .. }, .. } => "function_not_given",
             Self::Iree { source: xplug_iree::Error::Input { .. }, .. } => "input",
             Self::Iree { source: xplug_iree::Error::Argument { .. }, .. } => "argument",
+            Self::Iree { source: xplug_iree::Error::ParameterFile { .. }, .. } => "parameter_file",
+            Self::Iree { source: xplug_iree::Error::ParameterArchive { .. }, .. } => "parameter_archive",
+            Self::Iree { source: xplug_iree::Error::ParameterScope { .. }, .. } => "parameter_scope",
+            Self::Iree { source: xplug_iree::Error::ParameterMissing { .. }, .. } => "parameter_missing",
             Self::Iree { .. } | Self::Input { .. } => "iree",
             Self::Output { .. } => "output",
             Self::Build { .. } => "build",
@@ -490,6 +494,12 @@ fn iree_code(error: &xplug_iree::Error) -> StatusCode {
         IreeError::NoSuchFunction { .. } => StatusCode::NOT_FOUND,
         IreeError::TensorSize { .. } | IreeError::NpyDtype { .. } => StatusCode::INVALID_ARGUMENT,
         IreeError::ModuleFile { .. } => StatusCode::NOT_FOUND,
+        IreeError::ParameterFile { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            StatusCode::NOT_FOUND
+        }
+        IreeError::ParameterFile { .. } => StatusCode::UNAVAILABLE,
+        IreeError::ParameterArchive { .. } => StatusCode::INVALID_ARGUMENT,
+        IreeError::ParameterScope { .. } | IreeError::ParameterMissing { .. } => StatusCode::NOT_FOUND,
         other => {
             let mut next: Option<&(dyn std::error::Error + 'static)> = Some(other);
             while let Some(cause) = next {

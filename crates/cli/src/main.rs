@@ -160,16 +160,29 @@ enum Command {
         after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
     )]
     Run {
-        /// The compiled module (also accepted as --module=, as
-        /// iree-run-module spells it).
+        /// The compiled module whose function runs (loaded after every
+        /// --module).
         #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
         module: Option<PathBuf>,
-        #[arg(long = "module", value_name = "MODULE.vmfb", hide = true, conflicts_with = "module")]
-        module_flag: Option<PathBuf>,
-        /// The function to call, as the module exports it (default: the
-        /// module's only export).
+        /// A compiled module, as iree-run-module takes it: repeatable, loaded
+        /// in order; the function runs from the last one (or from
+        /// MODULE.vmfb when that is given too).
+        #[arg(long = "module", value_name = "MODULE.vmfb")]
+        module_flag: Vec<PathBuf>,
+        /// The function to call, as the module exports it (default: its
+        /// only export not starting with `__` nor holding `$`, as
+        /// iree-run-module picks it).
         #[arg(long)]
         function: Option<std::ffi::OsString>,
+        /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
+        /// the parameters of SCOPE (none: parameters named without a
+        /// scope), as iree-run-module takes it; repeatable.
+        #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
+        parameters: Vec<String>,
+        /// List the functions of the module (names and signatures) instead
+        /// of running one.
+        #[arg(long)]
+        list_functions: bool,
         /// An argument, as iree-run-module takes it: a number for a scalar
         /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
         /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
@@ -183,6 +196,30 @@ enum Command {
         /// an empty value drops it.
         #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
         outputs: Vec<String>,
+        /// An expected result, one per result in order, in --input's forms
+        /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
+        /// results are compared with IREE's comparison instead of printed,
+        /// and xplug exits 1 when one differs, as iree-run-module does.
+        #[arg(long = "expected_output", value_name = "VALUE")]
+        expected_outputs: Vec<String>,
+        /// Absolute tolerance of f16 results.
+        #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
+        expected_f16_threshold: f32,
+        /// Absolute tolerance of bf16 results.
+        #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
+        expected_bf16_threshold: f32,
+        /// Absolute tolerance of f32 results.
+        #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
+        expected_f32_threshold: f32,
+        /// Absolute tolerance of f64 results.
+        #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
+        expected_f64_threshold: f64,
+        /// Relative tolerance of float results.
+        #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
+        expected_rtol: f64,
+        /// `approximate` (the tolerances) or `exact`.
+        #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
+        equality_mode: String,
         /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
         #[arg(long, default_value = "local-sync")]
         device: String,
@@ -348,6 +385,15 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             module,
             module_flag,
             function,
+            parameters,
+            list_functions,
+            expected_outputs,
+            expected_f16_threshold,
+            expected_bf16_threshold,
+            expected_f32_threshold,
+            expected_f64_threshold,
+            expected_rtol,
+            equality_mode,
             inputs,
             outputs,
             device,
@@ -359,9 +405,11 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             max_elements,
             crash_report,
         } => {
-            let Some(module) = module_flag.as_ref().or(module.as_ref()) else {
+            let modules: Vec<&std::path::Path> =
+                module_flag.iter().chain(module.as_ref()).map(PathBuf::as_path).collect();
+            if modules.is_empty() {
                 return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
-            };
+            }
             // Before any plugin is loaded, so every one is named.
             let reporter = |source| CliError::Manager {
                 context: "cannot install the crash reporter".to_owned(),
@@ -376,8 +424,19 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
             run::run(
                 &run::Options {
-                    module,
+                    modules: &modules,
                     function: function.as_deref(),
+                    parameters,
+                    list_functions: *list_functions,
+                    expected_outputs,
+                    tolerance: xplug_iree::Tolerance {
+                        f16: *expected_f16_threshold,
+                        bf16: *expected_bf16_threshold,
+                        f32: *expected_f32_threshold,
+                        f64: *expected_f64_threshold,
+                        rtol: *expected_rtol,
+                        exact: equality_mode == "exact",
+                    },
                     inputs,
                     outputs,
                     device,

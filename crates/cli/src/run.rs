@@ -30,11 +30,19 @@ use crate::output::{Style, Table, print_json, safe, write_stdout};
 
 /// What `xplug run` was asked to do.
 pub(crate) struct Options<'a> {
-    /// The `.vmfb` file.
-    pub(crate) module: &'a Path,
+    /// The `.vmfb` files, in load order; the function runs from the last.
+    pub(crate) modules: &'a [&'a Path],
     /// The function to call (default: the module's only export); any
     /// bytes, as IREE takes them.
     pub(crate) function: Option<&'a OsStr>,
+    /// `--parameters` flags: `[SCOPE=]FILE`.
+    pub(crate) parameters: &'a [String],
+    /// Only list the functions of the last module.
+    pub(crate) list_functions: bool,
+    /// `--expected_output` values, one per result or none.
+    pub(crate) expected_outputs: &'a [String],
+    /// How results are compared with them.
+    pub(crate) tolerance: xplug_iree::Tolerance,
     /// `iree-run-module`'s `--input` forms (`Session::prepare`).
     pub(crate) inputs: &'a [String],
     /// `iree-run-module`'s `--output` forms, one per result or none.
@@ -67,9 +75,24 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let kind = DeviceKind::parse(options.device, options.task_workers).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
+    let main_path = *options
+        .modules
+        .last()
+        .ok_or_else(|| CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() })?;
+    let runtime = Runtime::new().map_err(iree_error("cannot start IREE's runtime".to_owned()))?;
+    let mut modules = Vec::with_capacity(options.modules.len());
+    for path in options.modules {
+        modules.push(
+            Module::from_file(&runtime, path)
+                .map_err(iree_error(format!("cannot load {}", path.display())))?,
+        );
+    }
+    let module = modules.pop().expect("at least one module");
+    if options.list_functions {
+        return list_functions(&module, main_path, as_json);
+    }
     let built = crate::resolve::Runtime::build(options.with_static, options.plugins)?;
     let manager = Arc::clone(&built.manager);
-    let runtime = Runtime::new().map_err(iree_error("cannot start IREE's runtime".to_owned()))?;
     let recording = if options.list_imports {
         ImportRecording::ListOnly
     } else if options.trace || as_json {
@@ -81,9 +104,16 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         .recording(recording)
         .build()
         .map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
-    let module = Module::from_file(&runtime, options.module)
-        .map_err(iree_error(format!("cannot load {}", options.module.display())))?;
-    let session = Session::new(&device, &module);
+    let mut builder = Session::builder(&device, &module);
+    for dependency in &modules {
+        builder = builder.module(dependency);
+    }
+    for flag in options.parameters {
+        // IREE's split: the scope is what comes before the first `=`.
+        let (scope, path) = flag.split_once('=').unwrap_or(("", flag));
+        builder = builder.parameters(scope, path);
+    }
+    let session = builder.build();
     let executables = device.executable_imports();
     if options.list_imports {
         return list_imports(&built, &executables, session.err(), as_json);
@@ -94,11 +124,8 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
             .lock()
             .write_all(imports_table(&built, &executables, Style::stderr()).as_bytes());
     }
-    let session = session.map_err(iree_error(format!(
-        "cannot load {} on {}",
-        options.module.display(),
-        kind.name()
-    )))?;
+    let session =
+        session.map_err(iree_error(format!("cannot load {} on {}", main_path.display(), kind.name())))?;
 
     // As iree-run-module: the function, then the inputs, and only then
     // `EXEC`; a failure before the call leaves stdout empty.
@@ -106,7 +133,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         Some(name) => module.function(name.as_bytes()),
         None => module.only_function(),
     }
-    .map_err(iree_error(format!("cannot find the function to run in {}", options.module.display())))?;
+    .map_err(iree_error(format!("cannot find the function to run in {}", main_path.display())))?;
     let name = function.name_lossy();
     let arguments: Vec<Argument<'_>> = options.inputs.iter().map(|input| Argument::Text(input)).collect();
     let call = session
@@ -119,17 +146,73 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         write_stdout(&line).map_err(stdout_error)?;
     }
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
+    if !options.expected_outputs.is_empty() {
+        // As iree-run-module: the results are checked instead of printed,
+        // and a mismatch is exit code 1 with IREE's report on stdout.
+        let expected: Vec<Argument<'_>> =
+            options.expected_outputs.iter().map(|value| Argument::Text(value)).collect();
+        let check = session
+            .check(&function, &results, &expected, &options.tolerance)
+            .map_err(iree_error(format!("cannot check the results of @{name}")))?;
+        if as_json {
+            print_json(&json!({
+                "ok": check.matched,
+                "module": main_path.display().to_string(),
+                "device": kind.name(),
+                "function": name,
+                "matched": check.matched,
+                "report": check.report,
+            }));
+        } else {
+            let mut text = check.report;
+            if check.matched {
+                text.push_str("[SUCCESS] all function outputs matched their expected values.\n");
+            }
+            write_stdout(text.as_bytes()).map_err(stdout_error)?;
+        }
+        return Ok(u8::from(!check.matched));
+    }
     let written = write_results(&results, options, as_json)?;
     if as_json {
         print_json(&json!({
             "ok": true,
-            "module": options.module.display().to_string(),
+            "module": main_path.display().to_string(),
             "device": kind.name(),
             "function": name,
             "results": written,
             "executables": executables_json(&built, &executables),
         }));
     }
+    Ok(0)
+}
+
+/// `--list-functions`: every function the module exports, with its
+/// VM signature and, when the compiler recorded one, its declaration.
+fn list_functions(module: &Module, path: &Path, as_json: bool) -> Result<u8, CliError> {
+    let functions = module.exported_functions();
+    if as_json {
+        print_json(&json!({
+            "ok": true,
+            "module": path.display().to_string(),
+            "name": module.name(),
+            "functions": functions.iter().map(|function| json!({
+                "name": function.name_lossy(),
+                "signature": function.vm_signature(),
+                "declaration": function.declaration(),
+            })).collect::<Vec<_>>(),
+        }));
+        return Ok(0);
+    }
+    let mut text = String::new();
+    for function in &functions {
+        text.push_str(&format!("@{}\n", safe(&function.vm_signature())));
+        if let Some(declaration) = function.declaration() {
+            for line in declaration.lines() {
+                text.push_str(&format!("    {}\n", safe(line)));
+            }
+        }
+    }
+    write_stdout(text.as_bytes()).map_err(stdout_error)?;
     Ok(0)
 }
 

@@ -431,3 +431,172 @@ iree_status_t xplug_iree_list_push_buffer_of_view(
   iree_vm_ref_t ref = iree_hal_buffer_retain_ref(iree_hal_buffer_view_buffer(view));
   return iree_vm_list_push_ref_move(list, &ref);
 }
+
+//===----------------------------------------------------------------------===//
+// Parameters (`--parameters=[SCOPE=]FILE`), as iree-run-module provides them
+// (IREE's tooling/parameter_util.c): one index per scope, each file opened
+// with IREE's default `--parameter_mode=file` and indexed by the parser its
+// extension names, one index provider per scope, all given to IREE's
+// `io_parameters` module.
+//===----------------------------------------------------------------------===//
+
+#include "iree/io/file_handle.h"
+#include "iree/io/formats/parser_registry.h"
+#include "iree/io/parameter_index.h"
+#include "iree/io/parameter_index_provider.h"
+#include "iree/modules/io/parameters/module.h"
+
+iree_status_t xplug_iree_parameter_index_create(
+    iree_allocator_t host_allocator, iree_io_parameter_index_t** out_index) {
+  return iree_io_parameter_index_create(host_allocator, out_index);
+}
+
+void xplug_iree_parameter_index_release(iree_io_parameter_index_t* index) {
+  iree_io_parameter_index_release(index);
+}
+
+
+// Opens the file at `path` (`path_length` bytes) as iree-run-module's default
+// `--parameter_mode=file` does and adds its parameters to `index`; the index
+// keeps the file open while it holds any of them.
+iree_status_t xplug_iree_parameter_index_append_file(
+    iree_io_parameter_index_t* index, const char* path,
+    iree_host_size_t path_length, iree_allocator_t host_allocator) {
+  iree_string_view_t path_view = iree_make_string_view(path, path_length);
+  iree_io_file_handle_t* file_handle = NULL;
+  IREE_RETURN_IF_ERROR(iree_io_file_handle_open(
+      IREE_IO_FILE_MODE_READ | IREE_IO_FILE_MODE_SHARE_READ |
+          IREE_IO_FILE_MODE_ASYNC,
+      path_view, host_allocator, &file_handle));
+  iree_status_t status =
+      iree_io_parse_file_index(path_view, file_handle, index, host_allocator);
+  iree_io_file_handle_release(file_handle);
+  return status;
+}
+
+// Looks up `key` in `index`: OK when present, IREE's NOT_FOUND otherwise.
+iree_status_t xplug_iree_parameter_index_lookup(
+    iree_io_parameter_index_t* index, const char* key,
+    iree_host_size_t key_length) {
+  const iree_io_parameter_index_entry_t* entry = NULL;
+  return iree_io_parameter_index_lookup(
+      index, iree_make_string_view(key, key_length), &entry);
+}
+
+// Creates IREE's `io_parameters` module over one index provider per scope
+// (`scopes[i]` serves `indices[i]`); the module keeps the providers, which
+// keep their indices.
+iree_status_t xplug_iree_parameters_module_create(
+    iree_vm_instance_t* instance, iree_host_size_t count,
+    const iree_string_view_t* scopes, iree_io_parameter_index_t** indices,
+    iree_allocator_t host_allocator, iree_vm_module_t** out_module) {
+  *out_module = NULL;
+  iree_io_parameter_provider_t** providers = NULL;
+  if (count > 0) {
+    IREE_RETURN_IF_ERROR(iree_allocator_malloc(
+        host_allocator, count * sizeof(providers[0]), (void**)&providers));
+    memset(providers, 0, count * sizeof(providers[0]));
+  }
+  iree_status_t status = iree_ok_status();
+  for (iree_host_size_t i = 0; i < count && iree_status_is_ok(status); ++i) {
+    status = iree_io_parameter_index_provider_create(
+        scopes[i], indices[i],
+        IREE_IO_PARAMETER_INDEX_PROVIDER_DEFAULT_MAX_CONCURRENT_OPERATIONS,
+        host_allocator, &providers[i]);
+  }
+  if (iree_status_is_ok(status)) {
+    status = iree_io_parameters_module_create(instance, count, providers,
+                                              host_allocator, out_module);
+  }
+  for (iree_host_size_t i = 0; i < count; ++i) {
+    iree_io_parameter_provider_release(providers[i]);
+  }
+  iree_allocator_free(host_allocator, providers);
+  return status;
+}
+
+typedef struct xplug_iree_dependency_search_t {
+  iree_string_view_t name;
+  int found;
+} xplug_iree_dependency_search_t;
+
+static iree_status_t xplug_iree_dependency_match(
+    void* user_data, const iree_vm_module_dependency_t* dependency) {
+  xplug_iree_dependency_search_t* search =
+      (xplug_iree_dependency_search_t*)user_data;
+  if (iree_string_view_equal(dependency->name, search->name)) {
+    search->found = 1;
+  }
+  return iree_ok_status();
+}
+
+// Whether `module` imports from the module named `name` (as IREE's tooling
+// decides which system modules, `hal` or `io_parameters`, a context needs).
+iree_status_t xplug_iree_module_depends_on(iree_vm_module_t* module,
+                                           const char* name,
+                                           iree_host_size_t name_length,
+                                           int* out_found) {
+  xplug_iree_dependency_search_t search = {
+      iree_make_string_view(name, name_length), 0};
+  *out_found = 0;
+  IREE_RETURN_IF_ERROR(iree_vm_module_enumerate_dependencies(
+      module, xplug_iree_dependency_match, &search));
+  *out_found = search.found;
+  return iree_ok_status();
+}
+
+//===----------------------------------------------------------------------===//
+// Checking results (`--expected_output`), with IREE's own comparison
+// (tooling/comparison.cc, tooling/buffer_view_matchers.c): the same
+// matching, tolerances and report text as iree-run-module.
+//===----------------------------------------------------------------------===//
+
+#include "iree/base/tooling/flags.h"
+#include "iree/tooling/comparison.h"
+
+// Sets IREE's comparison flags (`--expected_f32_threshold=...` and the
+// others comparison.cc defines; `flag_count` NUL-terminated strings), then
+// compares `expected` with `actual` as iree-run-module does. `*out_text`
+// (allocated from `host_allocator`, `*out_length` bytes) is IREE's report;
+// `*out_matched` is 1 when every result matched. The flags are
+// process-wide, as in IREE's tools.
+iree_status_t xplug_iree_compare_lists(iree_vm_list_t* expected,
+                                       iree_vm_list_t* actual,
+                                       int flag_count, const char** flags,
+                                       iree_allocator_t host_allocator,
+                                       char** out_text,
+                                       iree_host_size_t* out_length,
+                                       int* out_matched) {
+  *out_text = NULL;
+  *out_length = 0;
+  *out_matched = 0;
+  // iree_flags_parse skips argv[0] and rewrites the array it is given.
+  char* argv_storage[16];
+  if (flag_count < 0 || flag_count > 15) {
+    return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                            "at most 15 comparison flags");
+  }
+  argv_storage[0] = (char*)"xplug";
+  for (int i = 0; i < flag_count; ++i) argv_storage[i + 1] = (char*)flags[i];
+  int argc = flag_count + 1;
+  char** argv = argv_storage;
+  IREE_RETURN_IF_ERROR(
+      iree_flags_parse(IREE_FLAGS_PARSE_MODE_DEFAULT, &argc, &argv));
+  iree_string_builder_t builder;
+  iree_string_builder_initialize(host_allocator, &builder);
+  bool matched = iree_tooling_compare_variant_lists_and_append(
+      expected, actual, host_allocator, &builder);
+  iree_host_size_t length = iree_string_builder_size(&builder);
+  char* text = NULL;
+  iree_status_t status =
+      iree_allocator_malloc(host_allocator, length + 1, (void**)&text);
+  if (iree_status_is_ok(status)) {
+    memcpy(text, iree_string_builder_buffer(&builder), length);
+    text[length] = 0;
+    *out_text = text;
+    *out_length = length;
+    *out_matched = matched ? 1 : 0;
+  }
+  iree_string_builder_deinitialize(&builder);
+  return status;
+}

@@ -218,11 +218,80 @@ pub enum Error {
     },
     /// An `.npy` array has a dtype no IREE element type here matches.
     #[error(
-        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u32 or bool)"
+        "the .npy dtype '{descr}' has no IREE element type here (use f16/f32/f64, i8/i16/i32/i64, u8/u16/u32/u64 or \
+         bool; bf16 has no .npy form: give it as text, `4xbf16=1,2,3,4`, or raw, `4xbf16=@FILE`)"
     )]
     NpyDtype {
         /// The dtype.
         descr: String,
+    },
+    /// A parameter archive given to a session cannot be opened.
+    #[error(
+        "cannot open the parameter archive {} (scope `{scope}`); give an existing .irpa, .gguf or .safetensors file",
+        path.display()
+    )]
+    ParameterFile {
+        /// The archive.
+        path: PathBuf,
+        /// The scope it was given for (`""`: no scope).
+        scope: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// IREE cannot index a parameter archive: not one of the formats its
+    /// runtime reads (by the extension: `.irpa`, `.gguf`, `.safetensors`),
+    /// or not a valid file of that format.
+    #[error(
+        "{} (scope `{scope}`) is not a parameter archive IREE reads; give an .irpa, .gguf or .safetensors file \
+         (`iree-create-parameters` or `iree-import-onnx --externalize-params` make .irpa)",
+        path.display()
+    )]
+    ParameterArchive {
+        /// The archive.
+        path: PathBuf,
+        /// The scope it was given for.
+        scope: String,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// The program reads parameters of a scope no archive was given for.
+    #[error(
+        "module `{module}` reads parameters of scope `{scope}`, but {}; give --parameters={scope}=FILE",
+        if given.is_empty() { "no parameter archive was given".to_owned() }
+        else { format!("archives were given only for scope(s) {}", given.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", ")) }
+    )]
+    ParameterScope {
+        /// Where the module came from.
+        module: String,
+        /// The scope it reads.
+        scope: String,
+        /// The scopes archives were given for.
+        given: Vec<String>,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
+    /// The program reads a parameter that no archive of its scope holds.
+    #[error(
+        "module `{module}` needs parameter `{key}`{}, which {} does not hold; give the archive the program was \
+         compiled for",
+        scope.as_ref().map(|scope| format!(" of scope `{scope}`")).unwrap_or_default(),
+        archives.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    ParameterMissing {
+        /// Where the module came from.
+        module: String,
+        /// The parameter's key.
+        key: String,
+        /// Its scope, when one scope's archives are known to lack it.
+        scope: Option<String>,
+        /// The archives that lack it.
+        archives: Box<[PathBuf]>,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
     },
     /// A plugin could not be loaded into IREE's own plugin manager (the
     /// comparison anchor).

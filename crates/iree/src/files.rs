@@ -35,22 +35,8 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
     let read_error = |source| Error::FileRead { what, path: path.to_owned(), source };
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
-    let file_type = metadata.file_type();
-    if !file_type.is_file() {
-        let kind = if file_type.is_dir() {
-            "a directory"
-        } else if file_type.is_char_device() {
-            "a character device"
-        } else if file_type.is_block_device() {
-            "a block device"
-        } else if file_type.is_fifo() {
-            "a FIFO"
-        } else if file_type.is_socket() {
-            "a socket"
-        } else {
-            "not a file"
-        };
-        return Err(Error::NotAFile { what, path: path.to_owned(), kind });
+    if !metadata.is_file() {
+        return Err(Error::NotAFile { what, path: path.to_owned(), kind: file_kind(&metadata) });
     }
     let too_large = || Error::FileTooLarge { what, path: path.to_owned(), limit };
     if metadata.len() > limit {
@@ -62,6 +48,26 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+/// What a file that is not a regular one is, for [`Error::NotAFile`].
+pub(crate) fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    let file_type = metadata.file_type();
+    if file_type.is_file() {
+        "a regular file"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Modules (`.vmfb` files) and sessions that call their functions.
 
 use std::ffi::c_int;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::runtime::{Device, Runtime};
@@ -154,6 +154,13 @@ impl Module {
         })
     }
 
+    /// Every function the module exports, in export order, with its
+    /// signature ([`Function::vm_signature`], [`Function::declaration`]).
+    #[must_use]
+    pub fn exported_functions(&self) -> Vec<Function> {
+        self.exports()
+    }
+
     fn exports(&self) -> Vec<Function> {
         let raw = self.inner.raw.as_ptr();
         // SAFETY: the module is live.
@@ -194,7 +201,24 @@ impl Module {
         sys::check(status).map_err(|status| Error::Call { function, source: status.into() })?;
         // SAFETY: as above.
         let arguments_cconv = unsafe { view_to_bytes(arguments) };
-        Ok(Function { raw, module: self.clone(), name, arguments_cconv })
+        // SAFETY: as above.
+        let results_cconv = unsafe { view_to_bytes(results) };
+        // SAFETY: `raw` is a function of this live module; the view points
+        // into its metadata and is copied at once (empty when absent).
+        let declaration = unsafe {
+            view_to_string(iree::iree_vm_function_lookup_attr_by_name(
+                &raw,
+                sys::string_view(b"iree.abi.declaration"),
+            ))
+        };
+        Ok(Function {
+            raw,
+            module: self.clone(),
+            name,
+            arguments_cconv,
+            results_cconv,
+            declaration: Some(declaration).filter(|text| !text.is_empty()),
+        })
     }
 
     /// The names of the functions the module exports (invalid UTF-8
@@ -276,8 +300,280 @@ pub struct Session {
     // executables) before the modules and the device.
     context: sys::Context,
     _hal_module: sys::Module,
+    // IREE's `io_parameters` module, which holds the parameter archives.
+    _parameters_module: Option<sys::Module>,
+    _modules: Vec<Module>,
     module: Module,
     device: Device,
+}
+
+/// Sets up a [`Session`] with parameter archives and several modules, as
+/// `iree-run-module --parameters=... --module=A --module=B` does; made by
+/// [`Session::builder`], loaded by [`SessionBuilder::build`].
+///
+/// The context holds, in this order: IREE's HAL module over the device,
+/// IREE's `io_parameters` module when a module imports from it or
+/// archives were given (one index provider per scope, each archive opened
+/// as iree-run-module's default `--parameter_mode=file` opens it: the
+/// file is read where the program needs it, never copied whole), the
+/// modules given to [`SessionBuilder::module`] in order, then the
+/// session's module, whose functions [`Session::invoke`] calls.
+pub struct SessionBuilder<'a> {
+    device: &'a Device,
+    module: &'a Module,
+    modules: Vec<Module>,
+    parameters: Vec<(String, PathBuf)>,
+}
+
+impl SessionBuilder<'_> {
+    /// Loads `module` before the session's own module (and after those
+    /// given before it), so that modules later in the list can import its
+    /// functions, as iree-run-module's `--module` flags in order.
+    #[must_use]
+    pub fn module(mut self, module: &Module) -> Self {
+        self.modules.push(module.clone());
+        self
+    }
+
+    /// Serves the parameters of the archive at `path` (`.irpa`, `.gguf` or
+    /// `.safetensors`, by its extension, as IREE's parser registry reads
+    /// them) under `scope` (`""` for parameters named without a scope),
+    /// as `iree-run-module --parameters=SCOPE=PATH`. Several archives may
+    /// share a scope; the first holding a key serves it.
+    #[must_use]
+    pub fn parameters(mut self, scope: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        self.parameters.push((scope.into(), path.into()));
+        self
+    }
+
+    /// Opens the archives, creates the context with every module and runs
+    /// the modules' initialisers (which create the executables, resolving
+    /// their imports through the device's manager, and load the
+    /// parameters they read at start-up). Nothing stays open on failure.
+    ///
+    /// # Errors
+    /// [`Error::ParameterFile`] when an archive cannot be opened,
+    /// [`Error::NotAFile`] when it is not a regular file,
+    /// [`Error::ParameterArchive`] when IREE cannot index it;
+    /// [`Error::ParameterScope`] when the program reads a scope no archive
+    /// was given for, [`Error::ParameterMissing`] when it reads a key no
+    /// archive holds; [`Error::UnresolvedImports`] when an executable needs
+    /// an import no provider resolves (the error names the executable, and
+    /// its source the missing names with suggestions); [`Error::ModuleInit`]
+    /// when IREE fails for another reason.
+    pub fn build(self) -> Result<Session, Error> {
+        let Self { device, module, modules, parameters } = self;
+        let runtime = &device.inner.runtime;
+        let allocator = sys::system_allocator();
+        let instance = runtime.inner.instance.as_ptr();
+        let init_error = |status: sys::Status| Error::ModuleInit {
+            module: module.inner.label.clone(),
+            device: device.name(),
+            source: status.into(),
+        };
+        let scopes = index_parameters(&parameters)?;
+        let hal_module = sys::create(
+            // SAFETY: the instance and the device's group are live; the
+            // module retains the group.
+            |out| unsafe {
+                sys::xplug_iree_hal_module_create(instance, device.inner.group.as_ptr(), allocator, out)
+            },
+            sys::Module::from_raw,
+        )
+        .map_err(init_error)?;
+        let mut wants_parameters = !scopes.is_empty();
+        for needing in modules.iter().chain([module]) {
+            wants_parameters |= depends_on(needing, b"io_parameters").map_err(init_error)?;
+        }
+        let parameters_module = if wants_parameters {
+            let views: Vec<iree::iree_string_view_t> =
+                scopes.iter().map(|scope| sys::string_view(scope.scope.as_bytes())).collect();
+            let indices: Vec<*mut sys::ParameterIndexRaw> =
+                scopes.iter().map(|scope| scope.index.as_ptr()).collect();
+            Some(
+                sys::create(
+                    // SAFETY: the instance and every index are live; the
+                    // scope views point into `scopes`, alive for the call
+                    // (IREE copies them into its providers).
+                    |out| unsafe {
+                        sys::xplug_iree_parameters_module_create(
+                            instance,
+                            indices.len(),
+                            views.as_ptr(),
+                            indices.as_ptr(),
+                            allocator,
+                            out,
+                        )
+                    },
+                    sys::Module::from_raw,
+                )
+                .map_err(init_error)?,
+            )
+        } else {
+            None
+        };
+        let before = device.inner.provider.log_len();
+        let mut raw_modules = vec![hal_module.as_ptr()];
+        raw_modules.extend(parameters_module.as_ref().map(sys::Module::as_ptr));
+        raw_modules.extend(modules.iter().chain([module]).map(|module| module.inner.raw.as_ptr()));
+        let context = sys::create(
+            // SAFETY: the instance and every module are live; the context
+            // retains the modules.
+            |out| unsafe {
+                iree::iree_vm_context_create_with_modules(
+                    instance,
+                    0,
+                    raw_modules.len(),
+                    raw_modules.as_mut_ptr(),
+                    allocator,
+                    out,
+                )
+            },
+            sys::Context::from_raw,
+        )
+        .map_err(|status| match device.inner.provider.failure_since(before) {
+            Some(record) => Error::UnresolvedImports {
+                module: module.inner.label.clone(),
+                device: device.name(),
+                executable: record.ordinal,
+                source: Box::new(record.failure.expect("failure_since returns failed records")),
+            },
+            None => {
+                parameter_error(&status, &module.inner.label, &scopes).unwrap_or_else(|| init_error(status))
+            }
+        })?;
+        Ok(Session {
+            context,
+            _hal_module: hal_module,
+            _parameters_module: parameters_module,
+            _modules: modules,
+            module: module.clone(),
+            device: device.clone(),
+        })
+    }
+}
+
+/// The parameter archives of one scope, indexed by IREE.
+struct ScopeIndex {
+    scope: String,
+    index: sys::ParameterIndex,
+    archives: Vec<PathBuf>,
+}
+
+/// Opens and indexes every archive, one IREE index per scope in the order
+/// the scopes first appear (as IREE's scope map builds them).
+fn index_parameters(parameters: &[(String, PathBuf)]) -> Result<Vec<ScopeIndex>, Error> {
+    let allocator = sys::system_allocator();
+    let mut scopes: Vec<ScopeIndex> = Vec::new();
+    for (scope, path) in parameters {
+        let metadata = std::fs::metadata(path).map_err(|source| Error::ParameterFile {
+            path: path.clone(),
+            scope: scope.clone(),
+            source,
+        })?;
+        if !metadata.is_file() {
+            return Err(Error::NotAFile {
+                what: "the parameter archive",
+                path: path.clone(),
+                kind: crate::files::file_kind(&metadata),
+            });
+        }
+        let position = match scopes.iter().position(|entry| entry.scope == *scope) {
+            Some(position) => position,
+            None => {
+                let index = sys::create(
+                    // SAFETY: `out` is a valid out pointer.
+                    |out| unsafe { sys::xplug_iree_parameter_index_create(allocator, out) },
+                    sys::ParameterIndex::from_raw,
+                )
+                .map_err(|status| Error::ParameterArchive {
+                    path: path.clone(),
+                    scope: scope.clone(),
+                    source: status.into(),
+                })?;
+                scopes.push(ScopeIndex { scope: scope.clone(), index, archives: Vec::new() });
+                scopes.len() - 1
+            }
+        };
+        let entry = &mut scopes[position];
+        let bytes = path.as_os_str().as_encoded_bytes();
+        // SAFETY: the index is live; the path bytes are valid for the call
+        // (IREE copies what it keeps).
+        sys::check(unsafe {
+            sys::xplug_iree_parameter_index_append_file(
+                entry.index.as_ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                allocator,
+            )
+        })
+        .map_err(|status| Error::ParameterArchive {
+            path: path.clone(),
+            scope: scope.clone(),
+            source: status.into(),
+        })?;
+        entry.archives.push(path.clone());
+    }
+    Ok(scopes)
+}
+
+/// Whether `module` imports from the module named `name`.
+fn depends_on(module: &Module, name: &[u8]) -> Result<bool, sys::Status> {
+    let mut found: c_int = 0;
+    // SAFETY: the module is live; the name is valid for the call; `found`
+    // is a valid out pointer.
+    sys::check(unsafe {
+        sys::xplug_iree_module_depends_on(
+            module.inner.raw.as_ptr(),
+            name.as_ptr().cast(),
+            name.len(),
+            &mut found,
+        )
+    })?;
+    Ok(found != 0)
+}
+
+/// The named error for a context that failed for want of a parameter:
+/// IREE's `io_parameters` module reports a scope no provider serves, its
+/// index provider a key no archive of the scope holds.
+fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) -> Option<Error> {
+    let text = status.text();
+    let quoted = |prefix: &str| {
+        let rest = &text[text.find(prefix)? + prefix.len()..];
+        Some(rest[..rest.find('\'')?].to_owned())
+    };
+    if let Some(scope) = quoted("no provider registered that handles scopes like '") {
+        return Some(Error::ParameterScope {
+            module: module.to_owned(),
+            scope,
+            given: scopes.iter().map(|entry| entry.scope.clone()).collect(),
+            source: IreeStatus { code: status.code(), text },
+        });
+    }
+    let key = quoted("no parameter found in index with key '")?;
+    // The scope whose archives lack the key: the only one given, or the
+    // ones that do not hold it.
+    let lacking: Vec<&ScopeIndex> = scopes
+        .iter()
+        .filter(|entry| {
+            // SAFETY: the index is live; the key is valid for the call.
+            sys::check(unsafe {
+                sys::xplug_iree_parameter_index_lookup(entry.index.as_ptr(), key.as_ptr().cast(), key.len())
+            })
+            .is_err()
+        })
+        .collect();
+    let (scope, archives) = match lacking.as_slice() {
+        [entry] => (Some(entry.scope.clone()), entry.archives.clone()),
+        _ => (None, lacking.iter().flat_map(|entry| entry.archives.iter().cloned()).collect()),
+    };
+    Some(Error::ParameterMissing {
+        module: module.to_owned(),
+        key,
+        scope,
+        archives: archives.into_boxed_slice(),
+        source: IreeStatus { code: status.code(), text },
+    })
 }
 
 /// One argument of [`Session::invoke`] and [`Session::prepare`].
@@ -303,50 +599,15 @@ impl Session {
     /// missing names with suggestions); [`Error::ModuleInit`] when IREE
     /// fails for another reason.
     pub fn new(device: &Device, module: &Module) -> Result<Self, Error> {
-        let runtime = &device.inner.runtime;
-        let allocator = sys::system_allocator();
-        let instance = runtime.inner.instance.as_ptr();
-        let init_error = |status: sys::Status| Error::ModuleInit {
-            module: module.inner.label.clone(),
-            device: device.name(),
-            source: status.into(),
-        };
-        let hal_module = sys::create(
-            // SAFETY: the instance and the device's group are live; the
-            // module retains the group.
-            |out| unsafe {
-                sys::xplug_iree_hal_module_create(instance, device.inner.group.as_ptr(), allocator, out)
-            },
-            sys::Module::from_raw,
-        )
-        .map_err(init_error)?;
-        let before = device.inner.provider.log_len();
-        let mut modules = [hal_module.as_ptr(), module.inner.raw.as_ptr()];
-        let context = sys::create(
-            // SAFETY: the instance and both modules are live; the context
-            // retains the modules.
-            |out| unsafe {
-                iree::iree_vm_context_create_with_modules(
-                    instance,
-                    0,
-                    modules.len(),
-                    modules.as_mut_ptr(),
-                    allocator,
-                    out,
-                )
-            },
-            sys::Context::from_raw,
-        )
-        .map_err(|status| match device.inner.provider.failure_since(before) {
-            Some(record) => Error::UnresolvedImports {
-                module: module.inner.label.clone(),
-                device: device.name(),
-                executable: record.ordinal,
-                source: Box::new(record.failure.expect("failure_since returns failed records")),
-            },
-            None => init_error(status),
-        })?;
-        Ok(Self { context, _hal_module: hal_module, module: module.clone(), device: device.clone() })
+        Self::builder(device, module).build()
+    }
+
+    /// A session of `module` on `device` with more to set before it loads:
+    /// parameter archives ([`SessionBuilder::parameters`]) and modules it
+    /// imports from ([`SessionBuilder::module`]).
+    #[must_use]
+    pub fn builder<'a>(device: &'a Device, module: &'a Module) -> SessionBuilder<'a> {
+        SessionBuilder { device, module, modules: Vec::new(), parameters: Vec::new() }
     }
 
     /// The device the session runs on.
@@ -418,10 +679,84 @@ impl Session {
                 suggestion: None,
             });
         }
+        let list = self.make_list(&name, &function.arguments_cconv, arguments)?;
+        Ok(Call { session: self, function: function.clone(), name, inputs: list })
+    }
+
+    /// Checks the results of a call of `function` against `expected`, one
+    /// per result in `iree-run-module --expected_output` forms (the
+    /// [`Argument::Text`] forms of [`Session::prepare`], read against the
+    /// function's result types; `(ignored)` skips a result), with IREE's
+    /// own comparison and `tolerance`.
+    ///
+    /// IREE keeps its tolerances in process-wide flags: checks running at
+    /// once on several threads with different tolerances may see each
+    /// other's.
+    ///
+    /// # Errors
+    /// The errors of [`Session::prepare`] for an expected value that
+    /// cannot be made; [`Error::Result`] when IREE's comparison fails.
+    pub fn check(
+        &self,
+        function: &Function,
+        results: &CallResults,
+        expected: &[Argument<'_>],
+        tolerance: &Tolerance,
+    ) -> Result<Check, Error> {
+        let name = format!("{} (expected outputs)", function.name_lossy());
+        let expected = self.make_list(&name, &function.results_cconv, expected)?;
+        let flags: Vec<std::ffi::CString> = tolerance
+            .iree_flags()
+            .into_iter()
+            .map(|flag| std::ffi::CString::new(flag).expect("numbers and words have no NUL"))
+            .collect();
+        let pointers: Vec<*const std::ffi::c_char> = flags.iter().map(|flag| flag.as_ptr()).collect();
+        let allocator = sys::system_allocator();
+        let (mut text, mut length, mut matched): (*mut std::ffi::c_char, usize, c_int) =
+            (std::ptr::null_mut(), 0, 0);
+        // SAFETY: both lists are live; `pointers` holds `flags.len()`
+        // NUL-terminated strings alive for the call (IREE parses them at
+        // once); the out pointers are valid.
+        sys::check(unsafe {
+            sys::xplug_iree_compare_lists(
+                expected.as_ptr(),
+                results.list.as_ptr(),
+                c_int::try_from(pointers.len()).unwrap_or(c_int::MAX),
+                pointers.as_ptr(),
+                allocator,
+                &mut text,
+                &mut length,
+                &mut matched,
+            )
+        })
+        .map_err(|status| Error::Result {
+            function: name.clone(),
+            index: 0,
+            source: status.into(),
+        })?;
+        // SAFETY: IREE wrote `length` bytes at `text`, allocated from
+        // `allocator`, freed right after the copy.
+        let report = unsafe {
+            let copy = if text.is_null() {
+                String::new()
+            } else {
+                String::from_utf8_lossy(std::slice::from_raw_parts(text.cast::<u8>(), length)).into_owned()
+            };
+            iree::iree_allocator_free(allocator, text.cast());
+            copy
+        };
+        Ok(Check { matched: matched != 0, report })
+    }
+
+    /// A VM list of `arguments` read against the calling-convention types
+    /// `cconv` (`name` names the function in errors).
+    fn make_list(&self, name: &str, cconv: &[u8], arguments: &[Argument<'_>]) -> Result<sys::List, Error> {
+        let name = name.to_owned();
         let allocator = sys::system_allocator();
         let list = new_list(arguments.len(), allocator)
             .map_err(|status| Error::Call { function: name.clone(), source: status.into() })?;
-        let mut cconv: &[u8] = &function.arguments_cconv;
+        let all_types = cconv;
+        let mut cconv: &[u8] = cconv;
         // Files read so far, by the path as given: `+FILE` and `*FILE`
         // continue where the previous read of the same path stopped.
         let mut streams: Vec<InputStream> = Vec::new();
@@ -449,7 +784,7 @@ impl Session {
                 }
                 None => Err(problem(format!(
                     "`{name}` takes {} argument(s); this one is one too many",
-                    function.arguments_cconv.len()
+                    all_types.len()
                 ))),
             };
             let push_tensor = |expected: u8, tensor: &Tensor| {
@@ -541,7 +876,7 @@ impl Session {
                     .map_err(iree_error)?;
             }
         }
-        Ok(Call { session: self, function: function.clone(), name, inputs: list })
+        Ok(list)
     }
 
     /// A tensor input as a buffer view: `TYPE=@FILE`/`TYPE=+FILE` from raw
@@ -664,6 +999,55 @@ impl Session {
     }
 }
 
+/// How [`Session::check`] compares results, as iree-run-module's flags
+/// set it (the defaults are IREE's): absolute tolerances per float type,
+/// a relative tolerance, and whether floats must be exactly equal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tolerance {
+    /// `--expected_f16_threshold` (0.001).
+    pub f16: f32,
+    /// `--expected_bf16_threshold` (0.01).
+    pub bf16: f32,
+    /// `--expected_f32_threshold` (0.0001).
+    pub f32: f32,
+    /// `--expected_f64_threshold` (0.0001).
+    pub f64: f64,
+    /// `--expected_rtol` (1e-5).
+    pub rtol: f64,
+    /// `--equality_mode=exact` (default `approximate`).
+    pub exact: bool,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Self { f16: 0.001, bf16: 0.01, f32: 0.0001, f64: 0.0001, rtol: 1e-5, exact: false }
+    }
+}
+
+impl Tolerance {
+    /// The tolerance as IREE's comparison flags.
+    fn iree_flags(&self) -> Vec<String> {
+        vec![
+            format!("--expected_f16_threshold={}", self.f16),
+            format!("--expected_bf16_threshold={}", self.bf16),
+            format!("--expected_f32_threshold={}", self.f32),
+            format!("--expected_f64_threshold={}", self.f64),
+            format!("--expected_rtol={}", self.rtol),
+            format!("--equality_mode={}", if self.exact { "exact" } else { "approximate" }),
+        ]
+    }
+}
+
+/// What [`Session::check`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// Whether every result matched.
+    pub matched: bool,
+    /// IREE's report of what differs (`[FAILED] result[N]: ...` blocks;
+    /// empty when everything matched).
+    pub report: String,
+}
+
 /// A call made ready by [`Session::prepare`]: the function and its
 /// argument list, on the session's device.
 pub struct Call<'s> {
@@ -719,6 +1103,8 @@ pub struct Function {
     module: Module,
     name: Vec<u8>,
     arguments_cconv: Vec<u8>,
+    results_cconv: Vec<u8>,
+    declaration: Option<String>,
 }
 
 impl Function {
@@ -740,6 +1126,46 @@ impl Function {
     #[must_use]
     pub fn argument_types(&self) -> &[u8] {
         &self.arguments_cconv
+    }
+}
+
+impl Function {
+    /// The result types of its calling convention, as
+    /// [`Function::argument_types`].
+    #[must_use]
+    pub fn result_types(&self) -> &[u8] {
+        &self.results_cconv
+    }
+
+    /// The source-level signature the compiler recorded
+    /// (`iree.abi.declaration`, e.g. `sync func @f(%input0:
+    /// tensor<4xf32>) -> (%output0: tensor<4xf32>)`), when it did.
+    #[must_use]
+    pub fn declaration(&self) -> Option<&str> {
+        self.declaration.as_deref()
+    }
+
+    /// The VM-level signature: `name(i32, ref) -> (ref)`, from the calling
+    /// convention (`ref` for a tensor, list or other reference).
+    #[must_use]
+    pub fn vm_signature(&self) -> String {
+        let types = |cconv: &[u8]| {
+            cconv
+                .iter()
+                .map(|&byte| match byte {
+                    b'i' => "i32".to_owned(),
+                    b'I' => "i64".to_owned(),
+                    b'f' => "f32".to_owned(),
+                    b'F' => "f64".to_owned(),
+                    b'r' => "ref".to_owned(),
+                    other => char::from(other).to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let results: &[u8] = if self.results_cconv == b"v" { &[] } else { &self.results_cconv };
+        let arguments: &[u8] = if self.arguments_cconv == b"v" { &[] } else { &self.arguments_cconv };
+        format!("{}({}) -> ({})", self.name_lossy(), types(arguments), types(results))
     }
 }
 

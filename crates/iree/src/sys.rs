@@ -133,6 +133,53 @@ unsafe extern "C" {
         list: *mut iree::iree_vm_list_t,
         view: *mut iree::iree_hal_buffer_view_t,
     ) -> RawStatus;
+    pub(crate) fn xplug_iree_parameter_index_create(
+        host_allocator: Allocator,
+        out_index: *mut *mut ParameterIndexRaw,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_parameter_index_release(index: *mut ParameterIndexRaw);
+    pub(crate) fn xplug_iree_parameter_index_append_file(
+        index: *mut ParameterIndexRaw,
+        path: *const c_char,
+        path_length: usize,
+        host_allocator: Allocator,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_parameter_index_lookup(
+        index: *mut ParameterIndexRaw,
+        key: *const c_char,
+        key_length: usize,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_parameters_module_create(
+        instance: *mut iree::iree_vm_instance_t,
+        count: usize,
+        scopes: *const iree::iree_string_view_t,
+        indices: *const *mut ParameterIndexRaw,
+        host_allocator: Allocator,
+        out_module: *mut *mut iree::iree_vm_module_t,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_compare_lists(
+        expected: *mut iree::iree_vm_list_t,
+        actual: *mut iree::iree_vm_list_t,
+        flag_count: c_int,
+        flags: *const *const c_char,
+        host_allocator: Allocator,
+        out_text: *mut *mut c_char,
+        out_length: *mut usize,
+        out_matched: *mut c_int,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_module_depends_on(
+        module: *mut iree::iree_vm_module_t,
+        name: *const c_char,
+        name_length: usize,
+        out_found: *mut c_int,
+    ) -> RawStatus;
+}
+
+/// IREE's `iree_io_parameter_index_t` (its header is not among those the
+/// eerie-sys bindings cover), only ever behind a pointer.
+#[repr(C)]
+pub(crate) struct ParameterIndexRaw {
+    _opaque: [u8; 0],
 }
 
 /// The allocator IREE's runtime was configured with (libc).
@@ -279,6 +326,11 @@ handle!(
 handle!(
     /// IREE's own `iree_hal_executable_plugin_manager_t`.
     PluginManager, iree::iree_hal_executable_plugin_manager_t, xplug_iree_plugin_manager_release
+);
+
+handle!(
+    /// `iree_io_parameter_index_t`.
+    ParameterIndex, ParameterIndexRaw, xplug_iree_parameter_index_release
 );
 
 /// Runs an IREE call that returns a status and an object through an out

@@ -18,14 +18,27 @@ impl ElementType {
     pub const I32: Self = Self(0x1000_0020);
     /// `i64`.
     pub const I64: Self = Self(0x1000_0040);
+    /// `si8` (signed 8-bit integer).
+    pub const SI8: Self = Self(0x1100_0008);
+    /// `si16`.
+    pub const SI16: Self = Self(0x1100_0010);
     /// `si32` (signed 32-bit integer).
     pub const SI32: Self = Self(0x1100_0020);
+    /// `si64`.
+    pub const SI64: Self = Self(0x1100_0040);
     /// `ui8`.
     pub const UI8: Self = Self(0x1200_0008);
+    /// `ui16`.
+    pub const UI16: Self = Self(0x1200_0010);
     /// `ui32`.
     pub const UI32: Self = Self(0x1200_0020);
+    /// `ui64`.
+    pub const UI64: Self = Self(0x1200_0040);
     /// `f16`.
     pub const F16: Self = Self(0x2100_0010);
+    /// `bf16` (bfloat16: IREE's brain-float kind, 16 bits; NumPy has no
+    /// dtype for it, so it has no `.npy` form, as in IREE's tools).
+    pub const BF16: Self = Self(0x2200_0010);
     /// `f32`.
     pub const F32: Self = Self(0x2100_0020);
     /// `f64`.
@@ -53,10 +66,16 @@ impl ElementType {
             Self::I16 => "i16",
             Self::I32 => "i32",
             Self::I64 => "i64",
+            Self::SI8 => "si8",
+            Self::SI16 => "si16",
             Self::SI32 => "si32",
+            Self::SI64 => "si64",
             Self::UI8 => "ui8",
+            Self::UI16 => "ui16",
             Self::UI32 => "ui32",
+            Self::UI64 => "ui64",
             Self::F16 => "f16",
+            Self::BF16 => "bf16",
             Self::F32 => "f32",
             Self::F64 => "f64",
             Self::BOOL => "i1",
@@ -200,19 +219,26 @@ impl fmt::Debug for Tensor {
 
 /// NumPy dtypes and the element types they hold, on little-endian hosts
 /// (the only ones IREE's CPU runtime is built for here). Where two element
-/// types share a dtype, the first listed is what a file reads as.
+/// types share a dtype, the first listed is what a file reads as: signed
+/// for NumPy's `i` kinds, as IREE's own `.npy` reader reads them (a
+/// function that returns its input prints `si32`, as iree-run-module's).
 #[cfg(target_endian = "little")]
 const NPY_DTYPES: &[(&str, ElementType)] = &[
     ("<f4", ElementType::F32),
     ("<f8", ElementType::F64),
     ("<f2", ElementType::F16),
-    ("<i4", ElementType::I32),
     ("<i4", ElementType::SI32),
+    ("<i4", ElementType::I32),
+    ("<i8", ElementType::SI64),
     ("<i8", ElementType::I64),
+    ("<i2", ElementType::SI16),
     ("<i2", ElementType::I16),
+    ("|i1", ElementType::SI8),
     ("|i1", ElementType::I8),
     ("|u1", ElementType::UI8),
+    ("<u2", ElementType::UI16),
     ("<u4", ElementType::UI32),
+    ("<u8", ElementType::UI64),
     ("|b1", ElementType::BOOL),
 ];
 
@@ -283,6 +309,43 @@ impl Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_element_type_has_its_iree_name_size_and_npy_dtype() {
+        let cases: [(ElementType, &str, usize, Option<&str>); 17] = [
+            (ElementType::BOOL, "i1", 1, Some("|b1")),
+            (ElementType::I8, "i8", 1, Some("|i1")),
+            (ElementType::SI8, "si8", 1, Some("|i1")),
+            (ElementType::UI8, "ui8", 1, Some("|u1")),
+            (ElementType::I16, "i16", 2, Some("<i2")),
+            (ElementType::SI16, "si16", 2, Some("<i2")),
+            (ElementType::UI16, "ui16", 2, Some("<u2")),
+            (ElementType::I32, "i32", 4, Some("<i4")),
+            (ElementType::SI32, "si32", 4, Some("<i4")),
+            (ElementType::UI32, "ui32", 4, Some("<u4")),
+            (ElementType::I64, "i64", 8, Some("<i8")),
+            (ElementType::SI64, "si64", 8, Some("<i8")),
+            (ElementType::UI64, "ui64", 8, Some("<u8")),
+            (ElementType::F16, "f16", 2, Some("<f2")),
+            (ElementType::BF16, "bf16", 2, None),
+            (ElementType::F32, "f32", 4, Some("<f4")),
+            (ElementType::F64, "f64", 8, Some("<f8")),
+        ];
+        for (element_type, name, size, descr) in cases {
+            assert_eq!((element_type.name(), element_type.byte_size()), (Some(name), size));
+            assert_eq!(element_type.to_string(), name);
+            let tensor = Tensor::new(vec![3], element_type, vec![7; 3 * size]).unwrap();
+            let npy = tensor.to_npy();
+            assert_eq!(npy.as_ref().map(|array| array.descr.as_str()), descr, "{name}");
+            // A file reads back as the first type of its dtype, same bytes.
+            if let Some(array) = npy {
+                let back = Tensor::from_npy(xplug_npy::decode(&xplug_npy::encode(&array)).unwrap()).unwrap();
+                assert_eq!((back.shape(), back.data()), (tensor.shape(), tensor.data()), "{name}");
+                assert_eq!(back.element_type().byte_size(), size, "{name}");
+            }
+        }
+        assert_eq!(ElementType(0x2200_0020).to_string(), "ElementType(0x22000020)");
+    }
 
     #[test]
     fn scalars_become_zero_dimensional_tensors_of_their_type() {

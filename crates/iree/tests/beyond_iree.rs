@@ -160,6 +160,11 @@ fn an_unknown_function_is_refused_with_a_suggestion() {
 /// IREE's runtime, xplug's glue or its provider fails this test.
 #[test]
 fn every_test_here_is_memcheck_clean() {
+    // Prepared here first, so that the rerun (which does not take the work
+    // directory's lock this process holds) finds everything built.
+    if std::env::var_os(xplug_fixtures::valgrind::RERUN_ENV).is_none() {
+        prepared();
+    }
     let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean")
     else {
         return;

@@ -1,0 +1,185 @@
+//! Sessions with parameter archives (`SessionBuilder::parameters`): a
+//! program whose weights come from an `.irpa`, a `.safetensors` and a
+//! `.gguf` file and whose hot loop is a Rust plugin's, each giving the
+//! plain product; and failures that leave nothing open behind them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use xplug_fixtures::iree_e2e::{self, Prepared};
+use xplug_fixtures::models;
+use xplug_fixtures::plugins::PluginProfile;
+use xplug_iree::{Device, DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
+use xplug_manager::Manager;
+
+// Linked in with its `static` feature: serves `simple_mul_workgroup`.
+use sample_system as _;
+
+const N: usize = 1000;
+
+struct Fixture {
+    _prepared: Prepared,
+    dir: PathBuf,
+    module: PathBuf,
+    weights: Vec<f32>,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let root = xplug_fixtures::workspace_root();
+        let prepared = iree_e2e::prepare(&root, PluginProfile::Debug).expect("IREE is ready");
+        let dir = prepared.work.join("parameters");
+        std::fs::create_dir_all(&dir).unwrap();
+        let module = dir.join("mul_weights.vmfb");
+        iree_e2e::compile_file(&prepared.tools, &root.join("tests/iree/mul_weights.mlir"), &module).unwrap();
+        let (_, weights) = iree_e2e::inputs(N);
+        models::write_archive(&prepared.tools, &dir.join("weights.irpa"), &[("weights", &weights)], 0)
+            .unwrap();
+        models::write_archive(&prepared.tools, &dir.join("other.irpa"), &[("other", &weights)], 0).unwrap();
+        std::fs::write(dir.join("weights.safetensors"), safetensors("weights", &weights)).unwrap();
+        std::fs::write(dir.join("weights.gguf"), gguf("weights", &weights)).unwrap();
+        Fixture { _prepared: prepared, dir, module, weights }
+    })
+}
+
+/// A safetensors file holding one F32 tensor.
+fn safetensors(key: &str, values: &[f32]) -> Vec<u8> {
+    let data: Vec<u8> = values.iter().flat_map(|value| value.to_le_bytes()).collect();
+    let mut header = format!(
+        "{{\"{key}\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[0,{}]}}}}",
+        values.len(),
+        data.len()
+    );
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&data);
+    file
+}
+
+/// A GGUF (version 3) file holding one F32 tensor, no metadata.
+fn gguf(key: &str, values: &[f32]) -> Vec<u8> {
+    let mut file = b"GGUF".to_vec();
+    file.extend_from_slice(&3u32.to_le_bytes());
+    file.extend_from_slice(&1u64.to_le_bytes()); // tensors
+    file.extend_from_slice(&0u64.to_le_bytes()); // metadata pairs
+    file.extend_from_slice(&(key.len() as u64).to_le_bytes());
+    file.extend_from_slice(key.as_bytes());
+    file.extend_from_slice(&1u32.to_le_bytes()); // dimensions
+    file.extend_from_slice(&(values.len() as u64).to_le_bytes());
+    file.extend_from_slice(&0u32.to_le_bytes()); // GGML_TYPE_F32
+    file.extend_from_slice(&0u64.to_le_bytes()); // offset in the data
+    while file.len() % 32 != 0 {
+        file.push(0);
+    }
+    file.extend(values.iter().flat_map(|value| value.to_le_bytes()));
+    file
+}
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new().expect("IREE's runtime starts"))
+}
+
+fn device(kind: DeviceKind) -> Device {
+    let manager = Arc::new(Manager::new().with_static_plugins().expect("the static plugins register"));
+    runtime().device(kind, manager).expect("the device is made")
+}
+
+/// Held by each test: the descriptor count is only meaningful while no
+/// other test of this binary opens files.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").expect("Linux lists descriptors").count()
+}
+
+#[test]
+fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
+    let _serial = serial();
+    let fixture = fixture();
+    let module = Module::from_file(runtime(), &fixture.module).unwrap();
+    let (a, _) = iree_e2e::inputs(N);
+    for kind in [DeviceKind::LocalSync, DeviceKind::LocalTask { workers: 2 }] {
+        let device = device(kind);
+        for archive in ["weights.irpa", "weights.safetensors", "weights.gguf"] {
+            let session = Session::builder(&device, &module)
+                .parameters("model", fixture.dir.join(archive))
+                .build()
+                .unwrap_or_else(|error| panic!("{archive}: {error:?}"));
+            let results = session.call("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+            let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
+            let product = product.to_f32().unwrap();
+            for i in 0..N {
+                assert_eq!(
+                    product[i].to_bits(),
+                    (a[i] * fixture.weights[i]).to_bits(),
+                    "{archive} element {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn failed_sessions_name_the_problem_and_leave_nothing_open() {
+    let _serial = serial();
+    let fixture = fixture();
+    let module = Module::from_file(runtime(), &fixture.module).unwrap();
+    let device = device(DeviceKind::LocalSync);
+    let attempt = |scope: &str, archive: &Path| {
+        Session::builder(&device, &module)
+            .parameters(scope, archive)
+            .build()
+            .err()
+            .expect("the session fails")
+    };
+    // Warm up IREE's lazily made state before counting descriptors.
+    let _ = attempt("model", &fixture.dir.join("other.irpa"));
+    let before = open_descriptors();
+    for _ in 0..20 {
+        match attempt("model", &fixture.dir.join("other.irpa")) {
+            Error::ParameterMissing { key, scope, archives, .. } => {
+                assert_eq!((key.as_str(), scope.as_deref()), ("weights", Some("model")));
+                assert_eq!(&*archives, [fixture.dir.join("other.irpa")]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(attempt("params", &fixture.dir.join("weights.irpa")), Error::ParameterScope { scope, .. } if scope == "model")
+        );
+        assert!(matches!(attempt("model", &fixture.dir.join("none.irpa")), Error::ParameterFile { .. }));
+        assert!(matches!(attempt("model", &fixture.module), Error::ParameterArchive { .. }));
+    }
+    assert_eq!(open_descriptors(), before, "every archive opened by a failed session is closed");
+    // Without any archive, the program's scope is named.
+    let error = Session::new(&device, &module).err().expect("no archive");
+    assert!(matches!(&error, Error::ParameterScope { given, .. } if given.is_empty()), "{error:?}");
+}
+
+/// The other tests of this file again, under valgrind (memcheck, IREE's
+/// proactor kept off `io_uring`): the parameter index, providers, archive
+/// parsers and `io_parameters` module, on success and on every failure,
+/// with no invalid access and no definite leak.
+#[test]
+fn every_test_here_is_memcheck_clean() {
+    // The rerun's pipes would count as this process's descriptors.
+    let _serial = serial();
+    if std::env::var_os(xplug_fixtures::valgrind::RERUN_ENV).is_none() {
+        // Made here first: the rerun does not take the lock this process holds.
+        fixture();
+    }
+    let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean")
+    else {
+        return;
+    };
+    xplug_fixtures::valgrind::assert_clean(&output, 0, "xplug-iree's parameter tests");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("test result: ok. 2 passed"), "both tests ran under valgrind:\n{stdout}");
+}
