@@ -6,13 +6,21 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The `xplug` these tests run: the package's own binary, or in
+/// `xplug-cli-static`'s tests (`crates/cli/static/`, which include this
+/// file) that package's `xplug-static`, the same tool with the example
+/// static plugin linked in.
+pub const XPLUG: &str = match option_env!("CARGO_BIN_EXE_xplug-static") {
+    Some(path) => path,
+    None => match option_env!("CARGO_BIN_EXE_xplug") {
+        Some(path) => path,
+        None => panic!("built neither as a test of xplug-cli nor of xplug-cli-static"),
+    },
+};
+
 /// Runs `xplug ARGS` without colours.
 pub fn xplug(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the xplug binary runs")
+    Command::new(XPLUG).args(args).env("NO_COLOR", "1").output().expect("the xplug binary runs")
 }
 
 /// Runs `xplug --json ARGS`; its exit code and stdout parsed as exactly one
