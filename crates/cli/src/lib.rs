@@ -249,8 +249,8 @@ enum Command {
         /// The directory to create (default: ./NAME).
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
-        /// The xplug checkout the crate depends on (default: the one this
-        /// xplug was built from).
+        /// An xplug checkout for the crate to depend on by path (default:
+        /// the published crates, by this xplug's version).
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
         /// What the crate holds: `add` (one scalar import, the default) or
