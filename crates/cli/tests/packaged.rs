@@ -1,24 +1,32 @@
 //! The published crates as a user outside this workspace gets them: the
 //! workspace's publishable crates are packaged (`cargo package`, the same
-//! `.crate` files `cargo publish` uploads), unpacked, and stand in for
-//! crates.io through a `[patch.crates-io]` in a Cargo config of a directory
-//! outside the checkout. There, offline and with dependencies by version
-//! only:
+//! `.crate` files `cargo publish` uploads) into a directory source with the
+//! crates.io crates they use, which replaces crates.io in the Cargo config
+//! of a directory outside the checkout. There, offline and with
+//! dependencies by version only:
 //!
 //! * a plugin crate made by `xplug new --standalone` (which writes
 //!   `xplug-sdk = { version = ... }`) passes its own tests and builds as a
 //!   `.sos` with `xplug build --sos`, which `xplug check` accepts;
 //! * a runtime crate depending on `xplug-manager` loads that plugin (the
-//!   shared library and the `.sos`) and resolves its import through it.
+//!   shared library and the `.sos`) and resolves its import through it;
+//! * `cargo install` of the packaged `xplug-cli` gives an `xplug` that,
+//!   from that directory and with no checkout, makes the plugin (`new`),
+//!   builds its `.sos` (`build --sos`), checks it and runs an IREE program
+//!   through it (`run`).
 //!
-//! The dependencies' compiled artifacts are kept in
-//! `target/xplug-packaged-test`, so a rerun compiles only the two crates.
+//! Outside the workspace there is no `.cargo/config.toml` of ours, so the
+//! install is handed the workspace's CMake wrapper and libclang the way
+//! that file hands them to the workspace (`CMAKE`, `LIBCLANG_PATH`,
+//! `CLANG_PATH`): a crate depending on the published `xplug-iree` needs
+//! CMake >= 3.26 and libclang of its own (README, "Using xplug from
+//! crates.io").
+//!
+//! The compiled artifacts are kept in `target/xplug-packaged-test`, so a
+//! rerun compiles only what changed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-mod common;
-use common::{XPLUG, json};
 
 /// The workspace's packages that are published (`publish` unset), from
 /// `cargo metadata`.
@@ -57,46 +65,54 @@ fn run(command: &mut Command) -> String {
 }
 
 /// Packages the published crates without verifying them (CI's `cargo
-/// package` step verifies each) into `out/package`, unpacks every `.crate`
-/// into `out/crates`, and returns (name, unpacked directory) pairs.
-fn package_and_unpack(root: &Path, out: &Path) -> Vec<(String, PathBuf)> {
+/// package` step verifies each) into `out/package` and makes `out/vendor` a
+/// directory source holding them, unpacked, beside every crates.io crate
+/// the workspace uses (`cargo vendor`). Returns the source's directory and
+/// a digest of the packaged crates (the target directory is keyed by it:
+/// Cargo never rebuilds a registry crate whose version did not change).
+fn directory_source(root: &Path, out: &Path) -> (PathBuf, String) {
     let packages = published_packages(root);
     assert!(packages.iter().any(|name| name == "xplug-sdk"), "{packages:?}");
     let mut package = cargo();
-    package
-        .current_dir(root)
-        .args(["package", "--no-verify", "--allow-dirty", "--offline", "--target-dir"])
-        .arg(out);
+    package.current_dir(root).args(["package", "--no-verify", "--allow-dirty", "--target-dir"]).arg(out);
     for name in &packages {
         package.args(["-p", name]);
     }
     run(&mut package);
-    let unpacked = out.join("crates");
-    let _ = std::fs::remove_dir_all(&unpacked);
-    std::fs::create_dir_all(&unpacked).unwrap();
+    let vendor = out.join("vendor");
+    let _ = std::fs::remove_dir_all(&vendor);
+    run(cargo().current_dir(root).args(["vendor", "--quiet", "--versioned-dirs", "--locked"]).arg(&vendor));
     let version = env!("CARGO_PKG_VERSION");
-    packages
-        .into_iter()
-        .map(|name| {
-            let file = out.join("package").join(format!("{name}-{version}.crate"));
-            assert!(file.is_file(), "{} was not packaged", file.display());
-            run(Command::new("tar").arg("-xzf").arg(&file).arg("-C").arg(&unpacked));
-            let dir = unpacked.join(format!("{name}-{version}"));
-            // Only what the package holds: no path dependency survived.
-            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-            assert!(!manifest.contains("path = \"../"), "{name}: {manifest}");
-            (name, dir)
-        })
-        .collect()
+    let mut digests = String::new();
+    for name in packages {
+        let file = out.join("package").join(format!("{name}-{version}.crate"));
+        assert!(file.is_file(), "{} was not packaged", file.display());
+        run(Command::new("tar").arg("-xzf").arg(&file).arg("-C").arg(&vendor));
+        let dir = vendor.join(format!("{name}-{version}"));
+        // Only what the package holds: no path dependency survived.
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(!manifest.contains("path = \"../"), "{name}: {manifest}");
+        let digest = run(Command::new("sha256sum").arg(&file));
+        let digest = digest.split_whitespace().next().expect("sha256sum prints the digest").to_owned();
+        std::fs::write(
+            dir.join(".cargo-checksum.json"),
+            format!("{{\"files\":{{}},\"package\":\"{digest}\"}}"),
+        )
+        .unwrap();
+        digests.push_str(&digest);
+    }
+    let digest = run(Command::new("sh").arg("-c").arg(format!("printf %s {digests} | sha256sum")));
+    (vendor, digest[..16].to_owned())
 }
 
-/// A Cargo config that puts the unpacked crates in crates.io's place, and
-/// works offline.
-fn write_config(work: &Path, crates: &[(String, PathBuf)]) {
-    let mut config = String::from("[net]\noffline = true\n\n[patch.crates-io]\n");
-    for (name, dir) in crates {
-        config.push_str(&format!("{name} = {{ path = {:?} }}\n", dir.display().to_string()));
-    }
+/// A Cargo config in `work` that puts the directory source in crates.io's
+/// place, offline.
+fn write_config(work: &Path, vendor: &Path) {
+    let config = format!(
+        "[net]\noffline = true\n\n[source.crates-io]\nreplace-with = \"xplug-packaged\"\n\n\
+         [source.xplug-packaged]\ndirectory = {:?}\n",
+        vendor.display().to_string()
+    );
     std::fs::create_dir_all(work.join(".cargo")).unwrap();
     std::fs::write(work.join(".cargo").join("config.toml"), config).unwrap();
 }
@@ -137,18 +153,27 @@ fn main() {
 fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     let root = xplug_fixtures::workspace_root();
     let out = root.join("target").join("xplug-packaged-test");
-    let crates = package_and_unpack(&root, &out);
+    let (vendor, digest) = directory_source(&root, &out);
 
     let temp = tempfile::tempdir().unwrap();
     let work = temp.path();
-    write_config(work, &crates);
+    write_config(work, &vendor);
     let version = env!("CARGO_PKG_VERSION");
-    // Compiled dependencies are kept between runs.
-    let target = out.join("target");
+    // Compiled crates are kept between runs of the same packaged crates.
+    let target = out.join(format!("target-{digest}"));
+    if let Ok(entries) = std::fs::read_dir(&out) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("target-") && entry.path() != target {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let xplug = install(&root, &out, work, &target);
 
     // The plugin crate, as `xplug new` writes it: by version.
     let plugin_dir = work.join("relu");
-    json(&["new", "packaged_relu", "--standalone", "--path", plugin_dir.to_str().unwrap()], 0);
+    json_in(&xplug, work, &target, &["new", "packaged_relu", "--standalone", "--path", "relu"]);
     let manifest = std::fs::read_to_string(plugin_dir.join("Cargo.toml")).unwrap();
     assert!(manifest.contains(&format!("xplug-sdk = {{ version = \"{version}\"")), "{manifest}");
     run(cargo().current_dir(&plugin_dir).env("CARGO_TARGET_DIR", &target).args(["test", "--quiet"]));
@@ -161,15 +186,12 @@ fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     assert!(library.is_file(), "{}", library.display());
 
     // `xplug build --sos`, run where the author would run it.
-    let built = json_in(
-        &plugin_dir,
-        &target,
-        &["build", "--sos", "--manifest-path", plugin_dir.join("Cargo.toml").to_str().unwrap()],
-    );
+    let built = json_in(&xplug, &plugin_dir, &target, &["build", "--sos"]);
     let sos = PathBuf::from(built["sos"].as_str().expect("the .sos path"));
     assert!(sos.is_file(), "{built}");
-    let checked = json_in(&plugin_dir, &target, &["check", sos.to_str().unwrap()]);
+    let checked = json_in(&xplug, &plugin_dir, &target, &["check", sos.to_str().unwrap()]);
     assert_eq!(checked["ok"], true, "{checked}");
+    run_program(&root, &xplug, work, &plugin_dir, &sos, &target);
 
     // The runtime crate: xplug-manager by version.
     let runtime_dir = work.join("runtime");
@@ -203,10 +225,80 @@ fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     assert!(lock.contains(&format!("name = \"xplug-manager\"\nversion = \"{version}\"")), "{lock}");
 }
 
-/// `xplug --json ARGS` in `dir`, offline, with `target` as the target
-/// directory; the object, asserting exit code 0.
-fn json_in(dir: &Path, target: &Path, args: &[&str]) -> serde_json::Value {
-    let output = Command::new(XPLUG)
+/// `cargo install xplug-cli` (debug, for time) from `work`, whose config
+/// makes the packaged crates the registry, into `out/install`; the
+/// installed `xplug`.
+fn install(root: &Path, out: &Path, work: &Path, target: &Path) -> PathBuf {
+    let install_root = out.join("install");
+    let tools = root.join("target").join("xplug-tools");
+    run(cargo()
+        .current_dir(work)
+        .args([
+            "install",
+            "--quiet",
+            "--debug",
+            "--force",
+            "xplug-cli",
+            "--version",
+            env!("CARGO_PKG_VERSION"),
+        ])
+        // `cargo install` reads only CARGO_HOME's config, so the source is
+        // named on the command line.
+        .arg("--config")
+        .arg(work.join(".cargo").join("config.toml"))
+        .arg("--root")
+        .arg(&install_root)
+        .arg("--target-dir")
+        .arg(target)
+        .env("CMAKE", root.join("build-support").join("cmake"))
+        .env("LIBCLANG_PATH", tools.join("libclang"))
+        .env("CLANG_PATH", tools.join("clang-shim").join("clang")));
+    let xplug = install_root.join("bin").join("xplug");
+    assert!(xplug.is_file(), "{}", xplug.display());
+    xplug
+}
+
+/// Compiles the new crate's `.mlir` program with IREE's pinned compiler and
+/// runs it with the installed `xplug run` through the `.sos`, with its
+/// declared parameter; checks every element.
+fn run_program(root: &Path, xplug: &Path, work: &Path, plugin_dir: &Path, sos: &Path, target: &Path) {
+    let tools = xplug_fixtures::iree_e2e::toolchain(root).expect("IREE's pip tools are ready");
+    let vmfb = work.join("leaky_relu.vmfb");
+    run(Command::new(&tools.compile)
+        .args([
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=llvm-cpu",
+            "--iree-llvmcpu-target-cpu=generic",
+        ])
+        .arg(plugin_dir.join("leaky_relu.mlir"))
+        .arg("-o")
+        .arg(&vmfb));
+    let x: Vec<f32> = (0..257).map(|i| (i as f32 - 128.0) * 0.5).collect();
+    std::fs::write(work.join("x.npy"), xplug_npy::encode_f32(&x)).unwrap();
+    let plugin = format!("--plugin={}?slope=0.5", sos.display());
+    let ran = json_in(
+        xplug,
+        work,
+        target,
+        &[
+            "run",
+            vmfb.to_str().unwrap(),
+            "--function=leaky_relu",
+            "--input=@x.npy",
+            "--output=@y.npy",
+            &plugin,
+        ],
+    );
+    assert_eq!(ran["ok"], true, "{ran}");
+    let y = xplug_npy::decode_f32(&std::fs::read(work.join("y.npy")).unwrap()).unwrap();
+    let expected: Vec<f32> = x.iter().map(|&x| if x >= 0.0 { x } else { 0.5 * x }).collect();
+    assert_eq!(y, expected);
+}
+
+/// The installed `xplug --json ARGS` in `dir`, offline, with `target` as
+/// the target directory; the object, asserting exit code 0.
+fn json_in(xplug: &Path, dir: &Path, target: &Path, args: &[&str]) -> serde_json::Value {
+    let output = Command::new(xplug)
         .current_dir(dir)
         .arg("--json")
         .args(args)
