@@ -289,7 +289,9 @@ impl Walker<'_> {
                 continue;
             }
             match self.get(&reexport["id"]) {
-                Some(target) if reexport["is_glob"] == true => self.children(path, &target["inner"]["module"], out),
+                Some(target) if reexport["is_glob"] == true => {
+                    self.children(path, &target["inner"]["module"], out)
+                }
                 Some(_) => {
                     let name = reexport["name"].as_str().unwrap_or("_");
                     self.item(&key(&reexport["id"]), &format!("{path}::{name}"), out);
