@@ -1,6 +1,18 @@
 //! `xplug`: inspect, resolve, check, benchmark and call IREE executable
 //! import plugins, and run the dispatch demo.
 //!
+//! ```text
+//! cargo install xplug-cli
+//! xplug new my_kernel --standalone      # a plugin crate, on the published xplug-sdk
+//! cd my_kernel && cargo test
+//! xplug build --sos                     # target/sos/my_kernel.sos
+//! xplug check target/sos/my_kernel.sos  # the load, resolve and call checks
+//! xplug run program.vmfb --function=main --input=@x.npy --plugin=target/sos/my_kernel.sos
+//! ```
+//!
+//! The binary is [`main`]; this library is also what `xtask` prints its
+//! tables with ([`output`]).
+//!
 //! Every command prints a human report (aligned tables, colour only on a
 //! terminal) or, with `--json`, exactly one JSON object on stdout. Errors go
 //! to stderr with their cause chain. Exit codes: 0 success, 1 a resolution,
