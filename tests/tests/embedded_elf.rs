@@ -572,3 +572,113 @@ fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
         assert!(plan.relocation_count() > 0, "{record}");
     }
 }
+
+// --- Damaged header pointers: refused before anything is read through them ---
+
+/// The C plugin's host ELF, the virtual address of its header, and the
+/// file offsets of its RELA entries (`r_offset`, `r_info`, `r_addend`).
+fn c_header_and_relas() -> (Vec<u8>, u64, Vec<usize>) {
+    let bytes = std::fs::read(sos("c_sample")).unwrap();
+    let plan = validate(&bytes).unwrap();
+    let elf = bytes[plan.elf()].to_vec();
+    // The header's file bytes, as in the STANDALONE test above.
+    let mut pattern = vec![1u8, 0, 0, 0];
+    pattern.extend([0u8; 20]);
+    pattern.extend([1u8, 0, 0, 0, 0, 0, 0, 0]);
+    let at = elf.windows(pattern.len()).position(|window| window == pattern).expect("the C header");
+    let vaddr = phdr_of_type(&elf, 1)
+        .into_iter()
+        .find_map(|phdr| {
+            let (offset, vaddr, filesz) =
+                (u64_at(&elf, phdr + 8), u64_at(&elf, phdr + 16), u64_at(&elf, phdr + 32));
+            (offset..offset + filesz).contains(&(at as u64)).then(|| vaddr + at as u64 - offset)
+        })
+        .expect("the header is in a loaded segment");
+    let first = first_rela(&elf);
+    let count = dynamic_value(&elf, 8) as usize / 24;
+    (elf, vaddr, (0..count).map(|i| first + i * 24).collect())
+}
+
+/// Loads the damaged image; returns the refusal's reason and its text.
+fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::checks::Incompatibility, String) {
+    // SAFETY: the project's C plugin with one relocation addend changed;
+    // the header pointers are checked against the image before any read.
+    match unsafe { Plugin::load_embedded_elf_image("damaged_header.sos", elf, &LoadParamList::new()) } {
+        Err(error @ ProviderError::Incompatible { .. }) => {
+            // The error names the plugin; its cause says what is wrong.
+            assert!(error.to_string().contains("damaged_header.sos"), "{error}");
+            let ProviderError::Incompatible { reason, .. } = error else { unreachable!() };
+            let text = reason.to_string();
+            (reason, text)
+        }
+        other => panic!("expected an incompatible plugin, got {other:?}"),
+    }
+}
+
+/// An address no image of this test comes near: 1 GiB past the image base.
+const FAR: u64 = 1 << 30;
+
+#[test]
+fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
+    use xplug_manager::providers::checks::Incompatibility;
+    for (field, offset) in [("name", 8), ("description", 16)] {
+        let (mut elf, header, relas) = c_header_and_relas();
+        // The RELATIVE relocation that writes the field's pointer.
+        let rela =
+            relas.into_iter().find(|&rela| u64_at(&elf, rela) == header + offset).expect("its relocation");
+        put_u64(&mut elf, rela + 16, FAR);
+        let (reason, message) = header_refusal(&elf);
+        assert!(
+            matches!(reason, Incompatibility::HeaderStringOutsideImage { field: found, .. } if found == field),
+            "{reason:?}"
+        );
+        assert!(message.contains(&format!("`{field}`")) && message.contains("rebuild"), "{message}");
+        assert_eq!(reason.code(), StatusCode::INVALID_ARGUMENT);
+    }
+}
+
+#[test]
+fn a_header_string_without_its_nul_inside_the_image_is_refused() {
+    use xplug_manager::providers::checks::Incompatibility;
+    let (mut elf, header, relas) = c_header_and_relas();
+    let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela) == header + 16).expect("its relocation");
+    // Inside the image, a string is read: the header's `version` field,
+    // `01 00 00 00`, is the one-character string "\u{1}".
+    put_u64(&mut elf, rela + 16, header);
+    // SAFETY: as in `header_refusal`; the pointer stays inside the image.
+    let plugin =
+        unsafe { Plugin::load_embedded_elf_image("damaged_header.sos", &elf, &LoadParamList::new()) }
+            .expect("a string inside the image loads");
+    assert_eq!(plugin.info().description, "\u{1}");
+    drop(plugin);
+    // The last byte of a segment that is all file bytes, made non-zero:
+    // no NUL follows it inside its segment.
+    let (vaddr, size) = phdr_of_type(&elf, 1)
+        .into_iter()
+        .map(|phdr| (u64_at(&elf, phdr + 16), u64_at(&elf, phdr + 32), u64_at(&elf, phdr + 40)))
+        .find(|&(_, filesz, memsz)| filesz == memsz && filesz > 0)
+        .map(|(vaddr, filesz, _)| (vaddr, filesz))
+        .expect("a segment without zero-filled memory");
+    let last = file_offset(&elf, vaddr + size - 1);
+    if elf[last] == 0 {
+        elf[last] = b'x';
+    }
+    put_u64(&mut elf, rela + 16, vaddr + size - 1);
+    let (reason, _) = header_refusal(&elf);
+    assert!(
+        matches!(reason, Incompatibility::HeaderStringOutsideImage { field: "description", .. }),
+        "{reason:?}"
+    );
+}
+
+#[test]
+fn a_table_header_pointer_outside_the_image_is_refused() {
+    use xplug_manager::providers::checks::Incompatibility;
+    let (mut elf, header, relas) = c_header_and_relas();
+    // The RELATIVE relocation that writes the table's header pointer.
+    let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela + 16) == header).expect("its relocation");
+    put_u64(&mut elf, rela + 16, FAR);
+    let (reason, message) = header_refusal(&elf);
+    assert!(matches!(reason, Incompatibility::HeaderOutsideImage { .. }), "{reason:?}");
+    assert!(message.contains("header pointer"), "{message}");
+}

@@ -5,7 +5,8 @@
 //! plugins ([`iree_e2e`]), the benchmark summary
 //! ([`bench`](mod@bench)) and its layout sweep of row (8) ([`layouts`]),
 //! and the hardening runs ([`hardening`]: loom,
-//! valgrind, fuzzing). The example plugins are built by `xplug-fixtures`
+//! valgrind, fuzzing), and the byte-flip sweep of a compiled module
+//! through `xplug run` and IREE's `iree-run-module` ([`flip_sweep`]). The example plugins are built by `xplug-fixtures`
 //! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
 //! test suites use too, so no test build depends on xtask. The binary
 //! (`src/main.rs`) is the command-line front end.
@@ -13,6 +14,7 @@
 pub mod api;
 pub mod bench;
 pub mod demo;
+pub mod flip_sweep;
 pub mod hardening;
 pub mod header;
 pub mod iree_e2e;

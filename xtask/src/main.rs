@@ -77,6 +77,37 @@ enum Command {
         #[arg(long)]
         debug: bool,
     },
+    /// Set each byte of a compiled module (tests/iree/mul_call.mlir) to one
+    /// value in turn and run every copy through `xplug run` and IREE's
+    /// `iree-run-module` with the same flags; fails when xplug crashes or
+    /// hangs at an offset where IREE's tool exits normally (0 or 1).
+    FlipSweep {
+        /// A compiled module to sweep instead of mul_call's (its function
+        /// must take two 4xf32 inputs).
+        #[arg(long)]
+        module: Option<std::path::PathBuf>,
+        /// The function both tools call.
+        #[arg(long, default_value = "mul")]
+        function: String,
+        /// The value each byte is set to (decimal or 0x..).
+        #[arg(long, default_value = "0xff", value_parser = xtask::flip_sweep::parse_byte)]
+        value: u8,
+        /// Sweep every Nth offset.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        stride: u64,
+        /// The first offset swept.
+        #[arg(long, default_value_t = 0)]
+        first: usize,
+        /// Offsets run at once (default: the number of CPUs).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        jobs: Option<u64>,
+        /// Seconds one tool may run on one copy before it counts as a hang.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: u64,
+        /// Use optimised builds of xplug and the plugin.
+        #[arg(long)]
+        release: bool,
+    },
     /// Model-check the manager's registry with loom (`--cfg loom` build in
     /// target/loom).
     Loom,
@@ -125,6 +156,29 @@ fn main() -> ExitCode {
             hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))
         }
         Command::Fuzz { seconds } => hardening(xtask::hardening::fuzz(&xtask::workspace_root(), seconds)),
+        Command::FlipSweep { module, function, value, stride, first, jobs, timeout, release } => {
+            let jobs = jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+                |jobs| usize::try_from(jobs).unwrap_or(usize::MAX),
+            );
+            let options = xtask::flip_sweep::Options {
+                module,
+                function,
+                value,
+                stride: usize::try_from(stride).unwrap_or(usize::MAX),
+                first,
+                jobs,
+                timeout: std::time::Duration::from_secs(timeout),
+                release,
+            };
+            match xtask::flip_sweep::run(&xtask::workspace_root(), &options) {
+                Ok(report) => {
+                    print!("\n{}", report.table());
+                    if report.findings().is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(error) => failure(&error),
+            }
+        }
         Command::Demo { debug, extra } => {
             let root = xtask::workspace_root();
             match xtask::demo::run(&root, debug, &extra) {

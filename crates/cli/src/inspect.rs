@@ -132,7 +132,11 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
         trust::open_raw_library(path).map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
     let exports = raw.exports();
     let declared = raw.param_decls();
-    let header = raw.query().ok().and_then(|query| query.query(Version::LATEST)).and_then(|t| t.header());
+    let header = raw
+        .query()
+        .ok()
+        .and_then(|query| query.query(Version::LATEST))
+        .and_then(|t| t.header().ok().flatten());
     match Plugin::from_raw_library(raw, &params) {
         Ok(loaded) => Ok(Report {
             info: loaded.info().clone(),

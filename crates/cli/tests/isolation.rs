@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+#[cfg(target_os = "linux")]
+use xplug_fixtures::process::{dies, is_dead, kill_survivors};
 
 mod common;
 use common::{json, xplug};
@@ -18,9 +20,12 @@ fn configurable_source() -> PathBuf {
     xplug_fixtures::workspace_root().join("crates/providers/tests/c/configurable_plugin.c")
 }
 
-/// The configurable plugin built with `-D{flag}` into `dir`.
-fn faulty_plugin(dir: &Path, name: &str, flag: &str) -> PathBuf {
-    xplug_fixtures::build_c_plugin(&configurable_source(), dir, name, &[&format!("-D{flag}")])
+/// The configurable plugin built with `-D{flag}` for each of `flags` into
+/// `dir/lib{name}.so`.
+fn faulty_plugin(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let flags: Vec<String> = flags.iter().map(|flag| format!("-D{flag}")).collect();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    xplug_fixtures::build_c_plugin(&configurable_source(), dir, name, &flags)
 }
 
 /// Runs `xplug --json ARGS`, expects exit code 1 and exactly one JSON
@@ -63,7 +68,7 @@ fn check_reports_a_segfault_or_abort_in_each_entry_point() {
     for (flag, signal) in [("CRASH_IN", "SIGSEGV"), ("ABORT_IN", "SIGABRT")] {
         for stage in STAGES {
             let name = format!("{}_{stage}", flag.to_lowercase());
-            let plugin = faulty_plugin(dir.path(), &name, &format!("{flag}={stage}"));
+            let plugin = faulty_plugin(dir.path(), &name, &[&format!("{flag}={stage}")]);
             let report = json_failure(&["check", plugin.to_str().unwrap()]);
             let (check, fault, detail) = first_fault(&report);
             assert_eq!(check, first_check_reaching(stage), "{report}");
@@ -99,7 +104,7 @@ fn check_reports_a_segfault_or_abort_in_each_entry_point() {
 fn check_reports_a_hang_in_each_entry_point_and_skips_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     for stage in STAGES {
-        let plugin = faulty_plugin(dir.path(), &format!("hang_{stage}"), &format!("HANG_IN={stage}"));
+        let plugin = faulty_plugin(dir.path(), &format!("hang_{stage}"), &[&format!("HANG_IN={stage}")]);
         let report = json_failure(&["check", "--timeout", "1", plugin.to_str().unwrap()]);
         let (check, fault, detail) = first_fault(&report);
         assert_eq!(check, first_check_reaching(stage), "{report}");
@@ -121,7 +126,7 @@ fn check_reports_a_hang_in_each_entry_point_and_skips_the_rest() {
 #[test]
 fn inspect_and_bench_report_a_crash_as_one_json_error() {
     let dir = tempfile::tempdir().unwrap();
-    let load = faulty_plugin(dir.path(), "crash_load", "CRASH_IN=load");
+    let load = faulty_plugin(dir.path(), "crash_load", &["CRASH_IN=load"]);
     let value = json_failure(&["inspect", load.to_str().unwrap()]);
     assert_eq!(value["error"]["kind"], "plugin_crashed", "{value}");
     assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV");
@@ -131,13 +136,13 @@ fn inspect_and_bench_report_a_crash_as_one_json_error() {
         "{value}"
     );
 
-    let resolve = faulty_plugin(dir.path(), "abort_resolve", "ABORT_IN=resolve");
+    let resolve = faulty_plugin(dir.path(), "abort_resolve", &["ABORT_IN=resolve"]);
     let value = json_failure(&["bench", "--runs", "1", resolve.to_str().unwrap(), "f_add"]);
     assert_eq!(value["error"]["kind"], "plugin_crashed", "{value}");
     assert_eq!(value["error"]["fault"]["signal"], "SIGABRT");
     assert_eq!(value["error"]["fault"]["stage"], "resolve");
 
-    let hang = faulty_plugin(dir.path(), "hang_load", "HANG_IN=load");
+    let hang = faulty_plugin(dir.path(), "hang_load", &["HANG_IN=load"]);
     let value = json_failure(&["inspect", "--timeout", "1", hang.to_str().unwrap()]);
     assert_eq!(value["error"]["kind"], "plugin_timed_out", "{value}");
     assert_eq!(value["error"]["code"], "DEADLINE_EXCEEDED");
@@ -150,7 +155,7 @@ fn inspect_and_bench_report_a_crash_as_one_json_error() {
 #[test]
 fn human_output_names_the_signal_and_stage() {
     let dir = tempfile::tempdir().unwrap();
-    let plugin = faulty_plugin(dir.path(), "crash_unload", "CRASH_IN=unload");
+    let plugin = faulty_plugin(dir.path(), "crash_unload", &["CRASH_IN=unload"]);
     let output = xplug(&["inspect", plugin.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -231,7 +236,7 @@ fn check_names_the_function_an_embedded_elf_plugin_crashes_in() {
 fn in_process_keeps_the_old_behaviour() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
-    let plugin = faulty_plugin(dir.path(), "crash_load", "CRASH_IN=load");
+    let plugin = faulty_plugin(dir.path(), "crash_load", &["CRASH_IN=load"]);
     let output = xplug(&["--in-process", "inspect", plugin.to_str().unwrap()]);
     assert_eq!(output.status.signal(), Some(libc_sigsegv()), "the plugin's crash is the tool's crash");
     // A good plugin is the same either way.
@@ -247,16 +252,7 @@ fn libc_sigsegv() -> i32 {
     11
 }
 
-/// `crates/cli/tests/c/hostile_plugin.c` built with `flags` into
-/// `dir/lib{name}.so`.
-fn hostile_plugin(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
-    let source = xplug_fixtures::workspace_root().join("crates/cli/tests/c/hostile_plugin.c");
-    let flags: Vec<String> = flags.iter().map(|flag| format!("-D{flag}")).collect();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    xplug_fixtures::build_c_plugin(&source, dir, name, &flags)
-}
-
-/// The arguments that call the hostile plugin's `f_add` at `plugin`.
+/// The arguments that call the configurable plugin's `f_add` at `plugin`.
 fn call_args(plugin: &Path) -> Vec<&str> {
     vec![
         "call",
@@ -288,7 +284,7 @@ fn commands_reaching<'a>(stage: &str, plugin: &'a Path) -> Vec<Vec<&'a str>> {
 fn a_plugin_that_ends_the_process_is_a_failure_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     for stage in ["load", "resolve", "call", "unload"] {
-        let plugin = hostile_plugin(dir.path(), &format!("exit_{stage}"), &[&format!("EXIT_IN={stage}")]);
+        let plugin = faulty_plugin(dir.path(), &format!("exit_{stage}"), &[&format!("EXIT_IN={stage}")]);
         let expected = format!("ended the process with status 0 during {stage}");
         for args in commands_reaching(stage, &plugin) {
             let report = json_failure(&args);
@@ -316,7 +312,7 @@ fn a_plugin_that_ends_the_process_is_a_failure_in_every_command() {
         }
     }
     // Any status: the plugin's exit is not the tool's verdict.
-    let plugin = hostile_plugin(dir.path(), "exit_3_load", &["EXIT_IN=load", "EXIT_STATUS=3"]);
+    let plugin = faulty_plugin(dir.path(), "exit_3_load", &["EXIT_IN=load", "EXIT_STATUS=3"]);
     let report = json_failure(&["inspect", plugin.to_str().unwrap()]);
     assert_eq!(report["error"]["fault"]["exit_code"], 3, "{report}");
     assert!(
@@ -325,7 +321,8 @@ fn a_plugin_that_ends_the_process_is_a_failure_in_every_command() {
     );
 }
 
-/// The pids the hostile plugin's sleepers wrote to `file`.
+/// The pids the configurable plugin's sleepers wrote to `file`.
+#[cfg(target_os = "linux")]
 fn recorded_pids(file: &Path) -> Vec<u32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
@@ -334,41 +331,8 @@ fn recorded_pids(file: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// Whether process `pid` is gone or a zombie (dead, not yet reaped by
-/// whoever inherited it).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // "pid (comm) S ...": the state follows the last ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
-    }
-}
-
-/// [`is_dead`], given a few seconds for a SIGKILL to land.
-fn dies(pid: u32) -> bool {
-    (0..500).any(|_| {
-        if is_dead(pid) {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        false
-    })
-}
-
-/// Kills what a test left running (after a failure, or a daemon a probe
-/// cannot reach); already dead processes are skipped.
-fn end(pids: &[u32]) {
-    for &pid in pids.iter().filter(|&&pid| !is_dead(pid)) {
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: `kill` has no memory preconditions.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-}
-
 /// The living children of process `parent`, from `/proc`.
+#[cfg(target_os = "linux")]
 fn children_of(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
@@ -387,12 +351,13 @@ fn children_of(parent: u32) -> Vec<u32> {
 
 /// An `xplug ARGS` command that records the plugin's sleepers in
 /// `pid_file` and makes its temporary files in `tmp`.
-fn hostile_command(args: &[&str], pid_file: &Path, tmp: &Path) -> std::process::Command {
+#[cfg(target_os = "linux")]
+fn pid_recording_command(args: &[&str], pid_file: &Path, tmp: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_xplug"));
     command
         .args(args)
         .env("NO_COLOR", "1")
-        .env("HOSTILE_PID_FILE", pid_file)
+        .env("CONFIGURABLE_PLUGIN_PID_FILE", pid_file)
         .env("TMPDIR", tmp)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -400,6 +365,7 @@ fn hostile_command(args: &[&str], pid_file: &Path, tmp: &Path) -> std::process::
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -416,17 +382,14 @@ fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
         .into_iter()
         .map(|(stage, forks)| {
             let name = format!("{}_hang_{stage}", forks.to_lowercase());
-            let plugin = hostile_plugin(
-                dir.path(),
-                &name,
-                &[&format!("HANG_IN={stage}"), &format!("{forks}={stage}")],
-            );
+            let plugin =
+                faulty_plugin(dir.path(), &name, &[&format!("HANG_IN={stage}"), &format!("{forks}={stage}")]);
             let pid_file = dir.path().join(format!("{name}.pids"));
             let mut args = vec!["--json", "--timeout", "1"];
             args.extend(call_args(&plugin));
             // Both keep xplug's pipes open: without the group kill and the
             // bounded read, xplug would wait for them (120 s).
-            let command = hostile_command(&args, &pid_file, tmp.path());
+            let command = pid_recording_command(&args, &pid_file, tmp.path());
             std::thread::spawn(move || {
                 let mut command = command;
                 (stage, forks, command.output().unwrap(), recorded_pids(&pid_file))
@@ -438,7 +401,7 @@ fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
         let [forked] = pids[..] else { panic!("one forked process ({stage}, {forks}): {output:?}") };
         let alive = !is_dead(forked);
         let died = dies(forked);
-        end(&[forked]);
+        kill_survivors(&[forked]);
         assert_eq!(output.status.code(), Some(1), "{output:?}");
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["error"]["kind"], "plugin_timed_out", "{report}");
@@ -456,36 +419,39 @@ fn a_hang_in_each_entry_point_times_out_and_kills_what_the_plugin_forked() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn what_a_plugin_forks_dies_with_the_probe_child_but_a_daemon_is_out_of_reach() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     // In the group: killed when the child ends, and the report is complete.
     let pid_file = dir.path().join("fork_pids");
-    let plugin = hostile_plugin(dir.path(), "fork_load", &["FORK_IN=load"]);
-    let output = hostile_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
-        .output()
-        .unwrap();
+    let plugin = faulty_plugin(dir.path(), "fork_load", &["FORK_IN=load"]);
+    let output =
+        pid_recording_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
+            .output()
+            .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["name"], "hostile", "{report}");
+    assert_eq!(report["name"], "configurable", "{report}");
     let [sleeper] = recorded_pids(&pid_file)[..] else { panic!("one sleeper") };
     let died = dies(sleeper);
-    end(&[sleeper]);
+    kill_survivors(&[sleeper]);
     assert!(died, "the plugin's forked process {sleeper} outlived the probe child");
 
     // A daemon (setsid) left the group: the probe still returns with the
     // whole report, and the daemon lives on (the test ends it).
     let pid_file = dir.path().join("daemon_pids");
-    let plugin = hostile_plugin(dir.path(), "daemon_load", &["DAEMON_IN=load"]);
-    let output = hostile_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
-        .output()
-        .unwrap();
+    let plugin = faulty_plugin(dir.path(), "daemon_load", &["DAEMON_IN=load"]);
+    let output =
+        pid_recording_command(&["--json", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path())
+            .output()
+            .unwrap();
     let [daemon] = recorded_pids(&pid_file)[..] else { panic!("one daemon") };
     let daemon_alive = !is_dead(daemon);
-    end(&[daemon]);
+    kill_survivors(&[daemon]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["name"], "hostile", "{report}");
+    assert_eq!(report["name"], "configurable", "{report}");
     assert!(daemon_alive, "the daemon is out of the probe's reach, as documented");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "a stage file was left");
 }
@@ -493,15 +459,18 @@ fn what_a_plugin_forks_dies_with_the_probe_child_but_a_daemon_is_out_of_reach() 
 /// Starts `xplug inspect` on a plugin that forks a sleeper and hangs in
 /// load, waits until both are there, sends `signal` to xplug and returns
 /// how xplug ended, its probe child and the sleeper.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn signal_while_hanging(signal: i32) -> (std::process::ExitStatus, u32, u32) {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pids");
-    let plugin = hostile_plugin(dir.path(), "fork_hang_load", &["FORK_IN=load", "HANG_IN=load"]);
-    let mut command =
-        hostile_command(&["--timeout", "120", "inspect", plugin.to_str().unwrap()], &pid_file, tmp.path());
+    let plugin = faulty_plugin(dir.path(), "fork_hang_load", &["FORK_IN=load", "HANG_IN=load"]);
+    let mut command = pid_recording_command(
+        &["--timeout", "120", "inspect", plugin.to_str().unwrap()],
+        &pid_file,
+        tmp.path(),
+    );
     // SAFETY: between fork and exec, `signal` is async-signal-safe; the
     // test harness may run with SIGINT ignored (a background job), which
     // xplug would inherit and, rightly, keep.
@@ -540,7 +509,7 @@ fn sigterm_and_sigint_to_xplug_kill_its_probe_child_and_what_it_started() {
         let (status, child, sleeper) = signal_while_hanging(signal);
         // xplug itself ends of the signal, as without a probe.
         let (child_died, sleeper_died) = (dies(child), dies(sleeper));
-        end(&[child, sleeper]);
+        kill_survivors(&[child, sleeper]);
         assert_eq!(status.signal(), Some(signal), "{status:?}");
         assert!(child_died, "probe child {child} outlived xplug (signal {signal})");
         assert!(sleeper_died, "process {sleeper} of the probe's group outlived xplug (signal {signal})");
@@ -557,6 +526,6 @@ fn the_probe_child_dies_with_a_killed_xplug() {
     // forked had no such tie (nothing runs in a SIGKILLed xplug to kill
     // it); the test ends it.
     let child_died = dies(child);
-    end(&[child, sleeper]);
+    kill_survivors(&[child, sleeper]);
     assert!(child_died, "probe child {child} outlived a SIGKILLed xplug");
 }

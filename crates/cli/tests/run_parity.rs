@@ -93,6 +93,8 @@ fn compare(prepared: &Prepared, case: &Case, index: usize) {
     iree.arg("--device=local-sync").arg(format!("--module={}", case.module.display()));
     let mut ours = Command::new(env!("CARGO_BIN_EXE_xplug"));
     ours.arg("run").arg(format!("--module={}", case.module.display())).arg("--device=local-sync");
+    // Freed memory read back (an error status's text, say) shows as garbage.
+    ours.env("MALLOC_PERTURB_", common::MALLOC_PERTURB);
     for flag in &case.flags {
         iree.arg(with_out(flag, &theirs_out));
         ours.arg(with_out(flag, &ours_out));

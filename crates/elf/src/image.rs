@@ -22,6 +22,8 @@ pub struct ElfImage {
     debug: Debugging,
     mapping: map::MappedImage,
     plan: ElfPlan,
+    /// Where the readable segments landed ([`ElfImage::readable_ranges`]).
+    readable: ReadableRanges,
 }
 
 /// What an image announced about itself to the debugging aids
@@ -67,7 +69,17 @@ impl ElfImage {
         let plan = validate(bytes)?;
         let elf = &bytes[plan.elf()];
         let mapping = map::map(&plan, elf)?;
-        let mut image = Self { debug: Debugging::default(), mapping, plan };
+        let readable = ReadableRanges(
+            plan.segments()
+                .iter()
+                .filter(|segment| segment.flags.read)
+                .map(|segment| {
+                    mapping.address(segment.image_offset)
+                        ..mapping.address(segment.image_offset + segment.mem_size)
+                })
+                .collect(),
+        );
+        let mut image = Self { debug: Debugging::default(), mapping, plan, readable };
         let crash = crate::crash::crash_reporter_installed();
         let perf = crate::perf::enabled();
         let gdb = crate::gdb::enabled();
@@ -110,6 +122,15 @@ impl ElfImage {
         self.mapping.address(0)
     }
 
+    /// Where this image's readable segments lie in memory: what a pointer
+    /// the plugin's data holds (its v0 table's header pointer, the
+    /// header's strings) must point into before the host reads through it,
+    /// since relocated data can point anywhere in a damaged file.
+    #[must_use]
+    pub fn readable_ranges(&self) -> &ReadableRanges {
+        &self.readable
+    }
+
     /// The plugin's `iree_hal_executable_plugin_query`.
     ///
     /// # Safety
@@ -134,5 +155,48 @@ impl ElfImage {
     pub fn optional_export(&self, name: &std::ffi::CStr) -> Option<*const ()> {
         let offset = self.plan.optional_export(name.to_str().ok()?)?;
         Some(self.mapping.address(offset) as *const ())
+    }
+}
+
+/// The address ranges of an image's readable segments
+/// ([`ElfImage::readable_ranges`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadableRanges(Vec<std::ops::Range<usize>>);
+
+impl ReadableRanges {
+    /// The range holding all `len` bytes at `address`, if one does.
+    fn holding(&self, address: usize, len: usize) -> Option<&std::ops::Range<usize>> {
+        let last = address.checked_add(len)?;
+        self.0.iter().find(|range| range.start <= address && last <= range.end)
+    }
+
+    /// Whether the `len` bytes at `address` lie inside one readable segment.
+    #[must_use]
+    pub fn contains(&self, address: usize, len: usize) -> bool {
+        self.holding(address, len).is_some()
+    }
+
+    /// A copy of the NUL-terminated string at `address`, without its NUL,
+    /// when it starts inside a readable segment and its NUL lies inside
+    /// that same segment; `None` otherwise. No byte outside the segment is
+    /// read.
+    ///
+    /// # Safety
+    /// The image these ranges were taken from is still mapped.
+    #[must_use]
+    pub unsafe fn c_string_at(&self, address: usize) -> Option<Vec<u8>> {
+        let range = self.holding(address, 1)?;
+        let mut bytes = Vec::new();
+        for at in address..range.end {
+            // SAFETY: `at` lies inside a readable segment of an image that
+            // is still mapped (the caller's promise); a volatile byte read
+            // does not assume the plugin's data stays unchanged.
+            let byte = unsafe { std::ptr::read_volatile(at as *const u8) };
+            if byte == 0 {
+                return Some(bytes);
+            }
+            bytes.push(byte);
+        }
+        None
     }
 }

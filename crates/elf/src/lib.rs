@@ -92,7 +92,7 @@ pub use crash::{CodeLocation, FaultReport, crash_reporter_installed, install_cra
 pub use error::EmbeddedElfError;
 pub use fatelf::FatElfRecord;
 pub use functions::{ImageFunction, function_at, image_functions};
-pub use image::ElfImage;
+pub use image::{ElfImage, ReadableRanges};
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
 pub use target::ElfTarget;
 pub use validate::{MAX_IMAGE_SIZE, QUERY_SYMBOL, validate, validate_for};

@@ -147,7 +147,10 @@ impl IreePluginManager {
         })?;
         let embedded = path.extension().is_some_and(|extension| extension == "sos");
         // SAFETY: the manager is live; the path is NUL-terminated; no
-        // parameters; the caller vouches for the plugin's code.
+        // parameters; the caller vouches for the plugin's code. Ownership:
+        // IREE reads the path during the call only (the system-library
+        // loader opens it, the embedded-ELF loader reads the file into
+        // memory the plugin owns).
         sys::check(unsafe {
             sys::xplug_iree_plugin_manager_load(
                 self.inner.as_ptr(),
@@ -260,9 +263,11 @@ fn create_device(
     };
     let failed = |status: sys::Status| Error::Device { device: kind.name(), source: status.into() };
     let device = sys::create(
-        // SAFETY: the pool and manager are live; the provider pair stays
-        // valid while the device lives (the device owns the boxed provider
-        // and drops it after the IREE device).
+        // SAFETY: the pool and manager are live. Ownership: IREE's loaders
+        // keep the provider pair (a pointer to the boxed provider and its
+        // resolve callback) until they are destroyed with the device, and
+        // the device owns the box and drops it after the IREE device
+        // (DeviceInner's field order); the callback never unwinds.
         |out| unsafe {
             sys::xplug_iree_device_create(
                 code,

@@ -71,8 +71,11 @@ impl Module {
         // No deallocation: the module borrows the blocks this struct owns.
         let archive_allocator = iree::iree_allocator_t { self_: std::ptr::null_mut(), ctl: None };
         let raw = sys::create(
-            // SAFETY: the instance is live; `contents` points into `blocks`,
-            // which outlive the module (dropped after it, see ModuleInner).
+            // SAFETY: the instance is live. Ownership: IREE keeps `contents`
+            // for the module's whole life, reading code and rodata in place,
+            // and frees it with `archive_allocator` (none here); it points
+            // into `blocks`, which outlive the module (dropped after it, see
+            // ModuleInner).
             |out| unsafe {
                 iree::iree_vm_bytecode_module_create(
                     runtime.inner.instance.as_ptr(),
@@ -605,8 +608,10 @@ impl Session {
         stream.offset += needed;
         let device = self.device.inner.raw.as_ptr();
         sys::create(
-            // SAFETY: device is live; shape and data are valid for the call
-            // and IREE copies the data.
+            // SAFETY: device is live; shape and data are valid for the call.
+            // Ownership: IREE copies the data into a buffer it allocates
+            // (`iree_hal_buffer_view_allocate_buffer_copy`) and keeps
+            // neither pointer.
             |out| unsafe {
                 sys::xplug_iree_buffer_view_from_data(
                     device,
@@ -630,7 +635,8 @@ impl Session {
                 let shape: &[iree::iree_hal_dim_t] = tensor.shape();
                 sys::create(
                     // SAFETY: device is live; shape and data are valid for
-                    // the call and IREE copies the data.
+                    // the call. Ownership: IREE copies the data into a
+                    // buffer it allocates and keeps neither pointer.
                     |out| unsafe {
                         sys::xplug_iree_buffer_view_from_data(
                             device,
@@ -647,6 +653,8 @@ impl Session {
             }
             Argument::Text(text) => sys::create(
                 // SAFETY: device is live; the text is valid for the call.
+                // Ownership: IREE parses it into a new buffer and keeps no
+                // view of it.
                 |out| unsafe {
                     sys::xplug_iree_buffer_view_parse(device, text.as_ptr().cast(), text.len(), out)
                 },

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use xplug_fixtures::process::{dies, is_dead, kill_survivors};
 use xplug_probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus, Stage};
 
 /// An upper bound on a probe that should return at once: reaching it
@@ -28,40 +29,6 @@ fn probe(script: &str, timeout: Duration) -> ProbeOutput {
 /// The process ids the script printed, one per line.
 fn pids(output: &ProbeOutput) -> Vec<u32> {
     String::from_utf8_lossy(&output.stdout).lines().filter_map(|line| line.trim().parse().ok()).collect()
-}
-
-/// Whether process `pid` is gone or a zombie (dead, not yet reaped by
-/// whoever inherited it).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // "pid (comm) S ...": the state follows the last ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
-    }
-}
-
-/// [`is_dead`], given up to a few seconds for a SIGKILL to land.
-fn dies(pid: u32) -> bool {
-    (0..200).any(|_| {
-        if is_dead(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-        false
-    })
-}
-
-/// Kills what a test left running (after a failure, or a daemon a probe
-/// cannot reach).
-fn end(pids: &[u32]) {
-    for &pid in pids.iter().filter(|&&pid| !is_dead(pid)) {
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: `kill` has no memory preconditions.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
 }
 
 const FINISH: &str = "echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"";
@@ -103,7 +70,7 @@ fn what_the_child_left_in_its_group_is_killed_when_it_ends() {
     assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
     let [grandchild] = pids(&output)[..] else { panic!("one pid: {output:?}") };
     let died = dies(grandchild);
-    end(&[grandchild]);
+    kill_survivors(&[grandchild]);
     assert!(died, "process {grandchild} of the child's group survived it");
 }
 
@@ -119,7 +86,7 @@ fn a_timeout_kills_the_group_even_when_a_grandchild_holds_the_pipes() {
     );
     let found = pids(&output);
     let survivors: Vec<u32> = found.iter().copied().filter(|&pid| !dies(pid)).collect();
-    end(&survivors);
+    kill_survivors(&survivors);
     assert_eq!(found.len(), 2, "{output:?}");
     assert!(survivors.is_empty(), "processes {survivors:?} survived the timeout");
 }
@@ -137,7 +104,7 @@ fn a_daemon_holding_the_pipes_does_not_hold_the_probe() {
     let [daemon] = found[..] else { panic!("one pid: {output:?}") };
     // Out of reach, as documented: still running (the test ends it).
     let alive = !is_dead(daemon);
-    end(&[daemon]);
+    kill_survivors(&[daemon]);
     assert!(alive, "the daemon left the group and lives on");
     assert_eq!(output.status, ProbeStatus::Exited(0), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).ends_with("done\n"), "{output:?}");

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
+use xplug_fixtures::process::dies;
 use xplug_probe::{Probe, ProbeFailure, Signal};
 
 /// The signal the test's own handler caught.
@@ -36,20 +37,6 @@ fn set_disposition(signal: libc::c_int, handler: libc::sighandler_t) {
     // SAFETY: `action` is valid; `handler` is SIG_DFL, SIG_IGN or an
     // async-signal-safe `extern "C" fn(c_int)` (one atomic store).
     assert_eq!(unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) }, 0);
-}
-
-/// Whether process `pid` is gone or a zombie, given a few seconds.
-fn dies(pid: u32) -> bool {
-    (0..500).any(|_| {
-        let dead = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
-        });
-        if !dead {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        dead
-    })
 }
 
 fn pids(file: &Path) -> Vec<u32> {

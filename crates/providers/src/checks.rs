@@ -41,6 +41,29 @@ pub enum Incompatibility {
     /// The v0 table's header pointer is NULL.
     #[error("its v0 table has a NULL header pointer; fix the plugin's query function")]
     NullHeader,
+    /// The v0 table's header pointer of an embedded ELF plugin does not
+    /// lead to a whole header inside the plugin's image (read nowhere).
+    #[error(
+        "its v0 table's header pointer ({address:#x}) does not lead to a header inside its embedded ELF image; \
+         the file is damaged: rebuild it"
+    )]
+    HeaderOutsideImage {
+        /// The pointer's value.
+        address: usize,
+    },
+    /// A string pointer of an embedded ELF plugin's header (`name` or
+    /// `description`) does not lead to a NUL-terminated string inside the
+    /// plugin's image (nothing outside the image was read).
+    #[error(
+        "its header's `{field}` pointer ({address:#x}) does not lead to a NUL-terminated string inside its \
+         embedded ELF image; the file is damaged: rebuild it"
+    )]
+    HeaderStringOutsideImage {
+        /// `name` or `description`.
+        field: &'static str,
+        /// The pointer's value.
+        address: usize,
+    },
     /// The header has no name (a NULL `name` pointer).
     #[error("its header has a NULL name; give the plugin a name in its header")]
     NullName,
@@ -153,6 +176,8 @@ impl Incompatibility {
     pub fn code(&self) -> StatusCode {
         match self {
             Self::NullHeader
+            | Self::HeaderOutsideImage { .. }
+            | Self::HeaderStringOutsideImage { .. }
             | Self::NullName
             | Self::InvalidVersion { .. }
             | Self::MissingFunction { .. }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use xplug_abi::{QueryFn, Version};
-use xplug_elf::ElfImage;
+use xplug_elf::{ElfImage, ReadableRanges};
 
 use crate::plugin::{Code, label};
 use crate::raw::{self, RawLibrary, RawLoadError, RawQuery};
@@ -258,11 +258,18 @@ unsafe fn load_elf(
     let source = PluginSource::EmbeddedElf { origin, record: image.plan().record().copied() };
     // SAFETY: the caller vouches for the plugin.
     let query = unsafe { image.query() };
-    let site = LoadSite { fallback_name, source, code: Code::Elf(Box::new(image)) };
+    let image = Box::new(image);
+    let ranges: *const ReadableRanges = image.readable_ranges();
+    // SAFETY: the ranges live in the boxed image, which does not move and
+    // is dropped only with `site.code`, which outlives every use of the
+    // query, its table and header (`load_checked`'s contract for `'static`).
+    let ranges: &'static ReadableRanges = unsafe { &*ranges };
+    let site = LoadSite { fallback_name, source, code: Code::Elf(image) };
     // SAFETY: `query` is the image's v0 query function (the caller's
     // promise); the image stays mapped while the plugin holds `site.code`,
-    // which outlives the plugin's instance.
-    let query = unsafe { RawQuery::new(query) };
+    // which outlives the plugin's instance; the header and its strings are
+    // checked against `ranges` before they are read.
+    let query = unsafe { RawQuery::in_image(query, ranges) };
     load_checked(query, site, params)
 }
 
@@ -301,7 +308,9 @@ pub(crate) fn load_checked(
             supported: Version::LATEST,
         });
     };
-    let header = table.header();
+    let header = table
+        .header()
+        .map_err(|reason| Error::Incompatible { plugin: label(&site.fallback_name, &site.source), reason })?;
     let shown_name =
         header.as_ref().and_then(|header| header.name.clone()).unwrap_or_else(|| site.fallback_name.clone());
     span.record("name", shown_name.as_str());

@@ -24,7 +24,7 @@ fn each_step_alone_on_a_good_plugin() {
     let query = library.query().unwrap();
     assert!(query.query(Version(0)).is_none(), "a v0.1 plugin answers NULL to a v0.0 host");
     let table = query.query(Version::LATEST).expect("a table");
-    let header = table.header().expect("a header");
+    let header = table.header().expect("a library's header is not checked").expect("a header");
     assert_eq!(header.version, Version::LATEST);
     assert_eq!(header.name.as_deref(), Some("configurable"));
     assert_eq!(header.features, Features::STANDALONE);

@@ -44,8 +44,10 @@ fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
 /// checks a host applies: a plugin a host would refuse is not run.
 fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
     let table = table_for(subject)?;
-    checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
-        .map_err(|refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})"))?;
+    let refused = |refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})");
+    let header = table.header().map_err(refused)?;
+    checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
+        .map_err(refused)?;
     let mut params = subject.params.clone();
     for (key, value) in extra {
         params.push(*key, *value);
@@ -77,7 +79,7 @@ pub(super) fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
 
 pub(super) fn query_latest(subject: &Subject<'_>) -> Verdict {
     let table = table_for(subject)?;
-    if table.header().is_none() {
+    if table.header().map_err(|refusal| refusal.to_string())?.is_none() {
         return Err("the table's header pointer is NULL".to_owned());
     }
     let entry_points = table.entry_points();
@@ -96,7 +98,7 @@ pub(super) fn query_latest(subject: &Subject<'_>) -> Verdict {
 
 pub(super) fn header(subject: &Subject<'_>) -> Verdict {
     let table = table_for(subject)?;
-    let header = table.header().ok_or("NULL header")?;
+    let header = table.header().map_err(|refusal| refusal.to_string())?.ok_or("NULL header")?;
     // What a host refuses (the same checks `Plugin` applies)...
     let mut problems: Vec<String> = [
         checks::check_version(&header),
@@ -154,8 +156,10 @@ pub(super) fn load_with_params(subject: &Subject<'_>) -> Verdict {
     };
     // A plugin that declares its parameters must refuse any other key.
     let table = table_for(subject)?;
-    checks::check_plugin(table.header().as_ref(), table.entry_points(), subject.loader, subject.required)
-        .map_err(|refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})"))?;
+    let refused = |refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})");
+    let header = table.header().map_err(refused)?;
+    checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
+        .map_err(refused)?;
     let mut params = subject.params.clone();
     params.push(CHECK_PARAM.0, CHECK_PARAM.1);
     let allocator = CountingAllocator::new();

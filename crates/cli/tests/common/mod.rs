@@ -18,9 +18,19 @@ pub const XPLUG: &str = match option_env!("CARGO_BIN_EXE_xplug-static") {
     },
 };
 
-/// Runs `xplug ARGS` without colours.
+/// glibc fills freed (and fresh) heap blocks with this byte's complement
+/// (and this byte), so a read of freed memory shows as garbage in the
+/// output the tests compare instead of passing by luck.
+pub const MALLOC_PERTURB: &str = "165";
+
+/// Runs `xplug ARGS` without colours, with [`MALLOC_PERTURB`].
 pub fn xplug(args: &[&str]) -> Output {
-    Command::new(XPLUG).args(args).env("NO_COLOR", "1").output().expect("the xplug binary runs")
+    Command::new(XPLUG)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("MALLOC_PERTURB_", MALLOC_PERTURB)
+        .output()
+        .expect("the xplug binary runs")
 }
 
 /// Runs `xplug --json ARGS`; its exit code and stdout parsed as exactly one

@@ -61,10 +61,12 @@ impl<'code> RawQuery<'code> {
     ///
     /// # Safety
     /// As [`ElfImage::query`] (the image is a v0 plugin), plus the v0 query
-    /// contract of [`RawQuery::new`].
+    /// contract of [`RawQuery::in_image`] (the header and its strings are
+    /// checked against the image before they are read).
     #[must_use]
     pub unsafe fn from_elf_image(image: &'code ElfImage) -> Self {
-        // SAFETY: forwarded to the caller; the image outlives `'code`.
-        unsafe { Self::new(image.query()) }
+        // SAFETY: forwarded to the caller; the image outlives `'code`, and
+        // the header pointers are checked against its segments.
+        unsafe { Self::in_image(image.query(), image.readable_ranges()) }
     }
 }

@@ -75,12 +75,18 @@ pub use optional::{
 };
 pub use stage::{Stage, set_stage_hook};
 
+use crate::checks::Incompatibility;
 use crate::{CountingAllocator, LoadParamList};
+use xplug_elf::ReadableRanges;
 
 /// A plugin's query function, valid while the code it lives in is (`'code`).
 #[derive(Clone, Copy)]
 pub struct RawQuery<'code> {
     query: QueryFn,
+    /// For a query of an embedded ELF image: where the image's readable
+    /// segments lie, which every pointer read out of its data must lead
+    /// into.
+    image: Option<&'code ReadableRanges>,
     _code: PhantomData<&'code ()>,
 }
 
@@ -102,7 +108,20 @@ impl<'code> RawQuery<'code> {
     /// `'code` may be `'static`.
     #[must_use]
     pub unsafe fn new(query: QueryFn) -> Self {
-        Self { query, _code: PhantomData }
+        Self { query, image: None, _code: PhantomData }
+    }
+
+    /// Wraps the query function of an embedded ELF image whose readable
+    /// segments are `image`: the header pointer and the header's strings
+    /// the table holds are read only when they lead inside those segments
+    /// ([`RawTable::header`]).
+    ///
+    /// # Safety
+    /// As [`RawQuery::new`], except that the header and its strings need
+    /// not be valid: they may hold any value.
+    #[must_use]
+    pub unsafe fn in_image(query: QueryFn, image: &'code ReadableRanges) -> Self {
+        Self { query, image: Some(image), _code: PhantomData }
     }
 
     /// The function pointer itself.
@@ -124,7 +143,8 @@ impl<'code> RawQuery<'code> {
         }
         // SAFETY: a non-NULL result points to the plugin's v0 table, valid
         // for `'code` (promised in `new`); it is copied out.
-        Some(RawTable { table: unsafe { table.cast::<PluginV0>().read() }, _code: PhantomData })
+        let table = unsafe { table.cast::<PluginV0>().read() };
+        Some(RawTable { table, image: self.image, _code: PhantomData })
     }
 }
 
@@ -176,6 +196,8 @@ pub enum RawLoadError {
 #[derive(Clone, Copy)]
 pub struct RawTable<'code> {
     table: PluginV0,
+    /// As [`RawQuery`]'s.
+    image: Option<&'code ReadableRanges>,
     _code: PhantomData<&'code ()>,
 }
 
@@ -188,23 +210,51 @@ impl std::fmt::Debug for RawTable<'_> {
 impl<'code> RawTable<'code> {
     /// The header the table points to, copied; `None` for a NULL header
     /// pointer.
-    #[must_use]
-    pub fn header(&self) -> Option<RawHeader> {
+    ///
+    /// For a table of an embedded ELF image ([`RawQuery::in_image`]), the
+    /// header must lie inside the image's readable segments and each
+    /// non-NULL string must start and end (its NUL) inside one of them,
+    /// else nothing is read through the pointer and the error says which.
+    ///
+    /// # Errors
+    /// [`Incompatibility::HeaderOutsideImage`] or
+    /// [`Incompatibility::HeaderStringOutsideImage`], for embedded ELF
+    /// images only.
+    pub fn header(&self) -> Result<Option<RawHeader>, Incompatibility> {
         if self.table.header.is_null() {
-            return None;
+            return Ok(None);
+        }
+        let address = self.table.header as usize;
+        if let Some(image) = self.image
+            && !image.contains(address, std::mem::size_of::<Header>())
+        {
+            return Err(Incompatibility::HeaderOutsideImage { address });
         }
         // SAFETY: a non-NULL header pointer of a v0 table points to the
-        // plugin's immutable header, valid for `'code` (the query contract).
+        // plugin's immutable header, valid for `'code` (the query contract;
+        // for an image, checked just above to lie inside it).
         let header: Header = unsafe { self.table.header.read() };
-        // SAFETY: header strings are NULL or NUL-terminated (v0 contract).
-        let (name, description) = unsafe { (c_string(header.name), c_string(header.description)) };
-        Some(RawHeader {
+        let string = |field: &'static str, pointer: *const c_char| match self.image {
+            None => {
+                // SAFETY: header strings are NULL or NUL-terminated (the v0
+                // query contract of `RawQuery::new`).
+                Ok(unsafe { c_string(pointer) })
+            }
+            Some(_) if pointer.is_null() => Ok(None),
+            Some(image) => {
+                // SAFETY: the image stays mapped for `'code`.
+                let bytes = unsafe { image.c_string_at(pointer as usize) }
+                    .ok_or(Incompatibility::HeaderStringOutsideImage { field, address: pointer as usize })?;
+                Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+        };
+        Ok(Some(RawHeader {
             version: header.version,
-            name,
-            description,
+            name: string("name", header.name)?,
+            description: string("description", header.description)?,
             features: header.features,
             sanitizer: header.sanitizer,
-        })
+        }))
     }
 
     /// Which of `load`, `unload` and `resolve` the table provides.

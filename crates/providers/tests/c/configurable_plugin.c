@@ -1,7 +1,8 @@
 /*
  * One C plugin, bent by preprocessor flags into each of the faults the
- * loader must catch. Without flags it is a well-behaved plugin exporting
- * `f_add` (adds two int32 into a third) and `f_state` (context = state).
+ * loader and the tools must catch. Without flags it is a well-behaved
+ * plugin exporting `f_add` (adds two int32 into a third) and `f_state`
+ * (context = state).
  *
  *   -DQUERY_RETURNS_NULL      query returns NULL
  *   -DNULL_HEADER             the v0 table's header pointer is NULL
@@ -18,13 +19,32 @@
  *   -DCRASH_IN=stage          segfault (write through NULL) in that stage
  *   -DABORT_IN=stage          abort() in that stage
  *   -DHANG_IN=stage           never return from that stage (sleeps in pause())
+ *   -DEXIT_IN=stage           _exit(EXIT_STATUS) in that stage (default 0)
+ *   -DFORK_IN=stage           fork a sleeper that stays in the caller's
+ *                             process group and keeps stdout and stderr open
+ *   -DDAEMON_IN=stage         fork, setsid, fork: a sleeper outside the
+ *                             caller's group and session that keeps stdout
+ *                             and stderr open
  *
  * A stage is one of: open (a library constructor), query, load, resolve,
- * unload, close (a library destructor).
+ * call (the imports `f_add` and `f_state`), unload, close (a library
+ * destructor). In one stage, the forks come first, then the crash, abort,
+ * exit or hang: -DFORK_IN=load -DHANG_IN=load forks a sleeper and hangs.
+ *
+ * The pid of each forked sleeper is appended, one line each, to the file
+ * the CONFIGURABLE_PLUGIN_PID_FILE environment variable names, when it is
+ * set. Sleepers end by themselves after SLEEP_SECONDS (default 120), so a
+ * failed test leaves nothing for long.
  */
-#if defined(HANG_IN)
+#if defined(HANG_IN) || defined(EXIT_IN) || defined(FORK_IN) || defined(DAEMON_IN)
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
+#endif
+#if defined(FORK_IN) || defined(DAEMON_IN)
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #endif
 #include <stdlib.h>
 
@@ -42,6 +62,12 @@
 #ifndef SANITIZER
 #define SANITIZER IREE_HAL_EXECUTABLE_PLUGIN_SANITIZER_NONE
 #endif
+#ifndef EXIT_STATUS
+#define EXIT_STATUS 0
+#endif
+#ifndef SLEEP_SECONDS
+#define SLEEP_SECONDS 120
+#endif
 
 #define UNUSED __attribute__((unused))
 
@@ -53,6 +79,7 @@
 #define FAULT_STAGE_resolve 4
 #define FAULT_STAGE_unload 5
 #define FAULT_STAGE_close 6
+#define FAULT_STAGE_call 7
 #define FAULT_PASTE(a, b) a##b
 #define FAULT_STAGE(name) FAULT_PASTE(FAULT_STAGE_, name)
 #ifdef CRASH_IN
@@ -70,9 +97,90 @@
 #else
 #define HANG_STAGE 0
 #endif
+#ifdef EXIT_IN
+#define EXIT_STAGE FAULT_STAGE(EXIT_IN)
+#else
+#define EXIT_STAGE 0
+#endif
+#ifdef FORK_IN
+#define FORK_STAGE FAULT_STAGE(FORK_IN)
+#else
+#define FORK_STAGE 0
+#endif
+#ifdef DAEMON_IN
+#define DAEMON_STAGE FAULT_STAGE(DAEMON_IN)
+#else
+#define DAEMON_STAGE 0
+#endif
+
+#if defined(FORK_IN) || defined(DAEMON_IN)
+/* Appends `pid` to $CONFIGURABLE_PLUGIN_PID_FILE. */
+static void record_pid(pid_t pid) {
+  const char* path = getenv("CONFIGURABLE_PLUGIN_PID_FILE");
+  if (path == NULL) return;
+  char line[32];
+  int length = snprintf(line, sizeof(line), "%ld\n", (long)pid);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+  if (fd < 0) return;
+  if (write(fd, line, (size_t)length) < 0) {
+    /* Nothing to do: the test then finds no pid and fails. */
+  }
+  close(fd);
+}
+
+/* The life of a forked sleeper: it holds every descriptor it inherited
+ * (stdout and stderr among them) until it ends. */
+static void sleeper(void) {
+  sleep(SLEEP_SECONDS);
+  _exit(0);
+}
+#endif
+
+#ifdef FORK_IN
+/* A sleeper in the caller's process group. */
+static void fork_sleeper(void) {
+  pid_t pid = fork();
+  if (pid == 0) sleeper();
+  if (pid > 0) record_pid(pid);
+}
+#endif
+
+#ifdef DAEMON_IN
+/* A sleeper in a session (and group) of its own; its pid comes back
+ * through a pipe from the middle process, which is reaped here. */
+static void fork_daemon(void) {
+  int channel[2];
+  if (pipe(channel) != 0) return;
+  pid_t middle = fork();
+  if (middle == 0) {
+    setsid();
+    pid_t daemon = fork();
+    if (daemon == 0) {
+      close(channel[0]);
+      close(channel[1]);
+      sleeper();
+    }
+    if (write(channel[1], &daemon, sizeof(daemon)) < 0) _exit(1);
+    _exit(0);
+  }
+  close(channel[1]);
+  pid_t daemon = -1;
+  if (middle > 0 && read(channel[0], &daemon, sizeof(daemon)) == (ssize_t)sizeof(daemon) && daemon > 0) {
+    record_pid(daemon);
+  }
+  close(channel[0]);
+  if (middle > 0) waitpid(middle, NULL, 0);
+}
+#endif
 
 /* Misbehaves as the flags say when entering stage `stage`. */
 static void fault_point(int stage) {
+#ifdef FORK_IN
+  if (stage == FORK_STAGE) fork_sleeper();
+#endif
+#ifdef DAEMON_IN
+  if (stage == DAEMON_STAGE) fork_daemon();
+#endif
   if (stage == CRASH_STAGE) {
     /* Through a volatile pointer, so no compiler can see the NULL and
      * replace the store with a trap instruction. */
@@ -80,6 +188,9 @@ static void fault_point(int stage) {
     *nowhere = 1;
   }
   if (stage == ABORT_STAGE) abort();
+#ifdef EXIT_IN
+  if (stage == EXIT_STAGE) _exit(EXIT_STATUS);
+#endif
 #ifdef HANG_IN
   if (stage == HANG_STAGE) {
     for (;;) pause();
@@ -109,6 +220,7 @@ typedef struct {
 static UNUSED int f_add(void* args_ptr, void* context, void* reserved) {
   (void)context;
   (void)reserved;
+  fault_point(FAULT_STAGE_call);
   binop_args_t* args = (binop_args_t*)args_ptr;
   args->out = args->a + args->b;
   return 0;
@@ -116,6 +228,7 @@ static UNUSED int f_add(void* args_ptr, void* context, void* reserved) {
 
 static UNUSED int f_state(void* args_ptr, void* context, void* reserved) {
   (void)reserved;
+  fault_point(FAULT_STAGE_call);
   binop_args_t* args = (binop_args_t*)args_ptr;
   args->out = ((const plugin_state_t*)context)->marker;
   return 0;
