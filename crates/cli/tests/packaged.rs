@@ -13,7 +13,9 @@
 //! * `cargo install` of the packaged `xplug-cli` gives an `xplug` that,
 //!   from that directory and with no checkout, makes the plugin (`new`),
 //!   builds its `.sos` (`build --sos`), checks it and runs an IREE program
-//!   through it (`run`).
+//!   through it (`run`);
+//! * a crate depending on `xplug-iree`, with the new plugin linked into it
+//!   (its `static` feature), runs that program through it.
 //!
 //! Outside the workspace there is no `.cargo/config.toml` of ours, so the
 //! install is handed the workspace's CMake wrapper and libclang the way
@@ -149,6 +151,32 @@ fn main() {
 }
 "#;
 
+const IREE_MAIN: &str = r#"//! A program outside xplug's workspace on xplug-iree: IREE's runtime runs a
+//! compiled module whose kernel comes from a Rust plugin linked into this
+//! binary (`packaged_relu` with its `static` feature).
+
+use std::sync::Arc;
+
+use packaged_relu as _; // keeps the plugin's link-time registration
+use xplug_iree::{DeviceKind, Manager, Module, Runtime, Session, Tensor};
+
+fn main() {
+    let vmfb = std::env::args().nth(1).expect("VMFB");
+    // SAFETY: `static:packaged_relu` is this binary's own plugin.
+    let manager = Arc::new(unsafe { Manager::from_specs(["static:packaged_relu"]) }.expect("the plugin loads"));
+    let runtime = Runtime::new().expect("IREE's runtime starts");
+    let device = runtime.device(DeviceKind::LocalSync, manager).expect("a local-sync device");
+    let module = Module::from_file(&runtime, &vmfb).expect("the module loads");
+    let session = Session::new(&device, &module).expect("the executables load and their imports resolve");
+    let x: Vec<f32> = (0..257).map(|i| (i as f32 - 128.0) * 0.5).collect();
+    let results = session.call("leaky_relu", &[Tensor::from_f32(&x)]).expect("the call runs");
+    let y = results[0].to_tensor().and_then(|tensor| tensor.to_f32()).expect("an f32 tensor");
+    // The declared default slope: no load parameter given.
+    let expected: Vec<f32> = x.iter().map(|&x| if x >= 0.0 { x } else { 0.25 * x }).collect();
+    println!("elements={} equal={}", y.len(), y == expected);
+}
+"#;
+
 #[test]
 fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     let root = xplug_fixtures::workspace_root();
@@ -191,7 +219,7 @@ fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     assert!(sos.is_file(), "{built}");
     let checked = json_in(&xplug, &plugin_dir, &target, &["check", sos.to_str().unwrap()]);
     assert_eq!(checked["ok"], true, "{checked}");
-    run_program(&root, &xplug, work, &plugin_dir, &sos, &target);
+    let vmfb = run_program(&root, &xplug, work, &plugin_dir, &sos, &target);
 
     // The runtime crate: xplug-manager by version.
     let runtime_dir = work.join("runtime");
@@ -220,6 +248,30 @@ fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
             plugin.display()
         );
     }
+    // A crate on xplug-iree with the plugin linked in, by version too.
+    let iree_dir = work.join("iree_runtime");
+    std::fs::create_dir_all(iree_dir.join("src")).unwrap();
+    std::fs::write(
+        iree_dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"packaged_iree_runtime\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+             publish = false\n\n[dependencies]\nxplug-iree = \"{version}\"\n\
+             packaged_relu = {{ path = \"../relu\", features = [\"static\"] }}\n\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(iree_dir.join("src").join("main.rs"), IREE_MAIN).unwrap();
+    let tools = root.join("target").join("xplug-tools");
+    let printed = run(cargo()
+        .current_dir(&iree_dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("CMAKE", root.join("build-support").join("cmake"))
+        .env("LIBCLANG_PATH", tools.join("libclang"))
+        .env("CLANG_PATH", tools.join("clang-shim").join("clang"))
+        .args(["run", "--quiet", "--"])
+        .arg(&vmfb));
+    assert_eq!(printed.trim(), "elements=257 equal=true", "{printed}");
+
     // The lock files name the packaged crates as crates.io's, by version.
     let lock = std::fs::read_to_string(runtime_dir.join("Cargo.lock")).unwrap();
     assert!(lock.contains(&format!("name = \"xplug-manager\"\nversion = \"{version}\"")), "{lock}");
@@ -261,7 +313,14 @@ fn install(root: &Path, out: &Path, work: &Path, target: &Path) -> PathBuf {
 /// Compiles the new crate's `.mlir` program with IREE's pinned compiler and
 /// runs it with the installed `xplug run` through the `.sos`, with its
 /// declared parameter; checks every element.
-fn run_program(root: &Path, xplug: &Path, work: &Path, plugin_dir: &Path, sos: &Path, target: &Path) {
+fn run_program(
+    root: &Path,
+    xplug: &Path,
+    work: &Path,
+    plugin_dir: &Path,
+    sos: &Path,
+    target: &Path,
+) -> PathBuf {
     let tools = xplug_fixtures::iree_e2e::toolchain(root).expect("IREE's pip tools are ready");
     let vmfb = work.join("leaky_relu.vmfb");
     run(Command::new(&tools.compile)
@@ -293,6 +352,7 @@ fn run_program(root: &Path, xplug: &Path, work: &Path, plugin_dir: &Path, sos: &
     let y = xplug_npy::decode_f32(&std::fs::read(work.join("y.npy")).unwrap()).unwrap();
     let expected: Vec<f32> = x.iter().map(|&x| if x >= 0.0 { x } else { 0.5 * x }).collect();
     assert_eq!(y, expected);
+    vmfb
 }
 
 /// The installed `xplug --json ARGS` in `dir`, offline, with `target` as
