@@ -125,10 +125,10 @@ pub fn merge_walk(table: &[(Vec<u8>, *mut c_void)], names: &[&[u8]], fns: &mut [
 /// Reference 2: a binary search of the table per name.
 pub fn binary_search(table: &[(Vec<u8>, *mut c_void)], names: &[&[u8]], fns: &mut [*mut c_void]) {
     for (name, slot) in names.iter().zip(fns.iter_mut()) {
-        if let Ok(j) = table.binary_search_by(|entry| entry.0.as_slice().cmp(name)) {
-            if slot.is_null() {
-                *slot = table[j].1;
-            }
+        if let Ok(j) = table.binary_search_by(|entry| entry.0.as_slice().cmp(name))
+            && slot.is_null()
+        {
+            *slot = table[j].1;
         }
     }
 }

@@ -82,16 +82,7 @@ fn xplug(root: &Path, debug: bool) -> Command {
     let mut command = Command::new(cargo);
     // With the example static plugin linked in (the shipped binary has none),
     // so the demo shows a dynamic plugin overriding a static one.
-    command.current_dir(root).args([
-        "run",
-        "--quiet",
-        "-p",
-        "xplug-cli",
-        "--bin",
-        "xplug",
-        "--features",
-        "sample-static",
-    ]);
+    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli-static", "--bin", "xplug-static"]);
     if !debug {
         command.arg("--release");
     }
@@ -100,7 +91,7 @@ fn xplug(root: &Path, debug: bool) -> Command {
 }
 
 fn cargo_error(error: &std::io::Error) -> BuildError {
-    BuildError::Cargo { command: "cargo run -p xplug-cli".to_owned(), detail: error.to_string() }
+    BuildError::Cargo { command: "cargo run -p xplug-cli-static".to_owned(), detail: error.to_string() }
 }
 
 /// Compiles `tests/iree/mul_call.mlir` with the pinned `iree-compile`

@@ -12,6 +12,7 @@
 //! test suites use too, so no test build depends on xtask. The binary
 //! (`src/main.rs`) is the command-line front end.
 
+pub mod api;
 pub mod bench;
 pub mod demo;
 pub mod flip_sweep;

@@ -14,6 +14,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Record the public API of the crates users build on (abi, sdk,
+    /// providers, manager, iree) in api/<crate>.txt, from rustdoc's JSON.
+    Api {
+        /// Do not write; fail and show the difference when a crate's API
+        /// differs from its committed baseline.
+        #[arg(long)]
+        check: bool,
+    },
     /// Regenerate include/xplug/executable_plugin.h from xplug-abi.
     Header {
         /// Do not write; fail if the committed header differs from a fresh one.
@@ -323,6 +331,38 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Api { check: false } => match xtask::api::bless(&xtask::workspace_root()) {
+            Ok(written) => {
+                for path in written {
+                    println!("wrote {}", path.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => failure(&error),
+        },
+        Command::Api { check: true } => match xtask::api::check(&xtask::workspace_root()) {
+            Ok(changed) if changed.is_empty() => {
+                println!(
+                    "the public API of {} matches api/",
+                    xtask::api::CRATES.map(|(name, _)| name).join(", ")
+                );
+                ExitCode::SUCCESS
+            }
+            Ok(changed) => {
+                for (package, lines) in changed {
+                    eprintln!("error: the public API of {package} differs from api/{package}.txt:");
+                    for line in lines {
+                        eprintln!("  {line}");
+                    }
+                }
+                eprintln!(
+                    "an intended change: run `cargo xtask api`, note it in CHANGELOG.md and commit both \
+                     (docs/publishing.md)"
+                );
+                ExitCode::FAILURE
+            }
+            Err(error) => failure(&error),
+        },
         Command::Header { verify: false } => match xtask::header::write() {
             Ok(path) => {
                 println!("wrote {}", path.display());

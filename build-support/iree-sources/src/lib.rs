@@ -6,9 +6,13 @@
 //! constructors, and `xplug-iree-reference`, which compiles IREE's plugin
 //! manager and loaders as a benchmark anchor) take them from the IREE tree
 //! bundled in the `eerie-sys` package, which they depend on. A build script
-//! cannot see its dependencies' directories directly, so this crate asks
-//! `cargo metadata` for it. Setting `XPLUG_IREE_RUNTIME_SRC` to an IREE
-//! checkout's `runtime/src` bypasses the lookup.
+//! cannot see its dependencies' directories directly. When the calling crate
+//! was itself unpacked from a registry or a vendor directory (a dependent of
+//! the published `xplug-iree`), eerie-sys lies beside it there
+//! (`<registry>/src/<index>/eerie-sys-0.5.0`, `vendor/eerie-sys`); in this
+//! workspace, this crate asks `cargo metadata`. Setting
+//! `XPLUG_IREE_RUNTIME_SRC` to an IREE checkout's `runtime/src` bypasses the
+//! lookup.
 //!
 //! Every function panics with what went wrong and what to do: a build
 //! script has no better way to stop a build.
@@ -24,6 +28,9 @@ use std::process::Command;
 
 /// The package whose bundled IREE tree is used.
 pub const EERIE_SYS: &str = "eerie-sys";
+
+/// The version of [`EERIE_SYS`] the crates using this one pin (`=0.5.0`).
+pub const EERIE_SYS_VERSION: &str = "0.5.0";
 
 /// The environment variable naming another IREE `runtime/src` directory.
 pub const RUNTIME_SRC_VAR: &str = "XPLUG_IREE_RUNTIME_SRC";
@@ -48,7 +55,7 @@ pub fn runtime_src_dir() -> PathBuf {
         );
         return dir;
     }
-    let package_dir = eerie_sys_dir();
+    let package_dir = unpacked_beside().or_else(in_cargo_home).unwrap_or_else(eerie_sys_dir);
     let dir = package_dir.join("iree").join("runtime").join("src");
     assert!(
         dir.is_dir(),
@@ -69,7 +76,52 @@ pub fn iree_root_dir(runtime_src: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// The directory of the eerie-sys package, from `cargo metadata`.
+/// eerie-sys unpacked beside the calling crate, when that crate came from a
+/// registry (`<registry>/src/<index>/<crate>-<version>`, eerie-sys in the
+/// same or another index directory there) or a directory source
+/// (`vendor/<crate>`, eerie-sys as `vendor/eerie-sys` or
+/// `vendor/eerie-sys-0.5.0`). `cargo metadata` cannot answer there: the
+/// unpacked crate is no workspace, and resolving it anew needs the registry.
+fn unpacked_beside() -> Option<PathBuf> {
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
+    let parent = manifest_dir.parent()?;
+    let versioned = format!("{EERIE_SYS}-{EERIE_SYS_VERSION}");
+    let mut candidates = vec![parent.join(&versioned), parent.join(EERIE_SYS)];
+    if let Some(Ok(indexes)) = parent.parent().map(std::fs::read_dir) {
+        candidates.extend(indexes.flatten().map(|index| index.path().join(&versioned)));
+    }
+    candidates.into_iter().find(|dir| is_eerie_sys(dir))
+}
+
+/// eerie-sys 0.5.0 as Cargo unpacked it from crates.io into
+/// `$CARGO_HOME/registry/src/<index>/` (`$HOME/.cargo` without
+/// `CARGO_HOME`): where `cargo package` verifies a crate that uses this one
+/// (unpacked under `target/package/`, away from its dependencies). Every
+/// such copy is the checksummed crates.io package of that version.
+fn in_cargo_home() -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))?;
+    let versioned = format!("{EERIE_SYS}-{EERIE_SYS_VERSION}");
+    std::fs::read_dir(home.join("registry").join("src"))
+        .ok()?
+        .flatten()
+        .map(|index| index.path().join(&versioned))
+        .find(|dir| is_eerie_sys(dir))
+}
+
+/// Whether `dir` is the eerie-sys package of [`EERIE_SYS_VERSION`] with its
+/// IREE tree.
+fn is_eerie_sys(dir: &Path) -> bool {
+    dir.join("iree/runtime/src/iree/hal/local/executable_plugin_manager.c").is_file()
+        && std::fs::read_to_string(dir.join("Cargo.toml")).is_ok_and(|manifest| {
+            manifest.contains(&format!("name = \"{EERIE_SYS}\""))
+                && manifest.contains(&format!("version = \"{EERIE_SYS_VERSION}\""))
+        })
+}
+
+/// The directory of the eerie-sys package, from `cargo metadata` (the
+/// calling crate is in a workspace).
 fn eerie_sys_dir() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest_dir =

@@ -204,7 +204,7 @@ pub(crate) fn parse_field(text: &str) -> Result<Field, String> {
 /// Parses a hex string (whitespace and `0x` prefixes allowed) into bytes.
 pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: String = text.replace("0x", "").chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("--hex has an odd number of digits ({})", digits.len()));
     }
     (0..digits.len())

@@ -10,8 +10,9 @@
 //! asks for a crate that builds as both and selects `workgroup`.
 //!
 //! The crate depends on `xplug-sdk` (and, for its test, `xplug-manager`) by
-//! path to the checkout this `xplug` was built from, since neither is
-//! published; `--sdk DIR` points at another checkout.
+//! version, this `xplug`'s own (`0.1.0` from crates.io, or whatever
+//! registry the user's Cargo replaces it with); `--sdk DIR` makes them path
+//! dependencies on the xplug checkout at DIR instead.
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +27,8 @@ pub(crate) struct Options<'a> {
     pub(crate) name: &'a str,
     /// Where to create the crate (default `./NAME`).
     pub(crate) path: Option<&'a Path>,
-    /// The xplug checkout whose crates the new crate depends on.
+    /// The xplug checkout whose crates the new crate depends on by path;
+    /// `None`: by version.
     pub(crate) checkout: Option<&'a Path>,
     /// What the crate holds.
     pub(crate) template: Option<Template>,
@@ -75,27 +77,60 @@ pub(crate) fn crate_ident(name: &str) -> Result<String, String> {
     Ok(ident)
 }
 
-/// The xplug checkout this binary was built from (its `crates/cli/../..`).
-fn default_checkout() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+/// Where a new crate's xplug dependencies come from.
+enum Source {
+    /// A registry, at this `xplug`'s version.
+    Version(&'static str),
+    /// The xplug checkout at this (canonical) directory, by path.
+    Checkout(PathBuf),
+}
+
+impl Source {
+    /// The TOML inline table of the xplug crate `package` (at `crate_dir`
+    /// in a checkout), with `extra` (`, key = value` pairs) appended.
+    fn dependency(&self, crate_dir: &str, extra: &str) -> String {
+        match self {
+            Source::Version(version) => format!("{{ version = \"{version}\"{extra} }}"),
+            Source::Checkout(checkout) => {
+                format!("{{ path = {}{extra} }}", toml_string(&checkout.join("crates").join(crate_dir)))
+            }
+        }
+    }
+
+    /// The comment above the dependencies.
+    fn comment(&self) -> &'static str {
+        match self {
+            Source::Version(_) => {
+                "# xplug's crates from the registry (crates.io unless your Cargo replaces it)."
+            }
+            Source::Checkout(_) => "# xplug's crates from a checkout (`xplug new --sdk DIR`).",
+        }
+    }
 }
 
 /// Runs `xplug new`.
 pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
     let ident = crate_ident(options.name).map_err(|message| CliError::Usage { message })?;
     let dir = options.path.map_or_else(|| PathBuf::from(options.name), Path::to_path_buf);
-    let checkout = options.checkout.map_or_else(default_checkout, Path::to_path_buf);
-    let sdk = checkout.join("crates").join("plugin-sdk");
-    let checkout = std::fs::canonicalize(&checkout)
-        .ok()
-        .filter(|_| sdk.join("Cargo.toml").is_file())
-        .ok_or_else(|| CliError::Usage {
-            message: format!(
-                "the xplug sources are not at {} (no crates/plugin-sdk/Cargo.toml there); \
-                 pass --sdk with the path of an xplug checkout",
-                checkout.display()
-            ),
-        })?;
+    let source = match options.checkout {
+        None => Source::Version(env!("CARGO_PKG_VERSION")),
+        Some(checkout) => {
+            let sdk = checkout.join("crates").join("plugin-sdk");
+            Source::Checkout(
+                std::fs::canonicalize(checkout)
+                    .ok()
+                    .filter(|_| sdk.join("Cargo.toml").is_file())
+                    .ok_or_else(|| CliError::Usage {
+                        message: format!(
+                            "the xplug sources are not at {} (no crates/plugin-sdk/Cargo.toml there); \
+                             pass --sdk with the path of an xplug checkout, or leave it out to depend \
+                             on the published crates",
+                            checkout.display()
+                        ),
+                    })?,
+            )
+        }
+    };
     if dir.exists() && std::fs::read_dir(&dir).map_or(true, |mut entries| entries.next().is_some()) {
         return Err(CliError::Usage {
             message: format!(
@@ -118,8 +153,8 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         (None, false) => Template::Add,
     };
     let files = match template {
-        Template::Add => scaffold(options.name, &ident, &checkout),
-        Template::Workgroup => scaffold_workgroup(options.name, &ident, &checkout),
+        Template::Add => scaffold(options.name, &ident, &source),
+        Template::Workgroup => scaffold_workgroup(options.name, &ident, &source),
     };
     for (relative, contents) in &files {
         let path = dir.join(relative);
@@ -173,9 +208,7 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
 }
 
 /// The files of the new crate: (path relative to its directory, contents).
-fn scaffold(name: &str, ident: &str, checkout: &Path) -> Vec<(&'static str, String)> {
-    let sdk = checkout.join("crates").join("plugin-sdk");
-    let manager = checkout.join("crates").join("manager");
+fn scaffold(name: &str, ident: &str, source: &Source) -> Vec<(&'static str, String)> {
     let cargo_toml = format!(
         r#"[package]
 name = "{name}"
@@ -196,19 +229,20 @@ crate-type = ["cdylib", "rlib"]
 static = []
 
 [dependencies]
-# xplug is not published: the SDK comes from an xplug checkout.
-xplug-sdk = {{ path = {sdk} }}
+{comment}
+xplug-sdk = {sdk}
 
 [dev-dependencies]
-xplug-manager = {{ path = {manager} }}
+xplug-manager = {manager}
 
 # A workspace of its own; remove this table to make the crate a member of
 # an enclosing workspace.
 [workspace]
 "#,
         library = format_args!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX),
-        sdk = toml_string(&sdk),
-        manager = toml_string(&manager),
+        comment = source.comment(),
+        sdk = source.dependency("plugin-sdk", ""),
+        manager = source.dependency("manager", ""),
     );
     let lib_rs = format!(
         r#"//! `{name}`: an IREE executable import plugin written with xplug-sdk.
@@ -294,9 +328,7 @@ fn loads_and_adds() {{
 /// The files of a `workgroup` crate: a stateful leaky-ReLU kernel in
 /// IREE's workgroup convention with a declared `slope` parameter, buildable
 /// as a shared library and as a `.sos`.
-fn scaffold_workgroup(name: &str, ident: &str, checkout: &Path) -> Vec<(&'static str, String)> {
-    let sdk = checkout.join("crates").join("plugin-sdk");
-    let manager = checkout.join("crates").join("manager");
+fn scaffold_workgroup(name: &str, ident: &str, source: &Source) -> Vec<(&'static str, String)> {
     let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let import = format!("{ident}_leaky_relu_workgroup");
     let cargo_toml = format!(
@@ -328,18 +360,19 @@ static = []
 sos = ["xplug-sdk/standalone"]
 
 [dependencies]
-# xplug is not published: the SDK comes from an xplug checkout.
-xplug-sdk = {{ path = {sdk}, default-features = false }}
+{comment}
+xplug-sdk = {sdk}
 
 [dev-dependencies]
-xplug-manager = {{ path = {manager} }}
+xplug-manager = {manager}
 
 # A workspace of its own; remove this table to make the crate a member of
 # an enclosing workspace.
 [workspace]
 "#,
-        sdk = toml_string(&sdk),
-        manager = toml_string(&manager),
+        comment = source.comment(),
+        sdk = source.dependency("plugin-sdk", ", default-features = false"),
+        manager = source.dependency("manager", ""),
     );
     let lib_rs = format!(
         r#"//! `{name}`: a leaky-ReLU dispatch kernel for IREE executables, with

@@ -95,24 +95,6 @@ fn a_size_beyond_the_buffers_is_warned_about() {
 }
 
 #[test]
-fn a_plugin_without_layouts_is_called_as_asked_with_a_note() {
-    // Plugins linked into xplug (like C plugins) describe no layouts.
-    let args = ["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"];
-    let value = json(&args, 0);
-    assert_eq!(value["layout"]["checked"], false, "{value}");
-    assert!(
-        value["layout"]["note"].as_str().unwrap().contains("no `xplug_import_layouts` export"),
-        "{value}"
-    );
-    let output = xplug(&args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("note: plugin `static:sample_static` does not describe its args layouts"),
-        "{stderr}"
-    );
-}
-
-#[test]
 fn bench_calls_with_fields_or_says_it_used_zeroed_args() {
     let standalone = library("sample_standalone");
     let value = json(&["bench", &standalone, "dot", "--runs", "1", "--call"], 0);

@@ -271,40 +271,6 @@ fn every_command_reports_a_failure_in_one_json_shape() {
 }
 
 #[test]
-fn static_specs_and_xplug_plugins_are_accepted_like_paths() {
-    // `static:NAME` wherever a spec is: resolve --plugin and call.
-    let value = json(&["resolve", "--plugin", "static:sample_static", "static_fma_i64"], 0);
-    assert_eq!(value["symbols"][0]["provider"], "sample_static", "{value}");
-    let value = json(
-        &["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"]
-            .into_iter()
-            .chain(["--field", "i64:7", "--field", "i64:1"])
-            .collect::<Vec<_>>(),
-        0,
-    );
-    assert_eq!(value["fields"][0]["value"], 43, "{value}");
-    // One kind and code for an unknown static plugin, whichever command.
-    for command in
-        [&["resolve", "--plugin", "static:no_such_plugin", "f"][..], &["inspect", "static:no_such_plugin"]]
-    {
-        let value = json(command, 1);
-        assert_eq!(value["error"]["kind"], "static_plugin_not_found", "{value}");
-        assert_eq!(value["error"]["code"], "NOT_FOUND", "{value}");
-        assert!(value["error"]["message"].to_string().contains("linked: [sample_static]"), "{value}");
-    }
-
-    // `resolve` without --plugin takes its plugins from XPLUG_PLUGINS.
-    let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
-        .args(["--json", "resolve", "static_fma_i64"])
-        .env("XPLUG_PLUGINS", "static:sample_static")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(value["scan_order"][0]["source"], "static:sample_static", "{value}");
-}
-
-#[test]
 fn a_bare_library_name_is_searched_like_dlopen_searches() {
     let dir = tempfile::tempdir().unwrap();
     let plugin = minimal_plugin(dir.path());

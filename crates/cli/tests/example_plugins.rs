@@ -27,47 +27,11 @@ fn inspect_lists_the_exports_of_an_sdk_plugin() {
 }
 
 #[test]
-fn inspect_a_static_plugin_linked_into_xplug() {
-    let value = json(&["inspect", "static:sample_static"], 0);
-    assert_eq!(value["name"], "sample_static");
-    assert_eq!(value["loader"], "static");
-}
-
-#[test]
 fn check_passes_for_every_example_plugin() {
     for name in ["sample_standalone", "sample_system", "sample_static", "c_sample"] {
         let value = json(&["check", &library(name)], 0);
         assert_eq!(value["ok"], true, "{name}: {value}");
     }
-}
-
-#[test]
-fn resolve_static_then_dynamic_shows_the_override() {
-    let value = json(&["resolve", "--static", "static_fma_i64"], 0);
-    assert_eq!(value["symbols"][0]["provider"], "sample_static");
-    assert_eq!(value["scan_order"][0]["source"], "static");
-
-    let dynamic = library("sample_static");
-    let value = json(&["resolve", "--static", "--plugin", &dynamic, "static_fma_i64"], 0);
-    assert_eq!(value["symbols"][0]["provider_index"], 1, "{value}");
-    assert_eq!(value["scan_order"][0]["source"], dynamic.as_str());
-}
-
-#[test]
-fn demo_runs_verifies_and_shows_the_override() {
-    let dir = plugins().display().to_string();
-    let value = json(&["demo", "--plugin-dir", &dir, "--elements", "100003", "--passes", "1"], 0);
-    assert_eq!(value["ok"], true);
-    assert_eq!(value["verified"], true);
-    assert_eq!(value["elements"], 100_003);
-    assert_eq!(value["missing_optional"], true);
-    let imports = value["imports"].as_array().unwrap();
-    let fma = imports.iter().find(|i| i["name"] == "static_fma_i64").unwrap();
-    assert_eq!(fma["overrides_static"], "sample_static");
-    let mul = imports.iter().find(|i| i["name"] == "simple_mul_workgroup").unwrap();
-    assert_eq!(mul["provider"], "sample_standalone");
-    let missing = imports.iter().find(|i| i["name"] == "?simple_mul_workgroup_avx1024").unwrap();
-    assert_eq!(missing["resolved"], false);
 }
 
 #[test]

@@ -48,7 +48,11 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     let dir = temp.path().join("adder");
     let dir_str = dir.to_str().expect("temporary paths are UTF-8");
 
-    let (code, created) = json_output(&["new", "new_adder", "--path", dir_str]);
+    // By path on this checkout: the published crates are the packaged-crates
+    // test's (tests/packaged.rs).
+    let checkout = xplug_fixtures::workspace_root();
+    let checkout = checkout.to_str().expect("the checkout's path is UTF-8");
+    let (code, created) = json_output(&["new", "new_adder", "--path", dir_str, "--sdk", checkout]);
     assert_eq!(code, Some(0), "{created}");
     assert_eq!(created["plugin"], "new_adder");
     for file in ["Cargo.toml", "src/lib.rs", "tests/load.rs"] {
@@ -122,6 +126,37 @@ fn new_refuses_names_that_are_not_crate_names() {
     assert!(!dir.exists());
 }
 
+#[test]
+fn new_depends_on_the_published_crates_by_version_unless_given_a_checkout() {
+    let temp = tempfile::tempdir().unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    for (template, sdk_line) in [
+        ("add", format!("xplug-sdk = {{ version = \"{version}\" }}")),
+        ("workgroup", format!("xplug-sdk = {{ version = \"{version}\", default-features = false }}")),
+    ] {
+        let dir = temp.path().join(template);
+        common::json(&["new", "p", "--template", template, "--path", dir.to_str().unwrap()], 0);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(manifest.contains(&sdk_line), "{template}: {manifest}");
+        assert!(manifest.contains(&format!("xplug-manager = {{ version = \"{version}\" }}")), "{manifest}");
+        assert!(!manifest.contains("path ="), "{template}: {manifest}");
+    }
+    // --sdk: by path on that checkout, refused when it is none.
+    let checkout = std::fs::canonicalize(xplug_fixtures::workspace_root()).unwrap();
+    let dir = temp.path().join("by_path");
+    common::json(&["new", "p", "--path", dir.to_str().unwrap(), "--sdk", checkout.to_str().unwrap()], 0);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let sdk_path = checkout.join("crates").join("plugin-sdk");
+    assert!(manifest.contains(&format!("xplug-sdk = {{ path = \"{}\" }}", sdk_path.display())), "{manifest}");
+    let (code, value) =
+        json_output(&["new", "p", "--path", temp.path().join("no").to_str().unwrap(), "--sdk", "/"]);
+    assert_eq!(code, Some(2), "{value}");
+    assert!(
+        value["error"]["message"].as_str().unwrap().contains("no crates/plugin-sdk/Cargo.toml"),
+        "{value}"
+    );
+}
+
 /// The leaky ReLU the standalone template computes.
 fn leaky_relu(x: &[f32], slope: f32) -> Vec<f32> {
     x.iter().map(|&x| if x >= 0.0 { x } else { slope * x }).collect()
@@ -147,7 +182,9 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("relu");
     let dir_str = dir.to_str().expect("temporary paths are UTF-8");
-    let created = common::json(&["new", "new_relu", "--standalone", "--path", dir_str], 0);
+    let checkout = xplug_fixtures::workspace_root();
+    let checkout = checkout.to_str().expect("the checkout's path is UTF-8");
+    let created = common::json(&["new", "new_relu", "--standalone", "--path", dir_str, "--sdk", checkout], 0);
     assert_eq!(created["template"], "workgroup", "{created}");
     for file in ["Cargo.toml", "src/lib.rs", "tests/kernel.rs", "leaky_relu.mlir", "README.md"] {
         assert!(dir.join(file).is_file(), "{file} was not created");

@@ -40,10 +40,12 @@
 //! eerie-sys builds IREE's runtime with CMake ≥ 3.26 and generates its
 //! bindings with bindgen (libclang). The workspace's `.cargo/config.toml`
 //! points CMake at `build-support/cmake`, which uses a recent enough CMake
-//! from `PATH` or installs a pinned one from PyPI under `target/`, stops
-//! the build with the install command when libclang is missing, and builds
-//! with Ninja so that a build with nothing to do does not run eerie-sys's
-//! build script again.
+//! from `PATH` or installs a pinned one from PyPI under `target/`, hands
+//! bindgen the system's libclang or a pinned one from PyPI, and builds with
+//! Ninja so that a build with nothing to do does not run eerie-sys's build
+//! script again. A crate depending on this one from outside the workspace
+//! needs CMake ≥ 3.26 and libclang of its own, as eerie-sys does
+//! (`docs/iree-runtime.md`, "Building IREE's runtime").
 
 mod error;
 pub mod files;

@@ -191,13 +191,13 @@ impl Manager {
     pub fn with_static_plugins(mut self) -> Result<Self, Error> {
         let registrations = static_plugins();
         let existing = self.registry.drain_newest_first();
-        if let Some(capacity) = self.registry.capacity() {
-            if existing.len() + registrations.len() > capacity {
-                return Err(Error::CapacityReached {
-                    capacity,
-                    provider: registrations.first().map_or("?", |r| r.name()).to_owned(),
-                });
-            }
+        if let Some(capacity) = self.registry.capacity()
+            && existing.len() + registrations.len() > capacity
+        {
+            return Err(Error::CapacityReached {
+                capacity,
+                provider: registrations.first().map_or("?", |r| r.name()).to_owned(),
+            });
         }
         // The registry is empty now; static plugins go in first.
         for registration in registrations {

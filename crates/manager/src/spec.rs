@@ -279,11 +279,12 @@ pub fn split_spec_list(value: &str, separator: char) -> Vec<String> {
         if entry.is_empty() {
             continue;
         }
-        if separator == ':' && pending_prefix.is_none() {
-            if let Some(prefix) = prefixes.into_iter().find(|prefix| prefix.trim_end_matches(':') == entry) {
-                pending_prefix = Some(prefix);
-                continue;
-            }
+        if separator == ':'
+            && pending_prefix.is_none()
+            && let Some(prefix) = prefixes.into_iter().find(|prefix| prefix.trim_end_matches(':') == entry)
+        {
+            pending_prefix = Some(prefix);
+            continue;
         }
         match pending_prefix.take() {
             Some(prefix) => specs.push(format!("{prefix}{entry}")),

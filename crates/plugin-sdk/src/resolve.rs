@@ -177,11 +177,11 @@ where
         // any `from`.
         let mut from = 0;
         let search = |bare: &[u8]| {
-            if let Some(entry) = table.get(from) {
-                if same_bytes(key(entry), bare) {
-                    from += 1;
-                    return Some(from - 1);
-                }
+            if let Some(entry) = table.get(from)
+                && same_bytes(key(entry), bare)
+            {
+                from += 1;
+                return Some(from - 1);
             }
             match gallop_search(table, &key, bare, from) {
                 Ok(index) => {

@@ -6,6 +6,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The `xplug` these tests run: the package's own binary, or in
+/// `xplug-cli-static`'s tests (`crates/cli/static/`, which include this
+/// file) that package's `xplug-static`, the same tool with the example
+/// static plugin linked in.
+pub const XPLUG: &str = match option_env!("CARGO_BIN_EXE_xplug-static") {
+    Some(path) => path,
+    None => match option_env!("CARGO_BIN_EXE_xplug") {
+        Some(path) => path,
+        None => panic!("built neither as a test of xplug-cli nor of xplug-cli-static"),
+    },
+};
+
 /// glibc fills freed (and fresh) heap blocks with this byte's complement
 /// (and this byte), so a read of freed memory shows as garbage in the
 /// output the tests compare instead of passing by luck.
@@ -13,7 +25,7 @@ pub const MALLOC_PERTURB: &str = "165";
 
 /// Runs `xplug ARGS` without colours, with [`MALLOC_PERTURB`].
 pub fn xplug(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
+    Command::new(XPLUG)
         .args(args)
         .env("NO_COLOR", "1")
         .env("MALLOC_PERTURB_", MALLOC_PERTURB)

@@ -94,10 +94,10 @@ impl ImportProvider for FakeProvider {
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Error> {
         self.calls.lock().unwrap().push(self.id);
         for index in 0..request.len() {
-            if let Some(symbol) = symbol_id(request.names()[index].bare()) {
-                if self.spec.exports[symbol] {
-                    request.fill_raw(index, fake_fn(self.id, symbol), fake_context(self.id, symbol));
-                }
+            if let Some(symbol) = symbol_id(request.names()[index].bare())
+                && self.spec.exports[symbol]
+            {
+                request.fill_raw(index, fake_fn(self.id, symbol), fake_context(self.id, symbol));
             }
         }
         match self.spec.behaviour {
@@ -178,10 +178,11 @@ pub fn model(providers: &[(usize, &ProviderSpec)], request: &[Import]) -> ModelR
                 contexts[slot] = fake_context(id, import.symbol);
             }
         }
-        if let Behaviour::Fails(code) = spec.behaviour {
-            if code != StatusCode::NOT_FOUND && code != StatusCode::OK {
-                return ModelResult { fns, contexts, outcome: Outcome::Failed { index, code }, calls };
-            }
+        if let Behaviour::Fails(code) = spec.behaviour
+            && code != StatusCode::NOT_FOUND
+            && code != StatusCode::OK
+        {
+            return ModelResult { fns, contexts, outcome: Outcome::Failed { index, code }, calls };
         }
     }
     let missing: Vec<usize> =

@@ -1,6 +1,20 @@
 //! The C memory functions a Rust plugin linked as a standalone embedded ELF
 //! file (`.sos`) needs: no libc, no `std`, nothing imported from the host.
 //!
+//! A plugin does not depend on it directly; its `.sos` build turns on
+//! `xplug-sdk`'s `standalone` feature, which links this crate:
+//!
+//! ```toml
+//! [dependencies]
+//! xplug-sdk = { version = "0.1.0", default-features = false }
+//!
+//! [features]
+//! default = ["std"]
+//! std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
+//! # `xplug build --sos` builds with `--no-default-features --features sos`.
+//! sos = ["xplug-sdk/standalone"]
+//! ```
+//!
 //! A `.sos` is linked from a `no_std` static library with `-nostdlib
 //! --no-undefined`, so everything the compiled code calls must be inside
 //! it. The `*-linux-gnu` targets' `core`/`alloc` and `compiler_builtins`

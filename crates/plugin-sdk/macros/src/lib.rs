@@ -1,6 +1,26 @@
 //! Procedural macros behind `xplug-sdk`: `#[plugin]` and
 //! `#[derive(ImportArgs)]`. Use them through `xplug_sdk`; the generated
-//! code refers to `::xplug_sdk` paths.
+//! code refers to `::xplug_sdk` paths. A whole plugin (compiled and run as
+//! a doctest of `xplug-sdk`, whose front page has the longer example):
+//!
+//! ```text
+//! use xplug_sdk::{ImportArgs, ImportError};
+//!
+//! #[derive(ImportArgs)]
+//! #[repr(C)]
+//! pub struct AddArgs { pub a: f32, pub b: f32, pub result: f32 }
+//!
+//! #[xplug_sdk::plugin(name = "adder", description = "adds two floats")]
+//! mod plugin {
+//!     use super::*;
+//!
+//!     #[import("add_f32")]
+//!     fn add(args: &mut AddArgs) -> Result<(), ImportError> {
+//!         args.result = args.a + args.b;
+//!         Ok(())
+//!     }
+//! }
+//! ```
 //!
 //! The work is split in three steps over five private modules:
 //!

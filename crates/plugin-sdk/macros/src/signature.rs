@@ -109,10 +109,10 @@ pub(crate) fn analyse_import(
     if let Some(extra) = inputs.next() {
         return Err(syn::Error::new(extra.span(), format!("too many parameters. {SHAPE}")));
     }
-    if let Some(FnArg::Typed(arg)) = sig.inputs.first() {
-        if !matches!(&*arg.pat, Pat::Ident(_) | Pat::Wild(_)) {
-            return Err(syn::Error::new(arg.pat.span(), "bind the args to a plain name, e.g. `args`"));
-        }
+    if let Some(FnArg::Typed(arg)) = sig.inputs.first()
+        && !matches!(&*arg.pat, Pat::Ident(_) | Pat::Wild(_))
+    {
+        return Err(syn::Error::new(arg.pat.span(), "bind the args to a plain name, e.g. `args`"));
     }
     let return_span = match &sig.output {
         ReturnType::Default => sig.ident.span(),
