@@ -72,7 +72,7 @@ fn gguf(key: &str, values: &[f32]) -> Vec<u8> {
     file.extend_from_slice(&(values.len() as u64).to_le_bytes());
     file.extend_from_slice(&0u32.to_le_bytes()); // GGML_TYPE_F32
     file.extend_from_slice(&0u64.to_le_bytes()); // offset in the data
-    while file.len() % 32 != 0 {
+    while !file.len().is_multiple_of(32) {
         file.push(0);
     }
     file.extend(values.iter().flat_map(|value| value.to_le_bytes()));
