@@ -3,19 +3,8 @@
 //! block is checked against the layout the plugin declares through
 //! `xplug_import_layouts`.
 
-use std::path::Path;
-
 mod common;
-use common::{json, xplug};
-
-/// The debug example plugins, built once per test process.
-fn plugins() -> &'static Path {
-    xplug_fixtures::plugins::built_for_tests()
-}
-
-fn library(name: &str) -> String {
-    plugins().join(xplug_fixtures::plugins::library_file_name(name)).display().to_string()
-}
+use common::{json, library, xplug};
 
 /// `xplug --json call LIBRARY IMPORT --field F...`.
 fn call_args<'a>(library: &'a str, import: &'a str, fields: &[&'a str]) -> Vec<&'a str> {

@@ -7,14 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod common;
-use common::{json, xplug};
-
-fn library(name: &str) -> String {
-    xplug_fixtures::plugins::built_for_tests()
-        .join(xplug_fixtures::plugins::library_file_name(name))
-        .display()
-        .to_string()
-}
+use common::{json, library, xplug};
 
 /// A shared library that is no plugin: one C function, no query export.
 fn not_a_plugin(dir: &Path) -> PathBuf {

@@ -1,19 +1,8 @@
 //! Runs `xplug` on the example plugins, built by the function behind
 //! `cargo xtask build-plugins`.
 
-use std::path::Path;
-
 mod common;
-use common::json;
-
-/// The debug example plugins, built once per test process.
-fn plugins() -> &'static Path {
-    xplug_fixtures::plugins::built_for_tests()
-}
-
-fn library(name: &str) -> String {
-    plugins().join(xplug_fixtures::plugins::library_file_name(name)).display().to_string()
-}
+use common::{json, library};
 
 #[test]
 fn inspect_lists_the_exports_of_an_sdk_plugin() {

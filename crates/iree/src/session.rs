@@ -140,7 +140,7 @@ impl Module {
     /// [`Error::FunctionNotGiven`] when there is none or more than one.
     pub fn only_function(&self) -> Result<Function, Error> {
         let mut candidates = Vec::new();
-        for function in self.exports() {
+        for function in self.exported_functions() {
             if !function.name.starts_with(b"__") && !function.name.contains(&b'$') {
                 candidates.push(function);
             }
@@ -158,10 +158,6 @@ impl Module {
     /// signature ([`Function::vm_signature`], [`Function::declaration`]).
     #[must_use]
     pub fn exported_functions(&self) -> Vec<Function> {
-        self.exports()
-    }
-
-    fn exports(&self) -> Vec<Function> {
         let raw = self.inner.raw.as_ptr();
         // SAFETY: the module is live.
         let signature = unsafe { iree::iree_vm_module_signature(raw) };
@@ -225,27 +221,7 @@ impl Module {
     /// replaced).
     #[must_use]
     pub fn functions(&self) -> Vec<String> {
-        let raw = self.inner.raw.as_ptr();
-        // SAFETY: the module is live.
-        let signature = unsafe { iree::iree_vm_module_signature(raw) };
-        (0..signature.export_function_count)
-            .filter_map(|ordinal| {
-                let mut function = iree::iree_vm_function_t::default();
-                // SAFETY: the ordinal is below the export count; `function`
-                // is a valid out pointer.
-                let status = unsafe {
-                    iree::iree_vm_module_lookup_function_by_ordinal(
-                        raw,
-                        iree::iree_vm_function_linkage_e_IREE_VM_FUNCTION_LINKAGE_EXPORT,
-                        ordinal,
-                        &mut function,
-                    )
-                };
-                sys::check(status).ok()?;
-                // SAFETY: `function` was filled by IREE for a live module.
-                Some(unsafe { view_to_string(iree::iree_vm_function_name(&function)) })
-            })
-            .collect()
+        self.exported_functions().iter().map(Function::name_lossy).collect()
     }
 }
 

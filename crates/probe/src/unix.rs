@@ -307,58 +307,30 @@ extern "C" fn on_signal(signal: libc::c_int) {
 
 /// Reading and restoring `errno` in the handler, where it may be clobbered.
 mod errno {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn location() -> *mut libc::c_int {
+    /// This thread's `errno`, where libc exposes it (elsewhere the handler
+    /// leaves `errno` as its calls set it).
+    fn location() -> Option<*mut libc::c_int> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         // SAFETY: returns this thread's errno, always valid.
-        unsafe { libc::__errno_location() }
-    }
-    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
-    fn location() -> *mut libc::c_int {
+        return Some(unsafe { libc::__errno_location() });
+        #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
         // SAFETY: returns this thread's errno, always valid.
-        unsafe { libc::__error() }
+        return Some(unsafe { libc::__error() });
+        #[allow(unreachable_code, reason = "the platforms above returned already")]
+        None
     }
 
-    #[cfg(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd"
-    ))]
     pub(super) fn get() -> libc::c_int {
-        // SAFETY: `location` is this thread's errno.
-        unsafe { *location() }
+        // SAFETY: `location` is this thread's errno, valid for the thread's life.
+        location().map_or(0, |errno| unsafe { *errno })
     }
-    #[cfg(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd"
-    ))]
+
     pub(super) fn set(value: libc::c_int) {
-        // SAFETY: `location` is this thread's errno.
-        unsafe { *location() = value };
+        if let Some(errno) = location() {
+            // SAFETY: as in `get`.
+            unsafe { *errno = value };
+        }
     }
-
-    #[cfg(not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd"
-    )))]
-    pub(super) fn get() -> libc::c_int {
-        0
-    }
-    #[cfg(not(any(
-        target_os = "linux",
-        target_os = "android",
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd"
-    )))]
-    pub(super) fn set(_value: libc::c_int) {}
 }
 
 /// One running probe's hold on the signal handler: installed by the first

@@ -9,15 +9,11 @@ use serde_json::Value;
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
-use common::{XPLUG, json, xplug};
+use common::{XPLUG, json, library, xplug};
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
     xplug_fixtures::plugins::built_for_tests()
-}
-
-fn library(name: &str) -> String {
-    plugins().join(xplug_fixtures::plugins::library_file_name(name)).display().to_string()
 }
 
 #[test]

@@ -56,3 +56,12 @@ pub fn json(args: &[&str], expected_code: i32) -> Value {
     assert_eq!(code, Some(expected_code), "xplug --json {args:?}: {value}");
     value
 }
+
+/// The debug build of example plugin `name` (`sample_system`, `c_sample`,
+/// ...), built once per test process by `xplug_fixtures`.
+pub fn library(name: &str) -> String {
+    xplug_fixtures::plugins::built_for_tests()
+        .join(xplug_fixtures::plugins::library_file_name(name))
+        .display()
+        .to_string()
+}
