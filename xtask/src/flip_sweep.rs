@@ -83,7 +83,11 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
     let profile = PluginProfile::from_release_flag(options.release);
     let prepared = iree_e2e::prepare(root, profile).map_err(|source| FlipSweepError::Prepare { source })?;
     let xplug = build_xplug(root, options.release).map_err(|source| FlipSweepError::Build { source })?;
-    let module = options.module.clone().unwrap_or_else(|| prepared.module(MUL_CALL).to_owned());
+    let module = match &options.module {
+        Some(module) => module.clone(),
+        None => flip_sweep::compile_module(root, &prepared, MUL_CALL)
+            .map_err(|source| FlipSweepError::Prepare { source })?,
+    };
     let config = Config {
         flags: Config::mul_flags(&options.function, prepared.library("sample_system")),
         module,
@@ -97,6 +101,10 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
         iree_reruns: 5,
         layout_rerun: true,
         iree_memcheck: xplug_fixtures::valgrind::available(),
+        reference_build: Some(
+            flip_sweep::runtime_build_dir(root, profile)
+                .map_err(|source| FlipSweepError::Sweep { source })?,
+        ),
         work: prepared.work.join("flip-sweep"),
     };
     eprintln!(
@@ -112,8 +120,8 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
     flip_sweep::sweep(&config, |progress| {
         if progress.last.is_candidate() {
             eprintln!(
-                "flip-sweep: {} at offset {}: iree-run-module {} (reruns {:?}), xplug run {}",
-                if progress.last.is_finding() { "FINDING" } else { "IREE also crashes" },
+                "flip-sweep: {}: offset {}: iree-run-module {} (reruns {:?}), xplug run {}",
+                progress.last.verdict(),
                 progress.last.offset,
                 progress.last.iree.end,
                 progress.last.iree_reruns,
