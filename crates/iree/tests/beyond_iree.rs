@@ -177,7 +177,8 @@ fn inputs_of_mismatched_lengths_are_refused_by_the_program() {
         );
     }
     let b = [0.5f32; 4];
-    let results = session.call("mul", [TensorView::new(&[4], &a).unwrap(), TensorView::new(&[4], &b).unwrap()]);
+    let results =
+        session.call("mul", [TensorView::new(&[4], &a).unwrap(), TensorView::new(&[4], &b).unwrap()]);
     let results = results.unwrap();
     let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
     assert_eq!(product.to_vec::<f32>().unwrap(), [0.5, 1.0, 1.5, 2.0]);
