@@ -7,11 +7,16 @@
 // slice: IREE passes each operand as base pointer + element offset, then
 // the slice length and the workgroup id, then the fields of
 // `hal.import.fields`.
-func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
-  %zero = arith.constant 0 : index
+//
+// Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
+// against it before anything runs and refuses a shorter or longer `b`
+// (docs/dispatch.md, "Tie the inputs' shapes").
+func.func @mul(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
   %one = arith.constant 1 : index
   %groups = arith.constant 5 : index
-  %n = tensor.dim %a, %zero : tensor<?xf32>
+  %n = hal.buffer_view.dim<%a_view : !hal.buffer_view>[0] : index
+  %a = hal.tensor.import %a_view "a" : !hal.buffer_view -> tensor<?xf32>{%n}
+  %b = hal.tensor.import %b_view "b" : !hal.buffer_view -> tensor<?xf32>{%n}
   %init = tensor.empty(%n) : tensor<?xf32>
   %result = flow.dispatch.region[%groups] -> (tensor<?xf32>{%n}) {
     %group = flow.dispatch.workgroup.id[0] : index
@@ -34,5 +39,6 @@ func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
   } count(%workload: index) -> (index, index, index) {
     flow.return %workload, %one, %one : index, index, index
   }
-  return %result : tensor<?xf32>
+  %exported = hal.tensor.export %result "product" : tensor<?xf32>{%n} -> !hal.buffer_view
+  return %exported : !hal.buffer_view
 }

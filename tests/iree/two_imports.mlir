@@ -59,11 +59,16 @@ module @xplug_two_imports {
     }
   }
 
-  func.func @mul_then_sub(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
-    %zero = arith.constant 0 : index
-    %n = tensor.dim %a, %zero : tensor<?xf32>
+  // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
+  // against it before anything runs (docs/dispatch.md, "Tie the inputs'
+  // shapes").
+  func.func @mul_then_sub(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
+    %n = hal.buffer_view.dim<%a_view : !hal.buffer_view>[0] : index
+    %a = hal.tensor.import %a_view "a" : !hal.buffer_view -> tensor<?xf32>{%n}
+    %b = hal.tensor.import %b_view "b" : !hal.buffer_view -> tensor<?xf32>{%n}
     %result = flow.dispatch @kernels::@mul_then_sub_slices[%n](%a, %b, %n)
         : (tensor<?xf32>{%n}, tensor<?xf32>{%n}, index) -> tensor<?xf32>{%n}
-    return %result : tensor<?xf32>
+    %exported = hal.tensor.export %result "result" : tensor<?xf32>{%n} -> !hal.buffer_view
+    return %exported : !hal.buffer_view
   }
 }

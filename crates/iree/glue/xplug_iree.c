@@ -600,3 +600,50 @@ iree_status_t xplug_iree_compare_lists(iree_vm_list_t* expected,
   iree_string_builder_deinitialize(&builder);
   return status;
 }
+
+// Maps a buffer view's contents for reading in place, when its memory is
+// host-visible and its buffer allows scoped mapping (IREE's local devices
+// allocate such memory; the program decides the usage). The mapping is
+// allocated from `host_allocator` and released by
+// xplug_iree_buffer_view_unmap; while it lives, `*out_data` points at
+// `*out_length` readable bytes. FAILED_PRECONDITION when the memory cannot
+// be mapped (the caller copies instead).
+iree_status_t xplug_iree_buffer_view_map_read(iree_hal_buffer_view_t* view,
+                                              iree_allocator_t host_allocator,
+                                              void** out_mapping,
+                                              const void** out_data,
+                                              iree_host_size_t* out_length) {
+  *out_mapping = NULL;
+  *out_data = NULL;
+  *out_length = 0;
+  iree_hal_buffer_t* buffer = iree_hal_buffer_view_buffer(view);
+  if (!iree_all_bits_set(iree_hal_buffer_memory_type(buffer),
+                         IREE_HAL_MEMORY_TYPE_HOST_VISIBLE) ||
+      !iree_all_bits_set(iree_hal_buffer_allowed_usage(buffer),
+                         IREE_HAL_BUFFER_USAGE_MAPPING_SCOPED)) {
+    return iree_make_status(IREE_STATUS_FAILED_PRECONDITION,
+                            "the buffer is not host-visible and mappable");
+  }
+  iree_hal_buffer_mapping_t* mapping = NULL;
+  IREE_RETURN_IF_ERROR(iree_allocator_malloc(host_allocator, sizeof(*mapping),
+                                             (void**)&mapping));
+  iree_status_t status = iree_hal_buffer_map_range(
+      buffer, IREE_HAL_MAPPING_MODE_SCOPED, IREE_HAL_MEMORY_ACCESS_READ, 0,
+      iree_hal_buffer_view_byte_length(view), mapping);
+  if (!iree_status_is_ok(status)) {
+    iree_allocator_free(host_allocator, mapping);
+    return status;
+  }
+  *out_mapping = mapping;
+  *out_data = mapping->contents.data;
+  *out_length = mapping->contents.data_length;
+  return iree_ok_status();
+}
+
+// Ends a mapping made by xplug_iree_buffer_view_map_read.
+void xplug_iree_buffer_view_unmap(void* mapping,
+                                  iree_allocator_t host_allocator) {
+  iree_status_ignore(
+      iree_hal_buffer_unmap_range((iree_hal_buffer_mapping_t*)mapping));
+  iree_allocator_free(host_allocator, mapping);
+}

@@ -202,6 +202,15 @@ pub enum Error {
         #[source]
         source: IreeStatus,
     },
+    /// A result read as a tensor ([`crate::CallResults::tensor`]) is a
+    /// scalar or another kind of value.
+    #[error("result {index} of `{function}` is not a tensor; read it with `CallResults::value`")]
+    NotATensor {
+        /// The function.
+        function: String,
+        /// The result's position.
+        index: usize,
+    },
     /// A tensor's bytes do not match its shape and element type.
     #[error(
         "tensor of shape {shape:?} and element type {element_type} needs {expected} bytes, found {found}"
@@ -215,6 +224,26 @@ pub enum Error {
         expected: usize,
         /// The bytes given.
         found: usize,
+    },
+    /// A tensor's elements were asked for as a Rust type its element type
+    /// does not read as (see [`crate::Element::reads`]).
+    #[error("a tensor of {element_type} cannot be read as `{rust_type}`; read it as its own element type")]
+    TensorElementType {
+        /// The tensor's element type.
+        element_type: ElementType,
+        /// The Rust type asked for.
+        rust_type: &'static str,
+    },
+    /// An element's bytes are not a value of the Rust type (a `bool` that
+    /// is neither 0 nor 1), or, read in place, not aligned for it.
+    #[error("element {index} of the tensor (bytes {bytes:02x?}) is not a `{rust_type}` here")]
+    TensorElementValue {
+        /// The Rust type asked for.
+        rust_type: &'static str,
+        /// The element's position, row-major.
+        index: usize,
+        /// Its bytes.
+        bytes: Vec<u8>,
     },
     /// An `.npy` array has a dtype no IREE element type here matches.
     #[error(

@@ -15,18 +15,21 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
+//! use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView};
 //! use xplug_manager::Manager;
 //!
-//! // SAFETY: the plugin is trusted code built from this workspace.
-//! let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
-//! let runtime = Runtime::new()?;
-//! let device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager)?;
-//! let module = Module::from_file(&runtime, "mul.vmfb")?;
-//! let session = Session::new(&device, &module)?; // executables load, imports resolve
-//! let results = session.call("mul", &[Tensor::from_f32(&[1.0, 2.0]), Tensor::from_f32(&[3.0, 4.0])])?;
-//! println!("{results:?}");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! fn main() -> Result<(), Report> {
+//!     // SAFETY: the plugin is trusted code built from this workspace.
+//!     let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+//!     let runtime = Runtime::new()?;
+//!     let device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager)?;
+//!     let module = Module::from_file(&runtime, "mul.vmfb")?;
+//!     let session = Session::new(&device, &module)?; // executables load, imports resolve
+//!     let (a, b) = ([1.0f32, 2.0], [3.0f32, 4.0]);
+//!     let results = session.call("mul", [TensorView::new(&[2], &a)?, TensorView::new(&[2], &b)?])?;
+//!     println!("{results:?}"); // [Tensor(Tensor(f32 [2]: [3.0, 8.0]))]
+//!     Ok(())
+//! }
 //! ```
 //!
 //! Layers: [`Runtime`] (IREE's VM instance) → [`Device`] (a HAL device whose
@@ -35,6 +38,23 @@
 //! several devices, and providers registered with it after a device was
 //! made serve executables loaded later. How the provider answers IREE is in
 //! [`provider`]; the contract is in `docs/iree-runtime.md`.
+//!
+//! # Tensors
+//! [`Tensor`] owns its bytes, [`TensorView`] borrows them, and both are
+//! made from and read as Rust slices of any [`Element`] type (integers,
+//! `f32`, `f64`, `bool`, and [`half`]'s `f16` and `bf16`). Calls take views,
+//! so a slice reaches the device with no copy on the Rust side;
+//! [`CallResults::tensor`] reads a result in place where the device keeps
+//! it in host memory (IREE's local devices do), [`CallResults::value`]
+//! copies it.
+//!
+//! # Errors
+//! Every error says what failed and keeps the reason (IREE's status, the
+//! manager's missing imports, the operating system's error) as its
+//! [`source`](std::error::Error::source). [`Report`], which `?` makes from
+//! any of them, prints the whole chain; it is what `main` should return.
+//! With anyhow, `?` converts these errors into `anyhow::Error`, whose
+//! `{:#}` and `{:?}` print the same chain.
 //!
 //! # Building
 //! eerie-sys builds IREE's runtime with CMake ≥ 3.26 and generates its
@@ -56,10 +76,15 @@ mod sys;
 mod tensor;
 
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
+/// The `half` crate, whose `f16` and `bf16` are IREE's 16-bit float elements
+/// ([`Element`]).
+pub use half;
 pub use provider::{
     ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
 };
 pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
-pub use session::{Argument, Call, CallResults, Check, Function, Module, Session, SessionBuilder, Tolerance};
-pub use tensor::{ElementType, Tensor, Value};
-pub use xplug_manager::Manager;
+pub use session::{
+    Argument, Call, CallResults, Check, Function, MappedTensor, Module, Session, SessionBuilder, Tolerance,
+};
+pub use tensor::{DEBUG_VALUES, Element, ElementType, Tensor, TensorView, Value};
+pub use xplug_manager::{Manager, Report};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
-use crate::{Error, IreeStatus, Tensor, Value};
+use crate::{Element, ElementType, Error, IreeStatus, Tensor, TensorView, Value};
 
 /// Alignment IREE's bytecode loader wants for a module's bytes (its
 /// flatbuffer and rodata segments are read in place).
@@ -555,13 +555,26 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
 /// One argument of [`Session::invoke`] and [`Session::prepare`].
 #[derive(Debug, Clone, Copy)]
 pub enum Argument<'a> {
-    /// A host tensor, copied to the device.
-    Tensor(&'a Tensor),
+    /// A host tensor (a [`TensorView`]; `&Tensor` converts with `.into()`),
+    /// copied to the device straight from its slice.
+    Tensor(TensorView<'a>),
     /// One `iree-run-module --input` value, read as IREE's tool reads it
     /// for the parameter it meets: `21` for a scalar, `4xf32=1,2,3,4`,
     /// `2x2xi32=[1 2][3 4]` or `f32=7` for a tensor, `@FILE.npy` and the
     /// other file forms ([`Session::prepare`] lists them), `(null)`.
     Text(&'a str),
+}
+
+impl<'a> From<TensorView<'a>> for Argument<'a> {
+    fn from(view: TensorView<'a>) -> Self {
+        Self::Tensor(view)
+    }
+}
+
+impl<'a> From<&'a Tensor> for Argument<'a> {
+    fn from(tensor: &'a Tensor) -> Self {
+        Self::Tensor(tensor.view())
+    }
 }
 
 impl Session {
@@ -599,12 +612,19 @@ impl Session {
     }
 
     /// Calls `function` (a name the module exports) with host tensors and
-    /// copies every result back.
+    /// copies every result back. The inputs are anything that converts to
+    /// a [`TensorView`]: `&[Tensor]`, or views of the caller's own slices,
+    /// which go to the device with no copy on the Rust side.
     ///
     /// # Errors
     /// As [`Session::invoke`] and [`CallResults::values`].
-    pub fn call(&self, function: &str, inputs: &[Tensor]) -> Result<Vec<Value>, Error> {
-        let arguments: Vec<Argument<'_>> = inputs.iter().map(Argument::Tensor).collect();
+    pub fn call<'t, I>(&self, function: &str, inputs: I) -> Result<Vec<Value>, Error>
+    where
+        I: IntoIterator,
+        I::Item: Into<TensorView<'t>>,
+    {
+        let arguments: Vec<Argument<'_>> =
+            inputs.into_iter().map(|input| Argument::Tensor(input.into())).collect();
         self.invoke(function, &arguments)?.values()
     }
 
@@ -763,14 +783,14 @@ impl Session {
                     all_types.len()
                 ))),
             };
-            let push_tensor = |expected: u8, tensor: &Tensor| {
+            let push_tensor = |expected: u8, tensor: &TensorView<'_>| {
                 if expected != b'r' {
                     return Err(problem(format!(
                         "`{name}` takes {} here, not a tensor",
                         cconv_type_name(expected)
                     )));
                 }
-                let view = self.make_view(&Argument::Tensor(tensor)).map_err(iree_error)?;
+                let view = self.make_view(&Argument::Tensor(*tensor)).map_err(iree_error)?;
                 // SAFETY: list and view are live; the list takes its own reference.
                 sys::check(unsafe { sys::xplug_iree_list_push_buffer_view(list.as_ptr(), view.as_ptr()) })
                     .map_err(iree_error)
@@ -817,7 +837,7 @@ impl Session {
                     let (array, used) = xplug_npy::decode_prefix(&stream.bytes[stream.offset..])
                         .map_err(|source| Error::Npy { path: path.into(), source })?;
                     stream.offset += used;
-                    push_tensor(next_type(&mut cconv)?, &Tensor::from_npy(array)?)?;
+                    push_tensor(next_type(&mut cconv)?, &Tensor::from_npy(array)?.view())?;
                     if mode != '*' {
                         break;
                     }
@@ -1270,6 +1290,48 @@ impl CallResults {
         })
     }
 
+    /// Result `index`, a tensor, read in place: the device's memory mapped
+    /// for reading, with no copy, for as long as the [`MappedTensor`]
+    /// lives. IREE's local devices (`local-sync`, `local-task`) keep
+    /// results in host memory, so this works there whenever the program
+    /// allocated the result mappable; [`CallResults::value`] copies
+    /// instead.
+    ///
+    /// # Errors
+    /// [`Error::NotATensor`] when the result is a scalar or another kind;
+    /// [`Error::Result`] when IREE cannot map it (FAILED_PRECONDITION: not
+    /// host-visible or not mappable).
+    pub fn tensor(&self, index: usize) -> Result<MappedTensor, Error> {
+        let result_error = |status: sys::Status| Error::Result {
+            function: self.function.clone(),
+            index,
+            source: status.into(),
+        };
+        let (mut kind, mut bits): (c_int, c_int) = (0, 0);
+        let mut view: *mut iree::iree_hal_buffer_view_t = std::ptr::null_mut();
+        let (mut integer, mut float) = (0i64, 0f64);
+        // SAFETY: the list is live; every out pointer is valid.
+        sys::check(unsafe {
+            sys::xplug_iree_list_get(
+                self.list.as_ptr(),
+                index,
+                &mut kind,
+                &mut bits,
+                &mut view,
+                &mut integer,
+                &mut float,
+            )
+        })
+        .map_err(result_error)?;
+        if kind != sys::VALUE_BUFFER_VIEW {
+            return Err(Error::NotATensor { function: self.function.clone(), index });
+        }
+        let view = sys::BufferView::from_raw(view).expect("the glue returns a retained view");
+        let (shape, element_type) = view_shape(&view).map_err(result_error)?;
+        let mapping = sys::ReadMapping::new(view).map_err(result_error)?;
+        Ok(MappedTensor { shape, element_type, mapping })
+    }
+
     /// Every result copied to the host.
     ///
     /// # Errors
@@ -1318,14 +1380,7 @@ impl CallResults {
 
     fn read_tensor(&self, view: &sys::BufferView) -> Result<Tensor, sys::Status> {
         let raw = view.as_ptr();
-        let mut shape = [0 as iree::iree_hal_dim_t; 16];
-        let mut rank = 0usize;
-        // SAFETY: the view is live; `shape` holds 16 dims.
-        sys::check(unsafe {
-            iree::iree_hal_buffer_view_shape(raw, shape.len(), shape.as_mut_ptr(), &mut rank)
-        })?;
-        // SAFETY: the view is live.
-        let element_type = crate::ElementType(unsafe { iree::iree_hal_buffer_view_element_type(raw) });
+        let (shape, element_type) = view_shape(view)?;
         // SAFETY: the view is live.
         let length = unsafe { sys::xplug_iree_buffer_view_byte_length(raw) };
         let mut data = vec![0u8; length];
@@ -1338,9 +1393,86 @@ impl CallResults {
                 length,
             )
         })?;
-        // `iree_hal_dim_t` is `usize` on the 64-bit hosts IREE's CPU
-        // runtime is built for here.
-        let shape: Vec<usize> = shape[..rank].to_vec();
         Ok(Tensor::from_parts_unchecked(shape, element_type, data))
+    }
+}
+
+/// A view's shape and element type.
+fn view_shape(view: &sys::BufferView) -> Result<(Vec<usize>, ElementType), sys::Status> {
+    let raw = view.as_ptr();
+    let mut shape = [0 as iree::iree_hal_dim_t; 16];
+    let mut rank = 0usize;
+    // SAFETY: the view is live; `shape` holds 16 dims.
+    sys::check(unsafe { iree::iree_hal_buffer_view_shape(raw, shape.len(), shape.as_mut_ptr(), &mut rank) })?;
+    // SAFETY: the view is live.
+    let element_type = ElementType(unsafe { iree::iree_hal_buffer_view_element_type(raw) });
+    // `iree_hal_dim_t` is `usize` on the 64-bit hosts IREE's CPU runtime is
+    // built for here.
+    Ok((shape[..rank].to_vec(), element_type))
+}
+
+/// A result tensor read in place ([`CallResults::tensor`]): its shape,
+/// element type and the device memory holding it, mapped for reading until
+/// this is dropped.
+///
+/// ```no_run
+/// # fn run(session: &xplug_iree::Session) -> Result<(), xplug_iree::Error> {
+/// use xplug_iree::TensorView;
+///
+/// let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [5.0f32, 6.0, 7.0, 8.0]);
+/// let results = session.invoke(
+///     "mul",
+///     &[TensorView::new(&[4], &a)?.into(), TensorView::new(&[4], &b)?.into()],
+/// )?;
+/// let product = results.tensor(0)?; // no copy
+/// assert_eq!(product.as_slice::<f32>()?, [5.0, 12.0, 21.0, 32.0]);
+/// # Ok(()) }
+/// ```
+pub struct MappedTensor {
+    shape: Vec<usize>,
+    element_type: ElementType,
+    mapping: sys::ReadMapping,
+}
+
+impl MappedTensor {
+    /// The shape, outermost dimension first.
+    #[must_use]
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    #[must_use]
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// The elements' bytes as IREE holds them.
+    #[must_use]
+    pub fn data(&self) -> &[u8] {
+        self.mapping.bytes()
+    }
+
+    /// The elements as a slice of `T`, in place.
+    ///
+    /// # Errors
+    /// [`Error::TensorElementType`] when the element type does not read as
+    /// `T`; [`Error::TensorElementValue`] when an element is not a value of
+    /// `T` (a `bool` byte other than 0 or 1), or the memory is not aligned
+    /// for `T` (IREE aligns buffers far beyond any element's alignment).
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
+        crate::tensor::cast_elements(self.element_type, self.data())
+    }
+
+    /// A view of the mapped tensor, for another call's input.
+    #[must_use]
+    pub fn view(&self) -> TensorView<'_> {
+        TensorView::from_parts_unchecked(&self.shape, self.element_type, self.data())
+    }
+}
+
+impl std::fmt::Debug for MappedTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mapped{:?}", self.view())
     }
 }

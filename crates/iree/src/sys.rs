@@ -95,6 +95,14 @@ unsafe extern "C" {
         byte_length: usize,
     ) -> RawStatus;
     pub(crate) fn xplug_iree_buffer_view_byte_length(view: *mut iree::iree_hal_buffer_view_t) -> usize;
+    pub(crate) fn xplug_iree_buffer_view_map_read(
+        view: *mut iree::iree_hal_buffer_view_t,
+        host_allocator: Allocator,
+        out_mapping: *mut *mut c_void,
+        out_data: *mut *const c_void,
+        out_length: *mut usize,
+    ) -> RawStatus;
+    pub(crate) fn xplug_iree_buffer_view_unmap(mapping: *mut c_void, host_allocator: Allocator);
     pub(crate) fn xplug_iree_buffer_view_release(view: *mut iree::iree_hal_buffer_view_t);
     pub(crate) fn xplug_iree_list_create(
         capacity: usize,
@@ -353,3 +361,61 @@ pub(crate) fn check(raw: RawStatus) -> Result<(), Status> {
         Some(status) => Err(status),
     }
 }
+
+/// A read mapping of a buffer view's contents
+/// (`xplug_iree_buffer_view_map_read`), ended on drop. It holds the view,
+/// so the buffer, and the memory mapped, outlive the mapping.
+pub(crate) struct ReadMapping {
+    mapping: NonNull<c_void>,
+    data: *const u8,
+    length: usize,
+    _view: BufferView,
+}
+
+impl ReadMapping {
+    /// Maps `view` for reading; FAILED_PRECONDITION when its memory is not
+    /// host-visible and mappable.
+    pub(crate) fn new(view: BufferView) -> Result<Self, Status> {
+        let mut mapping: *mut c_void = std::ptr::null_mut();
+        let mut data: *const c_void = std::ptr::null();
+        let mut length = 0usize;
+        // SAFETY: the view is live; the out pointers are valid. Ownership:
+        // the mapping is ours until xplug_iree_buffer_view_unmap (Drop).
+        check(unsafe {
+            xplug_iree_buffer_view_map_read(
+                view.as_ptr(),
+                system_allocator(),
+                &mut mapping,
+                &mut data,
+                &mut length,
+            )
+        })?;
+        let mapping = NonNull::new(mapping).expect("a successful map returns its mapping");
+        Ok(Self { mapping, data: data.cast(), length, _view: view })
+    }
+
+    /// The mapped bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.length == 0 {
+            return &[];
+        }
+        // SAFETY: IREE mapped `length` readable bytes at `data` for as long
+        // as the mapping lives, which is as long as `self`; nothing writes
+        // them while the results are only read.
+        unsafe { std::slice::from_raw_parts(self.data, self.length) }
+    }
+}
+
+impl Drop for ReadMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping came from xplug_iree_buffer_view_map_read with
+        // the system allocator and is ended once.
+        unsafe { xplug_iree_buffer_view_unmap(self.mapping.as_ptr(), system_allocator()) };
+    }
+}
+
+// SAFETY: the mapping is read-only memory owned by a buffer whose reference
+// count is atomic; reading it from another thread is as safe as here.
+unsafe impl Send for ReadMapping {}
+// SAFETY: as above; `bytes` only reads.
+unsafe impl Sync for ReadMapping {}

@@ -115,16 +115,7 @@ impl Tensor {
     /// [`crate::Error::TensorSize`] when `data` does not hold exactly the
     /// shape's element count of `element_type`.
     pub fn new(shape: Vec<usize>, element_type: ElementType, data: Vec<u8>) -> Result<Self, crate::Error> {
-        let elements: usize = shape.iter().product();
-        let expected = elements.checked_mul(element_type.byte_size());
-        if expected != Some(data.len()) {
-            return Err(crate::Error::TensorSize {
-                shape,
-                element_type,
-                expected: expected.unwrap_or(usize::MAX),
-                found: data.len(),
-            });
-        }
+        check_size(&shape, element_type, data.len())?;
         Ok(Self { shape, element_type, data })
     }
 
@@ -211,9 +202,308 @@ impl Tensor {
 }
 
 impl fmt::Debug for Tensor {
+    /// The element type, the shape and the first values:
+    /// `Tensor(f32 [2, 3]: [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])`, with `...`
+    /// after [`DEBUG_VALUES`] of them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dims: Vec<String> = self.shape.iter().map(ToString::to_string).collect();
-        write!(f, "Tensor({}x{}, {} bytes)", dims.join("x"), self.element_type, self.data.len())
+        fmt::Debug::fmt(&self.view(), f)
+    }
+}
+
+/// How many values the `Debug` form of a [`Tensor`] or [`TensorView`]
+/// shows before `...`.
+pub const DEBUG_VALUES: usize = 8;
+
+/// A Rust type whose values are the elements of IREE tensors of one element
+/// type: the integers (`i8` to `i64`, `u8` to `u64`), `f32`, `f64`, `bool`
+/// (IREE's `i1`, one byte each) and the `half` crate's `f16` and `bf16`.
+///
+/// Sealed: every implementation is a plain number whose bytes are its
+/// value, so slices of it are handed to IREE as bytes without a copy, and
+/// bytes IREE returns are checked (a `bool` must be 0 or 1) before they
+/// are read as it.
+pub trait Element:
+    bytemuck::NoUninit + bytemuck::CheckedBitPattern + fmt::Debug + private::Sealed + 'static
+{
+    /// The element type a tensor made of this type has. Signed Rust
+    /// integers make IREE's signed types (`si32`), unsigned ones its
+    /// unsigned types (`ui32`): IREE accepts either for a program's
+    /// signless `i32` argument, as it does for `.npy` inputs.
+    const ELEMENT_TYPE: ElementType;
+
+    /// The Rust type's name, for errors.
+    const RUST_NAME: &'static str;
+
+    /// Whether elements of `element_type` read as this type: its own
+    /// element type and, for integers, the signless type of its width.
+    #[must_use]
+    fn reads(element_type: ElementType) -> bool {
+        element_type == Self::ELEMENT_TYPE || signless(Self::ELEMENT_TYPE) == Some(element_type)
+    }
+}
+
+/// The signless integer type of a signed or unsigned one's width.
+fn signless(element_type: ElementType) -> Option<ElementType> {
+    let kind = element_type.0 >> 24;
+    (kind == 0x11 || kind == 0x12).then_some(ElementType(0x1000_0000 | element_type.bit_count()))
+}
+
+mod private {
+    pub trait Sealed {}
+}
+
+macro_rules! elements {
+    ($($ty:ty => $element_type:ident),* $(,)?) => {
+        $(
+            impl private::Sealed for $ty {}
+            impl Element for $ty {
+                const ELEMENT_TYPE: ElementType = ElementType::$element_type;
+                const RUST_NAME: &'static str = stringify!($ty);
+            }
+        )*
+    };
+}
+
+elements!(
+    i8 => SI8, i16 => SI16, i32 => SI32, i64 => SI64,
+    u8 => UI8, u16 => UI16, u32 => UI32, u64 => UI64,
+    f32 => F32, f64 => F64, bool => BOOL,
+    half::f16 => F16, half::bf16 => BF16,
+);
+
+impl Tensor {
+    /// A tensor of `shape` holding a copy of `values`, of `T`'s element
+    /// type ([`Element`]). To hand IREE a slice without copying it here,
+    /// make a [`TensorView`] instead.
+    ///
+    /// ```
+    /// use xplug_iree::{ElementType, Tensor};
+    ///
+    /// let tensor = Tensor::from_slice(&[2, 2], &[1i64, 2, 3, 4])?;
+    /// assert_eq!(tensor.element_type(), ElementType::SI64);
+    /// assert_eq!(tensor.to_vec::<i64>()?, [1, 2, 3, 4]);
+    /// assert_eq!(format!("{tensor:?}"), "Tensor(si64 [2, 2]: [1, 2, 3, 4])");
+    /// # Ok::<(), xplug_iree::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorSize`] when `values` does not hold exactly the
+    /// shape's element count.
+    pub fn from_slice<T: Element>(shape: &[usize], values: &[T]) -> Result<Self, crate::Error> {
+        TensorView::new(shape, values).map(|view| view.to_tensor())
+    }
+
+    /// The elements as `T`, copied out.
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorElementType`] when the tensor's element type
+    /// does not read as `T` ([`Element::reads`]);
+    /// [`crate::Error::TensorElementValue`] when an element's bytes are not
+    /// a value of `T` (a `bool` byte other than 0 or 1).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, crate::Error> {
+        self.view().to_vec()
+    }
+
+    /// A view of this tensor, for calls that take views.
+    #[must_use]
+    pub fn view(&self) -> TensorView<'_> {
+        TensorView { shape: &self.shape, element_type: self.element_type, data: &self.data }
+    }
+}
+
+/// A dense, row-major tensor whose elements are borrowed: shape, element
+/// type and a byte slice in native byte order. [`crate::Session::call`]
+/// takes views (and anything that converts to one, such as `&Tensor`), so
+/// data already in a Rust slice goes to the device with no copy on the
+/// Rust side.
+///
+/// ```
+/// use xplug_iree::{ElementType, TensorView};
+///
+/// let samples = vec![0.5f32; 1024];
+/// let view = TensorView::new(&[32, 32], &samples)?; // borrows `samples`
+/// assert_eq!((view.shape(), view.element_type()), (&[32, 32][..], ElementType::F32));
+/// assert_eq!(view.data().as_ptr(), samples.as_ptr().cast());
+/// # Ok::<(), xplug_iree::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TensorView<'a> {
+    shape: &'a [usize],
+    element_type: ElementType,
+    data: &'a [u8],
+}
+
+impl<'a> TensorView<'a> {
+    /// A view of `values` as a tensor of `shape`, of `T`'s element type.
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorSize`] when `values` does not hold exactly the
+    /// shape's element count.
+    pub fn new<T: Element>(shape: &'a [usize], values: &'a [T]) -> Result<Self, crate::Error> {
+        Self::from_bytes(shape, T::ELEMENT_TYPE, bytemuck::cast_slice(values))
+    }
+
+    /// A view of raw bytes as a tensor of `shape` and `element_type`.
+    ///
+    /// # Errors
+    /// [`crate::Error::TensorSize`] when `data` does not hold exactly the
+    /// shape's element count of `element_type`.
+    pub fn from_bytes(
+        shape: &'a [usize],
+        element_type: ElementType,
+        data: &'a [u8],
+    ) -> Result<Self, crate::Error> {
+        check_size(shape, element_type, data.len())?;
+        Ok(Self { shape, element_type, data })
+    }
+
+    /// The shape, outermost dimension first.
+    #[must_use]
+    pub fn shape(&self) -> &'a [usize] {
+        self.shape
+    }
+
+    /// The element type.
+    #[must_use]
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// The elements' bytes, row-major, native byte order.
+    #[must_use]
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// A view IREE described: its byte length is IREE's.
+    pub(crate) fn from_parts_unchecked(
+        shape: &'a [usize],
+        element_type: ElementType,
+        data: &'a [u8],
+    ) -> Self {
+        Self { shape, element_type, data }
+    }
+
+    /// An owned copy.
+    #[must_use]
+    pub fn to_tensor(&self) -> Tensor {
+        Tensor { shape: self.shape.to_vec(), element_type: self.element_type, data: self.data.to_vec() }
+    }
+
+    /// The elements as `T`, copied out.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec`].
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, crate::Error> {
+        read_elements(self.element_type, self.data)
+    }
+}
+
+impl<'a> From<&'a Tensor> for TensorView<'a> {
+    fn from(tensor: &'a Tensor) -> Self {
+        tensor.view()
+    }
+}
+
+impl fmt::Debug for TensorView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = if f.alternate() { "TensorView" } else { "Tensor" };
+        write!(f, "{name}({} {:?}: ", self.element_type, self.shape)?;
+        fmt_values(self.element_type, self.data, f)?;
+        f.write_str(")")
+    }
+}
+
+/// Checks that `length` bytes hold exactly `shape`'s elements.
+fn check_size(shape: &[usize], element_type: ElementType, length: usize) -> Result<(), crate::Error> {
+    let expected = shape.iter().try_fold(1usize, |count, &dim| count.checked_mul(dim));
+    let expected = expected.and_then(|count| count.checked_mul(element_type.byte_size()));
+    if expected == Some(length) {
+        return Ok(());
+    }
+    Err(crate::Error::TensorSize {
+        shape: shape.to_vec(),
+        element_type,
+        expected: expected.unwrap_or(usize::MAX),
+        found: length,
+    })
+}
+
+/// `data`, elements of `element_type`, read as `T`.
+pub(crate) fn read_elements<T: Element>(
+    element_type: ElementType,
+    data: &[u8],
+) -> Result<Vec<T>, crate::Error> {
+    if !T::reads(element_type) {
+        return Err(crate::Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
+    }
+    data.chunks_exact(size_of::<T>())
+        .enumerate()
+        .map(|(index, bytes)| {
+            bytemuck::checked::try_pod_read_unaligned(bytes).map_err(|_| crate::Error::TensorElementValue {
+                rust_type: T::RUST_NAME,
+                index,
+                bytes: bytes.to_vec(),
+            })
+        })
+        .collect()
+}
+
+/// `data`, elements of `element_type`, as a slice of `T` in place.
+pub(crate) fn cast_elements<T: Element>(
+    element_type: ElementType,
+    data: &[u8],
+) -> Result<&[T], crate::Error> {
+    if !T::reads(element_type) {
+        return Err(crate::Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
+    }
+    bytemuck::checked::try_cast_slice(data).map_err(|_| {
+        // Find the element at fault for the message (alignment faults
+        // name the first).
+        let index = data
+            .chunks_exact(size_of::<T>())
+            .position(|bytes| bytemuck::checked::try_pod_read_unaligned::<T>(bytes).is_err())
+            .unwrap_or(0);
+        let bytes = data.chunks_exact(size_of::<T>()).nth(index).unwrap_or_default().to_vec();
+        crate::Error::TensorElementValue { rust_type: T::RUST_NAME, index, bytes }
+    })
+}
+
+/// Writes the first [`DEBUG_VALUES`] elements of `data` as a list.
+fn fmt_values(element_type: ElementType, data: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn list<T: Element>(data: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = data.len() / size_of::<T>();
+        let shown = &data[..count.min(DEBUG_VALUES) * size_of::<T>()];
+        f.write_str("[")?;
+        for (index, bytes) in shown.chunks_exact(size_of::<T>()).enumerate() {
+            if index > 0 {
+                f.write_str(", ")?;
+            }
+            match bytemuck::checked::try_pod_read_unaligned::<T>(bytes) {
+                Ok(value) => write!(f, "{value:?}")?,
+                Err(_) => write!(f, "<invalid {bytes:02x?}>")?,
+            }
+        }
+        if count > DEBUG_VALUES {
+            write!(f, ", ... {} more", count - DEBUG_VALUES)?;
+        }
+        f.write_str("]")
+    }
+    match element_type {
+        ElementType::I8 | ElementType::SI8 => list::<i8>(data, f),
+        ElementType::I16 | ElementType::SI16 => list::<i16>(data, f),
+        ElementType::I32 | ElementType::SI32 => list::<i32>(data, f),
+        ElementType::I64 | ElementType::SI64 => list::<i64>(data, f),
+        ElementType::UI8 => list::<u8>(data, f),
+        ElementType::UI16 => list::<u16>(data, f),
+        ElementType::UI32 => list::<u32>(data, f),
+        ElementType::UI64 => list::<u64>(data, f),
+        ElementType::F16 => list::<half::f16>(data, f),
+        ElementType::BF16 => list::<half::bf16>(data, f),
+        ElementType::F32 => list::<f32>(data, f),
+        ElementType::F64 => list::<f64>(data, f),
+        ElementType::BOOL => list::<bool>(data, f),
+        _ => write!(f, "{} bytes", data.len()),
     }
 }
 

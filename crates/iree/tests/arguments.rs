@@ -45,7 +45,7 @@ fn scalars_and_zero_d_tensors_go_in_and_come_out() {
             [Value::Float { value: 4.5, bits: 32 }, Value::Integer { value: 6, bits: 64 }]
         );
         let three = Tensor::new(vec![], ElementType::F32, 3.0f32.to_ne_bytes().to_vec()).unwrap();
-        for argument in [Argument::Tensor(&three), Argument::Text("f32=3")] {
+        for argument in [Argument::Tensor(three.view()), Argument::Text("f32=3")] {
             let results = call(session, "square", &[argument]).unwrap();
             let [Value::Tensor(nine)] = results.as_slice() else { panic!("a tensor: {results:?}") };
             assert_eq!((nine.shape(), nine.to_f32().unwrap()), (&[][..], vec![9.0]));
@@ -127,7 +127,7 @@ fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
         let surplus = refused(&double, &[Argument::Text("1"), Argument::Text("2")]);
         assert!(matches!(&surplus, Error::Input { index: 1, .. }), "{surplus:?}");
         assert!(surplus.to_string().contains("one too many"), "{surplus}");
-        let tensor_for_scalar = refused(&double, &[Argument::Tensor(&three)]);
+        let tensor_for_scalar = refused(&double, &[Argument::Tensor(three.view())]);
         assert!(
             tensor_for_scalar.to_string().contains("takes an i32 here, not a tensor"),
             "{tensor_for_scalar}"

@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use xplug_fixtures::iree_e2e::{self, MUL_CALL, Prepared, TWO_IMPORTS};
+use xplug_fixtures::iree_e2e::{self, MUL_CALL, MUL_UKERNEL, Prepared, TWO_IMPORTS};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
+use xplug_iree::{DeviceKind, Error, Module, Report, Runtime, Session, Tensor, TensorView, Value};
 use xplug_manager::Manager;
 
 // Linked into this binary with its `static` feature: it registers through
@@ -152,6 +152,36 @@ fn an_unknown_function_is_refused_with_a_suggestion() {
         panic!("`mull` is not exported")
     };
     assert_eq!(suggestion.as_deref(), Some("mul"));
+}
+
+/// A program that ties its inputs' shapes (`tests/iree/mul_ukernel.mlir`
+/// imports `b` with `a`'s length) gets a short or long `b` refused by IREE
+/// before any kernel runs, and the error's report shows IREE's reason.
+#[test]
+fn inputs_of_mismatched_lengths_are_refused_by_the_program() {
+    // SAFETY: a plugin of this workspace.
+    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap());
+    let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
+    let session = Session::new(&device, &module(MUL_UKERNEL)).unwrap();
+    let a = [1.0f32, 2.0, 3.0, 4.0];
+    for b in [&[1.0f32, 2.0, 3.0][..], &[1.0, 2.0, 3.0, 4.0, 5.0]] {
+        let (a_shape, b_shape) = ([a.len()], [b.len()]);
+        let inputs = [TensorView::new(&a_shape, &a).unwrap(), TensorView::new(&b_shape, b).unwrap()];
+        let error = session.call("mul", inputs).unwrap_err();
+        assert!(matches!(error, Error::Call { .. }), "{error:?}");
+        let report = format!("{:?}", Report::from(error));
+        assert!(report.starts_with("call to `mul` failed\n  caused by: "), "{report}");
+        assert!(
+            report.contains(&format!("b shape dimension 0 mismatch; expected 4 but have {}", b.len())),
+            "{report}"
+        );
+    }
+    let b = [0.5f32; 4];
+    let results =
+        session.call("mul", [TensorView::new(&[4], &a).unwrap(), TensorView::new(&[4], &b).unwrap()]);
+    let results = results.unwrap();
+    let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
+    assert_eq!(product.to_vec::<f32>().unwrap(), [0.5, 1.0, 1.5, 2.0]);
 }
 
 /// Every other test of this file again, under valgrind (memcheck; IREE's

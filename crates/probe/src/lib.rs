@@ -86,6 +86,13 @@ pub const STAGE_FILE_ENV: &str = "XPLUG_PROBE_STAGE_FILE";
 /// [`Probe::timeout`] says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The most bytes of each of a child's streams (stdout, stderr) a probe
+/// keeps: past it, the stream is still read, so the child never blocks on
+/// a full pipe, but the bytes are dropped and counted
+/// ([`ProbeOutput::stdout_dropped`]). A plugin that prints without end
+/// cannot make the probing process grow without end.
+pub const OUTPUT_LIMIT: usize = 16 << 20;
+
 /// 1 + the stage's position in [`Stage::ALL`]: 0 is "no mark yet".
 fn stage_code(stage: Stage) -> u8 {
     Stage::ALL.iter().position(|&known| known == stage).map_or(0, |index| index as u8 + 1)
@@ -234,10 +241,14 @@ pub enum ProbeStatus {
 pub struct ProbeOutput {
     /// How it ended.
     pub status: ProbeStatus,
-    /// Everything it wrote to stdout.
+    /// What it wrote to stdout, up to [`OUTPUT_LIMIT`] bytes.
     pub stdout: Vec<u8>,
-    /// Everything it wrote to stderr.
+    /// What it wrote to stderr, up to [`OUTPUT_LIMIT`] bytes.
     pub stderr: Vec<u8>,
+    /// How many bytes of stdout past [`OUTPUT_LIMIT`] were read and dropped.
+    pub stdout_dropped: u64,
+    /// How many bytes of stderr past [`OUTPUT_LIMIT`] were read and dropped.
+    pub stderr_dropped: u64,
     /// The last stage it marked.
     pub last_stage: Option<Stage>,
 }
@@ -357,7 +368,7 @@ impl Probe {
         let status = child.wait().map_err(io("wait"));
         #[cfg(unix)]
         drop(watch);
-        let (stdout, stderr) = pipes.finish(OUTPUT_GRACE);
+        let ((stdout, stdout_dropped), (stderr, stderr_dropped)) = pipes.finish(OUTPUT_GRACE);
         let status = status?;
         let marks = stage_file.contents();
         let last_stage = marks.lines().rev().find_map(Stage::from_name);
@@ -375,7 +386,7 @@ impl Probe {
                 (None, None) => ProbeStatus::Failed(ProbeFailure::Exited { code: -1, stage: last_stage }),
             }
         };
-        Ok(ProbeOutput { status, stdout, stderr, last_stage })
+        Ok(ProbeOutput { status, stdout, stderr, stdout_dropped, stderr_dropped, last_stage })
     }
 }
 
@@ -417,30 +428,32 @@ impl Pipes {
         unix::pump(&mut self.0, wait);
     }
 
-    /// Reads the rest, for at most `grace`; returns (stdout, stderr).
-    fn finish(mut self, grace: Duration) -> (Vec<u8>, Vec<u8>) {
+    /// Reads the rest, for at most `grace`; returns stdout and stderr,
+    /// each with the count of bytes dropped past [`OUTPUT_LIMIT`].
+    fn finish(mut self, grace: Duration) -> ((Vec<u8>, u64), (Vec<u8>, u64)) {
         unix::drain(&mut self.0, grace);
         let [stdout, stderr] = self.0;
-        (stdout.bytes, stderr.bytes)
+        ((stdout.bytes, stdout.dropped), (stderr.bytes, stderr.dropped))
     }
 }
 
 /// The child's stdout and stderr, each read on a thread of its own.
 #[cfg(not(unix))]
-struct Pipes([std::sync::mpsc::Receiver<Vec<u8>>; 2]);
+struct Pipes([std::sync::mpsc::Receiver<(Vec<u8>, u64)>; 2]);
 
 #[cfg(not(unix))]
 impl Pipes {
     fn new(stdout: Option<impl Read + Send + 'static>, stderr: Option<impl Read + Send + 'static>) -> Self {
-        fn drain(pipe: Option<impl Read + Send + 'static>) -> std::sync::mpsc::Receiver<Vec<u8>> {
+        fn drain(pipe: Option<impl Read + Send + 'static>) -> std::sync::mpsc::Receiver<(Vec<u8>, u64)> {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let mut bytes = Vec::new();
+                let (mut bytes, mut dropped) = (Vec::new(), 0);
                 if let Some(mut pipe) = pipe {
                     // A read error ends the capture; what was read is kept.
-                    let _ = pipe.read_to_end(&mut bytes);
+                    let _ = (&mut pipe).take(OUTPUT_LIMIT as u64).read_to_end(&mut bytes);
+                    dropped = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0);
                 }
-                let _ = sender.send(bytes);
+                let _ = sender.send((bytes, dropped));
             });
             receiver
         }
@@ -451,7 +464,7 @@ impl Pipes {
         std::thread::sleep(wait);
     }
 
-    fn finish(self, grace: Duration) -> (Vec<u8>, Vec<u8>) {
+    fn finish(self, grace: Duration) -> ((Vec<u8>, u64), (Vec<u8>, u64)) {
         let deadline = Instant::now() + grace;
         let [stdout, stderr] = self.0.map(|pipe| {
             pipe.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()
@@ -680,6 +693,20 @@ mod tests {
         assert_eq!(output.status, ProbeStatus::Exited(3));
         assert_eq!(output.stdout, b"{\"ok\":true}\n");
         assert_eq!(output.stderr, b"note\n");
+        assert_eq!((output.stdout_dropped, output.stderr_dropped), (0, 0));
         assert_eq!(output.last_stage, None);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn output_past_the_limit_is_drained_and_counted_not_kept() {
+        let mut command = Command::new("sh");
+        let total = OUTPUT_LIMIT + 3_000_000;
+        command.args(["-c", &format!("head -c {total} /dev/zero; echo small >&2; echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"; exit 0")]);
+        let output = Probe::new(command).timeout(Duration::from_secs(60)).run().unwrap();
+        assert_eq!(output.status, ProbeStatus::Exited(0), "the child was not blocked on its pipe");
+        assert_eq!((output.stdout.len(), output.stdout_dropped), (OUTPUT_LIMIT, 3_000_000));
+        assert!(output.stdout.iter().all(|&byte| byte == 0));
+        assert_eq!((output.stderr.as_slice(), output.stderr_dropped), (&b"small\n"[..], 0));
     }
 }

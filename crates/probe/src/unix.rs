@@ -167,8 +167,10 @@ pub(crate) fn kill_group(pgid: libc::pid_t) {
 /// A child's output pipe, read without blocking.
 pub(crate) struct Pipe {
     file: Option<File>,
-    /// Everything read so far.
+    /// What was read so far, up to [`crate::OUTPUT_LIMIT`] bytes.
     pub(crate) bytes: Vec<u8>,
+    /// How many bytes were read past the limit and dropped.
+    pub(crate) dropped: u64,
 }
 
 impl Pipe {
@@ -183,7 +185,7 @@ impl Pipe {
                 flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
             }
         });
-        Self { file, bytes: Vec::new() }
+        Self { file, bytes: Vec::new(), dropped: 0 }
     }
 
     fn fd(&self) -> RawFd {
@@ -197,7 +199,13 @@ impl Pipe {
         loop {
             match file.read(&mut chunk) {
                 Ok(0) => break,
-                Ok(read) => self.bytes.extend_from_slice(&chunk[..read]),
+                Ok(read) => {
+                    // Past the limit the pipe is still drained (a writer
+                    // must not block on it), but the bytes are dropped.
+                    let kept = read.min(crate::OUTPUT_LIMIT.saturating_sub(self.bytes.len()));
+                    self.bytes.extend_from_slice(&chunk[..kept]);
+                    self.dropped += (read - kept) as u64;
+                }
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(_) => break,
