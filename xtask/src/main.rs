@@ -122,6 +122,11 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
+    /// Build the tests of the crates that load plugins without the system
+    /// loader for aarch64 (Debian's Rust toolchain, target/aarch64) and run
+    /// them under qemu-aarch64; installs the Debian packages when root and
+    /// missing, and prints the counts and every test skipped with why.
+    TestAarch64,
     /// Model-check the manager's registry with loom (`--cfg loom` build in
     /// target/loom).
     Loom,
@@ -165,6 +170,25 @@ fn main() -> ExitCode {
         result.map_or_else(|error| failure(&error), |()| ExitCode::SUCCESS)
     };
     match cli.command {
+        Command::TestAarch64 => {
+            let root = xtask::workspace_root();
+            let result = xtask::aarch64::run_all(&root, |run| {
+                eprintln!(
+                    "{} {}: {} passed, {} failed, {} ignored, {} skipped ({:.1} s)",
+                    run.package, run.target, run.passed, run.failed, run.ignored, run.skipped, run.seconds
+                );
+                if run.failed > 0 {
+                    eprintln!("{}", run.output);
+                }
+            });
+            match result {
+                Ok(report) => {
+                    print!("\n{}", report.table());
+                    if report.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(error) => failure(&error),
+            }
+        }
         Command::Loom => hardening(xtask::hardening::loom(&xtask::workspace_root())),
         Command::Valgrind { cycles } => {
             hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))

@@ -806,14 +806,14 @@ impl Reader<'_> {
         // Entries are 8-byte aligned (their fields are 64-bit words); read
         // from an address between entries, the table would decode as other
         // entries, mostly `NONE`, and the image would run unrelocated.
-        if table.address % 8 != 0 {
+        if !table.address.is_multiple_of(8) {
             return Err(EmbeddedElfError::Misaligned {
                 what: table.what,
                 value: table.address,
                 alignment: 8,
             });
         }
-        if table.size % entry_size != 0 {
+        if !table.size.is_multiple_of(entry_size) {
             return Err(EmbeddedElfError::Misaligned {
                 what: table.size_what,
                 value: table.size,
@@ -854,7 +854,7 @@ impl Reader<'_> {
             }
             // Linkers align every field a dynamic relocation writes (a
             // pointer or a 32-bit word) to its size.
-            if r_offset % width != 0 {
+            if !r_offset.is_multiple_of(width) {
                 return Err(EmbeddedElfError::Misaligned { what: name, value: r_offset, alignment: width });
             }
             let symbol = if r_sym == 0 {
