@@ -188,6 +188,15 @@ pub enum Aarch64Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A preparation step of `--xplug-run` failed (plugins, IREE's tools,
+    /// compiling a program).
+    #[error("cannot {step}: {detail}")]
+    Prepare {
+        /// What was being done.
+        step: &'static str,
+        /// Why (the fixture's error, with its causes).
+        detail: String,
+    },
     /// A test binary ran longer than [`RUN_TIMEOUT`].
     #[error("{} ran longer than {} s under qemu-aarch64 and was killed", binary.display(), RUN_TIMEOUT.as_secs())]
     Timeout {
@@ -281,13 +290,13 @@ impl Report {
     }
 }
 
-/// The packages of [`PACKAGES`] that are not installed.
+/// The packages of `packages` that are not installed.
 ///
 /// # Errors
 /// When `dpkg-query` cannot run (not a Debian system).
-pub fn missing_packages() -> Result<Vec<String>, Aarch64Error> {
+pub fn missing_packages(packages: &[&str]) -> Result<Vec<String>, Aarch64Error> {
     let mut missing = Vec::new();
-    for package in PACKAGES {
+    for &package in packages {
         let mut command = Command::new("dpkg-query");
         command.args(["-W", "-f=${db:Status-Status}", package]).stderr(Stdio::null());
         let line = format!("{command:?}");
@@ -305,8 +314,8 @@ pub fn missing_packages() -> Result<Vec<String>, Aarch64Error> {
 /// # Errors
 /// [`Aarch64Error::MissingPackages`] when not root; a failing `dpkg` or
 /// `apt-get`.
-pub fn ensure_packages() -> Result<(), Aarch64Error> {
-    let missing = missing_packages()?;
+pub fn ensure_packages(packages: &[&str]) -> Result<(), Aarch64Error> {
+    let missing = missing_packages(packages)?;
     if missing.is_empty() {
         return Ok(());
     }
@@ -349,8 +358,9 @@ struct TestBinary {
 /// The rustflags of the aarch64 test build (see the module documentation).
 pub const RUSTFLAGS: &str = "-C target-feature=+crt-static -C link-arg=-Wl,-z,separate-code";
 
-/// Builds the test binaries; returns them.
-fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
+/// `/usr/bin/cargo` with Debian's rustc, the aarch64 linker and
+/// [`RUSTFLAGS`], without what rustup's proxies set.
+fn debian_cargo(root: &Path) -> Command {
     let mut command = Command::new(DEBIAN_CARGO);
     command
         .current_dir(root)
@@ -361,7 +371,14 @@ fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("RUSTDOC")
+        .env_remove("RUSTDOC");
+    command
+}
+
+/// Builds the test binaries; returns them.
+fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
+    let mut command = debian_cargo(root);
+    command
         .args(["test", "--no-run", "--locked", "--message-format=json-render-diagnostics"])
         .args(["--target", TARGET, "--target-dir"])
         .arg(root.join("target").join("aarch64"))
@@ -523,7 +540,7 @@ fn run_binary(binary: &TestBinary, skips: &[&str]) -> Result<BinaryRun, Aarch64E
 /// Missing packages (not root), a failing build, a binary that cannot be
 /// started or runs past [`RUN_TIMEOUT`]. Failing tests are in the report.
 pub fn run_all(root: &Path, mut progress: impl FnMut(&BinaryRun)) -> Result<Report, Aarch64Error> {
-    ensure_packages()?;
+    ensure_packages(&PACKAGES)?;
     // The x86_64 results the aarch64 run compares its kernels' bits with.
     let mut host = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
     host.current_dir(root).args([
@@ -560,6 +577,139 @@ pub fn run_all(root: &Path, mut progress: impl FnMut(&BinaryRun)) -> Result<Repo
         runs.push(run);
     }
     Ok(Report { build_seconds, runs, skipped_targets })
+}
+
+/// The C++ cross compiler IREE's runtime build needs beside [`PACKAGES`]
+/// (`--xplug-run`).
+pub const IREE_PACKAGES: [&str; 1] = ["g++-aarch64-linux-gnu"];
+
+/// The programs and plugins `--xplug-run` compares.
+pub const RUN_CASES: [(&str, &str); 4] = [
+    ("mul_call.mlir", "sample_standalone.sos"),
+    ("mul_call.mlir", "c_sample.sos"),
+    ("mul_ukernel.mlir", "sample_standalone.sos"),
+    ("mul_ukernel.mlir", "c_sample.sos"),
+];
+
+/// The inputs of `--xplug-run`'s `mul`: signed zero and an underflow to
+/// zero, no NaN (an invalid operation's NaN differs by architecture:
+/// x86_64's negative quiet NaN, aarch64's default NaN).
+const RUN_INPUTS: [&str; 2] =
+    ["10xf32=1,2,3,4,5,6,7,8,-0.0,1e-20", "10xf32=0.5,-1,2.25,3,1e-3,7,-8,9,3e38,1e-20"];
+
+/// One `xplug run` compared on both architectures.
+#[derive(Clone, Debug)]
+pub struct RunParity {
+    /// The program (`tests/iree/...`).
+    pub program: &'static str,
+    /// The plugin file.
+    pub plugin: &'static str,
+    /// What the native x86_64 run printed (the module compiled for x86_64).
+    pub x86_64: String,
+    /// What the aarch64 `xplug` printed under qemu (the module compiled for
+    /// aarch64, the `.sos`'s aarch64 record serving the import).
+    pub aarch64: String,
+}
+
+/// IREE's host tool the cross build runs (`iree-flatcc-cli`): the newest
+/// the host build of IREE's runtime made under `target/debug/build`.
+fn host_iree_tools(root: &Path) -> Option<PathBuf> {
+    let build = root.join("target").join("debug").join("build");
+    std::fs::read_dir(build)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("out/runtime_build/hosted/build/iree/tools"))
+        .filter(|tools| tools.join("iree-flatcc-cli").is_file())
+        .max_by_key(|tools| {
+            std::fs::metadata(tools.join("iree-flatcc-cli")).and_then(|meta| meta.modified()).ok()
+        })
+}
+
+/// `cargo xtask test-aarch64 --xplug-run`: cross-builds `xplug` (with
+/// IREE's runtime) for aarch64, then runs [`RUN_CASES`] with the native
+/// `xplug` on the x86_64-compiled module and with the aarch64 `xplug` under
+/// qemu on the aarch64-compiled one, the same `.sos` serving the import;
+/// returns both outputs per case.
+///
+/// # Errors
+/// Missing packages (not root), no host build of IREE's runtime (its
+/// `iree-flatcc-cli`), a failing build, compile or run.
+pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
+    ensure_packages(&PACKAGES)?;
+    ensure_packages(&IREE_PACKAGES)?;
+    let mut host = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    host.current_dir(root).args(["build", "--locked", "-p", "xplug-cli"]);
+    eprintln!("$ {host:?}");
+    run(host)?;
+    let tools = host_iree_tools(root).ok_or(Aarch64Error::Prepare {
+        step: "find IREE's host tools",
+        detail:
+            "no host build of IREE's runtime under target/debug/build (its iree-flatcc-cli runs in the cross \
+                 build): build xplug-cli for the host first"
+                .to_owned(),
+    })?;
+    let path = std::env::join_paths(
+        std::iter::once(tools).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap_or_default();
+    let mut cross = debian_cargo(root);
+    cross
+        .env("PATH", path)
+        .args(["build", "--locked", "-p", "xplug-cli", "--target", TARGET, "--target-dir"])
+        .arg(root.join("target").join("aarch64"));
+    eprintln!("$ {cross:?}");
+    run(cross)?;
+    let native = root.join("target").join("debug").join("xplug");
+    let emulated = root.join("target").join("aarch64").join(TARGET).join("debug").join("xplug");
+    xplug_fixtures::plugins::build(root, xplug_fixtures::PluginProfile::Debug).map_err(|error| {
+        Aarch64Error::Prepare { step: "build the example plugins", detail: error.to_string() }
+    })?;
+    let plugin_dir = xplug_fixtures::plugins::output_dir(root, xplug_fixtures::PluginProfile::Debug);
+    let iree = xplug_fixtures::iree_e2e::toolchain(root).map_err(|error| Aarch64Error::Prepare {
+        step: "set up IREE's pinned tools",
+        detail: error.to_string(),
+    })?;
+    let module = |program: &str, triple: &str| -> Result<PathBuf, Aarch64Error> {
+        let source = root.join("tests").join("iree").join(program);
+        let dir =
+            root.join("target").join("iree-executables").join(triple).join(program.trim_end_matches(".mlir"));
+        xplug_fixtures::iree_e2e::compile_executables(&iree, &source, triple, &dir).map_err(|error| {
+            Aarch64Error::Prepare { step: "compile with iree-compile", detail: error.to_string() }
+        })?;
+        Ok(dir.join("module.vmfb"))
+    };
+    let mut rows = Vec::new();
+    for (program, plugin) in RUN_CASES {
+        let outputs =
+            [("x86_64-unknown-linux-gnu", None), (TARGET, Some("qemu-aarch64"))].map(|(triple, runner)| {
+                let module = module(program, triple)?;
+                let mut command = match runner {
+                    Some(runner) => {
+                        let mut command = Command::new(runner);
+                        command.arg(&emulated);
+                        command
+                    }
+                    None => Command::new(&native),
+                };
+                command.arg("run").arg(&module).args(["--function", "mul"]);
+                for input in RUN_INPUTS {
+                    command.args(["--input", input]);
+                }
+                command.arg("--plugin").arg(plugin_dir.join(plugin)).current_dir(root);
+                let line = format!("{command:?}");
+                let output = command
+                    .output()
+                    .map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?;
+                if !output.status.success() {
+                    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+                    return Err(Aarch64Error::Failed { command: line, status: output.status });
+                }
+                Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+            });
+        let [x86_64, aarch64] = outputs;
+        rows.push(RunParity { program, plugin, x86_64: x86_64?, aarch64: aarch64? });
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
