@@ -146,7 +146,7 @@ pub const HOST_FIRST: (&str, &str, &str) =
 
 /// A test binary's run must end within this (bounds a hang; the slowest
 /// takes about a minute under emulation).
-const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
