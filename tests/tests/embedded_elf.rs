@@ -23,6 +23,38 @@ fn sos(name: &str) -> PathBuf {
     plugins().join(format!("{name}.sos"))
 }
 
+/// The host's ELF numbers, for mutating the host record: the tests run on
+/// x86_64 and, under qemu, on aarch64 (`cargo xtask test-aarch64`), each
+/// with its own relocation types.
+#[cfg(target_arch = "x86_64")]
+mod host {
+    pub const MACHINE: u16 = 62;
+    /// Another architecture (`e_machine`) and its label's start.
+    pub const OTHER: (u16, &str) = (183, "aarch64");
+    /// The 64-bit absolute relocation.
+    pub const ABS64: u64 = 1;
+    pub const TLS: (u64, &str) = (18, "R_X86_64_TPOFF64");
+    pub const REFUSED: [(u64, &str); 2] = [(37, "R_X86_64_IRELATIVE"), (5, "R_X86_64_COPY")];
+    pub fn target(page_size: u64) -> xplug_elf::ElfTarget {
+        xplug_elf::ElfTarget::x86_64(page_size)
+    }
+    /// Pages lld lays this architecture's segments out on (the largest
+    /// page size an image validates for).
+    pub const MAX_PAGE: u64 = 4096;
+}
+#[cfg(target_arch = "aarch64")]
+mod host {
+    pub const MACHINE: u16 = 183;
+    pub const OTHER: (u16, &str) = (62, "x86_64");
+    pub const ABS64: u64 = 257; // R_AARCH64_ABS64
+    pub const TLS: (u64, &str) = (1030, "R_AARCH64_TLS_TPREL64");
+    pub const REFUSED: [(u64, &str); 2] = [(1032, "R_AARCH64_IRELATIVE"), (1024, "R_AARCH64_COPY")];
+    pub fn target(page_size: u64) -> xplug_elf::ElfTarget {
+        xplug_elf::ElfTarget::aarch64(page_size)
+    }
+    pub const MAX_PAGE: u64 = 65536;
+}
+
 /// The host record of the Rust plugin's `.sos`: a plain ELF to mutate.
 fn rust_elf() -> Vec<u8> {
     let bytes = std::fs::read(sos("sample_standalone")).unwrap();
@@ -93,8 +125,15 @@ fn the_plugin_source_names_the_file_and_record() {
         panic!("unexpected source {:?}", plugin.source());
     };
     assert_eq!(source_path, &path);
-    assert_eq!(record.index, 0, "the host record comes first");
-    assert!(plugin.source().to_string().contains("FatELF record 0"), "{}", plugin.source());
+    // The first record of the host's architecture (x86_64's comes first).
+    let bytes = std::fs::read(&path).unwrap();
+    let expected = fatelf::records(&bytes).unwrap().iter().position(|r| r.machine == host::MACHINE).unwrap();
+    assert_eq!(record.index, expected, "the host's record is chosen");
+    assert!(
+        plugin.source().to_string().contains(&format!("FatELF record {expected}")),
+        "{}",
+        plugin.source()
+    );
     assert_eq!(plugin.unload().live_allocations, 0);
 }
 
@@ -296,15 +335,16 @@ fn the_unmodified_image_is_valid() {
 #[test]
 fn any_page_size_validates_without_panicking() {
     let elf = rust_elf();
-    for page_size in [0, 1, 4096] {
-        let target = xplug_elf::ElfTarget::x86_64(page_size);
+    for page_size in [0, 1, 4096, host::MAX_PAGE] {
+        let target = host::target(page_size);
         let plan = xplug_elf::validate_for(&elf, target).unwrap();
         assert_eq!(plan.image_size() % target.page_size(), 0, "page size {page_size}");
     }
-    // lld lays x86_64 segments out on 4 KiB pages: with larger pages they
-    // share pages with different protections, which is refused.
-    for page_size in [16384, 65536, u64::MAX] {
-        let target = xplug_elf::ElfTarget::x86_64(page_size);
+    // lld lays x86_64 segments out on 4 KiB pages, aarch64's on 64 KiB:
+    // with larger pages they share pages with different protections,
+    // which is refused.
+    for page_size in [host::MAX_PAGE * 4, host::MAX_PAGE * 16, u64::MAX] {
+        let target = host::target(page_size);
         let error = xplug_elf::validate_for(&elf, target).unwrap_err();
         assert!(
             matches!(
@@ -329,23 +369,23 @@ fn truncated_images_are_refused_at_every_length() {
 #[test]
 fn wrong_machine_is_refused() {
     let mut elf = rust_elf();
-    put_u16(&mut elf, 18, 183);
+    let (machine, label) = host::OTHER;
+    put_u16(&mut elf, 18, machine);
     let error = refused(&elf);
     assert!(
-        matches!(&error, EmbeddedElfError::WrongArchitecture { found, .. } if found.starts_with("aarch64")),
+        matches!(&error, EmbeddedElfError::WrongArchitecture { found, .. } if found.starts_with(label)),
         "{error}"
     );
-    // The same ELF checked as an aarch64 target gets past the header.
-    assert!(!matches!(
-        xplug_elf::validate_for(&elf, xplug_elf::ElfTarget::aarch64(4096)),
-        Err(EmbeddedElfError::WrongArchitecture { .. })
-    ));
+    // The same ELF checked as that target gets past the header.
+    let other =
+        if machine == 183 { xplug_elf::ElfTarget::aarch64(4096) } else { xplug_elf::ElfTarget::x86_64(4096) };
+    assert!(!matches!(xplug_elf::validate_for(&elf, other), Err(EmbeddedElfError::WrongArchitecture { .. })));
 }
 
 #[test]
 fn a_fatelf_without_a_host_record_names_what_it_has() {
     let mut other = rust_elf();
-    put_u16(&mut other, 18, 183);
+    put_u16(&mut other, 18, host::OTHER.0);
     let mut riscv = rust_elf();
     put_u16(&mut riscv, 18, 243);
     let container = fatelf::join(&[&other, &riscv]).unwrap();
@@ -356,7 +396,8 @@ fn a_fatelf_without_a_host_record_names_what_it_has() {
     );
     let message = error.to_string();
     assert!(
-        message.contains("aarch64 (64-bit, little-endian") && message.contains("riscv (64-bit"),
+        message.contains(&format!("{} (64-bit, little-endian", host::OTHER.1))
+            && message.contains("riscv (64-bit"),
         "{message}"
     );
     // With the host record last, it is found.
@@ -424,12 +465,50 @@ fn thread_local_storage_is_refused() {
     assert!(matches!(refused(&elf), EmbeddedElfError::ThreadLocalStorage { .. }));
     let mut elf = rust_elf();
     let rela = first_rela(&elf);
-    put_u64(&mut elf, rela + 8, 18); // R_X86_64_TPOFF64
+    let (tls, name) = host::TLS;
+    put_u64(&mut elf, rela + 8, tls);
     let error = refused(&elf);
     assert!(
-        matches!(&error, EmbeddedElfError::ThreadLocalStorage { found } if found.contains("R_X86_64_TPOFF64")),
+        matches!(&error, EmbeddedElfError::ThreadLocalStorage { found } if found.contains(name)),
         "{error}"
     );
+}
+
+#[test]
+fn misaligned_relocation_entries_are_refused() {
+    const DT_RELA: u64 = 7;
+    const DT_RELASZ: u64 = 8;
+    // The table starting between entries: read from there, its entries
+    // would decode as NONE and the image would run unrelocated.
+    let mut elf = rust_elf();
+    let rela = dynamic_value(&elf, DT_RELA);
+    set_dynamic(&mut elf, DT_RELA, DT_RELA, rela + 4);
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::Misaligned { what, value, alignment: 8 }
+            if what.contains("DT_RELA") && *value == rela + 4),
+        "{error}"
+    );
+    // A size that ends in a partial entry.
+    let mut elf = rust_elf();
+    let size = dynamic_value(&elf, DT_RELASZ);
+    set_dynamic(&mut elf, DT_RELASZ, DT_RELASZ, size - 5);
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::Misaligned { what, alignment: 24, .. } if what.contains("DT_RELASZ")),
+        "{error}"
+    );
+    // A pointer-sized field at an odd address.
+    let mut elf = rust_elf();
+    let first = first_rela(&elf);
+    let target = u64_at(&elf, first);
+    put_u64(&mut elf, first, target + 1);
+    let error = refused(&elf);
+    assert!(
+        matches!(&error, EmbeddedElfError::Misaligned { alignment: 8, value, .. } if *value == target + 1),
+        "{error}"
+    );
+    assert!(error.to_string().contains("corrupt or hostile"), "{error}");
 }
 
 #[test]
@@ -451,7 +530,7 @@ fn relocations_outside_the_image_are_refused() {
 
 #[test]
 fn unknown_and_unsupported_relocations_are_refused_by_name() {
-    for (r_type, name) in [(99u64, "unknown"), (37, "R_X86_64_IRELATIVE"), (5, "R_X86_64_COPY")] {
+    for (r_type, name) in std::iter::once((99u64, "unknown")).chain(host::REFUSED) {
         let mut elf = rust_elf();
         let rela = first_rela(&elf);
         put_u64(&mut elf, rela + 8, r_type);
@@ -467,7 +546,7 @@ fn unknown_and_unsupported_relocations_are_refused_by_name() {
 fn a_symbol_index_out_of_range_is_refused() {
     let mut elf = rust_elf();
     let rela = first_rela(&elf);
-    put_u64(&mut elf, rela + 8, (9 << 32) | 1); // R_X86_64_64 against symbol 9
+    put_u64(&mut elf, rela + 8, (9 << 32) | host::ABS64); // against symbol 9
     assert!(matches!(refused(&elf), EmbeddedElfError::SymbolIndexOutOfRange { index: 9, count: 5, .. }));
 }
 
@@ -570,6 +649,100 @@ fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
             xplug_elf::validate_for(&bytes, target).unwrap_or_else(|error| panic!("{record}: {error}"));
         assert_eq!(plan.record(), Some(record), "the first record of each architecture is chosen");
         assert!(plan.relocation_count() > 0, "{record}");
+    }
+}
+
+/// Every byte of code the loader wrote lies in a range whose instruction
+/// cache it synchronised (aarch64: `dc cvau`/`ic ivau` per line, run by
+/// `cargo xtask test-aarch64` under qemu, which executes stale code all the
+/// same, so only this bookkeeping proves the flush); x86_64 needs none.
+#[test]
+fn the_instruction_cache_is_synchronised_over_all_code() {
+    for name in ["sample_standalone", "c_sample"] {
+        let bytes = std::fs::read(sos(name)).unwrap();
+        let image = xplug_elf::ElfImage::load(&bytes).unwrap();
+        let synchronized = image.synchronized_code();
+        let code: Vec<_> = image
+            .plan()
+            .segments()
+            .iter()
+            .filter(|segment| segment.flags.execute)
+            .map(|segment| {
+                let start = image.base() + segment.image_offset as usize;
+                start..start + segment.mem_size as usize
+            })
+            .collect();
+        assert!(!code.is_empty(), "{name}: no code segment");
+        if cfg!(any(target_arch = "aarch64", target_arch = "riscv64")) {
+            for segment in &code {
+                assert!(
+                    synchronized.iter().any(|range| range.start <= segment.start && segment.end <= range.end),
+                    "{name}: code {segment:x?} not covered by the synchronised ranges {synchronized:x?}"
+                );
+            }
+        } else {
+            assert!(synchronized.is_empty(), "{name}: x86_64 needs no maintenance: {synchronized:x?}");
+        }
+    }
+}
+
+/// 4096 `f32` pairs spread over every exponent (subnormals, signed zeros,
+/// products that overflow or underflow), without NaNs and infinities: an
+/// invalid operation's NaN differs by architecture (x86_64's negative
+/// quiet NaN, aarch64's default NaN), so those bits are not comparable.
+fn spread_inputs() -> (Vec<f32>, Vec<f32>) {
+    let mut state = 0x2545_f491_u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        // An exponent of all ones (inf/NaN) loses its top bit.
+        let bits = if (state >> 23) & 0xff == 0xff { state & !(1 << 30) } else { state };
+        f32::from_bits(bits)
+    };
+    (0..4096).map(|_| (next(), next())).unzip()
+}
+
+/// The example `.sos` kernels give bit-identical results on x86_64 and
+/// aarch64: each run writes its inputs and outputs to
+/// `target/arch-results/`, and the aarch64 run (`cargo xtask test-aarch64`
+/// runs this test natively first) compares with the x86_64 file.
+#[test]
+fn simple_mul_computes_the_same_bits_on_x86_64_and_aarch64() {
+    let (lhs, rhs) = spread_inputs();
+    let results = xplug_fixtures::workspace_root().join("target").join("arch-results");
+    std::fs::create_dir_all(&results).unwrap();
+    for name in ["sample_standalone", "c_sample"] {
+        let spec = format!("embedded:{}", sos(name).display());
+        // SAFETY: the project's own standalone plugins.
+        let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+        let imports = manager.resolve_imports(["simple_mul_workgroup"]).unwrap();
+        let mut out = vec![f32::NAN; lhs.len()];
+        let mut args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);
+        // SAFETY: `simple_mul_workgroup` takes IREE's sample args; the three
+        // buffers hold `size` elements and outlive the call.
+        assert_eq!(unsafe { imports.import(0).unwrap().call(&mut args) }, 0);
+        // This architecture's own multiplication agrees bit for bit.
+        let mismatches =
+            out.iter().zip(lhs.iter().zip(&rhs)).filter(|(o, (a, b))| o.to_bits() != (*a * *b).to_bits());
+        assert_eq!(mismatches.count(), 0, "{name}");
+        let record: Vec<u8> = lhs
+            .iter()
+            .zip(&rhs)
+            .zip(&out)
+            .flat_map(|((a, b), o)| [a.to_bits(), b.to_bits(), o.to_bits()])
+            .flat_map(u32::to_le_bytes)
+            .collect();
+        let file = |arch: &str| results.join(format!("simple_mul.{name}.{arch}.bin"));
+        std::fs::write(file(std::env::consts::ARCH), &record).unwrap();
+        if std::env::consts::ARCH != "x86_64" {
+            let x86_64 = std::fs::read(file("x86_64")).unwrap_or_else(|error| {
+                panic!("{}: {error}; run this test on x86_64 first", file("x86_64").display())
+            });
+            assert_eq!(x86_64.len(), record.len(), "{name}: another input set");
+            let differing = x86_64.chunks(12).zip(record.chunks(12)).filter(|(x, here)| x != here).count();
+            assert_eq!(differing, 0, "{name}: elements whose inputs or product bits differ from x86_64's");
+        }
     }
 }
 

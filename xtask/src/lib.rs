@@ -7,11 +7,13 @@
 //! `xplug run` against `iree-run-module` on models ([`model_bench`]),
 //! and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing), and the byte-flip sweep of a compiled module
-//! through `xplug run` and IREE's `iree-run-module` ([`flip_sweep`]). The example plugins are built by `xplug-fixtures`
+//! through `xplug run` and IREE's `iree-run-module` ([`flip_sweep`]),
+//! and the aarch64 test run under qemu ([`aarch64`]). The example plugins are built by `xplug-fixtures`
 //! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
 //! test suites use too, so no test build depends on xtask. The binary
 //! (`src/main.rs`) is the command-line front end.
 
+pub mod aarch64;
 pub mod api;
 pub mod bench;
 pub mod demo;

@@ -122,6 +122,18 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
+    /// Build the tests of the crates that load plugins without the system
+    /// loader for aarch64 (Debian's Rust toolchain, target/aarch64) and run
+    /// them under qemu-aarch64; installs the Debian packages when root and
+    /// missing, and prints the counts and every test skipped with why.
+    TestAarch64 {
+        /// Also cross-build `xplug` with IREE's runtime for aarch64 (needs
+        /// the host's build of it, and `g++-aarch64-linux-gnu`) and compare
+        /// `xplug run` under qemu on aarch64-compiled programs with the
+        /// native run on x86_64-compiled ones (not in CI).
+        #[arg(long)]
+        xplug_run: bool,
+    },
     /// Model-check the manager's registry with loom (`--cfg loom` build in
     /// target/loom).
     Loom,
@@ -165,6 +177,41 @@ fn main() -> ExitCode {
         result.map_or_else(|error| failure(&error), |()| ExitCode::SUCCESS)
     };
     match cli.command {
+        Command::TestAarch64 { xplug_run } => {
+            let root = xtask::workspace_root();
+            if xplug_run {
+                return match xtask::aarch64::xplug_run_parity(&root) {
+                    Ok(rows) => {
+                        let mut same = true;
+                        for row in &rows {
+                            let verdict = if row.x86_64 == row.aarch64 { "identical" } else { "DIFFERENT" };
+                            same &= row.x86_64 == row.aarch64;
+                            println!("{} + {}: {verdict}", row.program, row.plugin);
+                            println!("  x86_64:  {}", row.x86_64.trim().replace('\n', "\n           "));
+                            println!("  aarch64: {}", row.aarch64.trim().replace('\n', "\n           "));
+                        }
+                        if same { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                    }
+                    Err(error) => failure(&error),
+                };
+            }
+            let result = xtask::aarch64::run_all(&root, |run| {
+                eprintln!(
+                    "{} {}: {} passed, {} failed, {} ignored, {} skipped ({:.1} s)",
+                    run.package, run.target, run.passed, run.failed, run.ignored, run.skipped, run.seconds
+                );
+                if run.failed > 0 {
+                    eprintln!("{}", run.output);
+                }
+            });
+            match result {
+                Ok(report) => {
+                    print!("\n{}", report.table());
+                    if report.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(error) => failure(&error),
+            }
+        }
         Command::Loom => hardening(xtask::hardening::loom(&xtask::workspace_root())),
         Command::Valgrind { cycles } => {
             hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))

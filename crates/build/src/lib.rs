@@ -2,13 +2,15 @@
 //! one implementation behind `xplug build --sos` and the example plugins'
 //! `.sos` files (`xplug-fixtures`).
 //!
-//! For each record target ([`RECORD_TARGETS`]) whose rustup target is
-//! installed, host first:
+//! For each record target ([`RECORD_TARGETS`]) whose standard library is
+//! installed, for `$RUSTC` or for the distribution's rustc
+//! ([`SYSTEM_RUSTC`], e.g. Debian's aarch64 `core`), host first:
 //!
 //! 1. `cargo rustc` builds the crate's library as a `no_std` static library
 //!    with its [`SOS_FEATURE`] feature and no default features, `panic =
 //!    "abort"`, fat LTO, one codegen unit, position-independent code and no
-//!    unwind tables, for an explicit `--target`, into `<target-dir>/sos`;
+//!    unwind tables, for an explicit `--target`, into `<target-dir>/sos`
+//!    (aarch64 without outline atomics: [`target_rustflags`]);
 //! 2. `rust-lld` (shipped with every rustup toolchain) links it with the
 //!    flags IREE links its own embedded plugins with ([`LINK_FLAGS`]), a
 //!    version script exporting only the query function and xplug's optional
@@ -40,7 +42,7 @@ use std::process::Command;
 
 pub use error::BuildError;
 pub use metadata::PluginCrate;
-pub use toolchain::Toolchain;
+pub use toolchain::{RecordTarget, SYSTEM_RUSTC, Toolchain};
 use xplug_elf::QUERY_SYMBOL;
 
 /// The plugin crate feature a `.sos` build turns on (with
@@ -115,6 +117,8 @@ impl SosOptions {
 pub struct SosRecord {
     /// The Rust target triple it was built for.
     pub target: String,
+    /// The rustc that compiled it.
+    pub rustc: PathBuf,
     /// The linked ELF file (kept next to the build, for inspection).
     pub elf: PathBuf,
     /// Its size in bytes.
@@ -164,12 +168,12 @@ pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
     let (targets, skipped) = toolchain.record_targets()?;
     let mut records = Vec::new();
     let mut elves = Vec::new();
-    for target in targets {
-        let archive = build_staticlib(&krate, &work, target)?;
+    for RecordTarget { target, rustc } in targets {
+        let archive = build_staticlib(&krate, &work, target, &rustc)?;
         let elf = work.join(format!("{}.{target}.so", krate.lib_name));
         link(&toolchain.linker, &[archive], &script, &elf, options.keep_symbols)?;
         let bytes = read(&elf)?;
-        records.push(SosRecord { target: target.to_owned(), elf, size: bytes.len() as u64 });
+        records.push(SosRecord { target: target.to_owned(), rustc, elf, size: bytes.len() as u64 });
         elves.push(bytes);
     }
     let path = out_dir.join(format!("{}.sos", krate.lib_name));
@@ -243,9 +247,31 @@ pub fn write_fatelf(path: &Path, elves: &[Vec<u8>]) -> Result<u64, BuildError> {
     Ok(container.len() as u64)
 }
 
-/// `cargo rustc` of the crate's library as a `no_std` static library for
-/// `target`; returns the archive.
-fn build_staticlib(krate: &PluginCrate, work: &Path, target: &str) -> Result<PathBuf, BuildError> {
+/// The code generation flags of a `.sos` record for `target`, as one
+/// `CARGO_ENCODED_RUSTFLAGS` value (flags separated by `0x1f`):
+/// position-independent code without unwind tables and, on aarch64,
+/// without outline atomics. Those helpers (`__aarch64_cas8_acq_rel`, ...)
+/// live in `compiler_builtins` next to `__init_cpu_features`, a
+/// constructor that calls libc's `getauxval` and uses the stack
+/// protector's `__stack_chk_*`: nothing a standalone image can import.
+/// Inline load/store-exclusive sequences work on every aarch64 CPU.
+#[must_use]
+pub fn target_rustflags(target: &str) -> String {
+    let mut flags = vec!["-Crelocation-model=pic", "-Cforce-unwind-tables=no"];
+    if target.starts_with("aarch64-") {
+        flags.push("-Ctarget-feature=-outline-atomics");
+    }
+    flags.join("\u{1f}")
+}
+
+/// `cargo rustc` (with `rustc`) of the crate's library as a `no_std`
+/// static library for `target`; returns the archive.
+fn build_staticlib(
+    krate: &PluginCrate,
+    work: &Path,
+    target: &str,
+    rustc: &Path,
+) -> Result<PathBuf, BuildError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(&cargo);
     command
@@ -264,7 +290,8 @@ fn build_staticlib(krate: &PluginCrate, work: &Path, target: &str) -> Result<Pat
         .args(["--config", "profile.release.opt-level=\"s\""])
         // For every crate of the target (not build scripts or proc macros,
         // thanks to the explicit --target); replaces RUSTFLAGS.
-        .env("CARGO_ENCODED_RUSTFLAGS", "-Crelocation-model=pic\u{1f}-Cforce-unwind-tables=no")
+        .env("CARGO_ENCODED_RUSTFLAGS", target_rustflags(target))
+        .env("RUSTC", rustc)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET");
     run("cargo", command)?;
@@ -303,5 +330,15 @@ mod tests {
         let script = version_script();
         assert!(script.contains("global: iree_hal_executable_plugin_query; xplug_plugin_*; xplug_import_*;"));
         assert!(script.contains("local: *;"));
+    }
+
+    #[test]
+    fn aarch64_records_are_built_without_outline_atomics() {
+        let flags = |target| target_rustflags(target).split('\u{1f}').map(str::to_owned).collect::<Vec<_>>();
+        let aarch64 = flags("aarch64-unknown-linux-gnu");
+        assert!(aarch64.contains(&"-Ctarget-feature=-outline-atomics".to_owned()), "{aarch64:?}");
+        assert!(aarch64.contains(&"-Crelocation-model=pic".to_owned()), "{aarch64:?}");
+        let x86_64 = flags("x86_64-unknown-linux-gnu");
+        assert_eq!(x86_64, ["-Crelocation-model=pic", "-Cforce-unwind-tables=no"]);
     }
 }

@@ -47,6 +47,7 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
             "size": report.size,
             "records": report.records.iter().map(|record| json!({
                 "target": record.target,
+                "rustc": record.rustc.display().to_string(),
                 "size": record.size,
                 "elf": record.elf.display().to_string(),
             })).collect::<Vec<_>>(),
@@ -58,13 +59,15 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         return Ok(0);
     }
     let style = Style::stdout();
+    let targets: Vec<&str> = report.records.iter().map(|record| record.target.as_str()).collect();
     println!(
-        "{} {} ({} bytes, {} record{})",
+        "{} {} ({} bytes, {} record{}: {})",
         style.good("built"),
         report.path.display(),
         report.size,
         report.records.len(),
-        if report.records.len() == 1 { "" } else { "s" }
+        if report.records.len() == 1 { "" } else { "s" },
+        targets.join(", ")
     );
     let mut table = Table::new(["record", "bytes", "status"]);
     for record in &report.records {

@@ -223,6 +223,20 @@ pub enum EmbeddedElfError {
         /// `r_offset`.
         address: u64,
     },
+    /// A relocation table, or the field a relocation writes, is not
+    /// aligned as linkers lay them out: a table read from an address
+    /// between entries would be taken as other entries (mostly `NONE`,
+    /// leaving the image unrelocated), and a table size that is not a
+    /// whole number of entries ends in a partial one.
+    Misaligned {
+        /// What is misaligned (`the relocation table (DT_RELA)`, `the
+        /// size of ...`, `relocation R_AARCH64_ABS64`).
+        what: &'static str,
+        /// The address (or size) found.
+        value: u64,
+        /// The alignment (or entry size) it must be a multiple of.
+        alignment: u64,
+    },
     /// A relocation writes outside every loaded segment.
     RelocationOutOfImage {
         /// `r_offset`.
@@ -403,6 +417,11 @@ impl fmt::Display for EmbeddedElfError {
                 f,
                 "relocation at address {address:#x} has type {name} ({r_type}), which the embedded loader \
          does not apply for {machine}; link with `-z now`, -fPIC and no thread-locals or ifuncs"
+            ),
+            Self::Misaligned { what, value, alignment, .. } => write!(
+                f,
+                "{what}: {value:#x} is not a multiple of {alignment} bytes, as linkers lay it out; the file is \
+         corrupt or hostile"
             ),
             Self::RelocationOutOfImage { address, width, .. } => write!(
                 f,

@@ -66,7 +66,29 @@ impl ElfImage {
     /// # Errors
     /// As [`ElfImage::load`].
     pub fn load_named(bytes: &[u8], name: &str) -> Result<Self, EmbeddedElfError> {
-        let plan = validate(bytes)?;
+        Self::load_validated(bytes, validate(bytes)?, name)
+    }
+
+    /// [`ElfImage::load_named`] for an image whose exported query is
+    /// `query_symbol` rather than the plugin's: IREE's compiled
+    /// executables ([`LIBRARY_QUERY_SYMBOL`](crate::LIBRARY_QUERY_SYMBOL)),
+    /// which go through the same checks and mapping. [`ElfImage::query`]
+    /// then points at that function, which is not a [`QueryFn`]: do not
+    /// call it through that type.
+    ///
+    /// # Errors
+    /// As [`ElfImage::load`].
+    pub fn load_with_query(
+        bytes: &[u8],
+        name: &str,
+        query_symbol: &'static str,
+    ) -> Result<Self, EmbeddedElfError> {
+        let plan = crate::validate_for(bytes, crate::ElfTarget::host()?.with_query_symbol(query_symbol))?;
+        Self::load_validated(bytes, plan, name)
+    }
+
+    /// Maps `plan`, validated from `bytes` for this host.
+    fn load_validated(bytes: &[u8], plan: ElfPlan, name: &str) -> Result<Self, EmbeddedElfError> {
         let elf = &bytes[plan.elf()];
         let mapping = map::map(&plan, elf)?;
         let readable = ReadableRanges(
@@ -108,6 +130,18 @@ impl ElfImage {
         let start = code.clone().map(|segment| self.mapping.address(segment.image_offset)).min();
         let end = code.map(|segment| self.mapping.address(segment.image_offset + segment.mem_size)).max();
         (start.unwrap_or(0), end.unwrap_or(0))
+    }
+
+    /// The address ranges whose instruction cache the loader synchronised
+    /// with the code it wrote (copied and relocated), before making them
+    /// executable: every executable segment, in whole cache lines, on
+    /// aarch64 (`dc cvau`/`ic ivau`) and riscv64; empty on x86_64, whose
+    /// instruction fetch sees stores without maintenance. An emulator runs
+    /// code without the flush all the same, so this is how a test proves
+    /// it happened (`docs/embedded-elf.md`).
+    #[must_use]
+    pub fn synchronized_code(&self) -> &[std::ops::Range<usize>] {
+        self.mapping.synchronized()
     }
 
     /// What [`validate`] decided for this image.

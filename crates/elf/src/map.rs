@@ -17,6 +17,10 @@ use crate::plan::ElfPlan;
 pub(crate) struct MappedImage {
     base: *mut c_void,
     size: usize,
+    /// The address ranges whose instruction cache was synchronised with
+    /// the data written there (whole cache lines), on architectures that
+    /// need it; empty on x86_64.
+    synchronized: Vec<std::ops::Range<usize>>,
 }
 
 // SAFETY: after `map` returns, the mapping is never written by this side
@@ -32,6 +36,11 @@ impl MappedImage {
     /// The address of `offset` bytes past the image base.
     pub(crate) fn address(&self, offset: u64) -> usize {
         self.base as usize + offset as usize
+    }
+
+    /// The ranges [`flush_instruction_cache`] synchronised.
+    pub(crate) fn synchronized(&self) -> &[std::ops::Range<usize>] {
+        &self.synchronized
     }
 
     /// The function at `offset` bytes past the image base.
@@ -109,7 +118,7 @@ pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElf
         return Err(os_error("reserve memory", plan.image_size()));
     }
     // From here on the mapping is released on every error path.
-    let image = MappedImage { base, size };
+    let mut image = MappedImage { base, size, synchronized: Vec::new() };
     let bytes = base.cast::<u8>();
     for segment in plan.segments() {
         let file = &elf[segment.file_range.start as usize..segment.file_range.end as usize];
@@ -132,7 +141,7 @@ pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElf
             std::ptr::copy_nonoverlapping(value.as_ptr(), bytes.add(relocation.image_offset as usize), width)
         };
     }
-    protect(&image, plan)?;
+    protect(&mut image, plan)?;
     Ok(image)
 }
 
@@ -142,11 +151,15 @@ pub(crate) fn map(plan: &ElfPlan, elf: &[u8]) -> Result<MappedImage, EmbeddedElf
 /// protection, one `mprotect` per run; runs that stay read-write (the
 /// reservation's protection) need no call.
 #[cfg(unix)]
-fn protect(image: &MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> {
+fn protect(image: &mut MappedImage, plan: &ElfPlan) -> Result<(), EmbeddedElfError> {
     let page = page_size()? as usize;
+    // Every byte of code is in its final state (copied, relocated) and not
+    // yet executable: synchronise the instruction cache with it now.
     for segment in plan.segments().iter().filter(|segment| segment.flags.execute) {
         let start = segment.image_offset as usize;
-        flush_instruction_cache(image.base.cast::<u8>().wrapping_add(start), segment.mem_size as usize);
+        let synchronized =
+            flush_instruction_cache(image.base.cast::<u8>().wrapping_add(start), segment.mem_size as usize);
+        image.synchronized.extend(synchronized);
     }
     let pages = image.size / page;
     let mut protections = vec![libc::PROT_NONE; pages];
@@ -220,10 +233,14 @@ fn protection_calls(protections: &[i32], initial: i32) -> Vec<(usize, usize, i32
     best
 }
 
-/// Makes freshly written code visible to instruction fetch (aarch64 needs
-/// explicit cache maintenance; x86_64 keeps caches coherent).
+/// Makes freshly written code visible to instruction fetch (aarch64 and
+/// riscv64 need explicit cache maintenance; x86_64 keeps caches coherent).
+/// Returns the address range synchronised (whole cache lines on aarch64),
+/// `None` where nothing is needed: what [`crate::ElfImage::synchronized_code`]
+/// reports, so a test proves every code segment was covered
+/// (`docs/embedded-elf.md`, "Caches"), which emulation cannot.
 #[cfg(unix)]
-fn flush_instruction_cache(start: *mut u8, size: usize) {
+fn flush_instruction_cache(start: *mut u8, size: usize) -> Option<std::ops::Range<usize>> {
     #[cfg(target_arch = "aarch64")]
     {
         // Clean the data cache to the point of unification, then invalidate
@@ -238,6 +255,7 @@ fn flush_instruction_cache(start: *mut u8, size: usize) {
         let code_line = 4usize << (ctr & 0xf);
         let (first, end) = (start as usize, start as usize + size);
         let mut line = first & !(data_line - 1);
+        let data_start = line;
         while line < end {
             // SAFETY: `line` is inside (or at the line start of) the
             // mapping's segment, which is mapped and readable; `dc cvau`
@@ -245,9 +263,11 @@ fn flush_instruction_cache(start: *mut u8, size: usize) {
             unsafe { core::arch::asm!("dc cvau, {}", in(reg) line, options(nostack)) };
             line += data_line;
         }
+        let data_end = line;
         // SAFETY: a barrier; no memory operands.
         unsafe { core::arch::asm!("dsb ish", options(nostack)) };
         let mut line = first & !(code_line - 1);
+        let code_start = line;
         while line < end {
             // SAFETY: as above; `ic ivau` only invalidates cache lines.
             unsafe { core::arch::asm!("ic ivau, {}", in(reg) line, options(nostack)) };
@@ -255,6 +275,8 @@ fn flush_instruction_cache(start: *mut u8, size: usize) {
         }
         // SAFETY: barriers; no memory operands.
         unsafe { core::arch::asm!("dsb ish", "isb", options(nostack)) };
+        // Both passes covered this (line-aligned) range.
+        Some(data_start.max(code_start)..data_end.min(line))
     }
     #[cfg(all(target_arch = "riscv64", target_os = "linux"))]
     {
@@ -265,9 +287,13 @@ fn flush_instruction_cache(start: *mut u8, size: usize) {
         // for the range (a segment of the mapping) on every hart running
         // this process (flags 0); it reads no memory.
         unsafe { libc::syscall(SYS_RISCV_FLUSH_ICACHE, start, start.wrapping_add(size), 0usize) };
+        Some(start as usize..start as usize + size)
     }
     #[cfg(not(any(target_arch = "aarch64", all(target_arch = "riscv64", target_os = "linux"))))]
-    let _ = (start, size);
+    {
+        let _ = (start, size);
+        None
+    }
 }
 
 /// Maps `plan`: unavailable on this platform.

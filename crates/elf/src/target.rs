@@ -4,13 +4,17 @@ use object::elf::{ELFCLASS64, EM_AARCH64, EM_RISCV, EM_X86_64};
 
 use crate::error::EmbeddedElfError;
 use crate::fatelf::RecordWanted;
+use crate::validate::QUERY_SYMBOL;
 
-/// The machine, byte order and page size an image is validated for.
+/// The machine, byte order and page size an image is validated for, and
+/// the exported function it must have ([`QUERY_SYMBOL`] unless
+/// [`ElfTarget::with_query_symbol`] says otherwise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ElfTarget {
     machine: u16,
     pub(crate) little_endian: bool,
     page_size: u64,
+    pub(crate) query_symbol: &'static str,
 }
 
 /// `page_size` rounded up to a power of two, at least 1 and at most 2^32.
@@ -23,21 +27,36 @@ impl ElfTarget {
     /// power of two).
     #[must_use]
     pub fn x86_64(page_size: u64) -> Self {
-        Self { machine: EM_X86_64, little_endian: true, page_size: normalized_page_size(page_size) }
+        Self {
+            machine: EM_X86_64,
+            little_endian: true,
+            page_size: normalized_page_size(page_size),
+            query_symbol: QUERY_SYMBOL,
+        }
     }
 
     /// aarch64 (little-endian) with `page_size`-byte pages (rounded up to a
     /// power of two).
     #[must_use]
     pub fn aarch64(page_size: u64) -> Self {
-        Self { machine: EM_AARCH64, little_endian: true, page_size: normalized_page_size(page_size) }
+        Self {
+            machine: EM_AARCH64,
+            little_endian: true,
+            page_size: normalized_page_size(page_size),
+            query_symbol: QUERY_SYMBOL,
+        }
     }
 
     /// riscv64 (little-endian) with `page_size`-byte pages (rounded up to a
     /// power of two).
     #[must_use]
     pub fn riscv64(page_size: u64) -> Self {
-        Self { machine: EM_RISCV, little_endian: true, page_size: normalized_page_size(page_size) }
+        Self {
+            machine: EM_RISCV,
+            little_endian: true,
+            page_size: normalized_page_size(page_size),
+            query_symbol: QUERY_SYMBOL,
+        }
     }
 
     /// The process's own architecture and page size.
@@ -59,6 +78,17 @@ impl ElfTarget {
                 reason: "only x86_64, aarch64 and riscv64 (64-bit, little-endian) are supported",
             })
         }
+    }
+
+    /// The same target, requiring the export `symbol` instead of
+    /// [`QUERY_SYMBOL`]: IREE's own compiled executables export
+    /// [`LIBRARY_QUERY_SYMBOL`](crate::LIBRARY_QUERY_SYMBOL) and are
+    /// otherwise the same standalone ELF format, an outside corpus for the
+    /// loader (`docs/embedded-elf.md`).
+    #[must_use]
+    pub fn with_query_symbol(mut self, symbol: &'static str) -> Self {
+        self.query_symbol = symbol;
+        self
     }
 
     /// The ELF `e_machine` this target accepts.

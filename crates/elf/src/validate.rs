@@ -36,6 +36,11 @@ use crate::target::ElfTarget;
 /// The exported query function every plugin has.
 pub const QUERY_SYMBOL: &str = "iree_hal_executable_plugin_query";
 
+/// The exported query function of IREE's compiled executables (the
+/// `llvm-cpu` backend's embedded ELF libraries), which
+/// [`ElfTarget::with_query_symbol`] validates instead of [`QUERY_SYMBOL`].
+pub const LIBRARY_QUERY_SYMBOL: &str = "iree_hal_executable_library_query";
+
 /// The largest image (span of all loadable segments) the loader maps.
 pub const MAX_IMAGE_SIZE: u64 = 1 << 30;
 
@@ -316,8 +321,8 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The address of [`QUERY_SYMBOL`], which must be inside an executable
-    /// segment.
+    /// The address of the target's query symbol ([`QUERY_SYMBOL`] unless
+    /// changed), which must be inside an executable segment.
     fn query_address(
         &self,
         loads: &[LoadSegment],
@@ -325,14 +330,13 @@ impl Reader<'_> {
         symbols: &Symbols<'_>,
     ) -> Result<u64, EmbeddedElfError> {
         let e = self.endian;
-        let query_index = lookup
-            .find(symbols, QUERY_SYMBOL)?
-            .ok_or(EmbeddedElfError::MissingQuery { symbol: QUERY_SYMBOL })?;
+        let symbol = self.target.query_symbol;
+        let query_index = lookup.find(symbols, symbol)?.ok_or(EmbeddedElfError::MissingQuery { symbol })?;
         let query = &symbols.table[query_index as usize];
         let address = query.st_value.get(e);
         let in_code = in_executable_segment(loads, address);
         if query.st_shndx.get(e) == SHN_ABS || !in_code {
-            return Err(EmbeddedElfError::QueryNotCode { symbol: QUERY_SYMBOL, address });
+            return Err(EmbeddedElfError::QueryNotCode { symbol, address });
         }
         Ok(address)
     }
@@ -385,7 +389,12 @@ impl Reader<'_> {
                     found: entry,
                 });
             }
-            let table = RelocationTable { what: "the relocation table (DT_RELA)", address: rela, size };
+            let table = RelocationTable {
+                what: "the relocation table (DT_RELA)",
+                size_what: "the size of the relocation table (DT_RELASZ)",
+                address: rela,
+                size,
+            };
             self.relocations(loads, symbols, base_vaddr, table, &mut relocations)?;
         }
         if let Some(jmprel) = dynamic.jmprel {
@@ -401,8 +410,12 @@ impl Reader<'_> {
                 }
                 _ => return Err(EmbeddedElfError::MissingDynamicEntry { tag: "DT_PLTREL (= DT_RELA)" }),
             }
-            let table =
-                RelocationTable { what: "the PLT relocation table (DT_JMPREL)", address: jmprel, size };
+            let table = RelocationTable {
+                what: "the PLT relocation table (DT_JMPREL)",
+                size_what: "the size of the PLT relocation table (DT_PLTRELSZ)",
+                address: jmprel,
+                size,
+            };
             self.relocations(loads, symbols, base_vaddr, table, &mut relocations)?;
         }
         Ok(relocations)
@@ -789,7 +802,25 @@ impl Reader<'_> {
         out: &mut Vec<PlannedRelocation>,
     ) -> Result<(), EmbeddedElfError> {
         let e = self.endian;
-        let count = table.size / size_u64::<Rela64<Endianness>>();
+        let entry_size = size_u64::<Rela64<Endianness>>();
+        // Entries are 8-byte aligned (their fields are 64-bit words); read
+        // from an address between entries, the table would decode as other
+        // entries, mostly `NONE`, and the image would run unrelocated.
+        if !table.address.is_multiple_of(8) {
+            return Err(EmbeddedElfError::Misaligned {
+                what: table.what,
+                value: table.address,
+                alignment: 8,
+            });
+        }
+        if !table.size.is_multiple_of(entry_size) {
+            return Err(EmbeddedElfError::Misaligned {
+                what: table.size_what,
+                value: table.size,
+                alignment: entry_size,
+            });
+        }
+        let count = table.size / entry_size;
         let entries = self.at_address::<Rela64<Endianness>>(loads, table.what, table.address, count)?;
         let symbol_count = symbols.table.len() as u64;
         for entry in entries {
@@ -820,6 +851,11 @@ impl Reader<'_> {
             });
             if !inside {
                 return Err(EmbeddedElfError::RelocationOutOfImage { address: r_offset, width });
+            }
+            // Linkers align every field a dynamic relocation writes (a
+            // pointer or a 32-bit word) to its size.
+            if !r_offset.is_multiple_of(width) {
+                return Err(EmbeddedElfError::Misaligned { what: name, value: r_offset, alignment: width });
             }
             let symbol = if r_sym == 0 {
                 SymbolValue::None
@@ -862,6 +898,8 @@ impl Reader<'_> {
 /// One RELA table: what it is called in messages, where, how many bytes.
 struct RelocationTable {
     what: &'static str,
+    /// `what`'s size entry, for messages.
+    size_what: &'static str,
     address: u64,
     size: u64,
 }
