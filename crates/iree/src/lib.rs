@@ -60,6 +60,8 @@ pub use provider::{
     ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
 };
 pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
-pub use session::{Argument, Call, CallResults, Check, Function, Module, Session, SessionBuilder, Tolerance};
+pub use session::{
+    Argument, Call, CallResults, Check, Function, Module, ParameterMode, Session, SessionBuilder, Tolerance,
+};
 pub use tensor::{ElementType, Tensor, Value};
 pub use xplug_manager::Manager;
