@@ -11,7 +11,9 @@
 //! `.irpa`; and a program that reads one parameter of `--archive-mib` MiB
 //! (256 by default) from an archive written on the fly into
 //! `target/model-bench/` (never committed), which measures loading a
-//! large archive.
+//! large archive: with each tool's default parameter mode (xplug maps the
+//! archive, iree-run-module reads it with `file`), then with both in
+//! `--parameter_mode=file` and both in `preload`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -100,6 +102,20 @@ fn median(samples: &mut [Sample]) -> Sample {
     Sample { seconds, max_rss_kib: samples[middle].max_rss_kib }
 }
 
+/// One side-by-side measurement: both tools get the same arguments (a
+/// `--parameter_mode` the pinned iree-run-module lacks, `mmap`, is only
+/// ever xplug's default, never passed).
+struct Scenario {
+    name: String,
+    args: Vec<String>,
+}
+
+impl Scenario {
+    fn same(name: &str, args: Vec<String>) -> Self {
+        Self { name: name.to_owned(), args }
+    }
+}
+
 /// The program reading one `elements`-long f32 parameter, `zeros` of
 /// scope `model`, and returning its first four elements plus the input.
 fn large_parameter_program(elements: usize) -> String {
@@ -170,32 +186,46 @@ pub fn run(
     }
 
     let cnn_input = format!("--input={}", cnn.inputs[0]);
-    let scenarios: Vec<(String, Vec<String>)> = vec![
-        (
-            "ONNX CNN, weights inline".to_owned(),
+    let large = vec![
+        format!("--module={}", large_module.display()),
+        format!("--parameters=model={}", archive.display()),
+        "--input=4xf32=1,2,3,4".to_owned(),
+    ];
+    let with = |args: &[String], extra: &str| -> Vec<String> {
+        args.iter().cloned().chain([extra.to_owned()]).collect()
+    };
+    // Each scenario: its name, the arguments both tools get, and what only
+    // xplug gets / only iree-run-module gets (the parameter modes).
+    let scenarios: Vec<Scenario> = vec![
+        Scenario::same(
+            "ONNX CNN, weights inline",
             vec![format!("--module={}", cnn.inline.display()), cnn_input.clone()],
         ),
-        (
-            "ONNX CNN, weights in .irpa".to_owned(),
+        Scenario::same(
+            "ONNX CNN, weights in .irpa (defaults: mmap / file)",
             vec![
                 format!("--module={}", cnn.external.display()),
                 format!("--parameters=model={}", cnn.archive.display()),
                 cnn_input,
             ],
         ),
-        (
-            format!("{archive_mib} MiB archive: load + call"),
-            vec![
-                format!("--module={}", large_module.display()),
-                format!("--parameters=model={}", archive.display()),
-                "--input=4xf32=1,2,3,4".to_owned(),
-            ],
+        Scenario::same(
+            &format!("{archive_mib} MiB archive: load + call (defaults: xplug mmap, IREE file)"),
+            large.clone(),
+        ),
+        Scenario::same(
+            &format!("{archive_mib} MiB archive, both --parameter_mode=file"),
+            with(&large, "--parameter_mode=file"),
+        ),
+        Scenario::same(
+            &format!("{archive_mib} MiB archive, both --parameter_mode=preload"),
+            with(&large, "--parameter_mode=preload"),
         ),
     ];
     let iree_run_module = native_run_module(&tools)?;
     let mut rows = Vec::new();
-    for (scenario, args) in scenarios {
-        eprintln!("model-bench: {scenario} ({runs} runs each) ...");
+    for Scenario { name, args } in scenarios {
+        eprintln!("model-bench: {name} ({runs} runs each) ...");
         let device_flag = format!("--device={device}");
         let (mut iree, mut ours) = (Vec::new(), Vec::new());
         // One unmeasured run each (page cache, lazy binding).
@@ -205,7 +235,7 @@ pub fn run(
             iree.push(measure(Command::new(&iree_run_module).arg(&device_flag).args(&args))?);
             ours.push(measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args))?);
         }
-        rows.push(Row { scenario, iree: median(&mut iree), xplug: median(&mut ours) });
+        rows.push(Row { scenario: name, iree: median(&mut iree), xplug: median(&mut ours) });
     }
     Ok(rows)
 }

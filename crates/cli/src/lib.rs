@@ -185,6 +185,13 @@ enum Command {
         /// scope), as iree-run-module takes it; repeatable.
         #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
         parameters: Vec<String>,
+        /// How the archives are opened: `mmap` (mapped, nothing copied;
+        /// xplug's default), `file` (iree-run-module's default: each
+        /// parameter read into a buffer of its own) or `preload` (each
+        /// archive read whole at start-up). The results are the same.
+        #[arg(long = "parameter_mode", default_value = "mmap", value_name = "MODE",
+              value_parser = parameter_mode)]
+        parameter_mode: xplug_iree::ParameterMode,
         /// List the functions of the module (names and signatures) instead
         /// of running one.
         #[arg(long)]
@@ -392,6 +399,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             module_flag,
             function,
             parameters,
+            parameter_mode,
             list_functions,
             expected_outputs,
             expected_f16_threshold,
@@ -426,13 +434,21 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             } else {
                 xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
             }
-            let workers = task_workers
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+            // Only local-task has workers: the default count (which reads
+            // the cgroup's CPU quota) is not worked out for local-sync.
+            let workers = match task_workers {
+                Some(workers) => *workers,
+                None if device == "local-task" => {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+                }
+                None => 1,
+            };
             run::run(
                 &run::Options {
                     modules: &modules,
                     function: function.as_deref(),
                     parameters,
+                    parameter_mode: *parameter_mode,
                     list_functions: *list_functions,
                     expected_outputs,
                     tolerance: xplug_iree::Tolerance {
@@ -500,6 +516,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             cli.json,
         ),
     }
+}
+
+/// `--parameter_mode`'s value.
+fn parameter_mode(name: &str) -> Result<xplug_iree::ParameterMode, String> {
+    xplug_iree::ParameterMode::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = xplug_iree::ParameterMode::ALL.iter().map(|mode| mode.name()).collect();
+        format!("`{name}` is not a parameter mode; give one of {}", names.join(", "))
+    })
 }
 
 /// The largest args block `xplug call --file` reads: 4 MiB, far above any

@@ -37,6 +37,8 @@ pub(crate) struct Options<'a> {
     pub(crate) function: Option<&'a OsStr>,
     /// `--parameters` flags: `[SCOPE=]FILE`.
     pub(crate) parameters: &'a [String],
+    /// `--parameter_mode`.
+    pub(crate) parameter_mode: xplug_iree::ParameterMode,
     /// Only list the functions of the last module.
     pub(crate) list_functions: bool,
     /// `--expected_output` values, one per result or none.
@@ -104,7 +106,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         .recording(recording)
         .build()
         .map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
-    let mut builder = Session::builder(&device, &module);
+    let mut builder = Session::builder(&device, &module).parameter_mode(options.parameter_mode);
     for dependency in &modules {
         builder = builder.module(dependency);
     }

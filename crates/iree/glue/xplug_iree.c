@@ -435,7 +435,7 @@ iree_status_t xplug_iree_list_push_buffer_of_view(
 //===----------------------------------------------------------------------===//
 // Parameters (`--parameters=[SCOPE=]FILE`), as iree-run-module provides them
 // (IREE's tooling/parameter_util.c): one index per scope, each file opened
-// with IREE's default `--parameter_mode=file` and indexed by the parser its
+// in the session's parameter mode and indexed by the parser its
 // extension names, one index provider per scope, all given to IREE's
 // `io_parameters` module.
 //===----------------------------------------------------------------------===//
@@ -456,18 +456,84 @@ void xplug_iree_parameter_index_release(iree_io_parameter_index_t* index) {
 }
 
 
-// Opens the file at `path` (`path_length` bytes) as iree-run-module's default
-// `--parameter_mode=file` does and adds its parameters to `index`; the index
-// keeps the file open while it holds any of them.
-iree_status_t xplug_iree_parameter_index_append_file(
-    iree_io_parameter_index_t* index, const char* path,
-    iree_host_size_t path_length, iree_allocator_t host_allocator) {
-  iree_string_view_t path_view = iree_make_string_view(path, path_length);
+// Parameter modes, as `sys::PARAMETER_MODE_*` spells them.
+#define XPLUG_IREE_PARAMETER_MODE_FILE 0
+#define XPLUG_IREE_PARAMETER_MODE_PRELOAD 1
+#define XPLUG_IREE_PARAMETER_MODE_MMAP 2
+
+// Unmaps the archive when IREE releases the last reference to its handle.
+static void xplug_iree_parameter_mapping_release(
+    void* user_data, iree_io_file_handle_primitive_t handle_primitive) {
+  (void)handle_primitive;
+  iree_io_file_mapping_release((iree_io_file_mapping_t*)user_data);
+}
+
+// `--parameter_mode=mmap`: maps the whole file copy-on-write (MAP_PRIVATE,
+// read and write, so a program writing a parameter changes its own pages,
+// never the file) and wraps the mapping as a host allocation. IREE's index
+// provider imports a host allocation into a device buffer without a copy
+// where the device's allocator can (the heap allocator of local-sync and
+// local-task can), so only the pages the program touches are read.
+static iree_status_t xplug_iree_parameter_file_map(
+    iree_string_view_t path, iree_allocator_t host_allocator,
+    iree_io_file_handle_t** out_handle) {
+  *out_handle = NULL;
   iree_io_file_handle_t* file_handle = NULL;
   IREE_RETURN_IF_ERROR(iree_io_file_handle_open(
-      IREE_IO_FILE_MODE_READ | IREE_IO_FILE_MODE_SHARE_READ |
-          IREE_IO_FILE_MODE_ASYNC,
-      path_view, host_allocator, &file_handle));
+      IREE_IO_FILE_MODE_READ | IREE_IO_FILE_MODE_SHARE_READ, path,
+      host_allocator, &file_handle));
+  iree_io_file_mapping_t* mapping = NULL;
+  iree_status_t status = iree_io_file_map_view(
+      file_handle, IREE_IO_FILE_ACCESS_READ | IREE_IO_FILE_ACCESS_WRITE, 0,
+      IREE_HOST_SIZE_MAX,
+      IREE_IO_FILE_MAPPING_FLAG_PRIVATE |
+          IREE_IO_FILE_MAPPING_FLAG_EXCLUDE_FROM_DUMPS,
+      host_allocator, &mapping);
+  // The mapping keeps the file handle it was made from.
+  iree_io_file_handle_release(file_handle);
+  if (iree_status_is_ok(status)) {
+    const iree_io_file_handle_release_callback_t release = {
+        .fn = xplug_iree_parameter_mapping_release,
+        .user_data = mapping,
+    };
+    status = iree_io_file_handle_wrap_host_allocation(
+        IREE_IO_FILE_ACCESS_READ, iree_io_file_mapping_contents_rw(mapping),
+        release, host_allocator, out_handle);
+    if (!iree_status_is_ok(status)) iree_io_file_mapping_release(mapping);
+  }
+  return status;
+}
+
+// Opens the file at `path` (`path_length` bytes) in `mode` and adds its
+// parameters to `index`; the index keeps the file open (or mapped, or read)
+// while it holds any of them. `file` and `preload` are iree-run-module's
+// `--parameter_mode` values, opened as its tooling/parameter_util.c opens
+// them; `mmap` is xplug's (see xplug_iree_parameter_file_map).
+iree_status_t xplug_iree_parameter_index_append_file(
+    iree_io_parameter_index_t* index, const char* path,
+    iree_host_size_t path_length, int mode, iree_allocator_t host_allocator) {
+  iree_string_view_t path_view = iree_make_string_view(path, path_length);
+  iree_io_file_handle_t* file_handle = NULL;
+  switch (mode) {
+    case XPLUG_IREE_PARAMETER_MODE_FILE:
+      IREE_RETURN_IF_ERROR(iree_io_file_handle_open(
+          IREE_IO_FILE_MODE_READ | IREE_IO_FILE_MODE_SHARE_READ |
+              IREE_IO_FILE_MODE_ASYNC,
+          path_view, host_allocator, &file_handle));
+      break;
+    case XPLUG_IREE_PARAMETER_MODE_PRELOAD:
+      IREE_RETURN_IF_ERROR(iree_io_file_handle_preload(
+          IREE_IO_FILE_MODE_READ | IREE_IO_FILE_MODE_SHARE_READ, path_view,
+          host_allocator, &file_handle));
+      break;
+    case XPLUG_IREE_PARAMETER_MODE_MMAP:
+      IREE_RETURN_IF_ERROR(
+          xplug_iree_parameter_file_map(path_view, host_allocator, &file_handle));
+      break;
+    default:
+      return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                              "unknown parameter mode %d", mode);
+  }
   iree_status_t status =
       iree_io_parse_file_index(path_view, file_handle, index, host_allocator);
   iree_io_file_handle_release(file_handle);

@@ -290,8 +290,8 @@ pub struct Session {
 /// The context holds, in this order: IREE's HAL module over the device,
 /// IREE's `io_parameters` module when a module imports from it or
 /// archives were given (one index provider per scope, each archive opened
-/// as iree-run-module's default `--parameter_mode=file` opens it: the
-/// file is read where the program needs it, never copied whole), the
+/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: mapped
+/// by default), the
 /// modules given to [`SessionBuilder::module`] in order, then the
 /// session's module, whose functions [`Session::invoke`] calls.
 pub struct SessionBuilder<'a> {
@@ -299,6 +299,66 @@ pub struct SessionBuilder<'a> {
     module: &'a Module,
     modules: Vec<Module>,
     parameters: Vec<(String, PathBuf)>,
+    mode: ParameterMode,
+}
+
+/// How a session opens its parameter archives: the `--parameter_mode` of
+/// `xplug run`. The outputs are the same in every mode; what differs is
+/// what is read and what memory it takes (`docs/iree-runtime.md`,
+/// "Parameter archives").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ParameterMode {
+    /// Map each archive (private, copy-on-write) and let IREE import the
+    /// mapped range of each parameter as its device buffer: nothing is
+    /// copied, only the pages the program touches are read, and they stay
+    /// shared with the page cache. Not one of the pinned iree-run-module's
+    /// modes. The archive must not shrink while the session lives (a
+    /// truncated mapping faults).
+    #[default]
+    Mmap,
+    /// iree-run-module's default: IREE's file API reads each parameter the
+    /// program loads into a device buffer of its own.
+    File,
+    /// iree-run-module's `preload`: each archive is read whole into memory
+    /// when the session is built, and IREE imports from that copy.
+    Preload,
+}
+
+impl ParameterMode {
+    /// Every mode, in the order `xplug run --help` lists them.
+    pub const ALL: [Self; 3] = [Self::Mmap, Self::File, Self::Preload];
+
+    /// The mode named `name` (`mmap`, `file`, `preload`), as
+    /// `--parameter_mode` takes it.
+    ///
+    /// ```
+    /// use xplug_iree::ParameterMode;
+    /// assert_eq!(ParameterMode::parse("file"), Some(ParameterMode::File));
+    /// assert_eq!(ParameterMode::parse("mapped"), None);
+    /// ```
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|mode| mode.name() == name)
+    }
+
+    /// Its `--parameter_mode` name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mmap => "mmap",
+            Self::File => "file",
+            Self::Preload => "preload",
+        }
+    }
+
+    fn code(self) -> c_int {
+        match self {
+            Self::Mmap => sys::PARAMETER_MODE_MMAP,
+            Self::File => sys::PARAMETER_MODE_FILE,
+            Self::Preload => sys::PARAMETER_MODE_PRELOAD,
+        }
+    }
 }
 
 impl SessionBuilder<'_> {
@@ -322,6 +382,14 @@ impl SessionBuilder<'_> {
         self
     }
 
+    /// Opens every archive in `mode` (default: [`ParameterMode::Mmap`]), as
+    /// `iree-run-module --parameter_mode=MODE`.
+    #[must_use]
+    pub fn parameter_mode(mut self, mode: ParameterMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// Opens the archives, creates the context with every module and runs
     /// the modules' initialisers (which create the executables, resolving
     /// their imports through the device's manager, and load the
@@ -338,7 +406,7 @@ impl SessionBuilder<'_> {
     /// its source the missing names with suggestions); [`Error::ModuleInit`]
     /// when IREE fails for another reason.
     pub fn build(self) -> Result<Session, Error> {
-        let Self { device, module, modules, parameters } = self;
+        let Self { device, module, modules, parameters, mode } = self;
         let runtime = &device.inner.runtime;
         let allocator = sys::system_allocator();
         let instance = runtime.inner.instance.as_ptr();
@@ -347,7 +415,7 @@ impl SessionBuilder<'_> {
             device: device.name(),
             source: status.into(),
         };
-        let scopes = index_parameters(&parameters)?;
+        let scopes = index_parameters(&parameters, mode)?;
         let hal_module = sys::create(
             // SAFETY: the instance and the device's group are live; the
             // module retains the group.
@@ -438,7 +506,7 @@ struct ScopeIndex {
 
 /// Opens and indexes every archive, one IREE index per scope in the order
 /// the scopes first appear (as IREE's scope map builds them).
-fn index_parameters(parameters: &[(String, PathBuf)]) -> Result<Vec<ScopeIndex>, Error> {
+fn index_parameters(parameters: &[(String, PathBuf)], mode: ParameterMode) -> Result<Vec<ScopeIndex>, Error> {
     let allocator = sys::system_allocator();
     let mut scopes: Vec<ScopeIndex> = Vec::new();
     for (scope, path) in parameters {
@@ -480,6 +548,7 @@ fn index_parameters(parameters: &[(String, PathBuf)]) -> Result<Vec<ScopeIndex>,
                 entry.index.as_ptr(),
                 bytes.as_ptr().cast(),
                 bytes.len(),
+                mode.code(),
                 allocator,
             )
         })
@@ -596,7 +665,13 @@ impl Session {
     /// imports from ([`SessionBuilder::module`]).
     #[must_use]
     pub fn builder<'a>(device: &'a Device, module: &'a Module) -> SessionBuilder<'a> {
-        SessionBuilder { device, module, modules: Vec::new(), parameters: Vec::new() }
+        SessionBuilder {
+            device,
+            module,
+            modules: Vec::new(),
+            parameters: Vec::new(),
+            mode: ParameterMode::default(),
+        }
     }
 
     /// The device the session runs on.

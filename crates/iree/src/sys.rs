@@ -24,6 +24,11 @@ const STATUS_CODE_MASK: usize = 0x1F;
 pub(crate) const DEVICE_LOCAL_SYNC: c_int = 0;
 pub(crate) const DEVICE_LOCAL_TASK: c_int = 1;
 
+/// Parameter modes as `glue/xplug_iree.c` numbers them.
+pub(crate) const PARAMETER_MODE_FILE: c_int = 0;
+pub(crate) const PARAMETER_MODE_PRELOAD: c_int = 1;
+pub(crate) const PARAMETER_MODE_MMAP: c_int = 2;
+
 /// What `xplug_iree_list_get` found, as `glue/xplug_iree.c` numbers it.
 pub(crate) const VALUE_EMPTY: c_int = 0;
 pub(crate) const VALUE_BUFFER_VIEW: c_int = 1;
@@ -150,6 +155,7 @@ unsafe extern "C" {
         index: *mut ParameterIndexRaw,
         path: *const c_char,
         path_length: usize,
+        mode: c_int,
         host_allocator: Allocator,
     ) -> RawStatus;
     pub(crate) fn xplug_iree_parameter_index_lookup(

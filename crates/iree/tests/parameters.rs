@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use xplug_fixtures::iree_e2e::{self, Prepared};
 use xplug_fixtures::models;
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{Device, DeviceKind, Error, Module, Runtime, Session, Tensor, Value};
+use xplug_iree::{Device, DeviceKind, Error, Module, ParameterMode, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 
 // Linked in with its `static` feature: serves `simple_mul_workgroup`.
@@ -100,6 +100,13 @@ fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").expect("Linux lists descriptors").count()
 }
 
+/// The lines of this process's memory map naming a file of `dir`.
+fn mappings_of(dir: &Path) -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("Linux lists mappings");
+    let dir = dir.display().to_string();
+    maps.lines().filter(|line| line.contains(&dir)).map(str::to_owned).collect()
+}
+
 #[test]
 fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
     let _serial = serial();
@@ -108,11 +115,18 @@ fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
     let (a, _) = iree_e2e::inputs(N);
     for kind in [DeviceKind::LocalSync, DeviceKind::LocalTask { workers: 2 }] {
         let device = device(kind);
-        for archive in ["weights.irpa", "weights.safetensors", "weights.gguf"] {
+        for (archive, mode) in ["weights.irpa", "weights.safetensors", "weights.gguf"]
+            .into_iter()
+            .flat_map(|archive| ParameterMode::ALL.map(|mode| (archive, mode)))
+        {
             let session = Session::builder(&device, &module)
                 .parameters("model", fixture.dir.join(archive))
+                .parameter_mode(mode)
                 .build()
-                .unwrap_or_else(|error| panic!("{archive}: {error:?}"));
+                .unwrap_or_else(|error| panic!("{archive} {mode:?}: {error:?}"));
+            // Only a mapped archive stays mapped while the session lives.
+            let mapped = mappings_of(&fixture.dir);
+            assert_eq!(!mapped.is_empty(), mode == ParameterMode::Mmap, "{archive} {mode:?}: {mapped:?}");
             let results = session.call("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
             let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
             let product = product.to_f32().unwrap();
@@ -120,9 +134,12 @@ fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
                 assert_eq!(
                     product[i].to_bits(),
                     (a[i] * fixture.weights[i]).to_bits(),
-                    "{archive} element {i}"
+                    "{archive} {mode:?} element {i}"
                 );
             }
+            drop(results);
+            drop(session);
+            assert_eq!(mappings_of(&fixture.dir), Vec::<String>::new(), "{archive} {mode:?}: unmapped");
         }
     }
 }
@@ -133,17 +150,19 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     let fixture = fixture();
     let module = Module::from_file(runtime(), &fixture.module).unwrap();
     let device = device(DeviceKind::LocalSync);
-    let attempt = |scope: &str, archive: &Path| {
+    let attempt = |scope: &str, archive: &Path, mode: ParameterMode| {
         Session::builder(&device, &module)
             .parameters(scope, archive)
+            .parameter_mode(mode)
             .build()
             .err()
             .expect("the session fails")
     };
     // Warm up IREE's lazily made state before counting descriptors.
-    let _ = attempt("model", &fixture.dir.join("other.irpa"));
+    let _ = attempt("model", &fixture.dir.join("other.irpa"), ParameterMode::File);
     let before = open_descriptors();
-    for _ in 0..20 {
+    for mode in ParameterMode::ALL.into_iter().cycle().take(21) {
+        let attempt = |scope: &str, archive: &Path| attempt(scope, archive, mode);
         match attempt("model", &fixture.dir.join("other.irpa")) {
             Error::ParameterMissing { key, scope, archives, .. } => {
                 assert_eq!((key.as_str(), scope.as_deref()), ("weights", Some("model")));
@@ -158,6 +177,7 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
         assert!(matches!(attempt("model", &fixture.module), Error::ParameterArchive { .. }));
     }
     assert_eq!(open_descriptors(), before, "every archive opened by a failed session is closed");
+    assert_eq!(mappings_of(&fixture.dir), Vec::<String>::new(), "and unmapped");
     // Without any archive, the program's scope is named.
     let error = Session::new(&device, &module).err().expect("no archive");
     assert!(matches!(&error, Error::ParameterScope { given, .. } if given.is_empty()), "{error:?}");
