@@ -275,9 +275,6 @@ impl CliError {
             Self::Usage { .. } => "usage",
             // A plugin that cannot be loaded gets the same kind from every
             // command, whichever layer reported it.
-            Self::Plugin { source: xplug_manager::Error::StaticPluginNotFound { .. } } => {
-                "static_plugin_not_found"
-            }
             Self::Load { .. } | Self::Manager { .. } | Self::Plugin { .. } => {
                 self.load_failure_kind().unwrap_or(match self {
                     Self::Load { .. } => "load",
@@ -351,6 +348,7 @@ impl CliError {
                     LoadError::Incompatible { .. } => "incompatible",
                     LoadError::LoadFailed { .. } => "load_failed",
                     LoadError::EmbeddedElf { source, .. } => embedded_kind(source),
+                    LoadError::StaticPluginNotFound { .. } => "static_plugin_not_found",
                     _ => "load",
                 });
             }

@@ -72,6 +72,10 @@ use crate::suggest;
 /// ```
 pub struct Manager {
     pub(crate) registry: Registry,
+    /// The loaders specs are offered to, in order
+    /// ([`xplug_providers::loaders`] unless [`Manager::with_loader`] added
+    /// one).
+    pub(crate) loaders: Vec<&'static dyn xplug_providers::Loader>,
 }
 
 /// Where the function in one slot of a traced resolve came from.
@@ -243,7 +247,7 @@ impl Manager {
     /// A manager with no providers and no capacity limit.
     #[must_use]
     pub fn new() -> Self {
-        Self { registry: Registry::new(None) }
+        Self { registry: Registry::new(None), loaders: xplug_providers::loaders() }
     }
 
     /// A manager holding at most `capacity` providers; registering more
@@ -251,7 +255,7 @@ impl Manager {
     /// IREE's fixed-capacity manager.
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { registry: Registry::new(Some(capacity)) }
+        Self { registry: Registry::new(Some(capacity)), loaders: xplug_providers::loaders() }
     }
 
     /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.
