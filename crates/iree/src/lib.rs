@@ -56,10 +56,9 @@ mod sys;
 mod tensor;
 
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
-pub use provider::{
-    ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
-};
+pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
 pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
 pub use session::{Argument, Call, CallResults, Check, Function, Module, Session, SessionBuilder, Tolerance};
 pub use tensor::{ElementType, Tensor, Value};
 pub use xplug_manager::Manager;
+pub use xplug_manager::{CImportProvider, CResolveFn};

@@ -30,6 +30,17 @@ pub(crate) const VALUE_BUFFER_VIEW: c_int = 1;
 pub(crate) const VALUE_INTEGER: c_int = 2;
 pub(crate) const VALUE_FLOAT: c_int = 3;
 
+/// `iree_hal_executable_import_provider_t` as it crosses the glue: its
+/// `resolve` is xplug's one C function type ([`xplug_manager::CResolveFn`],
+/// whose pointer-sized status is IREE's `iree_status_t`), NULL when C code
+/// gives none.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProviderParts {
+    pub(crate) self_: *mut c_void,
+    pub(crate) resolve: Option<xplug_manager::CResolveFn>,
+}
+
 unsafe extern "C" {
     pub(crate) fn xplug_iree_allocator_system() -> Allocator;
     pub(crate) fn xplug_iree_proactor_pool_create(
@@ -41,7 +52,7 @@ unsafe extern "C" {
         worker_count: usize,
         proactor_pool: *mut iree::iree_async_proactor_pool_t,
         manager: *mut iree::iree_hal_executable_plugin_manager_t,
-        provider: iree::iree_hal_executable_import_provider_t,
+        provider: ProviderParts,
         host_allocator: Allocator,
         out_device: *mut *mut iree::iree_hal_device_t,
     ) -> RawStatus;
@@ -72,7 +83,7 @@ unsafe extern "C" {
     ) -> RawStatus;
     pub(crate) fn xplug_iree_plugin_manager_provider(
         manager: *mut iree::iree_hal_executable_plugin_manager_t,
-    ) -> iree::iree_hal_executable_import_provider_t;
+    ) -> ProviderParts;
     pub(crate) fn xplug_iree_buffer_view_from_data(
         device: *mut iree::iree_hal_device_t,
         shape_rank: usize,
