@@ -250,7 +250,7 @@ impl IreeImportProvider {
                 if self.recording == ImportRecording::ListOnly =>
             {
                 for import in missing {
-                    request.fill_raw(import.index, refuse_call as *mut c_void, std::ptr::null_mut());
+                    request.fill_untyped(import.index, refuse_call as *mut c_void, std::ptr::null_mut());
                 }
                 Ok(Resolution::NONE)
             }
@@ -314,7 +314,7 @@ impl CResolver for IreeImportProvider {
 
 /// An `iree_status_t` IREE made, as the pointer-sized [`Status`] the C
 /// boundary returns (ownership passes to IREE, which frees it).
-fn iree_status(status: sys::RawStatus) -> Status {
+fn iree_status(status: sys::StatusHandle) -> Status {
     Status::from_raw(status.expose_provenance())
 }
 

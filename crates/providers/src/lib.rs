@@ -104,6 +104,7 @@ pub mod checks;
 mod counting_allocator;
 mod error;
 mod fn_table;
+mod linked;
 mod loader;
 mod loaders;
 mod name;
@@ -111,13 +112,13 @@ mod params;
 mod plugin;
 mod provider;
 pub mod raw;
-mod registry;
 mod request;
 mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
 pub use error::{Error, LoaderError, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
+pub use linked::{StaticPluginRegistration, static_plugins};
 pub use loader::{
     Code, CodeDetail, EMBEDDED_ELF, EmbeddedElfLoader, Loader, LoaderRegistration, MappedCode, STATIC,
     SYSTEM_LIBRARY, StaticLoader, SystemLibraryLoader, loaders,
@@ -127,7 +128,6 @@ pub use name::ProviderName;
 pub use params::LoadParamList;
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
-pub use registry::{StaticPluginRegistration, static_plugins};
 pub use request::{RequestSlots, ResolveRequest, SymbolName};
 pub use source::{Origin, PluginSource};
 

@@ -22,9 +22,9 @@ use serde_json::json;
 use xplug_manager::spec::PluginSpec;
 use xplug_providers::{LoadParamList, checks};
 
-use self::bodies::Subject;
+use self::bodies::{Outcome, Subject};
 pub(crate) use self::catalogue::CHECKS;
-use self::catalogue::{CheckResult, Outcome, select, skipped_after};
+use self::catalogue::{CheckResult, select, skipped_after};
 use crate::error::{CliError, fault_json, report_error};
 use crate::isolate::Isolation;
 use crate::output::{Style, Table, print_json, safe};
@@ -72,13 +72,16 @@ pub(crate) fn run_checks(
             results.push(skipped_after(check, fatal));
             continue;
         }
-        let verdict = (check.run)(&subject);
-        let outcome = Outcome::of(&verdict);
-        let detail = verdict.unwrap_or_else(|detail| detail);
-        if outcome == Outcome::Fail && check.stops_the_run(&detail) {
+        let (Ok(verdict) | Err(verdict)) = (check.run)(&subject);
+        if check.stops_the_run(verdict.outcome) {
             fatal = Some(check.name);
         }
-        results.push(CheckResult { name: check.name, outcome, detail, fault: None });
+        results.push(CheckResult {
+            name: check.name,
+            outcome: verdict.outcome,
+            detail: verdict.detail,
+            fault: None,
+        });
     }
     Ok(results)
 }
@@ -123,8 +126,13 @@ pub(crate) fn run(
             children::Isolated::Forwarded(code) => return Ok(code),
         },
     };
-    let count = |outcome: Outcome| results.iter().filter(|result| result.outcome == outcome).count();
-    let (passed, failed, skipped) = (count(Outcome::Pass), count(Outcome::Fail), count(Outcome::Skip));
+    let count =
+        |matches: fn(Outcome) -> bool| results.iter().filter(|result| matches(result.outcome)).count();
+    let (passed, failed, skipped) = (
+        count(|outcome| outcome == Outcome::Pass),
+        count(Outcome::is_failure),
+        count(|outcome| outcome == Outcome::Skipped),
+    );
     let failure = (failed > 0).then(|| CliError::ChecksFailed {
         plugin: spec.to_owned(),
         failed,
@@ -139,7 +147,7 @@ pub(crate) fn run(
             "skipped": skipped,
             "checks": results.iter().map(|r| json!({
                 "name": r.name,
-                "ok": r.outcome != Outcome::Fail,
+                "ok": !r.outcome.is_failure(),
                 "outcome": r.outcome.as_str(),
                 "detail": r.detail,
                 "fault": r.fault.as_ref().map(fault_json),
@@ -152,7 +160,8 @@ pub(crate) fn run(
             let verdict = match result.outcome {
                 Outcome::Pass => style.good("pass"),
                 Outcome::Fail => style.bad("FAIL"),
-                Outcome::Skip => style.warn("skip"),
+                Outcome::Skipped => style.warn("skip"),
+                Outcome::NotLoaded => style.bad("NOT LOADED"),
             };
             table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }
