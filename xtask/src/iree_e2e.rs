@@ -3,8 +3,8 @@
 //! [`xplug_fixtures::iree_e2e`], shared with the tests and benches; this
 //! module renders its report.
 
-use xplug_cli::output::{Style, Table};
 pub use xplug_fixtures::iree_e2e::*;
+use xplug_table::{Style, Table};
 
 /// One line per program and plugin list: the sizes that passed, and
 /// below the table every failure in full.

@@ -213,7 +213,7 @@ pub fn run(
 /// The table `model-bench` prints.
 #[must_use]
 pub fn table(rows: &[Row]) -> String {
-    let mut table = xplug_cli::output::Table::new([
+    let mut table = xplug_table::Table::new([
         "scenario",
         "iree-run-module",
         "xplug run",
@@ -235,7 +235,7 @@ pub fn table(rows: &[Row]) -> String {
             format!("{:.2}x", row.memory_ratio()),
         ]);
     }
-    table.render(xplug_cli::output::Style::stdout())
+    table.render(xplug_table::Style::stdout())
 }
 
 /// The release `xplug` binary, built first.
