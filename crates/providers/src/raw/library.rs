@@ -624,28 +624,9 @@ const ELF_PLATFORM: bool = cfg!(all(unix, not(target_vendor = "apple")));
 
 const ET_DYN: u16 = 3;
 
-/// The ELF `e_machine` of this process, when known.
-const HOST_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
-    Some(62)
-} else if cfg!(target_arch = "aarch64") {
-    Some(183)
-} else if cfg!(target_arch = "x86") {
-    Some(3)
-} else if cfg!(target_arch = "arm") {
-    Some(40)
-} else if cfg!(any(target_arch = "riscv64", target_arch = "riscv32")) {
-    Some(243)
-} else if cfg!(target_arch = "powerpc64") {
-    Some(21)
-} else if cfg!(target_arch = "powerpc") {
-    Some(20)
-} else if cfg!(target_arch = "s390x") {
-    Some(22)
-} else if cfg!(target_arch = "loongarch64") {
-    Some(258)
-} else {
-    None
-};
+/// The ELF `e_machine` of this process, when known: `xplug-elf` is the one
+/// home of ELF machine knowledge.
+const HOST_MACHINE: Option<u16> = xplug_elf::host_machine();
 
 fn describe(machine: u16, class: u8, data: u8) -> String {
     let bits = match class {
