@@ -43,7 +43,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
     let params = spec.load_params();
-    let load_error = |source| CliError::Load { what: plugin.to_owned(), source };
+    let load_error = |source| CliError::load(plugin, source);
     // The code is opened once, by the loader that claims the spec: its
     // lists and header are read from the code the plugin is then loaded
     // from, and the details shown are those it runs from.

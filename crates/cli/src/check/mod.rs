@@ -40,7 +40,7 @@ pub(crate) fn run_checks(
 ) -> Result<Vec<CheckResult>, CliError> {
     let selected = select(only)?;
     let plugin = spec.as_str();
-    let load_error = |source| CliError::Load { what: plugin.to_owned(), source };
+    let load_error = |source| CliError::load(plugin, source);
     let params = spec.load_params();
     // The code is opened once; the subject borrows it. Without a query
     // function nothing can be checked: the loader's one error, not the same
