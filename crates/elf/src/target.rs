@@ -95,18 +95,6 @@ impl ElfTarget {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn page_sizes_are_powers_of_two() {
-        assert_eq!(ElfTarget::x86_64(0).page_size(), 1);
-        assert_eq!(ElfTarget::aarch64(4097).page_size(), 8192);
-        assert_eq!(ElfTarget::riscv64(u64::MAX).page_size(), 1 << 32);
-    }
-}
-
 /// The ELF `e_machine` of this process's architecture, when it has one
 /// this crate knows (more than [`ElfTarget::host`] can map: a shared
 /// library the OS loader opens is checked against it too); `None`
@@ -134,5 +122,17 @@ pub const fn host_machine() -> Option<u16> {
         Some(EM_LOONGARCH)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_sizes_are_powers_of_two() {
+        assert_eq!(ElfTarget::x86_64(0).page_size(), 1);
+        assert_eq!(ElfTarget::aarch64(4097).page_size(), 8192);
+        assert_eq!(ElfTarget::riscv64(u64::MAX).page_size(), 1 << 32);
     }
 }
