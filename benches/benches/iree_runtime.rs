@@ -47,7 +47,7 @@ fn loader_calls(c: &mut Criterion) {
         // Every side resolves into the same slots (`LoaderSlots`), through
         // a pair taken once, as a loader keeps its provider.
         let slots = fixture.slots();
-        let (iree_pair, xplug_pair) = (fixture.iree.as_raw(), fixture.provider.as_raw());
+        let (iree_pair, xplug_pair) = (fixture.iree.as_c_provider(), fixture.provider.as_c_provider());
         let mut iree_call = || slots.loader_call(iree_pair);
         let mut xplug_call = || slots.loader_call(xplug_pair);
         pair(

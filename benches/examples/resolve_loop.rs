@@ -97,7 +97,7 @@ fn main() {
     let fixture =
         LoaderFixture::new(case, &xplug_fixtures::plugins::output_dir(&root, PluginProfile::Release));
     let (slots, symbols) = (fixture.slots(), fixture.symbols());
-    let (iree_pair, xplug_pair) = (fixture.iree.as_raw(), fixture.provider.as_raw());
+    let (iree_pair, xplug_pair) = (fixture.iree.as_c_provider(), fixture.provider.as_c_provider());
     let mut iree_call = || slots.loader_call(iree_pair);
     let mut xplug_call = || slots.loader_call(xplug_pair);
     let mut fresh = || fresh_resolve(&slots, &symbols, &fixture.manager);

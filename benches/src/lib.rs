@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 
-use xplug_iree::{IreePluginManager, RawImportProvider};
+use xplug_iree::{CImportProvider, IreePluginManager};
 use xplug_manager::Manager;
 use xplug_manager::providers::{ResolveRequest, SymbolName};
 use xplug_sdk::ImportArgs;
@@ -387,11 +387,11 @@ impl<'a> LoaderSlots<'a> {
     /// # Panics
     /// When the provider returns a status (a name did not resolve), or when
     /// called from inside [`LoaderSlots::with_cleared`].
-    pub fn loader_call(&self, provider: RawImportProvider<'_>) {
+    pub fn loader_call(&self, provider: CImportProvider<'_>) {
         let status = self.with_cleared(|names, fns, contexts| {
-            let mut resolution = 0;
+            let mut resolution = xplug_manager::providers::abi::Resolution::NONE;
             // SAFETY: a live provider (its owner outlives the borrow in
-            // `RawImportProvider`); `names` holds NUL-terminated strings and
+            // `CImportProvider`); `names` holds NUL-terminated strings and
             // both slot arrays its length (`with_cleared`).
             unsafe {
                 (provider.resolve)(
@@ -404,7 +404,7 @@ impl<'a> LoaderSlots<'a> {
                 )
             }
         });
-        assert!(black_box(status).is_null(), "the benchmark's names all resolve");
+        assert!(black_box(status).is_ok(), "the benchmark's names all resolve");
     }
 
     /// Runs `resolve` over the names and both slot arrays (one slot per

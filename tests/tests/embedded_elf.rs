@@ -12,7 +12,7 @@ use iree_sample_args::WorkgroupArgs;
 use xplug_abi::StatusCode;
 use xplug_elf::{EmbeddedElfError, fatelf, validate};
 use xplug_manager::Manager;
-use xplug_manager::providers::{Error as ProviderError, LoadParamList, Origin, Plugin, PluginSource};
+use xplug_manager::providers::{Error as ProviderError, LoadParamList, Origin, Plugin};
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
@@ -119,12 +119,9 @@ fn the_plugin_source_names_the_file_and_record() {
     let path = sos("sample_standalone");
     // SAFETY: the project's own standalone plugin.
     let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.unwrap();
-    let PluginSource::EmbeddedElf { origin: Origin::File(source_path), record: Some(record) } =
-        plugin.source()
-    else {
-        panic!("unexpected source {:?}", plugin.source());
-    };
-    assert_eq!(source_path, &path);
+    assert_eq!(plugin.source().loader().name(), "embedded ELF");
+    assert_eq!(plugin.source().origin(), Some(&Origin::File(path.clone())));
+    let record = plugin.elf_image().and_then(|image| image.plan().record()).expect("a FatELF record");
     // The first record of the host's architecture (x86_64's comes first).
     let bytes = std::fs::read(&path).unwrap();
     let expected = fatelf::records(&bytes).unwrap().iter().position(|r| r.machine == host::MACHINE).unwrap();

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use xplug_cli::output::format_ns;
+use xplug_table::format_ns;
 
 /// What can go wrong.
 #[derive(Debug)]

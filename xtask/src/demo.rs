@@ -8,7 +8,7 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use crate::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{self, BuildError, PluginProfile};
+use xplug_fixtures::plugins::{self, PluginBuildError, PluginProfile};
 
 /// Elements of the IREE program's inputs.
 pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;
@@ -19,7 +19,7 @@ pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;
 pub enum DemoError {
     /// A build failed or cargo could not be started.
     #[error("cannot build the demo")]
-    Build(#[from] BuildError),
+    Build(#[from] PluginBuildError),
     /// IREE's compiler could not be set up or rejected the program.
     #[error("cannot prepare the IREE program")]
     Iree(#[from] E2eError),
@@ -90,8 +90,8 @@ fn xplug(root: &Path, debug: bool) -> Command {
     command
 }
 
-fn cargo_error(error: &std::io::Error) -> BuildError {
-    BuildError::Cargo { command: "cargo run -p xplug-cli-static".to_owned(), detail: error.to_string() }
+fn cargo_error(error: &std::io::Error) -> PluginBuildError {
+    PluginBuildError::Cargo { command: "cargo run -p xplug-cli-static".to_owned(), detail: error.to_string() }
 }
 
 /// Compiles `tests/iree/mul_call.mlir` with the pinned `iree-compile`

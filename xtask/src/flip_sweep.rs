@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use xplug_fixtures::flip_sweep::{self, Config, Report, SweepError};
 use xplug_fixtures::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{BuildError, PluginProfile};
+use xplug_fixtures::plugins::{PluginBuildError, PluginProfile};
 
 /// What `flip-sweep` is asked to do.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ pub enum FlipSweepError {
     Build {
         /// The cause.
         #[source]
-        source: BuildError,
+        source: PluginBuildError,
     },
     /// The sweep could not run.
     #[error("the sweep failed")]
@@ -136,7 +136,7 @@ pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
 }
 
 /// Builds the `xplug` binary and returns its path.
-fn build_xplug(root: &Path, release: bool) -> Result<PathBuf, BuildError> {
+fn build_xplug(root: &Path, release: bool) -> Result<PathBuf, PluginBuildError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command.current_dir(root).args(["build", "--quiet", "-p", "xplug-cli", "--bin", "xplug"]);
@@ -146,9 +146,9 @@ fn build_xplug(root: &Path, release: bool) -> Result<PathBuf, BuildError> {
     let shown = format!("{command:?}");
     let status = command
         .status()
-        .map_err(|error| BuildError::Cargo { command: shown.clone(), detail: error.to_string() })?;
+        .map_err(|error| PluginBuildError::Cargo { command: shown.clone(), detail: error.to_string() })?;
     if !status.success() {
-        return Err(BuildError::Cargo { command: shown, detail: status.to_string() });
+        return Err(PluginBuildError::Cargo { command: shown, detail: status.to_string() });
     }
     Ok(xplug_fixtures::target_dir(root).join(if release { "release" } else { "debug" }).join("xplug"))
 }

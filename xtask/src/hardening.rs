@@ -37,7 +37,7 @@ pub enum HardeningError {
     Build {
         /// Why.
         #[source]
-        source: plugins::BuildError,
+        source: plugins::PluginBuildError,
     },
 }
 

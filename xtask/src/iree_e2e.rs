@@ -3,13 +3,13 @@
 //! [`xplug_fixtures::iree_e2e`], shared with the tests and benches; this
 //! module renders its report.
 
-use xplug_cli::output::{Style, Table};
 pub use xplug_fixtures::iree_e2e::*;
+use xplug_table::{Style, Table};
 
 /// One line per program and plugin list: the sizes that passed, and
 /// below the table every failure in full.
 #[must_use]
-pub fn report_table(report: &Report) -> String {
+pub fn report_table(report: &E2eReport) -> String {
     let mut rows: Vec<[String; 4]> = Vec::new();
     let mut keys: Vec<(String, String)> = Vec::new();
     for (case, _) in &report.results {

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use xplug_cli::output::{Style, Table};
+use xplug_table::{Style, Table};
 
 use crate::bench::{BenchError, Paired, paired_file};
 

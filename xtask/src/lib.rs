@@ -26,9 +26,9 @@ pub mod model_bench;
 
 use std::path::Path;
 
-use xplug_cli::output::{Style, Table};
 use xplug_fixtures::BuiltPlugin;
 pub use xplug_fixtures::workspace_root;
+use xplug_table::{Style, Table};
 
 /// The table `build-plugins` prints: name, kind, path, size.
 #[must_use]

@@ -296,7 +296,7 @@ fn main() -> ExitCode {
                     println!(
                         "command: cargo xtask bench-layouts (ratio xplug / IREE, median of the paired ratios)\n"
                     );
-                    print!("{}", xtask::layouts::table(&ratios, xplug_cli::output::Style::stdout()));
+                    print!("{}", xtask::layouts::table(&ratios, xplug_table::Style::stdout()));
                     ExitCode::SUCCESS
                 }
                 Err(error) => failure(&error),

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use xplug_fixtures::iree_e2e::{self, E2eError, Toolchain};
+use xplug_fixtures::iree_e2e::{self, E2eError, IreeTools};
 use xplug_fixtures::models;
 
 /// One measured process.
@@ -136,7 +136,7 @@ fn large_parameter_program(elements: usize) -> String {
 /// The native `iree-run-module` inside the pip package: the
 /// environment's `bin/iree-run-module` is a Python script that starts it,
 /// and Python's start-up would be counted against IREE.
-fn native_run_module(tools: &Toolchain) -> Result<PathBuf, E2eError> {
+fn native_run_module(tools: &IreeTools) -> Result<PathBuf, E2eError> {
     let venv = tools.run_module.parent().and_then(Path::parent).unwrap_or(Path::new("."));
     let lib = venv.join("lib");
     let entries = std::fs::read_dir(&lib).map_err(io(format!("cannot list {}", lib.display())))?;
@@ -165,7 +165,7 @@ pub fn run(
     archive_mib: usize,
     runs: usize,
 ) -> Result<Vec<Row>, E2eError> {
-    let tools: Toolchain = iree_e2e::toolchain(root)?;
+    let tools: IreeTools = iree_e2e::toolchain(root)?;
     let work = root.join("target").join("model-bench");
     std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
     let onnx = models::onnx_models(root, &tools, &work)?;
@@ -243,7 +243,7 @@ pub fn run(
 /// The table `model-bench` prints.
 #[must_use]
 pub fn table(rows: &[Row]) -> String {
-    let mut table = xplug_cli::output::Table::new([
+    let mut table = xplug_table::Table::new([
         "scenario",
         "iree-run-module",
         "xplug run",
@@ -265,7 +265,7 @@ pub fn table(rows: &[Row]) -> String {
             format!("{:.2}x", row.memory_ratio()),
         ]);
     }
-    table.render(xplug_cli::output::Style::stdout())
+    table.render(xplug_table::Style::stdout())
 }
 
 /// The release `xplug` binary, built first.

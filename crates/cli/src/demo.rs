@@ -17,7 +17,7 @@ use xplug_manager::ResolvedImports;
 
 use crate::error::CliError;
 use crate::output::{Progress, Style, Table, print_json};
-use crate::resolve::{Runtime, resolve_names, sort_imports};
+use crate::resolve::{LoadedPlugins, resolve_names, sort_imports};
 
 /// Dynamic plugins the demo registers, oldest first (the last is asked first).
 pub(crate) const DYNAMIC_PLUGINS: [&str; 4] =
@@ -196,14 +196,14 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     let specs: Vec<String> = files.iter().map(|file| file.display().to_string()).collect();
 
     // The runtime: static plugins first, then the dynamic ones in order.
-    let mut runtime = Runtime::build(true, &specs)?;
+    let mut runtime = LoadedPlugins::build(true, &specs)?;
     // The directory is printed once; the tables name the files.
     for provider in &mut runtime.providers {
         if let Some(file) = Path::new(&provider.source).file_name() {
             provider.source = file.to_string_lossy().into_owned();
         }
     }
-    let static_only = Runtime::build(true, &[])?;
+    let static_only = LoadedPlugins::build(true, &[])?;
     let mut names: Vec<String> = IMPORTS.iter().map(|&name| name.to_owned()).collect();
     sort_imports(&mut names);
     let traced = resolve_names(&runtime.manager, &names)?;

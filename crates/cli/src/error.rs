@@ -21,15 +21,6 @@ pub(crate) enum CliError {
         /// What is wrong and what to write instead.
         message: String,
     },
-    /// A plugin failed to load.
-    #[error("cannot load plugin `{what}`")]
-    Load {
-        /// The plugin as named on the command line.
-        what: String,
-        /// The loader's error.
-        #[source]
-        source: xplug_providers::Error,
-    },
     /// The manager failed (a spec, a load, or a resolve).
     #[error("{context}")]
     Manager {
@@ -78,8 +69,9 @@ pub(crate) enum CliError {
         /// The files not found there.
         missing: Vec<String>,
     },
-    /// A plugin could not be loaded through its spec: the manager's error
-    /// says which spec, its causes why (no line of it is repeated).
+    /// A plugin could not be loaded (the one variant for it, whichever
+    /// command loads it): the manager's error says which spec, its causes
+    /// why (no line of it is repeated).
     #[error(transparent)]
     Plugin {
         /// The manager's error.
@@ -221,6 +213,11 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
+    /// The error for the plugin `spec` names, which its loader refused.
+    pub(crate) fn load(spec: &str, source: xplug_providers::Error) -> Self {
+        Self::Plugin { source: xplug_manager::Error::PluginLoad { spec: spec.to_owned(), source } }
+    }
+
     /// The `error` object of every command's `--json` failure output:
     /// `{"kind", "code", "message", "causes"}`.
     pub(crate) fn to_json(&self) -> serde_json::Value {
@@ -248,7 +245,6 @@ impl CliError {
                 StatusCode::INVALID_ARGUMENT
             }
             Self::PluginsNotBuilt { .. } => StatusCode::NOT_FOUND,
-            Self::Load { source, .. } => source.code(),
             Self::Manager { source, .. } => source.code(),
             Self::ChecksFailed { .. } => StatusCode::FAILED_PRECONDITION,
             Self::Plugin { source } => source.code(),
@@ -275,15 +271,7 @@ impl CliError {
             Self::Usage { .. } => "usage",
             // A plugin that cannot be loaded gets the same kind from every
             // command, whichever layer reported it.
-            Self::Plugin { source: xplug_manager::Error::StaticPluginNotFound { .. } } => {
-                "static_plugin_not_found"
-            }
-            Self::Load { .. } | Self::Manager { .. } | Self::Plugin { .. } => {
-                self.load_failure_kind().unwrap_or(match self {
-                    Self::Load { .. } => "load",
-                    _ => "manager",
-                })
-            }
+            Self::Manager { .. } | Self::Plugin { .. } => self.load_failure_kind().unwrap_or("manager"),
             Self::ArgsSize { .. } => "args_size",
             Self::UnknownParam { .. } => "unknown_param",
             Self::ChecksFailed { .. } => "checks_failed",
@@ -351,6 +339,7 @@ impl CliError {
                     LoadError::Incompatible { .. } => "incompatible",
                     LoadError::LoadFailed { .. } => "load_failed",
                     LoadError::EmbeddedElf { source, .. } => embedded_kind(source),
+                    LoadError::StaticPluginNotFound { .. } => "static_plugin_not_found",
                     _ => "load",
                 });
             }

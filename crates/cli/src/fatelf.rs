@@ -34,10 +34,10 @@ pub(crate) enum Action {
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
-            CliError::Load {
-                what: path.display().to_string(),
-                source: xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
-            }
+            CliError::load(
+                &path.display().to_string(),
+                xplug_providers::Error::FileNotFound { path: path.to_path_buf() },
+            )
         } else {
             CliError::File { context: format!("cannot read {}", path.display()), source }
         }

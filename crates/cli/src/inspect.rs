@@ -1,19 +1,14 @@
 //! `xplug inspect PLUGIN`: what a plugin says about itself.
 
-use std::path::Path;
-
 use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
-use xplug_manager::spec::{PluginSpec, SpecTarget};
+use xplug_manager::spec::PluginSpec;
 use xplug_providers::raw::{ParamDeclInfo, RawHeader};
-use xplug_providers::{LoadParamList, Plugin, PluginInfo, static_plugins};
+use xplug_providers::{CodeDetail, Plugin, PluginInfo};
 
 use crate::error::CliError;
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
-
-/// The prefix naming a plugin linked into this binary (`static:sample_static`).
-pub(crate) const STATIC_PREFIX: &str = "static:";
 
 /// Feature names, with unknown bits as hex.
 pub(crate) fn feature_names(features: Features) -> Vec<String> {
@@ -37,128 +32,49 @@ struct Report {
     /// The load parameters the plugin declares (`xplug_plugin_params`).
     param_decls: Option<Vec<ParamDeclInfo>>,
     /// Why the loader refused the plugin, when it did (the header was then
-    /// read directly from the library).
+    /// read directly from the code).
     load_error: Option<CliError>,
-    /// For an embedded ELF: the FatELF record chosen and the segments.
-    embedded: Option<Embedded>,
-}
-
-/// What the embedded loader decided for a `.sos`.
-struct Embedded {
-    record: String,
-    segments: Vec<String>,
-}
-
-fn inspect_embedded(plugin: &str, spec: &PluginSpec, file: &str) -> Result<Report, CliError> {
-    let path = Path::new(file);
-    let bytes = crate::fatelf::read(path)?;
-    let params = spec.load_params();
-    // Validated and mapped once: the plan shown is the one the plugin runs from.
-    // The same error (and so the same kind) as every other command's.
-    let loaded = trust::load_embedded_image(file, &bytes, &params)
-        .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-    let embedded = loaded.elf_image().map(|image| {
-        let plan = image.plan();
-        let record = plan.record().map_or_else(
-            || "plain ELF (no FatELF container)".to_owned(),
-            |record| {
-                format!(
-                    "{} of {}: {record}",
-                    record.index,
-                    xplug_providers::embedded_elf::fatelf::records(&bytes).map_or(0, |all| all.len())
-                )
-            },
-        );
-        let segments = plan
-            .segments()
-            .iter()
-            .map(|segment| {
-                format!(
-                    "{:#08x}..{:#08x} {}",
-                    segment.image_offset,
-                    segment.image_offset + segment.mem_size,
-                    segment.flags
-                )
-            })
-            .collect();
-        Embedded { record, segments }
-    });
-    Ok(Report {
-        info: loaded.info().clone(),
-        loader: "embedded ELF",
-        // xplug's optional exports, read from the `.sos` by xplug's loader.
-        exports: loaded.exports().map(<[String]>::to_vec),
-        param_decls: loaded.param_decls().map(<[ParamDeclInfo]>::to_vec),
-        load_error: None,
-        embedded,
-    })
+    /// What the loader decided while opening the code (for an embedded
+    /// ELF: the FatELF record chosen and the segments).
+    details: Vec<CodeDetail>,
 }
 
 fn inspect(plugin: &str) -> Result<Report, CliError> {
-    if let Some(name) = plugin.strip_prefix(STATIC_PREFIX) {
-        let registrations = static_plugins();
-        // The manager's error, so the kind is the one `resolve` and `call`
-        // give for the same spec.
-        let registration =
-            registrations.iter().find(|r| r.name() == name).ok_or_else(|| CliError::Plugin {
-                source: xplug_manager::Error::StaticPluginNotFound {
-                    name: name.to_owned(),
-                    linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-                },
-            })?;
-        let loaded = Plugin::from_registration(registration, &LoadParamList::new())
-            .map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-        return Ok(Report {
-            info: loaded.info().clone(),
-            loader: "static",
-            exports: None,
-            param_decls: None,
-            load_error: None,
-            embedded: None,
-        });
-    }
     let spec = PluginSpec::parse(plugin)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{plugin}`"), source })?;
-    let path = match spec.target() {
-        SpecTarget::EmbeddedElf { path } => return inspect_embedded(plugin, &spec, path),
-        SpecTarget::SystemLibrary { path } => Path::new(path),
-        // `static:` specs are answered above, from the registrations.
-        _ => return Err(CliError::Usage { message: format!("`{plugin}` names no plugin file to inspect") }),
-    };
     let params = spec.load_params();
-    // The file is opened once: its lists and header are read from the
-    // library the plugin is then loaded from.
-    let raw =
-        trust::open_raw_library(path).map_err(|source| CliError::Load { what: plugin.to_owned(), source })?;
-    let exports = raw.exports();
-    let declared = raw.param_decls();
-    let header = raw
-        .query()
-        .ok()
-        .and_then(|query| query.query(Version::LATEST))
-        .and_then(|t| t.header().ok().flatten());
-    match Plugin::from_raw_library(raw, &params) {
+    let load_error = |source| CliError::load(plugin, source);
+    // The code is opened once, by the loader that claims the spec: its
+    // lists and header are read from the code the plugin is then loaded
+    // from, and the details shown are those it runs from.
+    let code = trust::open_code(spec.target()).map_err(load_error)?;
+    let loader = code.loader().name();
+    let details = code.details();
+    let exports = code.optional_exports().and_then(|optional| optional.exports());
+    let param_decls = code.optional_exports().and_then(|optional| optional.param_decls());
+    let header = code.query().query(Version::LATEST).and_then(|table| table.header().ok().flatten());
+    match Plugin::from_code(code, &params) {
         Ok(loaded) => Ok(Report {
             info: loaded.info().clone(),
-            loader: "system library",
+            loader,
             exports,
-            param_decls: declared,
+            param_decls,
             load_error: None,
-            embedded: None,
+            details,
         }),
         // Refused by the loader (version, features, sanitizer, load): show
         // what the header says anyway, and why it cannot be loaded.
         Err(source) => {
             let Some(header) = header else {
-                return Err(CliError::Load { what: plugin.to_owned(), source });
+                return Err(load_error(source));
             };
             Ok(Report {
                 info: info_from(header),
-                loader: "system library",
+                loader,
                 exports,
-                param_decls: declared,
-                load_error: Some(CliError::Load { what: plugin.to_owned(), source }),
-                embedded: None,
+                param_decls,
+                load_error: Some(load_error(source)),
+                details,
             })
         }
     }
@@ -181,7 +97,7 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     if json {
         let features = feature_names(report.info.features);
         let sanitizer = sanitizer_name(report.info.sanitizer);
-        print_json(&json!({
+        let mut value = json!({
             "ok": report.load_error.is_none(),
             "error": report.load_error.as_ref().map(CliError::to_json),
             "name": report.info.name,
@@ -197,9 +113,14 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
                 "default": param.default,
                 "description": param.description,
             })).collect::<Vec<_>>()),
-            "record": report.embedded.as_ref().map(|embedded| embedded.record.clone()),
-            "segments": report.embedded.as_ref().map(|embedded| embedded.segments.clone()),
-        }));
+        });
+        for detail in &report.details {
+            value[detail.key()] = match detail.values() {
+                [one] if !detail.is_list() => json!(one),
+                values => json!(values),
+            };
+        }
+        print_json(&value);
     } else {
         print_human(&report);
     }
@@ -242,9 +163,8 @@ fn print_human(report: &Report) {
         None => "not declared (the plugin has no xplug_plugin_params)".to_owned(),
     };
     table.row([style.bold("param decls"), decls]);
-    if let Some(embedded) = &report.embedded {
-        table.row([style.bold("record"), embedded.record.clone()]);
-        table.row([style.bold("segments"), embedded.segments.join(", ")]);
+    for detail in &report.details {
+        table.row([style.bold(detail.key()), detail.values().join(", ")]);
     }
     print!("{}", table.render(style));
     for name in report.exports.iter().flatten() {

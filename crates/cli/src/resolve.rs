@@ -25,7 +25,7 @@ pub(crate) struct Provider {
 }
 
 /// A manager built as `resolve` builds it, with what it registered.
-pub(crate) struct Runtime {
+pub(crate) struct LoadedPlugins {
     /// The manager.
     pub(crate) manager: Arc<Manager>,
     /// What was registered, in registration order (index = registration
@@ -33,7 +33,7 @@ pub(crate) struct Runtime {
     pub(crate) providers: Vec<Provider>,
 }
 
-impl Runtime {
+impl LoadedPlugins {
     /// Static plugins first (when `with_static`), then the specs of the
     /// `XPLUG_PLUGINS` environment variable, then each spec in order (so
     /// `--plugin` overrides the environment, as later specs override earlier
@@ -150,7 +150,7 @@ pub(crate) fn run(
     sort_imports(&mut names);
     // A plugin that cannot be loaded is an error like any other command's
     // (one JSON shape, printed by `main`).
-    let runtime = Runtime::build(with_static, specs)?;
+    let runtime = LoadedPlugins::build(with_static, specs)?;
     let outcome = resolve_names(&runtime.manager, &names)?;
     let missing_optional =
         outcome.result.as_ref().is_ok_and(|resolution| resolution.contains(Resolution::MISSING_OPTIONAL));

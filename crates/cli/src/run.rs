@@ -93,7 +93,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     if options.list_functions {
         return list_functions(&module, main_path, as_json);
     }
-    let built = crate::resolve::Runtime::build(options.with_static, options.plugins)?;
+    let built = crate::resolve::LoadedPlugins::build(options.with_static, options.plugins)?;
     let manager = Arc::clone(&built.manager);
     let recording = if options.list_imports {
         ImportRecording::ListOnly
@@ -327,14 +327,18 @@ fn write_output_file(
     Ok(if npy { "npy" } else { "raw" })
 }
 
-fn provider_label(built: &crate::resolve::Runtime, name: &str) -> String {
+fn provider_label(built: &crate::resolve::LoadedPlugins, name: &str) -> String {
     built
         .scan_order()
         .find(|provider| provider.registered.name() == name)
         .map_or_else(|| name.to_owned(), |provider| format!("{name} ({})", provider.source))
 }
 
-fn imports_table(built: &crate::resolve::Runtime, executables: &[ExecutableImports], style: Style) -> String {
+fn imports_table(
+    built: &crate::resolve::LoadedPlugins,
+    executables: &[ExecutableImports],
+    style: Style,
+) -> String {
     let mut table = Table::new(["executable", "import", "", "resolved by"]);
     for executable in executables {
         for import in &executable.imports {
@@ -355,7 +359,10 @@ fn imports_table(built: &crate::resolve::Runtime, executables: &[ExecutableImpor
     table.render(style)
 }
 
-fn executables_json(built: &crate::resolve::Runtime, executables: &[ExecutableImports]) -> serde_json::Value {
+fn executables_json(
+    built: &crate::resolve::LoadedPlugins,
+    executables: &[ExecutableImports],
+) -> serde_json::Value {
     json!(
         executables
             .iter()
@@ -374,7 +381,7 @@ fn executables_json(built: &crate::resolve::Runtime, executables: &[ExecutableIm
 }
 
 fn list_imports(
-    built: &crate::resolve::Runtime,
+    built: &crate::resolve::LoadedPlugins,
     executables: &[ExecutableImports],
     load_error: Option<xplug_iree::Error>,
     as_json: bool,

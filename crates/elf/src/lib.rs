@@ -94,5 +94,5 @@ pub use fatelf::FatElfRecord;
 pub use functions::{ImageFunction, function_at, image_functions};
 pub use image::{ElfImage, ReadableRanges};
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
-pub use target::ElfTarget;
+pub use target::{ElfTarget, host_machine};
 pub use validate::{LIBRARY_QUERY_SYMBOL, MAX_IMAGE_SIZE, QUERY_SYMBOL, validate, validate_for};

@@ -125,6 +125,36 @@ impl ElfTarget {
     }
 }
 
+/// The ELF `e_machine` of this process's architecture, when it has one
+/// this crate knows (more than [`ElfTarget::host`] can map: a shared
+/// library the OS loader opens is checked against it too); `None`
+/// elsewhere.
+#[must_use]
+pub const fn host_machine() -> Option<u16> {
+    use object::elf::{EM_386, EM_ARM, EM_LOONGARCH, EM_PPC, EM_PPC64, EM_S390};
+    if cfg!(target_arch = "x86_64") {
+        Some(EM_X86_64)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(EM_AARCH64)
+    } else if cfg!(target_arch = "x86") {
+        Some(EM_386)
+    } else if cfg!(target_arch = "arm") {
+        Some(EM_ARM)
+    } else if cfg!(any(target_arch = "riscv64", target_arch = "riscv32")) {
+        Some(EM_RISCV)
+    } else if cfg!(target_arch = "powerpc64") {
+        Some(EM_PPC64)
+    } else if cfg!(target_arch = "powerpc") {
+        Some(EM_PPC)
+    } else if cfg!(target_arch = "s390x") {
+        Some(EM_S390)
+    } else if cfg!(target_arch = "loongarch64") {
+        Some(EM_LOONGARCH)
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,13 +79,12 @@ pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
 /// The `half` crate, whose `f16` and `bf16` are IREE's 16-bit float elements
 /// ([`Element`]).
 pub use half;
-pub use provider::{
-    ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider, RawImportProvider, RawResolveFn,
-};
+pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
 pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
 pub use session::{
     Argument, Call, CallResults, Check, Function, MappedTensor, Module, ParameterMode, Session, SessionBuilder,
     Tolerance,
 };
 pub use tensor::{DEBUG_VALUES, Element, ElementType, Tensor, TensorView, Value};
+pub use xplug_manager::{CImportProvider, CResolveFn};
 pub use xplug_manager::{Manager, Report};

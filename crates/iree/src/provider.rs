@@ -15,16 +15,15 @@
 //! answered ([`ExecutableImports`]): `xplug run --trace` and
 //! `--list-imports` print that record.
 
-use std::ffi::{c_char, c_void};
-use std::marker::PhantomData;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use xplug_manager::providers::ResolveRequest;
-use xplug_manager::providers::abi::{Resolution, StatusCode};
-use xplug_manager::{Manager, ResolveTrace, SlotSource};
+use xplug_manager::providers::abi::{Resolution, Status, StatusCode};
+use xplug_manager::{CImportProvider, CResolver, Manager, ResolveTrace, SlotSource};
 
-use crate::sys::{self, iree};
+use crate::sys;
 
 /// What a device's provider does beyond resolving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,7 +81,7 @@ impl ExecutableImports {
 /// installs in its loaders, and usable alone by a host that creates IREE
 /// loaders itself.
 ///
-/// The raw pair ([`IreeImportProvider::as_raw`]) points at `self`, so keep
+/// The C pair ([`IreeImportProvider::as_c_provider`]) points at `self`, so keep
 /// the provider at one address (boxed, as devices do) for as long as IREE
 /// may call the pair.
 ///
@@ -90,18 +89,19 @@ impl ExecutableImports {
 /// use std::sync::Arc;
 /// use xplug_iree::IreeImportProvider;
 /// use xplug_manager::Manager;
+/// use xplug_manager::providers::abi::{Resolution, Status};
 ///
 /// let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
 /// let names = [c"?optional_import".as_ptr()];
 /// let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
-/// let raw = provider.as_raw();
-/// let mut resolution = 0;
+/// let pair = provider.as_c_provider();
+/// let mut resolution = Resolution::NONE;
 /// // SAFETY: one name and two one-element slot arrays; the provider lives.
 /// let status = unsafe {
-///     (raw.resolve)(raw.self_, 1, names.as_ptr(), fns.as_mut_ptr(), contexts.as_mut_ptr(), &mut resolution)
+///     (pair.resolve)(pair.self_, 1, names.as_ptr(), fns.as_mut_ptr(), contexts.as_mut_ptr(), &mut resolution)
 /// };
-/// assert!(status.is_null(), "an optional import nobody exports is not an error");
-/// assert_eq!(resolution, 1, "IREE's MISSING_OPTIONAL bit");
+/// assert_eq!(status, Status::OK, "an optional import nobody exports is not an error");
+/// assert_eq!(resolution, Resolution::MISSING_OPTIONAL);
 /// ```
 pub struct IreeImportProvider {
     manager: Arc<Manager>,
@@ -155,36 +155,22 @@ impl IreeImportProvider {
     /// The `{ self, resolve }` pair IREE's loaders call, valid while `self`
     /// stays at this address and alive.
     #[must_use]
-    pub fn as_raw(&self) -> RawImportProvider<'_> {
-        RawImportProvider {
-            self_: std::ptr::from_ref(self).cast_mut().cast(),
-            resolve: resolve_imports,
-            _provider: PhantomData,
-        }
+    pub fn as_c_provider(&self) -> CImportProvider<'_> {
+        CImportProvider::new(self)
     }
 
-    pub(crate) fn as_iree_provider(&self) -> iree::iree_hal_executable_import_provider_t {
-        let raw = self.as_raw();
-        // SAFETY: `RawResolveFn` and IREE's resolve function type differ only
-        // in spelling the returned status pointer `*mut c_void`; the ABI is
-        // the same.
-        let resolve = unsafe { std::mem::transmute::<RawResolveFn, IreeResolveFn>(raw.resolve) };
-        iree::iree_hal_executable_import_provider_t { self_: raw.self_, resolve: Some(resolve) }
+    /// The pair as the glue takes it.
+    pub(crate) fn as_glue_parts(&self) -> sys::ProviderParts {
+        let pair = self.as_c_provider();
+        sys::ProviderParts { self_: pair.self_, resolve: Some(pair.resolve) }
     }
 
-    /// Resolves one executable's request, recording when asked to, and
-    /// answers as IREE's resolve function does: the resolution goes to
-    /// `out_resolution` (when not NULL) and a failure comes back as the
-    /// `iree_status_t` IREE gets (NULL for OK).
+    /// Resolves one executable's request, recording when asked to: the
+    /// resolution, or the full `iree_status_t` IREE gets.
     ///
-    /// The hot path writes the resolution itself: no outcome value is built
-    /// and matched again, and everything else is in cold functions.
+    /// Everything but the manager's answer is in cold functions.
     #[inline(always)]
-    fn resolve_for_iree(
-        &self,
-        request: &mut ResolveRequest<'_>,
-        out_resolution: ResolutionOut,
-    ) -> sys::RawStatus {
+    fn resolve_for_iree(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Status> {
         // Not a read-modify-write: an uncontended atomic add costs as much
         // as the rest of this call. Executables loaded one after another
         // (a module's, on the thread loading it) are numbered exactly; two
@@ -193,13 +179,13 @@ impl IreeImportProvider {
         let ordinal = self.executables.load(Ordering::Relaxed);
         self.executables.store(ordinal + 1, Ordering::Relaxed);
         if self.recording != ImportRecording::Off {
-            return self.resolve_recorded(ordinal, request, out_resolution);
+            return self.resolve_recorded(ordinal, request);
         }
         // The hot path: no trace. A failure is still recorded, without who
         // resolved what, so the session can report it typed.
         match self.manager.resolve(request) {
-            Ok(resolution) => out_resolution.answer(Ok(resolution)),
-            Err(error) => self.answer_recorded(ordinal, request, None, Err(error), out_resolution),
+            Ok(resolution) => Ok(resolution),
+            Err(error) => self.record(ordinal, request, None, Err(error)),
         }
     }
 
@@ -211,25 +197,9 @@ impl IreeImportProvider {
         &self,
         ordinal: usize,
         request: &mut ResolveRequest<'_>,
-        out_resolution: ResolutionOut,
-    ) -> sys::RawStatus {
+    ) -> Result<Resolution, Status> {
         let (trace, result) = self.manager.resolve_traced(request);
-        self.answer_recorded(ordinal, request, Some(trace), result, out_resolution)
-    }
-
-    /// Records the outcome ([`IreeImportProvider::record`]) and answers IREE
-    /// with it.
-    #[cold]
-    #[inline(never)]
-    fn answer_recorded(
-        &self,
-        ordinal: usize,
-        request: &mut ResolveRequest<'_>,
-        trace: Option<ResolveTrace>,
-        result: Result<Resolution, xplug_manager::Error>,
-        out_resolution: ResolutionOut,
-    ) -> sys::RawStatus {
-        out_resolution.answer(self.record(ordinal, request, trace, result))
+        self.record(ordinal, request, Some(trace), result)
     }
 
     /// Records executable `ordinal`'s imports and outcome in the log, and
@@ -243,7 +213,7 @@ impl IreeImportProvider {
         request: &mut ResolveRequest<'_>,
         trace: Option<ResolveTrace>,
         result: Result<Resolution, xplug_manager::Error>,
-    ) -> Result<Resolution, sys::RawStatus> {
+    ) -> Result<Resolution, Status> {
         let missing = match &result {
             Err(error) => error.missing_imports().to_vec(),
             Ok(_) => Vec::new(),
@@ -280,12 +250,15 @@ impl IreeImportProvider {
                 if self.recording == ImportRecording::ListOnly =>
             {
                 for import in missing {
-                    request.fill_raw(import.index, refuse_call as *mut c_void, std::ptr::null_mut());
+                    request.fill_untyped(import.index, refuse_call as *mut c_void, std::ptr::null_mut());
                 }
                 Ok(Resolution::NONE)
             }
             other => other.map_err(|error| {
-                sys::make_status(status_code_for_iree(&error), &self.failure_message(ordinal, &error))
+                iree_status(sys::make_status(
+                    status_code_for_iree(&error),
+                    &self.failure_message(ordinal, &error),
+                ))
             }),
         }
     }
@@ -324,50 +297,25 @@ fn status_code_for_iree(error: &xplug_manager::Error) -> u32 {
     }
 }
 
-/// IREE's `iree_hal_executable_import_provider_resolve_fn_t`, with the
-/// returned `iree_status_t` spelled as a pointer: NULL is OK, anything else a
-/// status the caller owns (free it with IREE's `iree_status_free`).
-pub type RawResolveFn = unsafe extern "C" fn(
-    provider_self: *mut c_void,
-    count: usize,
-    symbol_names: *const *const c_char,
-    out_fn_ptrs: *mut *mut c_void,
-    out_fn_contexts: *mut *mut c_void,
-    out_resolution: *mut u32,
-) -> *mut c_void;
+/// The provider answers full `iree_status_t` values, carrying xplug's
+/// explanation.
+impl CResolver for IreeImportProvider {
+    #[inline(always)]
+    fn resolve_for_c(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, Status> {
+        self.resolve_for_iree(request)
+    }
 
-/// The resolve function type as the eerie-sys bindings spell it.
-type IreeResolveFn = unsafe extern "C" fn(
-    *mut c_void,
-    usize,
-    *const *const c_char,
-    *mut *mut c_void,
-    *mut *mut c_void,
-    *mut u32,
-) -> sys::RawStatus;
-
-/// An import provider as IREE's C code holds it (`{ void* self; resolve }`),
-/// tied to the provider it points at.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct RawImportProvider<'provider> {
-    /// The `self` argument of `resolve`.
-    pub self_: *mut c_void,
-    /// The resolve function.
-    pub resolve: RawResolveFn,
-    _provider: PhantomData<&'provider ()>,
+    #[cold]
+    #[inline(never)]
+    fn refusal(code: StatusCode, message: &str) -> Status {
+        iree_status(sys::make_status(code.0, message))
+    }
 }
 
-impl RawImportProvider<'_> {
-    /// A pair from IREE's own C code, valid for as long as its owner keeps
-    /// it so (the caller ties the lifetime).
-    pub(crate) fn from_iree(provider: iree::iree_hal_executable_import_provider_t) -> Option<Self> {
-        let resolve = provider.resolve?;
-        // SAFETY: as in `as_iree_provider`, the two function types share
-        // one ABI.
-        let resolve = unsafe { std::mem::transmute::<IreeResolveFn, RawResolveFn>(resolve) };
-        Some(Self { self_: provider.self_, resolve, _provider: PhantomData })
-    }
+/// An `iree_status_t` IREE made, as the pointer-sized [`Status`] the C
+/// boundary returns (ownership passes to IREE, which frees it).
+fn iree_status(status: sys::StatusHandle) -> Status {
+    Status::from_raw(status.expose_provenance())
 }
 
 /// The import installed for a missing import when only listing: every call
@@ -377,93 +325,10 @@ extern "C" fn refuse_call(_params: *mut c_void, _context: *mut c_void, _reserved
     -1
 }
 
-/// `iree_hal_executable_import_provider_resolve_fn_t` over an
-/// [`IreeImportProvider`].
-///
-/// # Safety
-/// `provider_self` is the `self_` of [`IreeImportProvider::as_raw`]
-/// for a live provider; when `count > 0`, IREE passes `count` NUL-terminated
-/// names and `count` writable function and context slots used by no one else
-/// during the call; `out_resolution` is NULL or writable.
-unsafe extern "C" fn resolve_imports(
-    provider_self: *mut c_void,
-    count: usize,
-    symbol_names: *const *const c_char,
-    out_fn_ptrs: *mut *mut c_void,
-    out_fn_contexts: *mut *mut c_void,
-    out_resolution: *mut u32,
-) -> *mut c_void {
-    // Every failure becomes its status in a cold function, and the
-    // resolution is written where it is known: what crosses `catch_unwind`
-    // is one pointer, stored and loaded whole.
-    // SAFETY: IREE passes NULL or a writable flags word.
-    let out_resolution = unsafe { ResolutionOut::new(out_resolution) };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if provider_self.is_null() {
-            return refusal(
-                StatusCode::INVALID_ARGUMENT,
-                "xplug import provider called without its state",
-                out_resolution,
-            );
-        }
-        // SAFETY: IREE passes `count` name pointers and slots, used by no
-        // one else during the call; NULLs are what is checked.
-        let request =
-            unsafe { ResolveRequest::from_c_arrays(count, symbol_names, out_fn_ptrs, out_fn_contexts) };
-        let mut request = match request {
-            Ok(request) => request,
-            Err(error) => return refusal(StatusCode::INVALID_ARGUMENT, &error.to_string(), out_resolution),
-        };
-        // SAFETY: `provider_self` is `as_raw`'s pointer to a live provider.
-        let provider = unsafe { &*provider_self.cast::<IreeImportProvider>().cast_const() };
-        provider.resolve_for_iree(&mut request, out_resolution)
-    }));
-    let status = outcome.unwrap_or_else(|_| {
-        refusal(StatusCode::INTERNAL, "xplug's import provider panicked while resolving", out_resolution)
-    });
-    status.cast()
-}
-
-/// Where IREE wants the resolution flags: NULL or a writable word, checked
-/// once when made so the code that answers writes it safely.
-#[derive(Clone, Copy)]
-struct ResolutionOut(*mut u32);
-
-impl ResolutionOut {
-    /// # Safety
-    /// `out_resolution` is NULL or writable for as long as the value lives.
-    #[inline(always)]
-    unsafe fn new(out_resolution: *mut u32) -> Self {
-        Self(out_resolution)
-    }
-
-    /// Answers IREE with `outcome`: the resolution written (none on
-    /// failure, unless IREE passed NULL) and the status returned (NULL for
-    /// OK).
-    #[inline(always)]
-    fn answer(self, outcome: Result<Resolution, sys::RawStatus>) -> sys::RawStatus {
-        let (resolution, status) = match outcome {
-            Ok(resolution) => (resolution, std::ptr::null_mut()),
-            Err(status) => (Resolution::NONE, status),
-        };
-        if !self.0.is_null() {
-            // SAFETY: `new`'s contract: NULL (checked) or writable.
-            unsafe { self.0.write(resolution.0) };
-        }
-        status
-    }
-}
-
-/// The answer to a resolve refused before (or instead of) reaching the
-/// manager: no resolution, a status with `code` and `message`.
-#[cold]
-#[inline(never)]
-fn refusal(code: StatusCode, message: &str, out_resolution: ResolutionOut) -> sys::RawStatus {
-    out_resolution.answer(Err(sys::make_status(code.0, message)))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::ffi::c_char;
+
     use super::*;
 
     /// Calls the provider's raw resolve function over `names` and returns
@@ -473,8 +338,8 @@ mod tests {
     fn status_text_after_churn(provider: &IreeImportProvider, names: &[*const c_char]) -> Option<String> {
         let (mut fns, mut contexts) =
             (vec![std::ptr::null_mut(); names.len()], vec![std::ptr::null_mut(); names.len()]);
-        let raw = provider.as_raw();
-        let mut resolution = 0u32;
+        let raw = provider.as_c_provider();
+        let mut resolution = Resolution::NONE;
         // SAFETY: `names.len()` names (NULLs included, which the provider
         // refuses) and as many slots; the provider is alive.
         let status = unsafe {
@@ -487,7 +352,7 @@ mod tests {
                 &mut resolution,
             )
         };
-        let status = sys::Status::from_raw(status.cast())?;
+        let status = sys::Status::from_raw(std::ptr::with_exposed_provenance_mut(status.0))?;
         // Reuse whatever the provider freed while making the status: blocks
         // of every small size, filled with a byte no message contains.
         let churn: Vec<Vec<u8>> = (1..512).map(|size| vec![0xa5; size]).collect();

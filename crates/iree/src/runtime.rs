@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use xplug_manager::Manager;
+use xplug_manager::{CImportProvider, Manager};
 
-use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider, RawImportProvider};
+use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider};
 use crate::sys::{self, iree};
 use crate::{Error, IreeStatus};
 
@@ -127,7 +127,8 @@ impl IreePluginManager {
     }
 
     /// Loads the plugin file at `path` with IREE's own loader (the
-    /// embedded-ELF one for `.sos` files, else the system-library one) and
+    /// embedded-ELF one for `.sos` files, as xplug's embedded-ELF loader
+    /// claims them, else the system-library one) and
     /// registers it, with no load parameters.
     ///
     /// # Errors
@@ -145,7 +146,12 @@ impl IreePluginManager {
                 text: "INVALID_ARGUMENT; the path contains a NUL byte".into(),
             })
         })?;
-        let embedded = path.extension().is_some_and(|extension| extension == "sos");
+        // IREE's manager has two loaders; xplug's embedded-ELF loader says
+        // which specs are its own (`docs/specs.md#loader-selection`).
+        let embedded = {
+            use xplug_manager::providers::Loader as _;
+            xplug_manager::providers::EMBEDDED_ELF.claim(&path.to_string_lossy()).is_some()
+        };
         // SAFETY: the manager is live; the path is NUL-terminated; no
         // parameters; the caller vouches for the plugin's code. Ownership:
         // IREE reads the path during the call only (the system-library
@@ -166,10 +172,13 @@ impl IreePluginManager {
 
     /// The manager's `{ self, resolve }` pair, as IREE's loaders call it.
     #[must_use]
-    pub fn as_raw(&self) -> RawImportProvider<'_> {
+    pub fn as_c_provider(&self) -> CImportProvider<'_> {
         // SAFETY: the manager is live; the pair stays valid while it is.
-        let raw = unsafe { sys::xplug_iree_plugin_manager_provider(self.inner.as_ptr()) };
-        RawImportProvider::from_iree(raw).expect("IREE's manager always has a resolve function")
+        let parts = unsafe { sys::xplug_iree_plugin_manager_provider(self.inner.as_ptr()) };
+        let resolve = parts.resolve.expect("IREE's manager always has a resolve function");
+        // SAFETY: IREE's own resolve for its own manager, valid while the
+        // manager (borrowed for the result's lifetime) lives.
+        unsafe { CImportProvider::from_raw_parts(parts.self_, resolve) }
     }
 }
 
@@ -274,7 +283,7 @@ fn create_device(
                 workers,
                 runtime.inner.proactor_pool.as_ptr(),
                 iree_manager.map_or(std::ptr::null_mut(), sys::PluginManager::as_ptr),
-                provider.as_iree_provider(),
+                provider.as_glue_parts(),
                 sys::system_allocator(),
                 out,
             )

@@ -14,7 +14,9 @@ use std::ptr::NonNull;
 
 pub(crate) use eerie_sys::runtime as iree;
 
-pub(crate) type RawStatus = iree::iree_status_t;
+/// IREE's `iree_status_t` handle: NULL for OK, else a code in the low bits
+/// and, for a full status, a payload IREE owns.
+pub(crate) type StatusHandle = iree::iree_status_t;
 pub(crate) type Allocator = iree::iree_allocator_t;
 
 /// `IREE_STATUS_CODE_MASK`: a status pointer's low bits carry its code.
@@ -35,37 +37,48 @@ pub(crate) const VALUE_BUFFER_VIEW: c_int = 1;
 pub(crate) const VALUE_INTEGER: c_int = 2;
 pub(crate) const VALUE_FLOAT: c_int = 3;
 
+/// `iree_hal_executable_import_provider_t` as it crosses the glue: its
+/// `resolve` is xplug's one C function type ([`xplug_manager::CResolveFn`],
+/// whose pointer-sized status is IREE's `iree_status_t`), NULL when C code
+/// gives none.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProviderParts {
+    pub(crate) self_: *mut c_void,
+    pub(crate) resolve: Option<xplug_manager::CResolveFn>,
+}
+
 unsafe extern "C" {
     pub(crate) fn xplug_iree_allocator_system() -> Allocator;
     pub(crate) fn xplug_iree_proactor_pool_create(
         host_allocator: Allocator,
         out_pool: *mut *mut iree::iree_async_proactor_pool_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_device_create(
         kind: c_int,
         worker_count: usize,
         proactor_pool: *mut iree::iree_async_proactor_pool_t,
         manager: *mut iree::iree_hal_executable_plugin_manager_t,
-        provider: iree::iree_hal_executable_import_provider_t,
+        provider: ProviderParts,
         host_allocator: Allocator,
         out_device: *mut *mut iree::iree_hal_device_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_device_group_create(
         device: *mut iree::iree_hal_device_t,
         host_allocator: Allocator,
         out_group: *mut *mut iree::iree_hal_device_group_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_hal_module_create(
         instance: *mut iree::iree_vm_instance_t,
         group: *mut iree::iree_hal_device_group_t,
         host_allocator: Allocator,
         out_module: *mut *mut iree::iree_vm_module_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_plugin_manager_create(
         capacity: usize,
         host_allocator: Allocator,
         out_manager: *mut *mut iree::iree_hal_executable_plugin_manager_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_plugin_manager_release(manager: *mut iree::iree_hal_executable_plugin_manager_t);
     pub(crate) fn xplug_iree_plugin_manager_load(
         manager: *mut iree::iree_hal_executable_plugin_manager_t,
@@ -74,10 +87,10 @@ unsafe extern "C" {
         param_count: usize,
         params: *const iree::iree_string_pair_t,
         host_allocator: Allocator,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_plugin_manager_provider(
         manager: *mut iree::iree_hal_executable_plugin_manager_t,
-    ) -> iree::iree_hal_executable_import_provider_t;
+    ) -> ProviderParts;
     pub(crate) fn xplug_iree_buffer_view_from_data(
         device: *mut iree::iree_hal_device_t,
         shape_rank: usize,
@@ -86,19 +99,19 @@ unsafe extern "C" {
         data: *const c_void,
         data_length: usize,
         out_view: *mut *mut iree::iree_hal_buffer_view_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_buffer_view_parse(
         device: *mut iree::iree_hal_device_t,
         text: *const c_char,
         text_length: usize,
         out_view: *mut *mut iree::iree_hal_buffer_view_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_buffer_view_read(
         device: *mut iree::iree_hal_device_t,
         view: *mut iree::iree_hal_buffer_view_t,
         target: *mut c_void,
         byte_length: usize,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_buffer_view_byte_length(view: *mut iree::iree_hal_buffer_view_t) -> usize;
     pub(crate) fn xplug_iree_buffer_view_map_read(
         view: *mut iree::iree_hal_buffer_view_t,
@@ -113,11 +126,11 @@ unsafe extern "C" {
         capacity: usize,
         host_allocator: Allocator,
         out_list: *mut *mut iree::iree_vm_list_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_list_push_buffer_view(
         list: *mut iree::iree_vm_list_t,
         view: *mut iree::iree_hal_buffer_view_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_list_get(
         list: *mut iree::iree_vm_list_t,
         index: usize,
@@ -126,7 +139,7 @@ unsafe extern "C" {
         out_view: *mut *mut iree::iree_hal_buffer_view_t,
         out_integer: *mut i64,
         out_float: *mut f64,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_list_format(
         list: *mut iree::iree_vm_list_t,
         index: usize,
@@ -134,22 +147,22 @@ unsafe extern "C" {
         host_allocator: Allocator,
         out_text: *mut *mut c_char,
         out_length: *mut usize,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_list_push_primitive(
         list: *mut iree::iree_vm_list_t,
         cconv_type: c_char,
         text: *const c_char,
         text_length: usize,
         is_null: c_int,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_list_push_buffer_of_view(
         list: *mut iree::iree_vm_list_t,
         view: *mut iree::iree_hal_buffer_view_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameter_index_create(
         host_allocator: Allocator,
         out_index: *mut *mut ParameterIndexRaw,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameter_index_release(index: *mut ParameterIndexRaw);
     pub(crate) fn xplug_iree_parameter_index_append_file(
         index: *mut ParameterIndexRaw,
@@ -157,12 +170,12 @@ unsafe extern "C" {
         path_length: usize,
         mode: c_int,
         host_allocator: Allocator,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameter_index_lookup(
         index: *mut ParameterIndexRaw,
         key: *const c_char,
         key_length: usize,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameters_module_create(
         instance: *mut iree::iree_vm_instance_t,
         count: usize,
@@ -170,7 +183,7 @@ unsafe extern "C" {
         indices: *const *mut ParameterIndexRaw,
         host_allocator: Allocator,
         out_module: *mut *mut iree::iree_vm_module_t,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_compare_lists(
         expected: *mut iree::iree_vm_list_t,
         actual: *mut iree::iree_vm_list_t,
@@ -180,13 +193,13 @@ unsafe extern "C" {
         out_text: *mut *mut c_char,
         out_length: *mut usize,
         out_matched: *mut c_int,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_module_depends_on(
         module: *mut iree::iree_vm_module_t,
         name: *const c_char,
         name_length: usize,
         out_found: *mut c_int,
-    ) -> RawStatus;
+    ) -> StatusHandle;
 }
 
 /// IREE's `iree_io_parameter_index_t` (its header is not among those the
@@ -203,11 +216,11 @@ pub(crate) fn system_allocator() -> Allocator {
 }
 
 /// An IREE status this crate owns: freed on drop.
-pub(crate) struct Status(RawStatus);
+pub(crate) struct Status(StatusHandle);
 
 impl Status {
     /// Takes ownership of `raw`; `None` for OK.
-    pub(crate) fn from_raw(raw: RawStatus) -> Option<Self> {
+    pub(crate) fn from_raw(raw: StatusHandle) -> Option<Self> {
         if raw.is_null() { None } else { Some(Self(raw)) }
     }
 
@@ -258,7 +271,7 @@ const STATUS_FILE: &[u8] = b"xplug-iree";
 /// the message into the status's own allocation, which IREE frees with the
 /// status; nothing of ours is borrowed after the call
 /// (`docs/iree-runtime.md#memory-handed-to-iree`).
-pub(crate) fn make_status(code: u32, message: &str) -> RawStatus {
+pub(crate) fn make_status(code: u32, message: &str) -> StatusHandle {
     // SAFETY: both views are valid for the duration of the call, and IREE
     // copies both into the status it allocates before returning.
     unsafe {
@@ -350,7 +363,7 @@ handle!(
 /// Runs an IREE call that returns a status and an object through an out
 /// pointer, and takes ownership of the object.
 pub(crate) fn create<T, H>(
-    call: impl FnOnce(*mut *mut T) -> RawStatus,
+    call: impl FnOnce(*mut *mut T) -> StatusHandle,
     wrap: impl FnOnce(*mut T) -> Option<H>,
 ) -> Result<H, Status> {
     let mut raw: *mut T = std::ptr::null_mut();
@@ -361,7 +374,7 @@ pub(crate) fn create<T, H>(
 }
 
 /// Turns a returned status into a result.
-pub(crate) fn check(raw: RawStatus) -> Result<(), Status> {
+pub(crate) fn check(raw: StatusHandle) -> Result<(), Status> {
     match Status::from_raw(raw) {
         None => Ok(()),
         Some(status) => Err(status),

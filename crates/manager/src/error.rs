@@ -85,18 +85,6 @@ pub enum Error {
         /// The loader's error.
         source: xplug_providers::Error,
     },
-    /// A `static:NAME` spec names no plugin linked into the binary.
-    #[error(
-        "no plugin `{name}` is linked into this binary (spec `static:{name}`); linked: [{}]; \
-         link the plugin crate with its `static` feature and name it once (`use my_plugin as _;`)",
-        linked.join(", ")
-    )]
-    StaticPluginNotFound {
-        /// The name asked for.
-        name: String,
-        /// The names of the plugins that are linked in.
-        linked: Vec<String>,
-    },
     /// A debugging aid (`docs/debugging.md`) cannot be set up on this
     /// host.
     #[error("cannot set up {aid}")]
@@ -229,7 +217,6 @@ impl Error {
             | Self::InvalidRequest { .. }
             | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
-            Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
             Self::DebuggingAid { source, .. } => source.code(),
         }

@@ -125,7 +125,7 @@ pub mod spec;
 pub mod suggest;
 mod typed;
 
-pub use c_provider::{CImportProvider, CResolveFn};
+pub use c_provider::{CImportProvider, CResolveFn, CResolver};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
 pub use loading::Registered;

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use xplug_providers::{LoadParamList, Plugin, static_plugins};
+use xplug_providers::{LoadParamList, Loader, Plugin, static_plugins};
 
 use crate::registry::Held;
-use crate::spec::{self, PluginSpec, SpecTarget};
+use crate::spec::{self, PluginSpec};
 use crate::{Error, Manager};
 
 /// What a registration added to a [`Manager`]: where the provider sits in
@@ -78,13 +78,13 @@ impl Manager {
     /// plugin becomes visible to resolves that start after it returns.
     ///
     /// # Platform-specific behaviour
-    /// An `embedded:` spec or a `.sos` path (IREE's rule,
-    /// `docs/specs.md#loader-selection`) goes to xplug's own embedded ELF
-    /// loader ([`Plugin::load_embedded_elf`], Unix hosts); anything else to
-    /// the system loader (`dlopen` on Unix, `LoadLibrary` on Windows)
-    /// through [`Plugin::load_system_library`].
+    /// The spec goes to the first of [`Manager::loaders`] that claims it
+    /// (`docs/specs.md#loader-selection`): an `embedded:` spec or a `.sos`
+    /// path (IREE's rule) to xplug's own embedded ELF loader (Unix hosts),
+    /// anything no other loader claims to the system loader (`dlopen` on
+    /// Unix, `LoadLibrary` on Windows).
     pub unsafe fn load_spec(&self, spec: &str) -> Result<Registered, Error> {
-        let spec = PluginSpec::parse(spec)?;
+        let spec = self.parse_spec(spec)?;
         // SAFETY: forwarded to the caller.
         unsafe { self.load_parsed(&spec) }
     }
@@ -215,6 +215,34 @@ impl Manager {
     }
 }
 
+impl Manager {
+    /// The loaders a spec is offered to, in order: the first that claims it
+    /// opens it ([`xplug_providers::loaders`], after any added with
+    /// [`Manager::with_loader`]).
+    #[must_use]
+    pub fn loaders(&self) -> &[&'static dyn Loader] {
+        &self.loaders
+    }
+
+    /// This manager, offering specs to `loader` before every other loader
+    /// (a loader registered with
+    /// [`LoaderRegistration`](xplug_providers::LoaderRegistration) is in
+    /// every manager's list already).
+    #[must_use]
+    pub fn with_loader(mut self, loader: &'static dyn Loader) -> Self {
+        self.loaders.insert(0, loader);
+        self
+    }
+
+    /// Parses `spec` for this manager's loaders ([`PluginSpec::parse_with`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSpec`], as [`PluginSpec::parse`].
+    pub fn parse_spec(&self, spec: &str) -> Result<PluginSpec, Error> {
+        PluginSpec::parse_with(spec, &self.loaders)
+    }
+}
+
 impl PluginSpec {
     /// Loads the plugin this spec names with its load parameters, with the
     /// loader [`Manager::load_spec`] would choose, without registering it:
@@ -231,22 +259,8 @@ impl PluginSpec {
         let params = self.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = self.as_str());
         let _entered = span.enter();
-        let loaded = match self.target() {
-            SpecTarget::Static { name } => {
-                let registrations = static_plugins();
-                let Some(registration) = registrations.iter().find(|r| r.name() == name) else {
-                    return Err(Error::StaticPluginNotFound {
-                        name: name.clone(),
-                        linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-                    });
-                };
-                Plugin::from_registration(registration, &params)
-            }
-            // SAFETY: the caller vouches for the plugin (see `load_spec`).
-            SpecTarget::EmbeddedElf { path } => unsafe { Plugin::load_embedded_elf(path, &params) },
-            // SAFETY: as above.
-            SpecTarget::SystemLibrary { path } => unsafe { Plugin::load_system_library(path, &params) },
-        };
+        // SAFETY: the caller vouches for the plugin (see `load_spec`).
+        let loaded = unsafe { self.target().open() }.and_then(|code| Plugin::from_code(code, &params));
         loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }
 }

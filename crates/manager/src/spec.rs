@@ -4,18 +4,21 @@
 //! # Grammar
 //!
 //! ```text
-//! spec   = ["embedded:" | "static:"] path ["?" params]
+//! spec   = [prefix] path ["?" params]
 //! params = pair *("&" pair)
 //! pair   = key ["=" value]
 //! ```
 //!
 //! - `path` is everything before the first `?`, taken literally (no
 //!   decoding), so a library path cannot contain `?`. It must not be empty.
-//! - The `embedded:` prefix, or a path ending in `.sos`, names a file for
-//!   the embedded ELF loader ([`SpecTarget::EmbeddedElf`]); `static:NAME`
-//!   names a plugin linked into the binary ([`SpecTarget::Static`]);
-//!   anything else a file for the system loader
-//!   ([`SpecTarget::SystemLibrary`]).
+//! - The part before `?` goes to the first [`Loader`] of the list that
+//!   claims it ([`Loader::claim`], `docs/specs.md#loader-selection`):
+//!   `static:NAME` to [`xplug_providers::STATIC`] (a plugin linked into the
+//!   binary), `embedded:PATH` or a path ending in `.sos` to
+//!   [`xplug_providers::EMBEDDED_ELF`], a prefix a registered loader
+//!   claims to that loader, anything else to
+//!   [`xplug_providers::SYSTEM_LIBRARY`] (the system loader). The
+//!   [`SpecTarget`] holds the loader and what it was given.
 //! - `key` and `value` are percent-decoded: `%XX` (two hex digits, either
 //!   case) is the byte `0xXX`, so any byte, including `&`, `=`, `%`, `:` and
 //!   `;`, can be passed. `+` is **not** a space: it stays a literal `+`
@@ -26,39 +29,32 @@
 //!   than guessed at. Repeated keys are kept, in order.
 //!
 //! ```
+//! use xplug_manager::providers::{EMBEDDED_ELF, STATIC, SYSTEM_LIBRARY};
 //! use xplug_manager::spec::{PluginSpec, SpecTarget};
 //!
 //! let spec = PluginSpec::parse("/opt/libfast.so?scale=3&name=a%26b&flag").unwrap();
-//! assert_eq!(spec.target(), &SpecTarget::SystemLibrary { path: "/opt/libfast.so".into() });
-//! assert_eq!(spec.path(), Some("/opt/libfast.so"));
+//! assert_eq!(spec.target(), &SpecTarget::new(&SYSTEM_LIBRARY, "/opt/libfast.so"));
 //! assert_eq!(
 //!     spec.params(),
 //!     [(b"scale".to_vec(), b"3".to_vec()), (b"name".to_vec(), b"a&b".to_vec()), (b"flag".to_vec(), vec![])]
 //! );
 //!
-//! assert_eq!(
-//!     PluginSpec::parse("embedded:k.bin").unwrap().target(),
-//!     &SpecTarget::EmbeddedElf { path: "k.bin".into() }
-//! );
-//! assert!(matches!(PluginSpec::parse("kernels.sos").unwrap().target(), SpecTarget::EmbeddedElf { .. }));
+//! assert_eq!(PluginSpec::parse("embedded:k.bin").unwrap().target(), &SpecTarget::new(&EMBEDDED_ELF, "k.bin"));
+//! assert_eq!(PluginSpec::parse("kernels.sos").unwrap().target().loader().name(), "embedded ELF");
 //! // A static plugin is a name, not a path.
 //! let linked = PluginSpec::parse("static:sample_static").unwrap();
-//! assert_eq!(linked.target(), &SpecTarget::Static { name: "sample_static".into() });
-//! assert_eq!(linked.path(), None);
+//! assert_eq!(linked.target(), &SpecTarget::new(&STATIC, "sample_static"));
 //! assert!(PluginSpec::parse("lib.so?=1").unwrap_err().to_string().contains("`lib.so?=1`"));
 //! ```
 
-use xplug_providers::LoadParamList;
+use std::fmt;
+
+use xplug_providers::{Code, LoadParamList, Loader};
 
 use crate::Error;
 
-/// The prefix that selects the embedded ELF loader.
-pub const EMBEDDED_PREFIX: &str = "embedded:";
-/// The prefix naming a plugin linked into the binary (`static:NAME`).
-pub const STATIC_PREFIX: &str = "static:";
+pub use xplug_providers::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, STATIC_PREFIX};
 
-/// The file suffix that selects the embedded ELF loader.
-pub const EMBEDDED_SUFFIX: &str = ".sos";
 /// The environment variable [`env_specs`] reads (for
 /// [`crate::Manager::from_env`] and tools that register its plugins among
 /// others).
@@ -67,39 +63,63 @@ pub const ENV_VAR: &str = "XPLUG_PLUGINS";
 /// contain `:`), `:` elsewhere.
 pub const ENV_SEPARATOR: char = if cfg!(windows) { ';' } else { ':' };
 
-/// What a spec names, and so which loader takes it: a file for one of the
-/// two file loaders, or a plugin linked into the binary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SpecTarget {
-    /// A shared library for the operating system's loader
-    /// (`dlopen`/`LoadLibrary`).
-    SystemLibrary {
-        /// The file, as written.
-        path: String,
-    },
-    /// An embedded ELF file (`embedded:PATH`, or a path ending in `.sos`) for
-    /// xplug's own loader.
-    EmbeddedElf {
-        /// The file, as written (without `embedded:`).
-        path: String,
-    },
-    /// A plugin linked into the binary, found by name among
-    /// `xplug_providers::static_plugins()` (`static:NAME`).
-    Static {
-        /// The plugin's registered name.
-        name: String,
-    },
+/// What a spec names, and the loader that takes it: the first of the
+/// list ([`xplug_providers::loaders`], or a manager's own,
+/// [`crate::Manager::loaders`]) whose [`Loader::claim`] accepts the spec.
+#[derive(Clone)]
+pub struct SpecTarget {
+    loader: &'static dyn Loader,
+    target: String,
 }
 
+impl fmt::Debug for SpecTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpecTarget")
+            .field("loader", &self.loader.name())
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+/// Equal when the same loader takes the same target.
+impl PartialEq for SpecTarget {
+    fn eq(&self, other: &Self) -> bool {
+        self.loader.name() == other.loader.name() && self.target == other.target
+    }
+}
+
+impl Eq for SpecTarget {}
+
 impl SpecTarget {
-    /// The file path or the static plugin's name, as written in the spec.
+    /// `target`, for `loader`.
+    #[must_use]
+    pub fn new(loader: &'static dyn Loader, target: impl Into<String>) -> Self {
+        Self { loader, target: target.into() }
+    }
+
+    /// The loader that claimed the spec.
+    #[must_use]
+    pub fn loader(&self) -> &'static dyn Loader {
+        self.loader
+    }
+
+    /// What the loader is given: the file path or the name, as written in
+    /// the spec without the loader's prefix.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        match self {
-            Self::SystemLibrary { path } | Self::EmbeddedElf { path } => path,
-            Self::Static { name } => name,
-        }
+        &self.target
+    }
+
+    /// Opens the code the target names with its loader ([`Loader::open`]).
+    ///
+    /// # Errors
+    /// The loader's error.
+    ///
+    /// # Safety
+    /// As [`Loader::open`]: the code must be a trusted v0 plugin.
+    pub unsafe fn open(&self) -> Result<Code, xplug_providers::Error> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.loader.open(&self.target) }
     }
 }
 
@@ -112,27 +132,34 @@ pub struct PluginSpec {
 }
 
 impl PluginSpec {
-    /// Parses `spec` (grammar in the module documentation).
+    /// Parses `spec` (grammar in the module documentation), giving it to
+    /// the first of the program's loaders ([`xplug_providers::loaders`])
+    /// that claims it.
     ///
     /// # Errors
     /// [`Error::InvalidSpec`], quoting the spec, when it is empty, has an
     /// empty path, an empty parameter, an empty key or a bad `%` escape.
     pub fn parse(spec: &str) -> Result<Self, Error> {
+        Self::parse_with(spec, &xplug_providers::loaders())
+    }
+
+    /// Parses `spec`, giving it to the first of `loaders` that claims it.
+    ///
+    /// # Errors
+    /// As [`PluginSpec::parse`]; also when no loader claims the spec.
+    pub fn parse_with(spec: &str, loaders: &[&'static dyn Loader]) -> Result<Self, Error> {
         let invalid = |reason: String| Error::InvalidSpec { spec: spec.to_owned(), reason };
         if spec.is_empty() {
             return Err(invalid("the spec is empty; give a plugin library path".into()));
         }
-        let (explicit_embedded, rest) = match spec.strip_prefix(EMBEDDED_PREFIX) {
-            Some(rest) => (true, rest),
-            None => (false, spec),
+        let (body, query) = match spec.split_once('?') {
+            Some((body, query)) => (body, Some(query)),
+            None => (spec, None),
         };
-        let (is_static, rest) = match rest.strip_prefix(STATIC_PREFIX) {
-            Some(name) if !explicit_embedded => (true, name),
-            _ => (false, rest),
-        };
-        let (path, query) = match rest.split_once('?') {
-            Some((path, query)) => (path, Some(query)),
-            None => (rest, None),
+        let Some((loader, path)) = loaders.iter().find_map(|loader| Some((*loader, loader.claim(body)?)))
+        else {
+            let names: Vec<&str> = loaders.iter().map(|loader| loader.name()).collect();
+            return Err(invalid(format!("no loader takes it (loaders: {})", names.join(", "))));
         };
         if path.is_empty() {
             return Err(invalid("no library path before the parameters".into()));
@@ -156,13 +183,7 @@ impl PluginSpec {
                 params.push((key, value));
             }
         }
-        let target = if is_static {
-            SpecTarget::Static { name: path.to_owned() }
-        } else if explicit_embedded || path.ends_with(EMBEDDED_SUFFIX) {
-            SpecTarget::EmbeddedElf { path: path.to_owned() }
-        } else {
-            SpecTarget::SystemLibrary { path: path.to_owned() }
-        };
+        let target = SpecTarget::new(loader, path);
         Ok(Self { original: spec.to_owned(), target, params })
     }
 
@@ -176,16 +197,6 @@ impl PluginSpec {
     #[must_use]
     pub fn target(&self) -> &SpecTarget {
         &self.target
-    }
-
-    /// The file the spec names (without `embedded:` and without
-    /// parameters); `None` for a static plugin, which is a name.
-    #[must_use]
-    pub fn path(&self) -> Option<&str> {
-        match &self.target {
-            SpecTarget::SystemLibrary { path } | SpecTarget::EmbeddedElf { path } => Some(path),
-            SpecTarget::Static { .. } => None,
-        }
     }
 
     /// The decoded load parameters, in order.
@@ -266,35 +277,38 @@ pub fn env_specs() -> Result<Vec<String>, Error> {
 }
 
 /// Splits the value of [`ENV_VAR`] into specs: on `separator`, skipping
-/// empty entries. On Unix the separator `:` also splits `embedded:x` and
-/// `static:x`; an entry that is exactly `embedded` or `static` is therefore
-/// joined back to the entry after it. A `:` inside a parameter value must be
-/// written `%3A`.
+/// empty entries. On Unix the separator `:` also splits a loader's prefix
+/// from its target (`embedded:x`, `static:x`); an entry that is exactly a
+/// loader's prefix without its `:` (a loader of
+/// [`xplug_providers::loaders`] claims `entry:` with an empty target) is
+/// therefore joined back to the entry after it. A `:` inside a parameter
+/// value must be written `%3A`.
 #[must_use]
 pub fn split_spec_list(value: &str, separator: char) -> Vec<String> {
-    let prefixes = [EMBEDDED_PREFIX, STATIC_PREFIX];
+    let loaders = xplug_providers::loaders();
+    let is_prefix = |entry: &str| {
+        let spec = format!("{entry}:");
+        loaders.iter().any(|loader| loader.claim(&spec) == Some(""))
+    };
     let mut specs = Vec::new();
     let mut pending_prefix: Option<&str> = None;
     for entry in value.split(separator) {
         if entry.is_empty() {
             continue;
         }
-        if separator == ':'
-            && pending_prefix.is_none()
-            && let Some(prefix) = prefixes.into_iter().find(|prefix| prefix.trim_end_matches(':') == entry)
-        {
-            pending_prefix = Some(prefix);
+        if separator == ':' && pending_prefix.is_none() && is_prefix(entry) {
+            pending_prefix = Some(entry);
             continue;
         }
         match pending_prefix.take() {
-            Some(prefix) => specs.push(format!("{prefix}{entry}")),
+            Some(prefix) => specs.push(format!("{prefix}:{entry}")),
             None => specs.push(entry.to_owned()),
         }
     }
     if let Some(prefix) = pending_prefix {
         // A dangling prefix with nothing after it: keep it so parsing
         // reports it with an empty path.
-        specs.push(prefix.to_owned());
+        specs.push(format!("{prefix}:"));
     }
     specs
 }
@@ -306,8 +320,7 @@ mod tests {
     #[test]
     fn static_specs_name_a_linked_plugin() {
         let spec = PluginSpec::parse("static:sample_static?k=v").unwrap();
-        assert_eq!(spec.target(), &SpecTarget::Static { name: "sample_static".into() });
-        assert_eq!(spec.path(), None);
+        assert_eq!(spec.target(), &SpecTarget::new(&xplug_providers::STATIC, "sample_static"));
         assert_eq!(spec.params(), [(b"k".to_vec(), b"v".to_vec())]);
         assert!(PluginSpec::parse("static:").is_err());
         assert_eq!(
@@ -336,16 +349,13 @@ mod tests {
     #[test]
     fn plain_paths() {
         let spec = PluginSpec::parse("libplugin.so").unwrap();
-        assert_eq!(spec.target(), &SpecTarget::SystemLibrary { path: "libplugin.so".into() });
+        assert_eq!(spec.target(), &SpecTarget::new(&xplug_providers::SYSTEM_LIBRARY, "libplugin.so"));
         assert!(spec.params().is_empty());
         assert_eq!(spec.as_str(), "libplugin.so");
         // Paths are literal: `%` and `+` and `=` stay as written.
-        assert_eq!(PluginSpec::parse("/a/b%20c+d=e.so").unwrap().path(), Some("/a/b%20c+d=e.so"));
+        assert_eq!(PluginSpec::parse("/a/b%20c+d=e.so").unwrap().target().as_str(), "/a/b%20c+d=e.so");
         // `embedded:` only counts as a prefix.
-        assert!(matches!(
-            PluginSpec::parse("/x/embedded:y.so").unwrap().target(),
-            SpecTarget::SystemLibrary { .. }
-        ));
+        assert_eq!(PluginSpec::parse("/x/embedded:y.so").unwrap().target().loader().name(), "system library");
     }
 
     #[test]
@@ -374,9 +384,9 @@ mod tests {
     #[test]
     fn embedded_specs() {
         let spec = PluginSpec::parse("embedded:/k/x.bin?a=1").unwrap();
-        assert_eq!(spec.target(), &SpecTarget::EmbeddedElf { path: "/k/x.bin".into() });
-        assert!(matches!(PluginSpec::parse("x.sos?a=1").unwrap().target(), SpecTarget::EmbeddedElf { .. }));
-        assert_eq!(PluginSpec::parse("x.sos").unwrap().path(), Some("x.sos"));
+        assert_eq!(spec.target(), &SpecTarget::new(&xplug_providers::EMBEDDED_ELF, "/k/x.bin"));
+        assert_eq!(PluginSpec::parse("x.sos?a=1").unwrap().target().loader().name(), "embedded ELF");
+        assert_eq!(PluginSpec::parse("x.sos").unwrap().target().as_str(), "x.sos");
     }
 
     #[test]

@@ -56,12 +56,12 @@ proptest! {
         let text = render(embedded, &path, &params);
         let spec = PluginSpec::parse(&text).unwrap();
         prop_assert_eq!(spec.as_str(), text.as_str());
-        prop_assert_eq!(spec.path(), Some(path.as_str()));
+        prop_assert_eq!(spec.target().as_str(), path.as_str());
         prop_assert_eq!(spec.params(), params.as_slice());
         let expected = if embedded || path.ends_with(".sos") {
-            SpecTarget::EmbeddedElf { path: path.clone() }
+            SpecTarget::new(&xplug_manager::providers::EMBEDDED_ELF, path.clone())
         } else {
-            SpecTarget::SystemLibrary { path: path.clone() }
+            SpecTarget::new(&xplug_manager::providers::SYSTEM_LIBRARY, path.clone())
         };
         prop_assert_eq!(spec.target(), &expected);
         prop_assert_eq!(spec.load_params().len(), params.len());

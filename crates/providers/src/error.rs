@@ -255,6 +255,27 @@ pub enum Error {
         #[source]
         source: Box<xplug_elf::EmbeddedElfError>,
     },
+    /// A `static:NAME` spec names no plugin linked into this binary.
+    #[error(
+        "no plugin `{name}` is linked into this binary (spec `static:{name}`); linked: [{}]; \
+         link the plugin crate with its `static` feature and name it once (`use my_plugin as _;`)",
+        linked.join(", ")
+    )]
+    StaticPluginNotFound {
+        /// The name asked for.
+        name: String,
+        /// The names of the plugins linked in.
+        linked: Vec<String>,
+    },
+    /// A loader was given bytes in memory but opens only what it names
+    /// itself (a file, a registration).
+    #[error("the {loader} loader cannot open memory image `{name}`; give it a file or a name it knows")]
+    ImageUnsupported {
+        /// The loader's name.
+        loader: &'static str,
+        /// The image's name.
+        name: String,
+    },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}")]
     Io {
@@ -314,6 +335,8 @@ impl Error {
             Self::DuplicateExport { .. } => StatusCode::ALREADY_EXISTS,
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,
             Self::EmbeddedElf { source, .. } => source.code(),
+            Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::ImageUnsupported { .. } => StatusCode::UNIMPLEMENTED,
         }
     }
 }

@@ -19,9 +19,12 @@
 //!   standalone ELF (`.sos`, possibly a FatELF container) validated and
 //!   mapped by xplug itself ([`Plugin::load_embedded_elf`],
 //!   [`Plugin::load_embedded_elf_image`], on the `xplug-elf` crate,
-//!   re-exported as [`embedded_elf`]). Every constructor is in one module,
-//!   `loaders`; [`PluginSource`] records which loader built a plugin and
-//!   from which [`Origin`];
+//!   re-exported as [`embedded_elf`]). Each kind of code has its
+//!   [`Loader`] ([`SYSTEM_LIBRARY`], [`EMBEDDED_ELF`], [`STATIC`], and any a
+//!   crate registers with [`LoaderRegistration`]; [`loaders`] lists them),
+//!   which opens it into a [`Code`]; [`Plugin::from_code`] loads any
+//!   loader's code, and [`PluginSource`] records which loader built a
+//!   plugin and from which [`Origin`];
 //! - the **raw layer**, [`raw`]: each v0 step alone (open, query, header,
 //!   load, resolve, unload once, the exports list), for tools that must see
 //!   what a broken plugin answers; [`Plugin`] is built on it
@@ -101,24 +104,30 @@ pub mod checks;
 mod counting_allocator;
 mod error;
 mod fn_table;
+mod linked;
+mod loader;
 mod loaders;
 mod name;
 mod params;
 mod plugin;
 mod provider;
 pub mod raw;
-mod registry;
 mod request;
 mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
 pub use error::{Error, LoaderError, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
+pub use linked::{StaticPluginRegistration, static_plugins};
+pub use loader::{
+    Code, CodeDetail, EMBEDDED_ELF, EmbeddedElfLoader, Loader, LoaderRegistration, MappedCode, STATIC,
+    SYSTEM_LIBRARY, StaticLoader, SystemLibraryLoader, loaders,
+};
+pub use loaders::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, STATIC_PREFIX};
 pub use name::ProviderName;
 pub use params::LoadParamList;
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
-pub use registry::{StaticPluginRegistration, static_plugins};
 pub use request::{RequestSlots, ResolveRequest, SymbolName};
 pub use source::{Origin, PluginSource};
 

@@ -1,37 +1,275 @@
-//! Every way to build a [`Plugin`], in one place: from a query function
-//! linked in ([`Plugin::from_static_query`], [`Plugin::from_registration`]),
-//! from a shared library the OS loader opens ([`Plugin::load_system_library`],
-//! [`Plugin::load_system_library_image`], [`Plugin::from_raw_library`]), and
+//! xplug's three [`Loader`]s ([`StaticLoader`], [`SystemLibraryLoader`],
+//! [`EmbeddedElfLoader`]) and every way to build a [`Plugin`] from them:
+//! from a query function linked in ([`Plugin::from_static_query`],
+//! [`Plugin::from_registration`]), from a shared library the OS loader
+//! opens ([`Plugin::load_system_library`],
+//! [`Plugin::load_system_library_image`], [`Plugin::from_raw_library`]),
 //! from an embedded ELF image ([`Plugin::load_embedded_elf`],
-//! [`Plugin::load_embedded_elf_image`]).
+//! [`Plugin::load_embedded_elf_image`]), and from any loader's [`Code`]
+//! ([`Plugin::from_code`]).
 //!
-//! Each ends in [`load_checked`] with a [`RawQuery`] and a [`LoadSite`]
-//! saying where the code came from ([`PluginSource`]: the loader's name and
-//! required features follow from it) and what keeps it mapped.
+//! Each ends in [`Plugin::from_code`]: the code's query function, the
+//! checks of [`crate::checks`] with the loader's name and required
+//! features, then the plugin's `load`.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use xplug_abi::{QueryFn, Version};
-use xplug_elf::{ElfImage, ReadableRanges};
+use xplug_abi::{Features, QueryFn, Version};
+use xplug_elf::ElfImage;
 
-use crate::plugin::{Code, label};
-use crate::raw::{self, RawLibrary, RawLoadError, RawQuery};
+use crate::loader::{CodeDetail, MappedCode, file_stem};
+use crate::plugin::label;
+use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
 use crate::{
-    CountingAllocator, Error, LoadParamList, Origin, Plugin, PluginInfo, PluginMessage, PluginSource,
-    ProviderName, StaticPluginRegistration, checks,
+    Code, CountingAllocator, EMBEDDED_ELF, EmbeddedElfLoader, Error, LoadParamList, Loader, Origin, Plugin,
+    PluginInfo, PluginMessage, ProviderName, STATIC, SYSTEM_LIBRARY, StaticLoader, StaticPluginRegistration,
+    SystemLibraryLoader, checks,
 };
+
+/// The prefix that selects the embedded ELF loader.
+pub const EMBEDDED_PREFIX: &str = "embedded:";
+/// The file suffix that selects the embedded ELF loader (IREE's rule).
+pub const EMBEDDED_SUFFIX: &str = ".sos";
+/// The prefix naming a plugin linked into the binary (`static:NAME`).
+pub const STATIC_PREFIX: &str = "static:";
+
+/// A query function linked into the program.
+struct LinkedQuery(RawQuery<'static>);
+
+impl MappedCode for LinkedQuery {
+    fn query(&self) -> RawQuery<'_> {
+        self.0
+    }
+}
+
+/// What a plugin holds once its code was given back
+/// ([`Plugin::into_raw_library`]): a query that answers NULL, never
+/// called (the plugin is unloaded).
+pub(crate) fn released_code() -> Code {
+    unsafe extern "C" fn no_table(_: Version, _: *mut std::ffi::c_void) -> *mut *const xplug_abi::Header {
+        std::ptr::null_mut()
+    }
+    // SAFETY: `no_table` answers NULL, which the v0 contract allows.
+    let query = unsafe { RawQuery::new(no_table) };
+    Code::new(&STATIC, None, "released", LinkedQuery(query))
+}
+
+/// A library the OS loader opened, with its query export (looked up once,
+/// when the library was opened).
+pub(crate) struct LibraryCode {
+    pub(crate) library: RawLibrary,
+    query: QueryFn,
+}
+
+impl MappedCode for LibraryCode {
+    fn query(&self) -> RawQuery<'_> {
+        // SAFETY: the library's v0 export, vouched for by its opener
+        // (`RawLibrary::open`'s contract); the library stays open while
+        // `self` is borrowed.
+        unsafe { RawQuery::new(self.query) }
+    }
+
+    fn optional_exports(&self) -> Option<&dyn OptionalExports> {
+        Some(&self.library)
+    }
+}
+
+/// A mapped embedded ELF image.
+pub(crate) struct ElfCode {
+    pub(crate) image: ElfImage,
+    /// How many records the FatELF container held (0 for a plain ELF).
+    records: usize,
+}
+
+impl MappedCode for ElfCode {
+    fn query(&self) -> RawQuery<'_> {
+        // SAFETY: the image was opened through `EmbeddedElfLoader`, whose
+        // caller vouched for its code; the header pointers are checked
+        // against the image's segments before they are read.
+        unsafe { RawQuery::from_elf_image(&self.image) }
+    }
+
+    fn optional_exports(&self) -> Option<&dyn OptionalExports> {
+        Some(&self.image)
+    }
+
+    fn details(&self) -> Vec<CodeDetail> {
+        let plan = self.image.plan();
+        let record = plan.record().map_or_else(
+            || "plain ELF (no FatELF container)".to_owned(),
+            |record| format!("{} of {}: {record}", record.index, self.records),
+        );
+        let segments = plan
+            .segments()
+            .iter()
+            .map(|segment| {
+                format!(
+                    "{:#08x}..{:#08x} {}",
+                    segment.image_offset,
+                    segment.image_offset + segment.mem_size,
+                    segment.flags
+                )
+            })
+            .collect();
+        vec![CodeDetail::one("record", record), CodeDetail::list("segments", segments)]
+    }
+}
+
+impl Loader for StaticLoader {
+    fn name(&self) -> &'static str {
+        "static"
+    }
+
+    fn claim<'s>(&self, spec: &'s str) -> Option<&'s str> {
+        spec.strip_prefix(STATIC_PREFIX)
+    }
+
+    /// Finds the registration called `target` among
+    /// [`crate::static_plugins`].
+    ///
+    /// # Errors
+    /// [`Error::StaticPluginNotFound`], listing the names linked in.
+    unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
+        let registrations = crate::static_plugins();
+        let Some(registration) = registrations.iter().find(|r| r.name() == target) else {
+            return Err(Error::StaticPluginNotFound {
+                name: target.to_owned(),
+                linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+            });
+        };
+        Ok(registration_code(registration))
+    }
+}
+
+/// The code of a link-time registration.
+fn registration_code(registration: &'static StaticPluginRegistration) -> Code {
+    // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
+    // promise the v0 contract for the life of the program.
+    let query = unsafe { RawQuery::new(registration.query()) };
+    Code::new(&STATIC, None, registration.name(), LinkedQuery(query))
+}
+
+impl Loader for SystemLibraryLoader {
+    fn name(&self) -> &'static str {
+        "system library"
+    }
+
+    /// Every spec: this loader is the last of the list.
+    fn claim<'s>(&self, spec: &'s str) -> Option<&'s str> {
+        Some(spec)
+    }
+
+    /// Opens the library at `target` ([`RawLibrary::open`]) and finds its
+    /// query export.
+    unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
+        // SAFETY: forwarded to the caller.
+        library_code(unsafe { RawLibrary::open(target) }?)
+    }
+
+    /// Opens a library's bytes ([`RawLibrary::open_image`]).
+    unsafe fn open_image(&'static self, name: &str, bytes: &[u8]) -> Result<Code, Error> {
+        // SAFETY: forwarded to the caller.
+        library_code(unsafe { RawLibrary::open_image(name, bytes) }?)
+    }
+}
+
+/// The code of an open library: its query export, and the unload policy
+/// (`docs/loading.md#unload-policy`): a Rust library stays mapped after
+/// its plugin is dropped, pinned before any of its code that could leave
+/// thread-local destructors behind (its `load`) runs.
+fn library_code(library: RawLibrary) -> Result<Code, Error> {
+    let fallback_name = library
+        .path()
+        .file_name()
+        .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
+    let query = library.query()?.as_fn();
+    if library.is_xplug_sdk() {
+        library.pin()?;
+    }
+    let origin = library.origin().clone();
+    Ok(Code::new(&SYSTEM_LIBRARY, Some(origin), &fallback_name, LibraryCode { library, query }))
+}
+
+impl Loader for EmbeddedElfLoader {
+    fn name(&self) -> &'static str {
+        "embedded ELF"
+    }
+
+    /// `STANDALONE`: no OS loader resolves an embedded ELF's imports.
+    fn required_features(&self) -> Features {
+        Features::STANDALONE
+    }
+
+    /// `embedded:PATH`, or a path ending in `.sos` (IREE's rule,
+    /// `docs/specs.md#loader-selection`).
+    fn claim<'s>(&self, spec: &'s str) -> Option<&'s str> {
+        match spec.strip_prefix(EMBEDDED_PREFIX) {
+            Some(path) => Some(path),
+            None => spec.ends_with(EMBEDDED_SUFFIX).then_some(spec),
+        }
+    }
+
+    /// Reads the `.sos` (or plain ELF) at `target`, validates and maps it
+    /// ([`ElfImage::load_named`]); the one routine that opens a `.sos`.
+    ///
+    /// # Errors
+    /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
+    /// read; [`Error::EmbeddedElf`] (its source says why) when the image is
+    /// refused or cannot be mapped.
+    unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
+        let path = Path::new(target);
+        let bytes = raw::read_elf_file(path)?;
+        let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        elf_code(&bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
+    }
+
+    /// Validates and maps the bytes of a `.sos`; they are copied.
+    unsafe fn open_image(&'static self, name: &str, bytes: &[u8]) -> Result<Code, Error> {
+        let origin = Origin::Memory(name.to_owned());
+        elf_code(bytes, origin.clone(), &origin.to_string(), Some(name))
+    }
+}
+
+/// Validates and maps an embedded ELF image read from `origin`.
+fn elf_code(bytes: &[u8], origin: Origin, fallback_name: &str, shown: Option<&str>) -> Result<Code, Error> {
+    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %origin, size = bytes.len());
+    let image = span
+        .in_scope(|| ElfImage::load_named(bytes, shown.unwrap_or("embedded ELF image")))
+        .map_err(|source| Error::EmbeddedElf { plugin: origin.to_string(), source: Box::new(source) })?;
+    let records = xplug_elf::fatelf::records(bytes).map_or(0, |all| all.len());
+    let label = match image.plan().record() {
+        Some(record) => format!("{origin} (embedded ELF, FatELF record {}: {record})", record.index),
+        None => format!("{origin} (embedded ELF)"),
+    };
+    Ok(Code::new(&EMBEDDED_ELF, Some(origin), fallback_name, ElfCode { image, records }).with_label(label))
+}
 
 /// Plugins linked into the program, shared libraries opened by the OS
 /// loader, and embedded ELF images mapped by [`xplug_elf`].
 impl Plugin {
+    /// Loads the plugin in code a [`Loader`] opened: the checks of
+    /// [`crate::checks`] (with the loader's name and required features),
+    /// then its `load` with `params`. The code stays mapped until the
+    /// plugin is dropped.
+    ///
+    /// Safe: the trust was placed when the code was opened.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] when the query answers NULL,
+    /// [`Error::Incompatible`] when a check fails, [`Error::LoadFailed`]
+    /// when the plugin's `load` fails (its `unload` is then not called); a
+    /// refused `load` carries the plugin's own explanation when it gives
+    /// one.
+    pub fn from_code(code: Code, params: &LoadParamList) -> Result<Self, Error> {
+        load_checked(code, params)
+    }
+
     /// Loads the plugin behind a query function linked into the program:
     /// the checks of [`crate::checks`], then its `load` with `params`.
     ///
     /// # Errors
-    /// [`Error::UnsupportedVersion`] when `query` returns NULL,
-    /// [`Error::Incompatible`] when a check fails, [`Error::LoadFailed`]
-    /// when the plugin's `load` fails (its `unload` is then not called).
+    /// As [`Plugin::from_code`].
     ///
     /// # Safety
     /// `query` must implement the v0 query contract (`docs/abi.md#query`)
@@ -44,40 +282,27 @@ impl Plugin {
     /// instances sharing the plugin's code and globals, so its `load` must
     /// tolerate that.
     pub unsafe fn from_static_query(query: QueryFn, params: &LoadParamList) -> Result<Self, Error> {
-        let site = LoadSite {
-            fallback_name: "static plugin".to_owned(),
-            source: PluginSource::Static,
-            code: Code::Linked,
-        };
         // SAFETY: the caller promises the v0 contract for the whole program.
         let query = unsafe { RawQuery::new(query) };
-        load_checked(query, site, params)
+        Self::from_code(Code::new(&STATIC, None, "static plugin", LinkedQuery(query)), params)
     }
 
     /// Loads a plugin registered with [`StaticPluginRegistration`] (see
     /// [`crate::static_plugins`]).
     ///
     /// # Errors
-    /// As [`Plugin::from_static_query`]; messages name the registration
-    /// when the header has no name.
+    /// As [`Plugin::from_code`]; messages name the registration when the
+    /// header has no name.
     pub fn from_registration(
         registration: &'static StaticPluginRegistration,
         params: &LoadParamList,
     ) -> Result<Self, Error> {
-        let site = LoadSite {
-            fallback_name: registration.name().to_owned(),
-            source: PluginSource::Static,
-            code: Code::Linked,
-        };
-        // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
-        // promise the v0 contract for the life of the program.
-        let query = unsafe { RawQuery::new(registration.query()) };
-        load_checked(query, site, params)
+        Self::from_code(registration_code(registration), params)
     }
 
     /// Opens the shared library at `path` ([`RawLibrary::open`]), finds its
-    /// query export and loads the plugin as [`Plugin::from_static_query`]
-    /// does; the library stays open until the plugin is dropped.
+    /// query export and loads the plugin as [`Plugin::from_code`] does;
+    /// the library stays open until the plugin is dropped.
     ///
     /// # Errors
     /// Those of [`RawLibrary::open`], then those of
@@ -132,13 +357,12 @@ impl Plugin {
         params: &LoadParamList,
     ) -> Result<Self, Error> {
         // SAFETY: forwarded to the caller.
-        let library = unsafe { RawLibrary::open_image(name, bytes) }?;
-        Self::from_raw_library(library, params)
+        Self::from_code(unsafe { SYSTEM_LIBRARY.open_image(name, bytes) }?, params)
     }
 
     /// Loads the plugin in a library the raw layer opened
     /// ([`RawLibrary::open`], [`RawLibrary::open_image`]): finds its query
-    /// export and loads the plugin as [`Plugin::from_static_query`] does;
+    /// export and loads the plugin as [`Plugin::from_code`] does;
     /// the library stays open until the plugin is dropped (or given back by
     /// [`Plugin::into_raw_library`]). A tool that has read the library's
     /// lists (`exports`, `params`) loads it this way without opening the
@@ -148,32 +372,13 @@ impl Plugin {
     ///
     /// # Errors
     /// Those of [`RawLibrary::query`] and [`RawLibrary::pin`], then those
-    /// of [`Plugin::from_static_query`]; a refused `load` carries the
-    /// plugin's own explanation when it gives one.
+    /// of [`Plugin::from_code`].
     pub fn from_raw_library(library: RawLibrary, params: &LoadParamList) -> Result<Self, Error> {
-        let fallback_name = library
-            .path()
-            .file_name()
-            .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
-        let query = library.query()?.as_fn();
-        // The unload policy (`docs/loading.md#unload-policy`): a Rust library
-        // stays mapped after its plugin is dropped, before any of its code
-        // that could leave thread-local destructors behind (its `load`) runs.
-        if library.is_xplug_sdk() {
-            library.pin()?;
-        }
-        let source = PluginSource::SystemLibrary { origin: library.origin().clone() };
-        let site = LoadSite { fallback_name, source, code: Code::Library(Box::new(library)) };
-        // SAFETY: `query` is the library's v0 export (its opener vouched for
-        // the library); the library stays open while the plugin holds
-        // `site.code`, which outlives the plugin's instance, so `'static` is
-        // never observed beyond the library's life.
-        let query = unsafe { RawQuery::new(query) };
-        load_checked(query, site, params)
+        Self::from_code(library_code(library)?, params)
     }
 
     /// Reads the `.sos` (or plain ELF) at `path`, validates and maps it
-    /// ([`ElfImage::load`]) and loads the plugin with the checks of
+    /// ([`EmbeddedElfLoader`]) and loads the plugin with the checks of
     /// [`crate::checks`], requiring the `STANDALONE` feature.
     ///
     /// ```no_run
@@ -199,12 +404,9 @@ impl Plugin {
     /// [`EmbeddedElfError::UnsupportedHost`](xplug_elf::EmbeddedElfError::UnsupportedHost).
     pub unsafe fn load_embedded_elf(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes = raw::read_elf_file(path)?;
-        let fallback_name = path
-            .file_stem()
-            .map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned());
         // SAFETY: forwarded to the caller.
-        unsafe { load_elf(&bytes, Origin::File(path.to_path_buf()), fallback_name, params) }
+        let code = unsafe { EMBEDDED_ELF.open(&path.to_string_lossy()) }?;
+        Self::from_code(code, params)
     }
 
     /// Loads a plugin from the bytes of a `.sos` file (a FatELF container
@@ -214,7 +416,7 @@ impl Plugin {
     /// # Errors
     /// [`Error::EmbeddedElf`] when the image is refused or cannot be mapped
     /// (its source says why); then the errors of
-    /// [`Plugin::from_static_query`], including a refusal of a plugin
+    /// [`Plugin::from_code`], including a refusal of a plugin
     /// without the `STANDALONE` feature.
     ///
     /// # Safety
@@ -229,102 +431,51 @@ impl Plugin {
         bytes: &[u8],
         params: &LoadParamList,
     ) -> Result<Self, Error> {
-        let origin = Origin::Memory(name.to_owned());
         // SAFETY: forwarded to the caller.
-        unsafe { load_elf(bytes, origin.clone(), origin.to_string(), params) }
+        Self::from_code(unsafe { EMBEDDED_ELF.open_image(name, bytes) }?, params)
     }
 }
 
-/// Validates, maps and hands over to the checked loader.
-///
-/// # Safety
-/// As [`Plugin::load_embedded_elf_image`].
-unsafe fn load_elf(
-    bytes: &[u8],
-    origin: Origin,
-    fallback_name: String,
-    params: &LoadParamList,
-) -> Result<Plugin, Error> {
-    let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %origin, size = bytes.len());
-    let image = span
-        .in_scope(|| {
-            let shown = match &origin {
-                Origin::File(path) => path.file_name().map(|name| name.to_string_lossy().into_owned()),
-                Origin::Memory(name) => Some(name.clone()),
-            };
-            ElfImage::load_named(bytes, shown.as_deref().unwrap_or("embedded ELF image"))
-        })
-        .map_err(|source| Error::EmbeddedElf { plugin: origin.to_string(), source: Box::new(source) })?;
-    let source = PluginSource::EmbeddedElf { origin, record: image.plan().record().copied() };
-    // SAFETY: the caller vouches for the plugin.
-    let query = unsafe { image.query() };
-    let image = Box::new(image);
-    let ranges: *const ReadableRanges = image.readable_ranges();
-    // SAFETY: the ranges live in the boxed image, which does not move and
-    // is dropped only with `site.code`, which outlives every use of the
-    // query, its table and header (`load_checked`'s contract for `'static`).
-    let ranges: &'static ReadableRanges = unsafe { &*ranges };
-    let site = LoadSite { fallback_name, source, code: Code::Elf(image) };
-    // SAFETY: `query` is the image's v0 query function (the caller's
-    // promise); the image stays mapped while the plugin holds `site.code`,
-    // which outlives the plugin's instance; the header and its strings are
-    // checked against `ranges` before they are read.
-    let query = unsafe { RawQuery::in_image(query, ranges) };
-    load_checked(query, site, params)
-}
-
-/// How a loader describes the plugin it is loading.
-pub(crate) struct LoadSite {
-    /// The name to use before the header is read, or when it has none.
-    pub(crate) fallback_name: String,
-    /// Where the code came from: the loader and its required features.
-    pub(crate) source: PluginSource,
-    /// Kept alive inside the plugin until after `unload`. A library is
-    /// also asked for the parameters it declares, the explanation of a
-    /// refused `load`, and its exports list.
-    pub(crate) code: Code,
-}
-
 /// Queries, checks and loads: the steps every loader shares.
-///
-/// `query` must stay valid while `site.code` is held (the `'static` is the
-/// caller's promise that the plugin keeps the code alive).
-pub(crate) fn load_checked(
-    query: RawQuery<'static>,
-    site: LoadSite,
-    params: &LoadParamList,
-) -> Result<Plugin, Error> {
+fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
+    let source = code.source();
     let span = tracing::info_span!(
         "xplug.plugin.load",
-        plugin = %site.fallback_name,
-        source = %site.source,
+        plugin = %code.fallback_name(),
+        source = %source,
         name = tracing::field::Empty
     );
     let _entered = span.enter();
 
+    // SAFETY: the query borrows the code's `MappedCode`, boxed (it does
+    // not move) and held by the plugin until after its instance is
+    // unloaded: `'static` is never observed beyond the code's life.
+    let query = unsafe { code.query().detach() };
     let Some(table) = query.query(Version::LATEST) else {
         return Err(Error::UnsupportedVersion {
-            plugin: label(&site.fallback_name, &site.source),
+            plugin: label(code.fallback_name(), &source),
             supported: Version::LATEST,
         });
     };
     let header = table
         .header()
-        .map_err(|reason| Error::Incompatible { plugin: label(&site.fallback_name, &site.source), reason })?;
-    let shown_name =
-        header.as_ref().and_then(|header| header.name.clone()).unwrap_or_else(|| site.fallback_name.clone());
+        .map_err(|reason| Error::Incompatible { plugin: label(code.fallback_name(), &source), reason })?;
+    let shown_name = header
+        .as_ref()
+        .and_then(|header| header.name.clone())
+        .unwrap_or_else(|| code.fallback_name().to_owned());
     span.record("name", shown_name.as_str());
     // How errors name the plugin; formatted only when one is built.
-    let plugin = || label(&shown_name, &site.source);
+    let plugin = || label(&shown_name, &source);
     let header = checks::check_plugin(
         header.as_ref(),
         table.entry_points(),
-        site.source.loader(),
-        site.source.required_features(),
+        code.loader().name(),
+        code.required_features(),
     )
     .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
     // xplug's optional exports, read alike from a library and a `.sos`.
-    let library = site.code.optional_exports();
+    let library = code.optional_exports();
     // A plugin that lists its parameters is given no other key (with no
     // key given there is nothing to check, and the list is read on first
     // use).
@@ -378,11 +529,11 @@ pub(crate) fn load_checked(
             sanitizer: header.sanitizer,
             name: shown_name,
         },
-        source: site.source,
+        source,
         exports: OnceLock::new(),
         param_decls,
         import_layouts: OnceLock::new(),
-        code: site.code,
+        code,
         allocator,
     })
 }
@@ -440,20 +591,22 @@ mod tests {
         (&raw const NAMELESS_TABLE).cast_mut().cast()
     }
 
-    fn site(source: PluginSource) -> LoadSite {
-        LoadSite { fallback_name: "fallback".to_owned(), source, code: Code::Linked }
-    }
-
-    /// What an embedded ELF loaded from memory says it is.
-    fn embedded() -> PluginSource {
-        PluginSource::EmbeddedElf { origin: Origin::Memory("unit".to_owned()), record: None }
+    /// Code of `query` as `loader` would give it.
+    fn code(loader: &'static dyn Loader, query: QueryFn) -> Code {
+        // SAFETY: the queries of this module return immutable, valid tables.
+        let query = unsafe { RawQuery::new(query) };
+        let origin = Some(Origin::Memory("unit".to_owned())).filter(|_| loader.name() != "static");
+        let code = Code::new(loader, origin, "fallback", LinkedQuery(query));
+        if loader.name() == "static" {
+            code
+        } else {
+            code.with_label("memory image `unit` (embedded ELF)".into())
+        }
     }
 
     #[test]
     fn loader_required_features_are_enforced() {
-        // SAFETY: `query` returns the immutable, valid table above.
-        let query = unsafe { RawQuery::new(query) };
-        let error = load_checked(query, site(embedded()), &LoadParamList::new()).unwrap_err();
+        let error = load_checked(code(&EMBEDDED_ELF, query), &LoadParamList::new()).unwrap_err();
         assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
         assert!(
             matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::MissingFeatures { missing, .. } }
@@ -464,9 +617,7 @@ mod tests {
 
     #[test]
     fn a_nameless_header_is_refused() {
-        // SAFETY: `nameless_query` returns the immutable, valid table above.
-        let query = unsafe { RawQuery::new(nameless_query) };
-        let error = load_checked(query, site(PluginSource::Static), &LoadParamList::new()).unwrap_err();
+        let error = load_checked(code(&STATIC, nameless_query), &LoadParamList::new()).unwrap_err();
         assert!(
             matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::NullName }
                 if plugin == "`fallback` (linked in)"),
@@ -477,9 +628,7 @@ mod tests {
 
     #[test]
     fn a_plugin_without_unload_loads_and_drops() {
-        // SAFETY: as above.
-        let query = unsafe { RawQuery::new(query) };
-        let plugin = load_checked(query, site(PluginSource::Static), &LoadParamList::new()).unwrap();
+        let plugin = load_checked(code(&STATIC, query), &LoadParamList::new()).unwrap();
         assert_eq!(plugin.name(), "unit");
         assert_eq!(plugin.info().description, "");
         assert_eq!(plugin.unload(), crate::AllocationStats::default());

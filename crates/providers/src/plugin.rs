@@ -12,9 +12,11 @@ use std::sync::{Arc, OnceLock};
 use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_elf::ElfImage;
 
-use crate::raw::{ImportLayoutInfo, OptionalExports, ParamDeclInfo, RawInstance, RawLibrary};
+use crate::loaders::{ElfCode, LibraryCode};
+use crate::raw::{ImportLayoutInfo, ParamDeclInfo, RawInstance, RawLibrary};
 use crate::{
-    AllocationStats, CountingAllocator, Error, ImportProvider, PluginSource, ProviderName, ResolveRequest,
+    AllocationStats, Code, CountingAllocator, Error, ImportProvider, PluginSource, ProviderName,
+    ResolveRequest,
 };
 
 /// What a plugin's header says about it, copied at load time.
@@ -131,28 +133,6 @@ pub struct Plugin {
     pub(crate) allocator: Arc<CountingAllocator>,
 }
 
-/// What keeps a plugin's code mapped while its instance lives.
-pub(crate) enum Code {
-    /// Linked into the program: nothing to keep.
-    Linked,
-    /// An open library.
-    Library(Box<RawLibrary>),
-    /// A mapped embedded ELF image.
-    Elf(Box<ElfImage>),
-}
-
-impl Code {
-    /// The code's optional exports, read alike from a library and a `.sos`
-    /// (none for code linked into the program).
-    pub(crate) fn optional_exports(&self) -> Option<&dyn OptionalExports> {
-        match self {
-            Self::Library(library) => Some(library.as_ref()),
-            Self::Elf(image) => Some(image.as_ref()),
-            Self::Linked => None,
-        }
-    }
-}
-
 impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Plugin")
@@ -228,10 +208,7 @@ impl Plugin {
     /// does not read (`load_error`, symbol kinds).
     #[must_use]
     pub fn raw_library(&self) -> Option<&RawLibrary> {
-        match &self.code {
-            Code::Library(library) => Some(library),
-            Code::Linked | Code::Elf(_) => None,
-        }
+        self.code.downcast_ref::<LibraryCode>().map(|code| &code.library)
     }
 
     /// The mapped image this plugin runs from, when xplug's embedded ELF
@@ -240,10 +217,14 @@ impl Plugin {
     /// where each segment lies.
     #[must_use]
     pub fn elf_image(&self) -> Option<&ElfImage> {
-        match &self.code {
-            Code::Elf(image) => Some(image),
-            Code::Linked | Code::Library(_) => None,
-        }
+        self.code.downcast_ref::<ElfCode>().map(|code| &code.image)
+    }
+
+    /// The code this plugin runs from, as its [`Loader`](crate::Loader)
+    /// opened it: its details ([`Code::details`]) and optional exports.
+    #[must_use]
+    pub fn code(&self) -> &Code {
+        &self.code
     }
 
     /// Unloads the plugin and gives back the library it ran from, open:
@@ -259,19 +240,20 @@ impl Plugin {
         reason = "the plugin itself is the error, given back unchanged as `Arc::try_unwrap` gives back the `Arc`"
     )]
     pub fn into_raw_library(mut self) -> Result<RawLibrary, Self> {
-        match std::mem::replace(&mut self.code, Code::Linked) {
-            Code::Library(mut library) => {
-                // The library is still open here: `unload` runs with the
-                // code mapped.
-                self.shutdown();
-                library.keep_until_closed(Arc::clone(&self.allocator));
-                Ok(*library)
-            }
-            other => {
-                self.code = other;
-                Err(self)
-            }
+        if self.raw_library().is_none() {
+            return Err(self);
         }
+        // The library is still open here: `unload` runs with the code
+        // mapped.
+        self.shutdown();
+        let code = std::mem::replace(&mut self.code, crate::loaders::released_code());
+        let mut library = match code.into_mapped::<LibraryCode>() {
+            Ok(code) => code.library,
+            Err(_) => unreachable!("checked above: the code is a library"),
+        };
+        let allocator = Arc::clone(&self.allocator);
+        library.keep_until_closed(allocator);
+        Ok(library)
     }
 
     /// How messages name this plugin: its name and where it came from.

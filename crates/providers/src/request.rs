@@ -396,7 +396,7 @@ impl<'a> ResolveRequest<'a> {
     /// # Panics
     /// When `index >= self.len()`.
     pub fn fill(&mut self, index: usize, function: ImportFn, context: *mut c_void) -> bool {
-        self.fill_raw(index, function as *mut c_void, context)
+        self.fill_untyped(index, function as *mut c_void, context)
     }
 
     /// [`ResolveRequest::fill`] with an untyped function pointer, for
@@ -405,7 +405,7 @@ impl<'a> ResolveRequest<'a> {
     ///
     /// # Panics
     /// When `index >= self.len()`.
-    pub fn fill_raw(&mut self, index: usize, function: *mut c_void, context: *mut c_void) -> bool {
+    pub fn fill_untyped(&mut self, index: usize, function: *mut c_void, context: *mut c_void) -> bool {
         if !self.fns()[index].is_null() || function.is_null() {
             return false;
         }
@@ -668,7 +668,6 @@ fn unequal_lengths(names: usize, fns: usize, contexts: usize) -> Error {
     }
 }
 
-/// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
 /// A C caller's names and slots from `first`, the first NULL name or
 /// filled slot, on: refused for a NULL name, otherwise whether a slot is filled
 /// (it is: that is why the scan stopped, unless the name was NULL).
@@ -681,6 +680,7 @@ fn unusual_c_arrays(names: &[*const c_char], fns: &[*mut c_void], first: usize) 
     Ok(fns.iter().skip(first).any(|function| !function.is_null()))
 }
 
+/// The error of [`ResolveRequest::from_c_arrays`] for a NULL argument.
 #[cold]
 #[inline(never)]
 fn null_argument(what: &str) -> Error {
@@ -737,7 +737,7 @@ mod tests {
         {
             let mut request = slots.request();
             assert!(!request.any_filled());
-            assert!(request.fill_raw(0, filled, filled));
+            assert!(request.fill_untyped(0, filled, filled));
         }
         assert_eq!(slots.fns(), [filled, std::ptr::null_mut()]);
         assert!(slots.request().any_filled());
@@ -809,8 +809,8 @@ mod tests {
         request.protect_filled(
             |request| {
                 request.clear();
-                request.fill_raw(0, other, other);
-                request.fill_raw(39, other, other);
+                request.fill_untyped(0, other, other);
+                request.fill_untyped(39, other, other);
             },
             |slot| rewritten.push(slot),
         );

@@ -1,12 +1,13 @@
-//! Where a plugin's code came from, said once: which loader mapped it, and
-//! whether from a file or from bytes in memory. The loader's name and the
-//! features it requires are derived from it.
+//! Where a plugin's code came from, said once: which [`Loader`] opened it,
+//! and whether from a file or from bytes in memory. The loader's name and
+//! the features it requires are the loader's.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use xplug_abi::Features;
-use xplug_elf::FatElfRecord;
+
+use crate::Loader;
 
 /// Where a loader read a plugin's code from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,89 +39,87 @@ impl fmt::Display for Origin {
     }
 }
 
-/// Where a plugin was loaded from: the loader and, for code that was not
-/// linked in, its [`Origin`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PluginSource {
-    /// Linked into the binary (a query function called directly).
-    Static,
-    /// A shared library opened by the OS loader.
-    SystemLibrary {
-        /// The file or the image the library was opened from.
-        origin: Origin,
-    },
-    /// An embedded ELF (`.sos`) image mapped by xplug's own loader
-    /// ([`xplug_elf`]).
-    EmbeddedElf {
-        /// The file or the image the ELF was read from.
-        origin: Origin,
-        /// The FatELF record chosen, or `None` for a plain ELF.
-        record: Option<FatElfRecord>,
-    },
+/// Where a plugin was loaded from: the [`Loader`] that opened its code and,
+/// for code that was not linked in, its [`Origin`].
+#[derive(Clone)]
+pub struct PluginSource {
+    loader: &'static dyn Loader,
+    origin: Option<Origin>,
+    label: String,
 }
 
+impl fmt::Debug for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginSource")
+            .field("loader", &self.loader.name())
+            .field("origin", &self.origin)
+            .field("label", &self.label)
+            .finish()
+    }
+}
+
+/// Two sources are equal when the same loader read the same origin.
+impl PartialEq for PluginSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.loader.name() == other.loader.name() && self.origin == other.origin
+    }
+}
+
+impl Eq for PluginSource {}
+
 impl PluginSource {
-    /// The loader's name, as load-check messages give it: `static`,
-    /// `system library` or `embedded ELF`.
-    #[must_use]
-    pub fn loader(&self) -> &'static str {
-        match self {
-            Self::Static => "static",
-            Self::SystemLibrary { .. } => "system library",
-            Self::EmbeddedElf { .. } => "embedded ELF",
-        }
+    /// The source of code `loader` opened from `origin` (`None`: linked
+    /// in), shown in messages as `label`.
+    pub(crate) fn new(loader: &'static dyn Loader, origin: Option<Origin>, label: String) -> Self {
+        Self { loader, origin, label }
     }
 
-    /// The features the loader insists on: `STANDALONE` for an embedded
-    /// ELF (it has no OS loader to resolve imports), none otherwise.
+    /// The loader that opened the plugin's code.
+    #[must_use]
+    pub fn loader(&self) -> &'static dyn Loader {
+        self.loader
+    }
+
+    /// The features the loader insists on ([`Loader::required_features`]).
     #[must_use]
     pub fn required_features(&self) -> Features {
-        match self {
-            Self::EmbeddedElf { .. } => Features::STANDALONE,
-            Self::Static | Self::SystemLibrary { .. } => Features::NONE,
-        }
+        self.loader.required_features()
     }
 
     /// The file or image the code was read from; `None` when linked in.
     #[must_use]
     pub fn origin(&self) -> Option<&Origin> {
-        match self {
-            Self::Static => None,
-            Self::SystemLibrary { origin } | Self::EmbeddedElf { origin, .. } => Some(origin),
-        }
+        self.origin.as_ref()
     }
 }
 
 impl fmt::Display for PluginSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Static => f.write_str("linked in"),
-            Self::SystemLibrary { origin } => write!(f, "{origin}"),
-            Self::EmbeddedElf { origin, record: Some(record) } => {
-                write!(f, "{origin} (embedded ELF, FatELF record {}: {record})", record.index)
-            }
-            Self::EmbeddedElf { origin, record: None } => write!(f, "{origin} (embedded ELF)"),
-        }
+        f.write_str(&self.label)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{EMBEDDED_ELF, STATIC, SYSTEM_LIBRARY};
 
     #[test]
     fn the_loader_and_its_features_follow_from_the_source() {
         let file = Origin::File(PathBuf::from("/p/libx.so"));
-        let library = PluginSource::SystemLibrary { origin: file.clone() };
-        assert_eq!((library.loader(), library.required_features()), ("system library", Features::NONE));
+        let library = PluginSource::new(&SYSTEM_LIBRARY, Some(file.clone()), file.to_string());
+        assert_eq!(
+            (library.loader().name(), library.required_features()),
+            ("system library", Features::NONE)
+        );
         assert_eq!(library.to_string(), "/p/libx.so");
-        let elf = PluginSource::EmbeddedElf { origin: Origin::Memory("k".to_owned()), record: None };
-        assert_eq!((elf.loader(), elf.required_features()), ("embedded ELF", Features::STANDALONE));
-        assert_eq!(elf.to_string(), "memory image `k` (embedded ELF)");
+        let elf =
+            PluginSource::new(&EMBEDDED_ELF, Some(Origin::Memory("k".to_owned())), "k (embedded ELF)".into());
+        assert_eq!((elf.loader().name(), elf.required_features()), ("embedded ELF", Features::STANDALONE));
         assert_eq!(elf.origin().and_then(Origin::path), None);
-        assert_eq!(PluginSource::Static.to_string(), "linked in");
-        assert_eq!(PluginSource::Static.origin(), None);
+        let linked = PluginSource::new(&STATIC, None, "linked in".into());
+        assert_eq!(linked.origin(), None);
+        assert_ne!(linked, library);
         assert_eq!(library.origin().and_then(Origin::path), Some(Path::new("/p/libx.so")));
     }
 }

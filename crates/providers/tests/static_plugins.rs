@@ -9,8 +9,8 @@ use xplug_providers::abi::{
     ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, Version,
 };
 use xplug_providers::{
-    Error, ImportProvider, LoadParamList, Plugin, PluginSource, ResolveRequest, StaticPluginRegistration,
-    SymbolName, static_plugins,
+    Error, ImportProvider, LoadParamList, Plugin, ResolveRequest, StaticPluginRegistration, SymbolName,
+    static_plugins,
 };
 
 /// How many times `unload` ran, to prove exactly-once.
@@ -148,7 +148,7 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
         .expect("the registration is collected");
     let plugin = Plugin::from_registration(registration, &LoadParamList::new().with("answer", "42")).unwrap();
     assert_eq!(plugin.name(), "rust_static");
-    assert_eq!(plugin.source(), &PluginSource::Static);
+    assert_eq!((plugin.source().loader().name(), plugin.source().origin()), ("static", None));
     assert_eq!(plugin.info().description, "a static plugin written in Rust");
 
     let names = [SymbolName::new(c"answer"), SymbolName::new(c"?question")];

@@ -1,5 +1,5 @@
 //! The bodies of the checks: each opens its own plugin instance from the
-//! [`Subject`] and returns a [`Verdict`]. The list of them, with names and
+//! [`Subject`] and returns a [`Verdict`] (an [`Outcome`] and a detail). The list of them, with names and
 //! descriptions, is [`super::catalogue::CHECKS`].
 
 use std::ffi::{CString, c_void};
@@ -32,8 +32,90 @@ pub(crate) struct Subject<'a> {
     pub(super) exports: Vec<String>,
 }
 
-/// The verdict of one check: `Ok(detail)` or `Err(detail)`.
-pub(super) type Verdict = Result<String, String>;
+/// What a check concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The plugin behaves as the check requires.
+    Pass,
+    /// It does not.
+    Fail,
+    /// The check did not run (nothing to check, or an earlier fatal
+    /// failure).
+    Skipped,
+    /// No instance could be loaded for the check: every later check that
+    /// needs one would fail the same way, so the run stops.
+    NotLoaded,
+}
+
+impl Outcome {
+    /// The name `--json` gives it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Skipped => "skip",
+            Self::NotLoaded => "not_loaded",
+        }
+    }
+
+    /// The outcome `--json` named `text` (a child's report).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        [Self::Pass, Self::Fail, Self::Skipped, Self::NotLoaded]
+            .into_iter()
+            .find(|outcome| outcome.as_str() == text)
+    }
+
+    /// Whether it counts as a failed check.
+    pub(crate) fn is_failure(self) -> bool {
+        matches!(self, Self::Fail | Self::NotLoaded)
+    }
+}
+
+/// The verdict of one check: its outcome and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub(crate) outcome: Outcome,
+    pub(crate) detail: String,
+}
+
+impl Verdict {
+    /// A check that did not run, and why.
+    pub(crate) fn skipped(why: &str) -> Self {
+        Self { outcome: Outcome::Skipped, detail: format!("skipped: {why}") }
+    }
+
+    /// A check that got no loaded instance, and why.
+    fn not_loaded(why: &str) -> Self {
+        Self { outcome: Outcome::NotLoaded, detail: format!("not loaded: {why}") }
+    }
+}
+
+/// A failure, from any step's message (so `?` works on `Result<_, String>`).
+impl From<String> for Verdict {
+    fn from(detail: String) -> Self {
+        Self { outcome: Outcome::Fail, detail }
+    }
+}
+
+impl From<&str> for Verdict {
+    fn from(detail: &str) -> Self {
+        detail.to_owned().into()
+    }
+}
+
+/// What a check body returns: `Ok` with its verdict, or `Err` with the
+/// verdict of the step that stopped it (both read alike).
+pub(super) type Checked = Result<Verdict, Verdict>;
+
+/// A pass, with what was seen.
+fn pass(detail: String) -> Checked {
+    Ok(Verdict { outcome: Outcome::Pass, detail })
+}
+
+/// A failure, with what was seen.
+fn fail(detail: impl Into<String>) -> Checked {
+    Err(Verdict::from(detail.into()))
+}
 
 fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
     let query = subject.query.clone()?;
@@ -42,9 +124,9 @@ fn table_for<'a>(subject: &Subject<'a>) -> Result<RawTable<'a>, String> {
 
 /// Loads an instance with the spec's params plus `extra`, after the load
 /// checks a host applies: a plugin a host would refuse is not run.
-fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, String> {
+fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInstance<'a>, Verdict> {
     let table = table_for(subject)?;
-    let refused = |refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})");
+    let refused = |refusal| Verdict::not_loaded(&format!("a host refuses the plugin ({refusal})"));
     let header = table.header().map_err(refused)?;
     checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(refused)?;
@@ -54,33 +136,28 @@ fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInst
     }
     table.load(&CountingAllocator::new(), &params).map_err(|error| match error {
         RawLoadError::Refused { code } => {
-            format!("{NOT_LOADED}load returned {code} with {} parameter(s)", params.len())
+            Verdict::not_loaded(&format!("load returned {code} with {} parameter(s)", params.len()))
         }
-        other => format!("{NOT_LOADED}{other}"),
+        other => Verdict::not_loaded(&other.to_string()),
     })
 }
 
-/// How the detail of a check that could not get a loaded instance starts:
-/// every later check that needs one would fail the same way, so such a
-/// failure is fatal ([`super::catalogue::Outcome`]).
-pub(crate) const NOT_LOADED: &str = "not loaded: ";
-
-pub(super) fn query_max_version_0(subject: &Subject<'_>) -> Verdict {
+pub(super) fn query_max_version_0(subject: &Subject<'_>) -> Checked {
     let query = subject.query.clone()?;
     match query.query(Version(0)) {
-        None => Ok("NULL".to_owned()),
-        Some(_) => {
-            Err("query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
+        None => pass("NULL".to_owned()),
+        Some(_) => fail(
+            "query(0) returned a table; a v0.1 plugin must return NULL when max_version is below 1 \
                         (IREE's samples invert this test)"
-                .to_owned())
-        }
+                .to_owned(),
+        ),
     }
 }
 
-pub(super) fn query_latest(subject: &Subject<'_>) -> Verdict {
+pub(super) fn query_latest(subject: &Subject<'_>) -> Checked {
     let table = table_for(subject)?;
     if table.header().map_err(|refusal| refusal.to_string())?.is_none() {
-        return Err("the table's header pointer is NULL".to_owned());
+        return fail("the table's header pointer is NULL".to_owned());
     }
     let entry_points = table.entry_points();
     let missing: Vec<&str> =
@@ -90,13 +167,13 @@ pub(super) fn query_latest(subject: &Subject<'_>) -> Verdict {
             .map(|(name, _)| name)
             .collect();
     if missing.is_empty() {
-        Ok(format!("table with header, load, unload and resolve (version {})", Version::LATEST))
+        pass(format!("table with header, load, unload and resolve (version {})", Version::LATEST))
     } else {
-        Err(format!("the table has NULL {}", missing.join(", ")))
+        fail(format!("the table has NULL {}", missing.join(", ")))
     }
 }
 
-pub(super) fn header(subject: &Subject<'_>) -> Verdict {
+pub(super) fn header(subject: &Subject<'_>) -> Checked {
     let table = table_for(subject)?;
     let header = table.header().map_err(|refusal| refusal.to_string())?.ok_or("NULL header")?;
     // What a host refuses (the same checks `Plugin` applies)...
@@ -119,44 +196,44 @@ pub(super) fn header(subject: &Subject<'_>) -> Verdict {
         problems.push("description is NULL".to_owned());
     }
     if problems.is_empty() {
-        Ok(format!(
+        pass(format!(
             "`{}` version {}, features [{}], sanitizer none",
             header.name.unwrap_or_default(),
             header.version,
             header.features.names().collect::<Vec<_>>().join(", ")
         ))
     } else {
-        Err(problems.join("; "))
+        fail(problems.join("; "))
     }
 }
 
-fn load_cycle(subject: &Subject<'_>, extra: &[(&str, &str)]) -> Verdict {
+fn load_cycle(subject: &Subject<'_>, extra: &[(&str, &str)]) -> Checked {
     let instance = instance(subject, extra)?;
     let held = instance.allocation_stats();
     let after = instance.unload();
     if after.live_allocations != 0 || after.live_bytes != 0 {
-        return Err(format!(
+        return fail(format!(
             "after unload the plugin still holds {} block(s), {} byte(s)",
             after.live_allocations, after.live_bytes
         ));
     }
-    Ok(format!(
+    pass(format!(
         "loaded holding {} block(s), {} byte(s); all freed by unload",
         held.live_allocations, held.live_bytes
     ))
 }
 
-pub(super) fn load_plain(subject: &Subject<'_>) -> Verdict {
+pub(super) fn load_plain(subject: &Subject<'_>) -> Checked {
     load_cycle(subject, &[])
 }
 
-pub(super) fn load_with_params(subject: &Subject<'_>) -> Verdict {
+pub(super) fn load_with_params(subject: &Subject<'_>) -> Checked {
     let Some(declared) = &subject.declared else {
         return load_cycle(subject, &[CHECK_PARAM]);
     };
     // A plugin that declares its parameters must refuse any other key.
     let table = table_for(subject)?;
-    let refused = |refusal| format!("{NOT_LOADED}a host refuses the plugin ({refusal})");
+    let refused = |refusal| Verdict::not_loaded(&format!("a host refuses the plugin ({refusal})"));
     let header = table.header().map_err(refused)?;
     checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(refused)?;
@@ -167,7 +244,7 @@ pub(super) fn load_with_params(subject: &Subject<'_>) -> Verdict {
     match table.load(&allocator, &params) {
         Ok(instance) => {
             let _ = instance.unload();
-            Err(format!(
+            fail(format!(
                 "the plugin declares its params ({declared_names}) but accepted the unknown key `{}`",
                 CHECK_PARAM.0
             ))
@@ -175,21 +252,21 @@ pub(super) fn load_with_params(subject: &Subject<'_>) -> Verdict {
         Err(RawLoadError::Refused { code }) if code == StatusCode::INVALID_ARGUMENT => {
             let stats = allocator.stats();
             if stats.live_allocations != 0 {
-                return Err(format!(
+                return fail(format!(
                     "refused the unknown key but still holds {} block(s), {} byte(s)",
                     stats.live_allocations, stats.live_bytes
                 ));
             }
-            Ok(format!(
+            pass(format!(
                 "refused the unknown key `{}` with INVALID_ARGUMENT (declared: {})",
                 CHECK_PARAM.0,
                 if declared_names.is_empty() { "none" } else { &declared_names }
             ))
         }
         Err(RawLoadError::Refused { code }) => {
-            Err(format!("refused the unknown key with {code}; a bad parameter is INVALID_ARGUMENT"))
+            fail(format!("refused the unknown key with {code}; a bad parameter is INVALID_ARGUMENT"))
         }
-        Err(other) => Err(other.to_string()),
+        Err(other) => fail(other.to_string()),
     }
 }
 
@@ -213,51 +290,48 @@ fn c_names(names: &[String]) -> Vec<CString> {
     names.iter().filter_map(|name| CString::new(name.as_str()).ok()).collect()
 }
 
-pub(super) fn resolve_nothing(subject: &Subject<'_>) -> Verdict {
+pub(super) fn resolve_nothing(subject: &Subject<'_>) -> Checked {
     let instance = instance(subject, &[])?;
     let (code, resolution, _, _) = resolve(&instance, &[], None);
     if code == StatusCode::OK && resolution == Resolution::NONE {
-        Ok("OK".to_owned())
+        pass("OK".to_owned())
     } else {
-        Err(format!("returned {code} with resolution bits {:#x}", resolution.0))
+        fail(format!("returned {code} with resolution bits {:#x}", resolution.0))
     }
 }
 
-pub(super) fn resolve_unknown_required(subject: &Subject<'_>) -> Verdict {
+pub(super) fn resolve_unknown_required(subject: &Subject<'_>) -> Checked {
     let instance = instance(subject, &[])?;
     let names = c_names(&[UNKNOWN.to_owned()]);
     let (code, _, fns, _) = resolve(&instance, &names, None);
     match (code, fns[0].is_null()) {
-        (StatusCode::NOT_FOUND, true) => Ok("NOT_FOUND".to_owned()),
-        (_, false) => Err(format!("filled the slot of `{UNKNOWN}` (returned {code})")),
-        (code, true) => Err(format!("returned {code}; a missing required import must give NOT_FOUND")),
+        (StatusCode::NOT_FOUND, true) => pass("NOT_FOUND".to_owned()),
+        (_, false) => fail(format!("filled the slot of `{UNKNOWN}` (returned {code})")),
+        (code, true) => fail(format!("returned {code}; a missing required import must give NOT_FOUND")),
     }
 }
 
-pub(super) fn resolve_unknown_optional(subject: &Subject<'_>) -> Verdict {
+pub(super) fn resolve_unknown_optional(subject: &Subject<'_>) -> Checked {
     let instance = instance(subject, &[])?;
     let names = c_names(&[format!("?{UNKNOWN}")]);
     let (code, resolution, fns, _) = resolve(&instance, &names, None);
     if !fns[0].is_null() {
-        return Err(format!("filled the slot of `?{UNKNOWN}`"));
+        return fail(format!("filled the slot of `?{UNKNOWN}`"));
     }
     if code != StatusCode::OK {
-        return Err(format!("returned {code}; a missing optional import must still give OK"));
+        return fail(format!("returned {code}; a missing optional import must still give OK"));
     }
     if !resolution.contains(Resolution::MISSING_OPTIONAL) {
-        return Err("returned OK without the MISSING_OPTIONAL bit".to_owned());
+        return fail("returned OK without the MISSING_OPTIONAL bit".to_owned());
     }
-    Ok("OK with MISSING_OPTIONAL".to_owned())
+    pass("OK with MISSING_OPTIONAL".to_owned())
 }
 
-fn no_exports() -> Verdict {
-    Ok(format!(
-        "{}no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)",
-        super::catalogue::SKIPPED
-    ))
+fn no_exports() -> Checked {
+    Ok(Verdict::skipped("no export names known (the plugin has no xplug_plugin_exports; pass --symbol NAME)"))
 }
 
-pub(super) fn resolve_exports(subject: &Subject<'_>) -> Verdict {
+pub(super) fn resolve_exports(subject: &Subject<'_>) -> Checked {
     if subject.exports.is_empty() {
         return no_exports();
     }
@@ -267,13 +341,13 @@ pub(super) fn resolve_exports(subject: &Subject<'_>) -> Verdict {
     let missing: Vec<&str> =
         subject.exports.iter().zip(&fns).filter(|(_, f)| f.is_null()).map(|(n, _)| n.as_str()).collect();
     if code == StatusCode::OK && missing.is_empty() {
-        Ok(format!("{} export(s) resolved", names.len()))
+        pass(format!("{} export(s) resolved", names.len()))
     } else {
-        Err(format!("returned {code}; unresolved: [{}]", missing.join(", ")))
+        fail(format!("returned {code}; unresolved: [{}]", missing.join(", ")))
     }
 }
 
-pub(super) fn filled_slots_untouched(subject: &Subject<'_>) -> Verdict {
+pub(super) fn filled_slots_untouched(subject: &Subject<'_>) -> Checked {
     let instance = instance(subject, &[])?;
     // A required unknown name whose slot is already filled, then every
     // known export, all pre-filled: the plugin must skip them all and OK.
@@ -287,15 +361,15 @@ pub(super) fn filled_slots_untouched(subject: &Subject<'_>) -> Verdict {
         .filter(|&(&f, &c)| f as usize != SENTINEL_FN || c as usize != SENTINEL_CONTEXT)
         .count();
     if touched > 0 {
-        return Err(format!("overwrote {touched} pre-filled slot(s)"));
+        return fail(format!("overwrote {touched} pre-filled slot(s)"));
     }
     if code != StatusCode::OK {
-        return Err(format!("returned {code} although every slot was already filled"));
+        return fail(format!("returned {code} although every slot was already filled"));
     }
-    Ok(format!("{} pre-filled slot(s) left alone, OK", names.len()))
+    pass(format!("{} pre-filled slot(s) left alone, OK", names.len()))
 }
 
-pub(super) fn repeated_resolve_stable(subject: &Subject<'_>) -> Verdict {
+pub(super) fn repeated_resolve_stable(subject: &Subject<'_>) -> Checked {
     if subject.exports.is_empty() {
         return no_exports();
     }
@@ -304,13 +378,13 @@ pub(super) fn repeated_resolve_stable(subject: &Subject<'_>) -> Verdict {
     let first = resolve(&instance, &names, None);
     let second = resolve(&instance, &names, None);
     if (first.0, first.1, &first.2, &first.3) == (second.0, second.1, &second.2, &second.3) {
-        Ok(format!("{} name(s), same status, functions and contexts", names.len()))
+        pass(format!("{} name(s), same status, functions and contexts", names.len()))
     } else {
-        Err("the second resolve returned different status, functions or contexts".to_owned())
+        fail("the second resolve returned different status, functions or contexts".to_owned())
     }
 }
 
-pub(super) fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
+pub(super) fn allocations_balanced(subject: &Subject<'_>) -> Checked {
     // An unknown key too, unless the plugin declares its params (it then
     // refuses the key; `load-unload-params` checks that).
     let extra: &[(&str, &str)] = if subject.declared.is_some() { &[] } else { &[CHECK_PARAM] };
@@ -323,9 +397,9 @@ pub(super) fn allocations_balanced(subject: &Subject<'_>) -> Verdict {
     }
     let after = instance.unload();
     if after.live_allocations == 0 && after.live_bytes == 0 {
-        Ok("balanced".to_owned())
+        pass("balanced".to_owned())
     } else {
-        Err(format!(
+        fail(format!(
             "{} block(s), {} byte(s) still held after unload",
             after.live_allocations, after.live_bytes
         ))

@@ -3,9 +3,9 @@
 //! [`super::bodies`].
 
 use super::bodies::{
-    Subject, Verdict, allocations_balanced, filled_slots_untouched, header, load_plain, load_with_params,
-    query_latest, query_max_version_0, repeated_resolve_stable, resolve_exports, resolve_nothing,
-    resolve_unknown_optional, resolve_unknown_required,
+    Checked, Outcome, Subject, Verdict, allocations_balanced, filled_slots_untouched, header, load_plain,
+    load_with_params, query_latest, query_max_version_0, repeated_resolve_stable, resolve_exports,
+    resolve_nothing, resolve_unknown_optional, resolve_unknown_required,
 };
 use xplug_probe::ProbeFailure;
 
@@ -17,7 +17,7 @@ pub(crate) struct Check {
     pub(crate) name: &'static str,
     /// What it verifies, for humans.
     pub(crate) description: &'static str,
-    pub(super) run: fn(&Subject<'_>) -> Verdict,
+    pub(super) run: fn(&Subject<'_>) -> Checked,
     /// Whether its failure makes every later check meaningless (no table,
     /// a header a host refuses): the later checks are then skipped, not
     /// failed again for the same reason. Any check that could not load an
@@ -26,53 +26,13 @@ pub(crate) struct Check {
 }
 
 impl Check {
-    /// Whether a failure of this check with `detail` stops the run: a
+    /// Whether this check ending with `outcome` stops the run: a
     /// fatal check, or any check whose plugin did not load (each later one
     /// would say the same).
-    pub(crate) fn stops_the_run(&self, detail: &str) -> bool {
-        self.fatal || detail.starts_with(super::bodies::NOT_LOADED)
+    pub(crate) fn stops_the_run(&self, outcome: Outcome) -> bool {
+        outcome == Outcome::NotLoaded || (self.fatal && outcome.is_failure())
     }
 }
-
-/// How one check ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// It ran and the plugin conforms.
-    Pass,
-    /// It ran and the plugin does not conform (or crashed, or hung).
-    Fail,
-    /// It did not run: nothing to check, or an earlier fatal check failed.
-    Skip,
-}
-
-impl Outcome {
-    /// `pass`, `fail` or `skip`, as `--json` spells it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Pass => "pass",
-            Self::Fail => "fail",
-            Self::Skip => "skip",
-        }
-    }
-
-    /// The outcome `--json` spelled `text`.
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        [Self::Pass, Self::Fail, Self::Skip].into_iter().find(|outcome| outcome.as_str() == text)
-    }
-
-    /// The outcome of a check's verdict: a detail starting with
-    /// [`SKIPPED`] is a skip.
-    pub(crate) fn of(verdict: &Verdict) -> Self {
-        match verdict {
-            Ok(detail) if detail.starts_with(SKIPPED) => Self::Skip,
-            Ok(_) => Self::Pass,
-            Err(_) => Self::Fail,
-        }
-    }
-}
-
-/// How the detail of a check that did not run starts.
-pub(crate) const SKIPPED: &str = "skipped: ";
 
 /// The result of one check.
 #[derive(Debug)]
@@ -167,12 +127,9 @@ pub(crate) const CHECKS: &[Check] = &[
 /// The result standing for a check not run because `fatal`, an earlier
 /// check, failed.
 pub(crate) fn skipped_after(check: &Check, fatal: &str) -> CheckResult {
-    CheckResult {
-        name: check.name,
-        outcome: Outcome::Skip,
-        detail: format!("{SKIPPED}check `{fatal}` failed, and this one depends on what it checks"),
-        fault: None,
-    }
+    let verdict =
+        Verdict::skipped(&format!("check `{fatal}` failed, and this one depends on what it checks"));
+    CheckResult { name: check.name, outcome: verdict.outcome, detail: verdict.detail, fault: None }
 }
 
 /// The checks `only` selects (all when `None`).

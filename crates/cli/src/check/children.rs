@@ -7,7 +7,8 @@
 
 use xplug_probe::{ProbeFailure, ProbeStatus};
 
-use super::catalogue::{CheckResult, Outcome, SKIPPED, select, skipped_after};
+use super::bodies::{Outcome, Verdict};
+use super::catalogue::{CheckResult, select, skipped_after};
 use crate::error::CliError;
 use crate::isolate;
 
@@ -33,10 +34,11 @@ pub(super) fn run_checks(
     let mut fatal: Option<&'static str> = None;
     for check in select(only)? {
         if let Some((hung_check, failure)) = &hang {
+            let verdict = Verdict::skipped(&format!("not run: the plugin {failure} in check {hung_check}"));
             results.push(CheckResult {
                 name: check.name,
-                outcome: Outcome::Skip,
-                detail: format!("{SKIPPED}not run: the plugin {failure} in check {hung_check}"),
+                outcome: verdict.outcome,
+                detail: verdict.detail,
                 fault: None,
             });
             continue;
@@ -92,10 +94,7 @@ pub(super) fn run_checks(
                 });
             }
         }
-        if results
-            .last()
-            .is_some_and(|result| result.outcome == Outcome::Fail && check.stops_the_run(&result.detail))
-        {
+        if results.last().is_some_and(|result| check.stops_the_run(result.outcome)) {
             fatal = Some(check.name);
         }
     }

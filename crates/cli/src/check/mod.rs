@@ -18,62 +18,53 @@ mod bodies;
 mod catalogue;
 mod children;
 
-use std::path::Path;
-
 use serde_json::json;
-use xplug_abi::Features;
-use xplug_manager::spec::{PluginSpec, SpecTarget};
-use xplug_providers::raw::{OptionalExports, open_elf_image};
+use xplug_manager::spec::PluginSpec;
 use xplug_providers::{LoadParamList, checks};
 
-use self::bodies::Subject;
+use self::bodies::{Outcome, Subject};
 pub(crate) use self::catalogue::CHECKS;
-use self::catalogue::{CheckResult, Outcome, select, skipped_after};
+use self::catalogue::{CheckResult, select, skipped_after};
 use crate::error::{CliError, fault_json, report_error};
 use crate::isolate::Isolation;
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
-/// Runs the named checks (all when `only` is None) against the library at
-/// `path` (an embedded ELF when `embedded`), loaded with `params`.
+/// Runs the named checks (all when `only` is None) against the plugin
+/// `spec` names, opened by the loader that claims it and loaded with the
+/// spec's parameters.
 pub(crate) fn run_checks(
-    path: &Path,
-    embedded: bool,
-    params: &LoadParamList,
+    spec: &PluginSpec,
     symbols: &[String],
     only: Option<&str>,
 ) -> Result<Vec<CheckResult>, CliError> {
     let selected = select(only)?;
-    let load_error = |source| CliError::Load { what: path.display().to_string(), source };
-    // One of the two is opened; the subject borrows it.
-    let (library, image);
-    let (query, loader, required, declared, mut exports) = if embedded {
-        image = open_elf_image(path).map_err(load_error)?;
-        let query = trust::embedded_query(&image);
-        // xplug's optional exports, read from the mapped image as from a
-        // shared library: its declared parameters and its import names.
-        let declared = OptionalExports::param_decls(&image);
-        if let Some(declared) = &declared {
-            refuse_undeclared(path, declared, params)?;
-        }
-        let exports = OptionalExports::exports(&image).unwrap_or_default();
-        (Ok(query), "embedded ELF", Features::STANDALONE, declared, exports)
-    } else {
-        library = trust::open_raw_library(path).map_err(load_error)?;
-        // Without a query function nothing can be checked: one error, not
-        // the same message from every check.
-        let query = library.query().map_err(load_error)?;
-        let declared = library.param_decls();
-        if let Some(declared) = &declared {
-            refuse_undeclared(path, declared, params)?;
-        }
-        let exports = library.exports().unwrap_or_default();
-        (Ok(query), "system library", Features::NONE, declared, exports)
-    };
+    let plugin = spec.as_str();
+    let load_error = |source| CliError::load(plugin, source);
+    let params = spec.load_params();
+    // The code is opened once; the subject borrows it. Without a query
+    // function nothing can be checked: the loader's one error, not the same
+    // message from every check.
+    let code = trust::open_code(spec.target()).map_err(load_error)?;
+    // xplug's optional exports, read alike from any loader's code: the
+    // declared parameters and the import names.
+    let optional = code.optional_exports();
+    let declared = optional.and_then(|optional| optional.param_decls());
+    if let Some(declared) = &declared {
+        refuse_undeclared(plugin, declared, &params)?;
+    }
+    let mut exports = optional.and_then(|optional| optional.exports()).unwrap_or_default();
     exports.extend(symbols.iter().cloned());
     exports.sort();
     exports.dedup();
-    let subject = Subject { query, loader, required, params: params.clone(), declared, exports };
+    let subject = Subject {
+        query: Ok(code.query()),
+        loader: code.loader().name(),
+        required: code.required_features(),
+        params,
+        declared,
+        exports,
+    };
     let mut results = Vec::new();
     let mut fatal: Option<&'static str> = None;
     for check in selected {
@@ -81,13 +72,16 @@ pub(crate) fn run_checks(
             results.push(skipped_after(check, fatal));
             continue;
         }
-        let verdict = (check.run)(&subject);
-        let outcome = Outcome::of(&verdict);
-        let detail = verdict.unwrap_or_else(|detail| detail);
-        if outcome == Outcome::Fail && check.stops_the_run(&detail) {
+        let (Ok(verdict) | Err(verdict)) = (check.run)(&subject);
+        if check.stops_the_run(verdict.outcome) {
             fatal = Some(check.name);
         }
-        results.push(CheckResult { name: check.name, outcome, detail, fault: None });
+        results.push(CheckResult {
+            name: check.name,
+            outcome: verdict.outcome,
+            detail: verdict.detail,
+            fault: None,
+        });
     }
     Ok(results)
 }
@@ -96,14 +90,14 @@ pub(crate) fn run_checks(
 /// declare ([`xplug_providers::checks::check_params`], the refusal the
 /// loaders make): every check would fail on it.
 fn refuse_undeclared(
-    path: &Path,
+    plugin: &str,
     declared: &[xplug_providers::raw::ParamDeclInfo],
     params: &LoadParamList,
 ) -> Result<(), CliError> {
     match checks::check_params(declared, params) {
         Err(checks::Incompatibility::UndeclaredParam { key, suggestion, declared }) => {
             Err(CliError::UnknownParam {
-                plugin: path.display().to_string(),
+                plugin: plugin.to_owned(),
                 key: key.into(),
                 suggestion: suggestion.map(String::from),
                 declared: declared.into(),
@@ -125,27 +119,20 @@ pub(crate) fn run(
 ) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
-    let (file, embedded) = match parsed.target() {
-        SpecTarget::SystemLibrary { path } => (path, false),
-        SpecTarget::EmbeddedElf { path } => (path, true),
-        _ => {
-            return Err(CliError::Usage {
-                message: format!(
-                    "`{spec}` is linked into xplug; `check` examines shared libraries: build the plugin crate \
-                 (`cargo build --release`) and check its library, or `xplug inspect {spec}`"
-                ),
-            });
-        }
-    };
     let results = match isolation {
-        Isolation::InProcess => run_checks(Path::new(file), embedded, &parsed.load_params(), symbols, only)?,
+        Isolation::InProcess => run_checks(&parsed, symbols, only)?,
         Isolation::Child(timeout) => match children::run_checks(spec, symbols, only, json, timeout)? {
             children::Isolated::Results(results) => results,
             children::Isolated::Forwarded(code) => return Ok(code),
         },
     };
-    let count = |outcome: Outcome| results.iter().filter(|result| result.outcome == outcome).count();
-    let (passed, failed, skipped) = (count(Outcome::Pass), count(Outcome::Fail), count(Outcome::Skip));
+    let count =
+        |matches: fn(Outcome) -> bool| results.iter().filter(|result| matches(result.outcome)).count();
+    let (passed, failed, skipped) = (
+        count(|outcome| outcome == Outcome::Pass),
+        count(Outcome::is_failure),
+        count(|outcome| outcome == Outcome::Skipped),
+    );
     let failure = (failed > 0).then(|| CliError::ChecksFailed {
         plugin: spec.to_owned(),
         failed,
@@ -160,7 +147,7 @@ pub(crate) fn run(
             "skipped": skipped,
             "checks": results.iter().map(|r| json!({
                 "name": r.name,
-                "ok": r.outcome != Outcome::Fail,
+                "ok": !r.outcome.is_failure(),
                 "outcome": r.outcome.as_str(),
                 "detail": r.detail,
                 "fault": r.fault.as_ref().map(fault_json),
@@ -173,7 +160,8 @@ pub(crate) fn run(
             let verdict = match result.outcome {
                 Outcome::Pass => style.good("pass"),
                 Outcome::Fail => style.bad("FAIL"),
-                Outcome::Skip => style.warn("skip"),
+                Outcome::Skipped => style.warn("skip"),
+                Outcome::NotLoaded => style.bad("NOT LOADED"),
             };
             table.row([result.name.to_owned(), verdict, safe(&result.detail)]);
         }

@@ -72,7 +72,7 @@ fn static_specs_and_xplug_plugins_are_accepted_like_paths() {
         let value = json(command, 1);
         assert_eq!(value["error"]["kind"], "static_plugin_not_found", "{value}");
         assert_eq!(value["error"]["code"], "NOT_FOUND", "{value}");
-        assert!(value["error"]["message"].to_string().contains("linked: [sample_static]"), "{value}");
+        assert!(value["error"]["causes"].to_string().contains("linked: [sample_static]"), "{value}");
     }
 
     // `resolve` without --plugin takes its plugins from XPLUG_PLUGINS.

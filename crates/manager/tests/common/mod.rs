@@ -97,7 +97,7 @@ impl ImportProvider for FakeProvider {
             if let Some(symbol) = symbol_id(request.names()[index].bare())
                 && self.spec.exports[symbol]
             {
-                request.fill_raw(index, fake_fn(self.id, symbol), fake_context(self.id, symbol));
+                request.fill_untyped(index, fake_fn(self.id, symbol), fake_context(self.id, symbol));
             }
         }
         match self.spec.behaviour {

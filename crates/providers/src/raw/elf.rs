@@ -1,5 +1,6 @@
-//! The raw steps for an embedded ELF plugin: read the file, validate and
-//! map it ([`xplug_elf::ElfImage`]), and take its query function.
+//! The raw steps for an embedded ELF plugin: read the file (for
+//! [`crate::EmbeddedElfLoader`], the one routine that validates and maps
+//! it), and take a mapped image's query function.
 
 use std::path::Path;
 
@@ -36,23 +37,6 @@ pub(crate) fn read_elf_file(path: &Path) -> Result<Vec<u8>, Error> {
     bytes.resize(size, 0);
     file.read_exact(&mut bytes).map_err(&io_error)?;
     Ok(bytes)
-}
-
-/// Reads the `.sos` (or plain ELF) at `path`, validates and maps it: the
-/// raw layer's "open" step for embedded plugins. No code of the image
-/// runs.
-///
-/// # Errors
-/// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
-/// read, [`Error::EmbeddedElf`] (with the
-/// [`EmbeddedElfError`](xplug_elf::EmbeddedElfError) as its source) when it
-/// is refused or cannot be mapped.
-pub fn open_elf_image(path: impl AsRef<Path>) -> Result<ElfImage, Error> {
-    let path = path.as_ref();
-    let bytes = read_elf_file(path)?;
-    let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
-    ElfImage::load_named(&bytes, name.as_deref().unwrap_or("embedded ELF image"))
-        .map_err(|source| Error::EmbeddedElf { plugin: path.display().to_string(), source: Box::new(source) })
 }
 
 impl<'code> RawQuery<'code> {

@@ -40,6 +40,9 @@ const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib
 /// # Ok::<(), xplug_providers::Error>(())
 /// ```
 pub struct RawLibrary {
+    /// The address of the query export, looked up once when the library
+    /// was opened (`None`: not exported, or NULL).
+    query_address: Option<usize>,
     /// The library's entry in the crash reporter's table (when the
     /// reporter is installed), withdrawn before the library closes.
     crash: Option<xplug_elf::crash::CodeRegistration>,
@@ -146,6 +149,7 @@ impl RawLibrary {
             }
         })?;
         Ok(Self {
+            query_address: None,
             crash: None,
             library,
             allocators: Vec::new(),
@@ -214,7 +218,7 @@ impl RawLibrary {
             symbol: EXPORT_NAME.to_string_lossy().into_owned(),
             hint: EXPORT_HINT,
         };
-        let address = self.symbol_address(EXPORT_NAME).ok_or_else(missing)?;
+        let address = self.query_address.ok_or_else(missing)? as *const ();
         let kind = symbol_kind(address);
         if !kind.may_be_called() {
             return Err(Error::NotAFunction {
@@ -226,7 +230,7 @@ impl RawLibrary {
         // SAFETY: `QueryFn` is a pointer-sized function pointer type; the
         // export is a function (checked above) with that type by the v0
         // contract the opener vouched for.
-        let query = unsafe { self.library.symbol_cstr::<QueryFn>(EXPORT_NAME) }.map_err(|_| missing())?;
+        let query = unsafe { std::mem::transmute::<*const (), QueryFn>(address) };
         // SAFETY: the export obeys the v0 query contract (promised at open)
         // and its code stays mapped while `self` is borrowed.
         Ok(unsafe { RawQuery::new(query) })
@@ -281,14 +285,14 @@ impl RawLibrary {
         Ok(())
     }
 
-    /// The address the loader gives for `name` in this library; `None` when
-    /// it has no such symbol (or it is NULL).
-    /// Adds the library to the crash reporter's table when the reporter is
-    /// installed (`xplug_elf::install_crash_reporter`), found through its
-    /// query export.
+    /// Looks up the query export (once: [`RawLibrary::query`] reads what
+    /// was found here), then adds the library to the crash reporter's
+    /// table when the reporter is installed
+    /// (`xplug_elf::install_crash_reporter`), found through that export.
     fn announced_to_crash_reports(mut self) -> Self {
+        self.query_address = self.symbol_address(EXPORT_NAME).map(|address| address as usize);
         if xplug_elf::crash_reporter_installed()
-            && let Some(address) = self.symbol_address(EXPORT_NAME)
+            && let Some(address) = self.query_address
         {
             let name = match &self.origin {
                 Origin::Memory(name) => name.clone(),
@@ -296,11 +300,13 @@ impl RawLibrary {
                     self.shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
                 }
             };
-            self.crash = xplug_elf::crash::register_loaded_library(address as usize, Some(&name));
+            self.crash = xplug_elf::crash::register_loaded_library(address, Some(&name));
         }
         self
     }
 
+    /// The address the loader gives for `name` in this library; `None` when
+    /// it has no such symbol (or it is NULL).
     fn symbol_address(&self, name: &std::ffi::CStr) -> Option<*const ()> {
         // SAFETY: a raw pointer is asked for, nothing is read or called
         // through it here.
@@ -618,28 +624,9 @@ const ELF_PLATFORM: bool = cfg!(all(unix, not(target_vendor = "apple")));
 
 const ET_DYN: u16 = 3;
 
-/// The ELF `e_machine` of this process, when known.
-const HOST_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
-    Some(62)
-} else if cfg!(target_arch = "aarch64") {
-    Some(183)
-} else if cfg!(target_arch = "x86") {
-    Some(3)
-} else if cfg!(target_arch = "arm") {
-    Some(40)
-} else if cfg!(any(target_arch = "riscv64", target_arch = "riscv32")) {
-    Some(243)
-} else if cfg!(target_arch = "powerpc64") {
-    Some(21)
-} else if cfg!(target_arch = "powerpc") {
-    Some(20)
-} else if cfg!(target_arch = "s390x") {
-    Some(22)
-} else if cfg!(target_arch = "loongarch64") {
-    Some(258)
-} else {
-    None
-};
+/// The ELF `e_machine` of this process, when known: `xplug-elf` is the one
+/// home of ELF machine knowledge.
+const HOST_MACHINE: Option<u16> = xplug_elf::host_machine();
 
 fn describe(machine: u16, class: u8, data: u8) -> String {
     let bits = match class {
@@ -733,6 +720,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     // other image gets its number, so the loader never mistakes a new image
     // for this already-open one.
     Ok(RawLibrary {
+        query_address: None,
         crash: None,
         library,
         allocators: Vec::new(),
@@ -764,6 +752,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     stage::enter(Stage::Open);
     let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
     Ok(RawLibrary {
+        query_address: None,
         crash: None,
         library,
         allocators: Vec::new(),

@@ -6,9 +6,10 @@
 //! child process) uses the steps directly:
 //!
 //! 1. open the code: [`RawLibrary::open`] / [`RawLibrary::open_image`] (the
-//!    OS loader), [`open_elf_image`] (an embedded ELF, mapped by
-//!    [`xplug_elf`]; its query is [`RawQuery::from_elf_image`]), or a query
-//!    function linked in ([`RawQuery::new`]);
+//!    OS loader), any [`Loader`](crate::Loader)'s `open` (an embedded ELF
+//!    is mapped by [`crate::EMBEDDED_ELF`]; a mapped image's query is
+//!    [`RawQuery::from_elf_image`]), or a query function linked in
+//!    ([`RawQuery::new`]);
 //! 2. get the query function: [`RawLibrary::query`];
 //! 3. call it and copy the table: [`RawQuery::query`] → [`RawTable`], and
 //!    its header: [`RawTable::header`] → [`RawHeader`];
@@ -65,7 +66,6 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
-pub use elf::open_elf_image;
 pub(crate) use elf::read_elf_file;
 pub use instance::RawInstance;
 pub use library::{RawLibrary, SymbolKind};
@@ -122,6 +122,21 @@ impl<'code> RawQuery<'code> {
     #[must_use]
     pub unsafe fn in_image(query: QueryFn, image: &'code ReadableRanges) -> Self {
         Self { query, image: Some(image), _code: PhantomData }
+    }
+
+    /// The same query, its borrow of the code cut.
+    ///
+    /// # Safety
+    /// The code the query came from stays mapped, at the same address,
+    /// for as long as the result and anything obtained through it is used.
+    pub(crate) unsafe fn detach(self) -> RawQuery<'static> {
+        RawQuery {
+            query: self.query,
+            // SAFETY: the ranges live in the code, which outlives every use
+            // (the caller's promise).
+            image: self.image.map(|ranges| unsafe { &*std::ptr::from_ref(ranges) }),
+            _code: PhantomData,
+        }
     }
 
     /// The function pointer itself.
