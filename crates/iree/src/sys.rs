@@ -119,7 +119,7 @@ unsafe extern "C" {
         out_mapping: *mut *mut c_void,
         out_data: *mut *const c_void,
         out_length: *mut usize,
-    ) -> RawStatus;
+    ) -> StatusHandle;
     pub(crate) fn xplug_iree_buffer_view_unmap(mapping: *mut c_void, host_allocator: Allocator);
     pub(crate) fn xplug_iree_buffer_view_release(view: *mut iree::iree_hal_buffer_view_t);
     pub(crate) fn xplug_iree_list_create(
