@@ -83,6 +83,26 @@ fn load_parameters_reach_the_plugin() {
     assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 3.0);
 }
 
+/// A Rust plugin linked into the binary takes load parameters through a
+/// safe call, and refuses a bad one with its own message in the error.
+#[test]
+fn a_linked_in_plugin_takes_parameters_without_unsafe() {
+    let manager = Arc::new(Manager::new());
+    manager.load_static("sample_system", [("multiplier", "3")]).unwrap();
+    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 3.0);
+
+    for (key, value) in [("multiplier", "abc"), ("multiplierr", "3")] {
+        let error = manager.load_static("sample_system", [(key, value)]).unwrap_err();
+        let report = format!("{:?}", Report::from(error));
+        assert!(report.starts_with("cannot load plugin from spec `static:sample_system`"), "{report}");
+        assert!(report.contains(key), "the plugin's own message names `{key}`: {report}");
+    }
+    let missing = manager.load_static("sample_sytem", [("multiplier", "3")]).unwrap_err();
+    assert!(format!("{:?}", Report::from(missing)).contains("sample_system"), "the linked names are listed");
+    assert_eq!(manager.len(), 1, "the refusals registered nothing");
+}
+
 #[test]
 fn a_plugin_registered_after_the_device_serves_executables_loaded_later() {
     let manager = Arc::new(Manager::new());

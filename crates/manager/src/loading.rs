@@ -89,6 +89,38 @@ impl Manager {
         unsafe { self.load_parsed(&spec) }
     }
 
+    /// Loads the plugin linked into the binary under `name` with load
+    /// parameters and registers it, as the spec `static:NAME?key=value`
+    /// would, but safely: linking the plugin's code into the binary was the
+    /// trust decision ([`xplug_providers::Plugin::load_static`]).
+    ///
+    /// ```
+    /// use xplug_manager::{Error, Manager};
+    ///
+    /// let manager = Manager::new();
+    /// let error = manager.load_static("no_such_plugin", [("k", "2.5")]).unwrap_err();
+    /// assert!(matches!(error, Error::PluginLoad { ref spec, .. } if spec == "static:no_such_plugin"));
+    /// assert!(manager.is_empty(), "nothing registered");
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::PluginLoad`] (its spec `static:NAME`) whose source is
+    /// [`xplug_providers::Error::StaticPluginNotFound`] when nothing of that
+    /// name is linked in, or the plugin's refusal (with its own message)
+    /// when its `load` rejects a parameter; [`Error::CapacityReached`] when
+    /// full.
+    pub fn load_static<I, K, V>(&self, name: &str, params: I) -> Result<Registered, Error>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<Vec<u8>>,
+        V: Into<Vec<u8>>,
+    {
+        let params = params.into_iter().fold(LoadParamList::new(), |list, (key, value)| list.with(key, value));
+        let plugin = Plugin::load_static(name, &params)
+            .map_err(|source| Error::PluginLoad { spec: format!("static:{name}"), source })?;
+        self.register_plugin(plugin)
+    }
+
     /// Loads and registers one parsed spec.
     ///
     /// # Safety

@@ -131,15 +131,17 @@ impl Loader for StaticLoader {
     /// # Errors
     /// [`Error::StaticPluginNotFound`], listing the names linked in.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
-        let registrations = crate::static_plugins();
-        let Some(registration) = registrations.iter().find(|r| r.name() == target) else {
-            return Err(Error::StaticPluginNotFound {
-                name: target.to_owned(),
-                linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
-            });
-        };
-        Ok(registration_code(registration))
+        find_registration(target).map(registration_code)
     }
+}
+
+/// The registration called `name` among [`crate::static_plugins`].
+fn find_registration(name: &str) -> Result<&'static StaticPluginRegistration, Error> {
+    let registrations = crate::static_plugins();
+    registrations.iter().copied().find(|r| r.name() == name).ok_or_else(|| Error::StaticPluginNotFound {
+        name: name.to_owned(),
+        linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
+    })
 }
 
 /// The code of a link-time registration.
@@ -298,6 +300,27 @@ impl Plugin {
         params: &LoadParamList,
     ) -> Result<Self, Error> {
         Self::from_code(registration_code(registration), params)
+    }
+
+    /// Loads the plugin linked into the program under `name` (see
+    /// [`crate::static_plugins`]) with `params`: what the spec
+    /// `static:NAME?key=value` loads, without `unsafe`, since linking the
+    /// code was the trust decision.
+    ///
+    /// ```
+    /// use xplug_providers::{Error, LoadParamList, Plugin};
+    ///
+    /// let missing = Plugin::load_static("no_such_plugin", &LoadParamList::new().with("k", "2.5"));
+    /// assert!(matches!(missing, Err(Error::StaticPluginNotFound { .. })));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::StaticPluginNotFound`] (listing the names linked in) when
+    /// no plugin of that name is linked in; otherwise as
+    /// [`Plugin::from_code`], with the plugin's own message when its `load`
+    /// refuses a parameter.
+    pub fn load_static(name: &str, params: &LoadParamList) -> Result<Self, Error> {
+        Self::from_registration(find_registration(name)?, params)
     }
 
     /// Opens the shared library at `path` ([`RawLibrary::open`]), finds its
