@@ -2,26 +2,18 @@
 //! against them.
 //!
 //! xplug never copies IREE's code. The crates that need IREE's C sources or
-//! headers (`xplug-iree`, which adds a small C file calling IREE's device
-//! constructors, and `xplug-iree-reference`, which compiles IREE's plugin
-//! manager and loaders as a benchmark anchor) take them from the IREE tree
-//! bundled in the `eerie-sys` package, which they depend on. A build script
-//! cannot see its dependencies' directories directly. When the calling crate
-//! was itself unpacked from a registry or a vendor directory (a dependent of
-//! the published `xplug-iree`), eerie-sys lies beside it there
+//! headers (`xplug-iree`, which builds IREE's runtime, and
+//! `xplug-iree-reference`, which compiles IREE's plugin manager and loaders
+//! as a benchmark anchor) take them from the IREE tree bundled in the
+//! `eerie-sys` package, which they depend on with its features off (so its
+//! own build script builds nothing). A build script cannot see its
+//! dependencies' directories directly. When the calling crate was itself
+//! unpacked from a registry or a vendor directory (a dependent of the
+//! published `xplug-iree`), eerie-sys lies beside it there
 //! (`<registry>/src/<index>/eerie-sys-0.5.0`, `vendor/eerie-sys`); in this
-//! workspace, this crate asks `cargo metadata`. Setting
+//! workspace, this module asks `cargo metadata`. Setting
 //! `XPLUG_IREE_RUNTIME_SRC` to an IREE checkout's `runtime/src` bypasses the
 //! lookup.
-//!
-//! Every function panics with what went wrong and what to do: a build
-//! script has no better way to stop a build.
-//!
-//! ```no_run
-//! // In a build script of a crate that depends on eerie-sys:
-//! let runtime_src = xplug_iree_sources::runtime_src_dir();
-//! assert!(runtime_src.join("iree/base/api.h").is_file());
-//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
