@@ -56,8 +56,12 @@ const IREE_OPTIONS: [(&str, &str); 18] = [
 const RUNTIME_LIBRARY: &str = "xplug_iree_runtime";
 
 fn main() {
-    println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-changed=glue");
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    // Absolute paths: they also tell `.ci/run` which build-script runs are
+    // of the packaged crate (whose fingerprints it drops before packaging).
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("build.rs").display());
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("glue").display());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").expect("cargo sets CARGO_CFG_TARGET_OS");
     assert!(
         target_os == "linux",
@@ -69,8 +73,6 @@ fn main() {
         println!("cargo::rerun-if-changed={}", runtime_src.display());
     }
     let iree_root = xplug_iree_build::iree_root_dir(&runtime_src);
-    let manifest_dir =
-        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let build_dir = out_dir.join("iree-runtime");
 
