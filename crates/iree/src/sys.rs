@@ -192,8 +192,8 @@ unsafe extern "C" {
     ) -> RawStatus;
 }
 
-/// IREE's `iree_io_parameter_index_t` (its header is not among those the
-/// eerie-sys bindings cover), only ever behind a pointer.
+/// IREE's `iree_io_parameter_index_t` (its header is not among those
+/// `iree_bindings.rs` is generated from), only ever behind a pointer.
 #[repr(C)]
 pub(crate) struct ParameterIndexRaw {
     _opaque: [u8; 0],
