@@ -99,11 +99,11 @@ fn main() {
     arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
     arguments.extend(compiler_arguments());
 
-    // Configure when the arguments changed (a new generator needs a new
-    // build tree), else only build: Ninja then has nothing to do for an
-    // unchanged tree.
+    // Configure when CMake or the arguments changed (a new generator or
+    // CMake gets a new build tree), else only build: Ninja then has nothing
+    // to do for an unchanged tree.
     let stamp = build_dir.join("xplug-configure-arguments.txt");
-    let wanted = arguments.join("\n");
+    let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
         if build_dir.exists() {
             std::fs::remove_dir_all(&build_dir)
