@@ -6,11 +6,11 @@
 //! builds nothing): this is the one build of IREE's runtime.
 //!
 //! The tools come from the build itself (`xplug_iree_build::tools`): CMake
-//! >= 3.26 and Ninja from `PATH`, else pinned PyPI wheels installed once
-//! under the target directory; a missing one stops the build here, before
-//! the long step, with the command that installs it. The Rust bindings are
-//! committed (`src/bindings.rs`, `cargo xtask iree-bindings`), so no
-//! libclang is needed. See docs/publishing.md, "Building xplug-iree".
+//! (at least 3.26) and Ninja from `PATH`, else pinned PyPI wheels installed
+//! once under the target directory; a missing one stops the build here,
+//! before the long step, with the command that installs it. The Rust
+//! bindings are committed (`src/iree_bindings.rs`, `cargo iree-bindings`),
+//! so no libclang is needed. See docs/publishing.md, "Building xplug-iree".
 //!
 //! IREE's runtime is always compiled with `NDEBUG`, as IREE's release tools
 //! are: with C `assert` on, a damaged module made IREE's runtime abort (for

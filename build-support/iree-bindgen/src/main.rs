@@ -157,9 +157,10 @@ fn generate(root: &Path) -> Result<String, BindingsError> {
     let generated = generated_headers(root)?;
     let libclang =
         xplug_iree_build::tools::ToolCache::new(root.join("target").join("xplug-tools")).libclang_wheel_dir();
-    // SAFETY: xtask is single-threaded here (no thread was started), so no
-    // other thread reads the environment while it changes; clang-sys
-    // reads LIBCLANG_PATH when bindgen loads libclang below.
+    // SAFETY: this program is single-threaded here (its only other thread,
+    // in `rustfmt`, starts later), so no other thread reads the environment
+    // while it changes; clang-sys reads LIBCLANG_PATH when bindgen loads
+    // libclang below.
     unsafe { std::env::set_var("LIBCLANG_PATH", &libclang) };
 
     let mut builder = bindgen::Builder::default()
