@@ -27,7 +27,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use xplug_iree_build::tools::ToolCache;
+use xplug_iree_build::tools::{FileLock, ToolCache};
 
 /// IREE's runtime options, as eerie-sys 0.5.0's build script sets them for
 /// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices).
@@ -74,7 +74,6 @@ fn main() {
     }
     let iree_root = xplug_iree_build::iree_root_dir(&runtime_src);
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let build_dir = out_dir.join("iree-runtime");
 
     // The tools first: a missing one stops the build before the long step.
     let tools = ToolCache::for_build_script();
@@ -84,8 +83,6 @@ fn main() {
     let mut arguments = vec![
         "-S".into(),
         manifest_dir.join("glue").display().to_string(),
-        "-B".into(),
-        build_dir.display().to_string(),
         format!("-DXPLUG_IREE_ROOT={}", iree_root.display()),
     ];
     match &ninja {
@@ -98,18 +95,28 @@ fn main() {
     }
     arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
     arguments.extend(compiler_arguments());
-
-    // Configure when CMake or the arguments changed (a new generator or
-    // CMake gets a new build tree), else only build: Ninja then has nothing
-    // to do for an unchanged tree.
-    let stamp = build_dir.join("xplug-configure-arguments.txt");
     let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
+
+    // The build tree is keyed by CMake and its arguments, beside the
+    // profile's build/ directory rather than in OUT_DIR: Cargo gives this
+    // script a new OUT_DIR whenever the unit differs (`cargo clippy`
+    // compiles workspace members with its own wrapper, for one), and each
+    // would otherwise build IREE's runtime anew. Builds sharing the tree
+    // take turns (a file lock).
+    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR = <profile>/build/<unit>/out");
+    let build_dir = profile_dir.join("xplug-iree-runtime").join(format!("{:016x}", fnv1a(wanted.as_bytes())));
+    let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
+
+    // Configure when this tree was never configured to the end (the stamp
+    // is written last), else only build: Ninja then has nothing to do for
+    // an unchanged tree.
+    let stamp = build_dir.join("xplug-configure-arguments.txt");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
         if build_dir.exists() {
             std::fs::remove_dir_all(&build_dir)
                 .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
         }
-        run(Command::new(&cmake).args(&arguments), "configure IREE's runtime");
+        run(Command::new(&cmake).args(&arguments).arg("-B").arg(&build_dir), "configure IREE's runtime");
         std::fs::write(&stamp, &wanted)
             .unwrap_or_else(|error| panic!("cannot write {}: {error}", stamp.display()));
     }
@@ -137,8 +144,10 @@ fn main() {
 fn compiler_arguments() -> Vec<String> {
     let opt_level = std::env::var("OPT_LEVEL").unwrap_or_default();
     let debug = std::env::var("DEBUG").is_ok_and(|value| value != "false" && value != "0" && value != "none");
+    // As the `cmake` crate (and so eerie-sys's build) chooses it.
     let build_type = match (opt_level.as_str(), debug) {
         ("0", _) => "Debug",
+        ("s" | "z", _) => "MinSizeRel",
         (_, true) => "RelWithDebInfo",
         (_, false) => "Release",
     };
@@ -156,6 +165,14 @@ fn compiler_arguments() -> Vec<String> {
         arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
     }
     arguments
+}
+
+/// FNV-1a, 64 bits: a hash that stays the same across Rust releases, for
+/// naming the build tree.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Runs a CMake step, stopping the build with its output when it fails.

@@ -239,14 +239,16 @@ fn generated_headers(root: &Path) -> Result<PathBuf, BindingsError> {
             detail: error.to_string(),
         })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let out_dir = stdout
+    // The build tree is the first library directory the build script
+    // names (crates/iree/build.rs).
+    let build_dir = stdout
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|message| message["reason"] == "build-script-executed")
         .filter(|message| message["package_id"].as_str().is_some_and(|id| id.contains("#xplug-iree@")))
-        .find_map(|message| message["out_dir"].as_str().map(PathBuf::from))
+        .find_map(|message| message["linked_paths"][0].as_str()?.strip_prefix("native=").map(PathBuf::from))
         .ok_or(BindingsError::NoBuildOutput)?;
-    Ok(out_dir.join("iree-runtime/iree/runtime/src"))
+    Ok(build_dir.join("iree/runtime/src"))
 }
 
 /// The C compiler's system header directories (the libclang wheel has no

@@ -139,15 +139,61 @@ fn eerie_sys_dir() -> PathBuf {
          runtime/src to bypass it):\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("`cargo metadata` printed JSON");
-    let packages = metadata["packages"].as_array().expect("`cargo metadata` lists packages");
-    let manifest = packages
-        .iter()
-        .find(|package| package["name"] == EERIE_SYS)
-        .and_then(|package| package["manifest_path"].as_str())
+    // Every package's `"manifest_path":"..."`; the one whose directory is
+    // eerie-sys at the pinned version (checked as in the other lookups).
+    // Read without a JSON parser: this crate has no dependencies, so its
+    // build is the same whatever features the calling command unifies, and
+    // so is the build-script unit of xplug-iree, whose OUT_DIR holds IREE's
+    // CMake build (one build, not one per `cargo` command).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let manifest = json_strings_after(&stdout, "\"manifest_path\":")
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|manifest| manifest.parent().is_some_and(is_eerie_sys))
         .unwrap_or_else(|| {
             panic!("`cargo metadata` does not list the {EERIE_SYS} package; is it still a dependency?")
         });
-    Path::new(manifest).parent().expect("a manifest path has a parent directory").to_path_buf()
+    manifest.parent().expect("a manifest path has a parent directory").to_path_buf()
+}
+
+/// The JSON string value after each occurrence of `key` in `json`, with
+/// its escapes (`\"`, `\\`, `\/`) undone; a value with another escape is
+/// skipped (no manifest path of ours has one).
+fn json_strings_after(json: &str, key: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    for (at, _) in json.match_indices(key) {
+        let Some(rest) = json[at + key.len()..].strip_prefix('"') else { continue };
+        let mut value = String::new();
+        let mut chars = rest.chars();
+        let complete = loop {
+            match chars.next() {
+                Some('"') => break true,
+                Some('\\') => match chars.next() {
+                    Some(escaped @ ('"' | '\\' | '/')) => value.push(escaped),
+                    _ => break false,
+                },
+                Some(c) => value.push(c),
+                None => break false,
+            }
+        };
+        if complete {
+            values.push(value);
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_strings_after;
+
+    #[test]
+    fn reads_manifest_paths_from_cargo_metadata_json() {
+        let json = r#"{"packages":[{"name":"a","manifest_path":"/x/a-1.0/Cargo.toml","dependencies":[]},
+            {"name":"b","manifest_path":"/y/with \"quote\"/Cargo.toml"},{"manifest_path":"/z/\u00e9"}]}"#;
+        assert_eq!(
+            json_strings_after(json, "\"manifest_path\":"),
+            ["/x/a-1.0/Cargo.toml", "/y/with \"quote\"/Cargo.toml"]
+        );
+    }
 }

@@ -237,29 +237,53 @@ impl ToolCache {
     }
 
     /// An exclusive lock on the cache, held until the value is dropped.
-    fn lock(&self) -> CacheLock {
-        std::fs::create_dir_all(&self.dir)
-            .unwrap_or_else(|error| panic!("cannot create {}: {error}", self.dir.display()));
-        let path = self.dir.join("venv.lock");
-        let file =
-            File::create(&path).unwrap_or_else(|error| panic!("cannot create {}: {error}", path.display()));
-        lock_exclusive(&file).unwrap_or_else(|error| panic!("cannot lock {}: {error}", path.display()));
-        CacheLock { _file: file }
+    fn lock(&self) -> FileLock {
+        FileLock::exclusive(&self.dir.join("venv.lock"))
     }
 }
 
-/// Holds [`ToolCache`]'s lock; closing the file releases it.
-struct CacheLock {
+/// An exclusive `flock(2)` lock on a file, held until the value is dropped
+/// (closing the file releases it): the tool cache's install lock, and the
+/// lock xplug-iree's build script holds on a shared IREE build tree.
+#[derive(Debug)]
+pub struct FileLock {
     _file: File,
 }
 
-/// Blocks until `file` is locked exclusively (`flock`).
+impl FileLock {
+    /// Blocks until `path` (created, with its directory, when missing) is
+    /// locked exclusively.
+    ///
+    /// # Panics
+    /// When the file cannot be created or locked.
+    #[must_use]
+    pub fn exclusive(path: &Path) -> Self {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
+        }
+        let file =
+            File::create(path).unwrap_or_else(|error| panic!("cannot create {}: {error}", path.display()));
+        lock_exclusive(&file).unwrap_or_else(|error| panic!("cannot lock {}: {error}", path.display()));
+        Self { _file: file }
+    }
+}
+
+/// Blocks until `file` is locked exclusively (`flock(2)`).
 fn lock_exclusive(file: &File) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
+    // flock(2) as the C library declares it, and LOCK_EX (2 on Linux). Not
+    // through the `libc` crate: this crate has no dependencies, so its
+    // build (and xplug-iree's build-script unit above it) is the same
+    // whatever features a command unifies (see sources.rs).
+    unsafe extern "C" {
+        fn flock(fd: std::ffi::c_int, operation: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    const LOCK_EX: std::ffi::c_int = 2;
     loop {
         // SAFETY: `flock` takes an open descriptor, which `file` owns and
         // keeps open for the call; it reads or writes no memory of ours.
-        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        let result = unsafe { flock(file.as_raw_fd(), LOCK_EX) };
         if result == 0 {
             return Ok(());
         }
