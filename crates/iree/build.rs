@@ -161,6 +161,19 @@ fn compiler_arguments() -> Vec<String> {
             .map(|flag| flag.to_string_lossy().into_owned())
             .chain(["-DNDEBUG".to_owned()])
             .collect();
+        // IREE's CMake project needs both; say which is missing before it
+        // starts, with the command that installs it.
+        let runs =
+            Command::new(compiler.path()).arg("--version").output().is_ok_and(|out| out.status.success());
+        assert!(
+            runs,
+            "IREE's runtime build needs a {} compiler and `{}` does not run: install one (Debian: `apt-get \
+             install {}`) or name it in {}",
+            if cpp { "C++" } else { "C" },
+            compiler.path().display(),
+            if cpp { "g++" } else { "gcc" },
+            if cpp { "CXX" } else { "CC" },
+        );
         arguments.push(format!("-DCMAKE_{language}_COMPILER={}", compiler.path().display()));
         arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
     }
