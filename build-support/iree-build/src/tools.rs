@@ -198,7 +198,8 @@ impl ToolCache {
              or install it yourself (`pip install {pin}`, or your system's package) and put it on PATH"
         );
         if !python.is_file() {
-            let created = Command::new(python3()).arg("-m").arg("venv").arg(&venv).output();
+            let python3 = python3();
+            let created = Command::new(&python3).arg("-m").arg("venv").arg(&venv).output();
             match created {
                 Ok(output) if output.status.success() => {}
                 Ok(output) => {
@@ -208,7 +209,9 @@ impl ToolCache {
                         String::from_utf8_lossy(&output.stderr).trim()
                     ));
                 }
-                Err(error) => return Err(format!("{instead}. Cannot run python3: {error}")),
+                Err(error) => {
+                    return Err(format!("{instead}. Cannot run {}: {error}", python3.to_string_lossy()));
+                }
             }
         }
         eprintln!("xplug-iree-build: installing {pin} from PyPI into {} (once)", venv.display());
