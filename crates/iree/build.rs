@@ -1,62 +1,196 @@
-//! Compiles `glue/xplug_iree.c`, the few calls into IREE's runtime whose
-//! declarations the eerie-sys bindings lack, against the headers of the IREE
-//! tree eerie-sys bundles. The runtime itself is eerie-sys's archive.
+//! Builds IREE's runtime, from the IREE tree the eerie-sys package carries,
+//! with CMake: `glue/CMakeLists.txt` adds IREE's own CMake project and
+//! collects the runtime, IREE's parameter support and result comparison,
+//! and `glue/xplug_iree.c` into one static archive. eerie-sys is a
+//! dependency for its sources only (no features, so its build script
+//! builds nothing): this is the one build of IREE's runtime.
 //!
-//! eerie-sys's archive (`eerie_runtime`, IREE's `iree::runtime::impl`) does
-//! not contain IREE's parameter support: the parameter index and its
-//! provider, the scope map, the file cache the provider reads through, the
-//! irpa, gguf and safetensors parsers and the `io_parameters` VM module.
-//! Those are compiled here from the same IREE tree, with the same
-//! configuration, into the glue's archive (`docs/iree-runtime.md`,
-//! "Parameters"). So are IREE's result comparison (`tooling/comparison.cc`
-//! and its buffer view matchers) behind `--expected_output`.
+//! The tools come from the build itself (`xplug_iree_build::tools`): CMake
+//! (at least 3.26) and Ninja from `PATH`, else pinned PyPI wheels installed
+//! once under the target directory; a missing one stops the build here,
+//! before the long step, with the command that installs it. The Rust
+//! bindings are committed (`src/iree_bindings.rs`, `cargo iree-bindings`),
+//! so no libclang is needed. See docs/publishing.md, "Building xplug-iree".
+//!
+//! IREE's runtime is always compiled with `NDEBUG`, as IREE's release tools
+//! are: with C `assert` on, a damaged module made IREE's runtime abort (for
+//! example `IREE_ASSERT_ARGUMENT(symbol_names)` in `executable_loader.c`)
+//! where `iree-run-module` returns the error the check stands for. Debug
+//! builds keep `-g` and no optimisation (docs/iree-runtime.md, "Damaged
+//! modules").
+//!
+//! The script reruns only when this file, `glue/`, or the tools' and
+//! compiler's environment variables change (the IREE tree is a registry
+//! package, immutable), so a `cargo build` with nothing changed neither
+//! runs CMake nor rebuilds the crates above this one.
 
-/// The IREE sources compiled here, relative to its `runtime/src`.
-const EXTRA_SOURCES: [&str; 12] = [
-    // safetensors headers are JSON.
-    "iree/base/internal/json.c",
-    "iree/io/parameter_index.c",
-    "iree/io/parameter_index_provider.c",
-    "iree/io/parameter_provider.c",
-    "iree/io/scope_map.c",
-    "iree/io/formats/parser_registry.c",
-    "iree/io/formats/irpa/irpa_parser.c",
-    "iree/io/formats/gguf/gguf_parser.c",
-    "iree/io/formats/safetensors/safetensors_parser.c",
-    "iree/hal/utils/file_cache.c",
-    "iree/modules/io/parameters/module.c",
-    // `--expected_output`: IREE's buffer view matchers.
-    "iree/tooling/buffer_view_matchers.c",
+use std::path::PathBuf;
+use std::process::Command;
+
+use xplug_iree_build::tools::{FileLock, ToolCache};
+
+/// IREE's runtime options, as eerie-sys 0.5.0's build script sets them for
+/// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices).
+const IREE_OPTIONS: [(&str, &str); 18] = [
+    ("IREE_ENABLE_LIBBACKTRACE", "OFF"),
+    ("IREE_BUILD_COMPILER", "OFF"),
+    ("IREE_BUILD_PYTHON_BINDINGS", "OFF"),
+    ("IREE_HAL_DRIVER_DEFAULTS", "OFF"),
+    ("IREE_HAL_DRIVER_AMDGPU", "OFF"),
+    ("IREE_HAL_DRIVER_HIP", "OFF"),
+    ("IREE_HAL_DRIVER_NULL", "OFF"),
+    ("IREE_RUNTIME_OPTIMIZATION_PROFILE", ""),
+    ("IREE_BUILD_TESTS", "OFF"),
+    ("IREE_BUILD_BENCHMARKS", "OFF"),
+    ("IREE_BUILD_SAMPLES", "OFF"),
+    ("IREE_BUILD_BINDINGS_TFLITE", "OFF"),
+    ("IREE_BUILD_BINDINGS_TFLITE_JAVA", "OFF"),
+    ("IREE_HAL_DRIVER_LOCAL_SYNC", "ON"),
+    ("IREE_HAL_DRIVER_LOCAL_TASK", "ON"),
+    ("IREE_HAL_DRIVER_METAL", "OFF"),
+    ("IREE_HAL_DRIVER_CUDA", "OFF"),
+    ("IREE_HAL_DRIVER_VULKAN", "OFF"),
 ];
 
-/// IREE's result comparison (`--expected_output`), C++ in IREE's tree.
-const COMPARISON_SOURCE: &str = "iree/tooling/comparison.cc";
+/// The archive `glue/CMakeLists.txt` makes (`lib<name>.a`).
+const RUNTIME_LIBRARY: &str = "xplug_iree_runtime";
 
 fn main() {
-    println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-changed=glue/xplug_iree.c");
-    let runtime_src = xplug_iree_sources::runtime_src_dir();
-    let root = xplug_iree_sources::iree_root_dir(&runtime_src);
-    cc::Build::new()
-        .file("glue/xplug_iree.c")
-        .files(EXTRA_SOURCES.iter().map(|source| runtime_src.join(source)))
-        .include(&runtime_src)
-        .include(root.join("third_party/flatcc/include"))
-        // The configuration IREE's CMake build of the runtime uses.
-        .define("IREE_ALLOCATOR_SYSTEM_CTL", "iree_allocator_libc_ctl")
-        .define("IREE_THREADING_ENABLE", "1")
-        .warnings(false)
-        .compile("xplug_iree_glue");
-    // No exceptions or RTTI, as IREE builds its runtime's C++.
-    cc::Build::new()
-        .cpp(true)
-        .file(runtime_src.join(COMPARISON_SOURCE))
-        .include(&runtime_src)
-        .include(root.join("third_party/flatcc/include"))
-        .flag_if_supported("-fno-exceptions")
-        .flag_if_supported("-fno-rtti")
-        .define("IREE_ALLOCATOR_SYSTEM_CTL", "iree_allocator_libc_ctl")
-        .define("IREE_THREADING_ENABLE", "1")
-        .warnings(false)
-        .compile("xplug_iree_comparison");
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    // Absolute paths: they also tell `.ci/run` which build-script runs are
+    // of the packaged crate (whose fingerprints it drops before packaging).
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("build.rs").display());
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("glue").display());
+    let target_os = std::env::var("CARGO_CFG_TARGET_OS").expect("cargo sets CARGO_CFG_TARGET_OS");
+    assert!(
+        target_os == "linux",
+        "xplug-iree builds IREE's runtime for Linux targets only (this is {target_os}); see docs/publishing.md"
+    );
+    let runtime_src = xplug_iree_build::runtime_src_dir();
+    if std::env::var_os(xplug_iree_build::RUNTIME_SRC_VAR).is_some() {
+        // Another IREE tree than the (immutable) registry package's.
+        println!("cargo::rerun-if-changed={}", runtime_src.display());
+    }
+    let iree_root = xplug_iree_build::iree_root_dir(&runtime_src);
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+
+    // The tools first: a missing one stops the build before the long step.
+    let tools = ToolCache::for_build_script();
+    let cmake = tools.cmake();
+    let ninja = tools.ninja();
+
+    let mut arguments = vec![
+        "-S".into(),
+        manifest_dir.join("glue").display().to_string(),
+        format!("-DXPLUG_IREE_ROOT={}", iree_root.display()),
+    ];
+    match &ninja {
+        Some(ninja) => arguments.extend([
+            "-G".into(),
+            "Ninja".into(),
+            format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()),
+        ]),
+        None => arguments.extend(["-G".into(), "Unix Makefiles".into()]),
+    }
+    arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
+    arguments.extend(compiler_arguments());
+    let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
+
+    // The build tree is keyed by CMake and its arguments, beside the
+    // profile's build/ directory rather than in OUT_DIR: Cargo gives this
+    // script a new OUT_DIR whenever the unit differs (`cargo clippy`
+    // compiles workspace members with its own wrapper, for one), and each
+    // would otherwise build IREE's runtime anew. Builds sharing the tree
+    // take turns (a file lock).
+    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR = <profile>/build/<unit>/out");
+    let build_dir = profile_dir.join("xplug-iree-runtime").join(format!("{:016x}", fnv1a(wanted.as_bytes())));
+    let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
+
+    // Configure when this tree was never configured to the end (the stamp
+    // is written last), else only build: Ninja then has nothing to do for
+    // an unchanged tree.
+    let stamp = build_dir.join("xplug-configure-arguments.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        if build_dir.exists() {
+            std::fs::remove_dir_all(&build_dir)
+                .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
+        }
+        run(Command::new(&cmake).args(&arguments).arg("-B").arg(&build_dir), "configure IREE's runtime");
+        std::fs::write(&stamp, &wanted)
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", stamp.display()));
+    }
+    let mut build = Command::new(&cmake);
+    build.arg("--build").arg(&build_dir).args(["--target", RUNTIME_LIBRARY]);
+    if let Ok(jobs) = std::env::var("NUM_JOBS") {
+        build.args(["--parallel", &jobs]);
+    }
+    run(&mut build, "build IREE's runtime");
+
+    println!("cargo::rustc-link-search=native={}", build_dir.display());
+    println!(
+        "cargo::rustc-link-search=native={}",
+        build_dir.join("iree/build_tools/third_party/flatcc").display()
+    );
+    println!("cargo::rustc-link-lib=static={RUNTIME_LIBRARY}");
+    println!("cargo::rustc-link-lib=static=flatcc_parsing");
+    // IREE's result comparison is C++ (no exceptions or RTTI).
+    println!("cargo::rustc-link-lib=stdc++");
+}
+
+/// The C and C++ compilers and flags `cc` picks for this target and
+/// profile (honouring `CC`, `CFLAGS` and the like), the CMake build type
+/// the profile stands for, and `NDEBUG` (see the module docs).
+fn compiler_arguments() -> Vec<String> {
+    let opt_level = std::env::var("OPT_LEVEL").unwrap_or_default();
+    let debug = std::env::var("DEBUG").is_ok_and(|value| value != "false" && value != "0" && value != "none");
+    // As the `cmake` crate (and so eerie-sys's build) chooses it.
+    let build_type = match (opt_level.as_str(), debug) {
+        ("0", _) => "Debug",
+        ("s" | "z", _) => "MinSizeRel",
+        (_, true) => "RelWithDebInfo",
+        (_, false) => "Release",
+    };
+    let mut arguments = vec![format!("-DCMAKE_BUILD_TYPE={build_type}")];
+    for (language, cpp) in [("C", false), ("CXX", true)] {
+        // No `-Wall -Wextra`: IREE chooses its own warnings (and `-Werror`).
+        let compiler = cc::Build::new().cpp(cpp).warnings(false).inherit_rustflags(false).get_compiler();
+        let flags: Vec<String> = compiler
+            .args()
+            .iter()
+            .map(|flag| flag.to_string_lossy().into_owned())
+            .chain(["-DNDEBUG".to_owned()])
+            .collect();
+        // IREE's CMake project needs both; say which is missing before it
+        // starts, with the command that installs it.
+        let runs =
+            Command::new(compiler.path()).arg("--version").output().is_ok_and(|out| out.status.success());
+        assert!(
+            runs,
+            "IREE's runtime build needs a {} compiler and `{}` does not run: install one (Debian: `apt-get \
+             install {}`) or name it in {}",
+            if cpp { "C++" } else { "C" },
+            compiler.path().display(),
+            if cpp { "g++" } else { "gcc" },
+            if cpp { "CXX" } else { "CC" },
+        );
+        arguments.push(format!("-DCMAKE_{language}_COMPILER={}", compiler.path().display()));
+        arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
+    }
+    arguments
+}
+
+/// FNV-1a, 64 bits: a hash that stays the same across Rust releases, for
+/// naming the build tree.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Runs a CMake step, stopping the build with its output when it fails.
+fn run(command: &mut Command, what: &str) {
+    let status =
+        command.status().unwrap_or_else(|error| panic!("cannot {what}: running {command:?}: {error}"));
+    assert!(status.success(), "cannot {what}: {command:?} failed ({status}); its output is above");
 }

@@ -1,6 +1,6 @@
 //! Compiles IREE's executable plugin manager, its plugin loaders and the
 //! `base/` files they need from the sources bundled in the `eerie-sys` crate,
-//! found by `xplug-iree-sources`. This crate uses only those sources (it
+//! found by `xplug-iree-build`. This crate uses only those sources (it
 //! enables no eerie-sys feature; `xplug-iree` builds the whole runtime), and
 //! compiles them with the flags IREE's release builds use (`-O2 -DNDEBUG`).
 //! No IREE source is copied into this repository.
@@ -58,7 +58,7 @@ fn main() {
          its file list uses the POSIX dynamic-library loader; exclude this crate on other targets"
     );
 
-    let runtime_src = xplug_iree_sources::runtime_src_dir();
+    let runtime_src = xplug_iree_build::runtime_src_dir();
     let iree = runtime_src.join("iree");
     let mut build = cc::Build::new();
     build

@@ -57,15 +57,17 @@
 //! `{:#}` and `{:?}` print the same chain.
 //!
 //! # Building
-//! eerie-sys builds IREE's runtime with CMake ≥ 3.26 and generates its
-//! bindings with bindgen (libclang). The workspace's `.cargo/config.toml`
-//! points CMake at `build-support/cmake`, which uses a recent enough CMake
-//! from `PATH` or installs a pinned one from PyPI under `target/`, hands
-//! bindgen the system's libclang or a pinned one from PyPI, and builds with
-//! Ninja so that a build with nothing to do does not run eerie-sys's build
-//! script again. A crate depending on this one from outside the workspace
-//! needs CMake ≥ 3.26 and libclang of its own, as eerie-sys does
-//! (`docs/iree-runtime.md`, "Building IREE's runtime").
+//! Prerequisites: the Rust toolchain, a C and C++ compiler, and either
+//! CMake ≥ 3.26 on `PATH` (and Ninja, when present, else Make) or Python 3
+//! with `venv` and pip (Debian: `apt-get install python3-venv`) and access
+//! to PyPI. No libclang and no
+//! configuration: this crate's build script builds IREE's runtime from the
+//! sources the `eerie-sys` package carries, with CMake and Ninja from
+//! `PATH` or pinned PyPI wheels it installs once into `xplug-tools/` in the
+//! target directory, and the Rust declarations of IREE's API are committed.
+//! A missing prerequisite stops the build before the long step, naming the
+//! command that installs it. Linux only (`docs/iree-runtime.md`, "Building
+//! IREE's runtime").
 
 mod error;
 pub mod files;

@@ -2,26 +2,18 @@
 //! against them.
 //!
 //! xplug never copies IREE's code. The crates that need IREE's C sources or
-//! headers (`xplug-iree`, which adds a small C file calling IREE's device
-//! constructors, and `xplug-iree-reference`, which compiles IREE's plugin
-//! manager and loaders as a benchmark anchor) take them from the IREE tree
-//! bundled in the `eerie-sys` package, which they depend on. A build script
-//! cannot see its dependencies' directories directly. When the calling crate
-//! was itself unpacked from a registry or a vendor directory (a dependent of
-//! the published `xplug-iree`), eerie-sys lies beside it there
+//! headers (`xplug-iree`, which builds IREE's runtime, and
+//! `xplug-iree-reference`, which compiles IREE's plugin manager and loaders
+//! as a benchmark anchor) take them from the IREE tree bundled in the
+//! `eerie-sys` package, which they depend on with its features off (so its
+//! own build script builds nothing). A build script cannot see its
+//! dependencies' directories directly. When the calling crate was itself
+//! unpacked from a registry or a vendor directory (a dependent of the
+//! published `xplug-iree`), eerie-sys lies beside it there
 //! (`<registry>/src/<index>/eerie-sys-0.5.0`, `vendor/eerie-sys`); in this
-//! workspace, this crate asks `cargo metadata`. Setting
+//! workspace, this module asks `cargo metadata`. Setting
 //! `XPLUG_IREE_RUNTIME_SRC` to an IREE checkout's `runtime/src` bypasses the
 //! lookup.
-//!
-//! Every function panics with what went wrong and what to do: a build
-//! script has no better way to stop a build.
-//!
-//! ```no_run
-//! // In a build script of a crate that depends on eerie-sys:
-//! let runtime_src = xplug_iree_sources::runtime_src_dir();
-//! assert!(runtime_src.join("iree/base/api.h").is_file());
-//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -147,15 +139,61 @@ fn eerie_sys_dir() -> PathBuf {
          runtime/src to bypass it):\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("`cargo metadata` printed JSON");
-    let packages = metadata["packages"].as_array().expect("`cargo metadata` lists packages");
-    let manifest = packages
-        .iter()
-        .find(|package| package["name"] == EERIE_SYS)
-        .and_then(|package| package["manifest_path"].as_str())
+    // Every package's `"manifest_path":"..."`; the one whose directory is
+    // eerie-sys at the pinned version (checked as in the other lookups).
+    // Read without a JSON parser: this crate has no dependencies, so its
+    // build is the same whatever features the calling command unifies, and
+    // so is the build-script unit of xplug-iree, whose OUT_DIR holds IREE's
+    // CMake build (one build, not one per `cargo` command).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let manifest = json_strings_after(&stdout, "\"manifest_path\":")
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|manifest| manifest.parent().is_some_and(is_eerie_sys))
         .unwrap_or_else(|| {
             panic!("`cargo metadata` does not list the {EERIE_SYS} package; is it still a dependency?")
         });
-    Path::new(manifest).parent().expect("a manifest path has a parent directory").to_path_buf()
+    manifest.parent().expect("a manifest path has a parent directory").to_path_buf()
+}
+
+/// The JSON string value after each occurrence of `key` in `json`, with
+/// its escapes (`\"`, `\\`, `\/`) undone; a value with another escape is
+/// skipped (no manifest path of ours has one).
+fn json_strings_after(json: &str, key: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    for (at, _) in json.match_indices(key) {
+        let Some(rest) = json[at + key.len()..].strip_prefix('"') else { continue };
+        let mut value = String::new();
+        let mut chars = rest.chars();
+        let complete = loop {
+            match chars.next() {
+                Some('"') => break true,
+                Some('\\') => match chars.next() {
+                    Some(escaped @ ('"' | '\\' | '/')) => value.push(escaped),
+                    _ => break false,
+                },
+                Some(c) => value.push(c),
+                None => break false,
+            }
+        };
+        if complete {
+            values.push(value);
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_strings_after;
+
+    #[test]
+    fn reads_manifest_paths_from_cargo_metadata_json() {
+        let json = r#"{"packages":[{"name":"a","manifest_path":"/x/a-1.0/Cargo.toml","dependencies":[]},
+            {"name":"b","manifest_path":"/y/with \"quote\"/Cargo.toml"},{"manifest_path":"/z/\u00e9"}]}"#;
+        assert_eq!(
+            json_strings_after(json, "\"manifest_path\":"),
+            ["/x/a-1.0/Cargo.toml", "/y/with \"quote\"/Cargo.toml"]
+        );
+    }
 }
