@@ -612,13 +612,14 @@ pub struct RunParity {
 }
 
 /// IREE's host tool the cross build runs (`iree-flatcc-cli`): the newest
-/// the host build of IREE's runtime made under `target/debug/build`.
+/// the host build of IREE's runtime made in its CMake trees, which
+/// `crates/iree/build.rs` keeps under `target/debug/xplug-iree-runtime/`.
 fn host_iree_tools(root: &Path) -> Option<PathBuf> {
-    let build = root.join("target").join("debug").join("build");
-    std::fs::read_dir(build)
+    let trees = root.join("target").join("debug").join("xplug-iree-runtime");
+    std::fs::read_dir(trees)
         .ok()?
         .filter_map(Result::ok)
-        .map(|entry| entry.path().join("out/runtime_build/hosted/build/iree/tools"))
+        .map(|entry| entry.path().join("iree/tools"))
         .filter(|tools| tools.join("iree-flatcc-cli").is_file())
         .max_by_key(|tools| {
             std::fs::metadata(tools.join("iree-flatcc-cli")).and_then(|meta| meta.modified()).ok()
@@ -644,8 +645,8 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
     let tools = host_iree_tools(root).ok_or(Aarch64Error::Prepare {
         step: "find IREE's host tools",
         detail:
-            "no host build of IREE's runtime under target/debug/build (its iree-flatcc-cli runs in the cross \
-                 build): build xplug-cli for the host first"
+            "no host build of IREE's runtime under target/debug/xplug-iree-runtime (its iree-flatcc-cli runs in \
+                 the cross build): build xplug-cli for the host first"
                 .to_owned(),
     })?;
     let path = std::env::join_paths(
