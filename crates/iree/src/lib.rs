@@ -84,8 +84,8 @@ pub use half;
 pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
 pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
 pub use session::{
-    Argument, Call, CallResults, Check, Function, MappedTensor, Module, ParameterMode, Session, SessionBuilder,
-    Tolerance,
+    Argument, Call, CallResults, Check, Function, MappedTensor, Module, ParameterMode, Session,
+    SessionBuilder, Tolerance,
 };
 pub use tensor::{DEBUG_VALUES, Element, ElementType, Tensor, TensorView, Value};
 pub use xplug_manager::{CImportProvider, CResolveFn};

@@ -106,16 +106,16 @@ impl Manager {
     /// # Errors
     /// [`Error::PluginLoad`] (its spec `static:NAME`) whose source is
     /// [`xplug_providers::Error::StaticPluginNotFound`] when nothing of that
-    /// name is linked in, or the plugin's refusal (with its own message)
-    /// when its `load` rejects a parameter; [`Error::CapacityReached`] when
-    /// full.
+    /// name is linked in, or the plugin's refusal when its `load` rejects a
+    /// parameter; [`Error::CapacityReached`] when full.
     pub fn load_static<I, K, V>(&self, name: &str, params: I) -> Result<Registered, Error>
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<Vec<u8>>,
         V: Into<Vec<u8>>,
     {
-        let params = params.into_iter().fold(LoadParamList::new(), |list, (key, value)| list.with(key, value));
+        let params =
+            params.into_iter().fold(LoadParamList::new(), |list, (key, value)| list.with(key, value));
         let plugin = Plugin::load_static(name, &params)
             .map_err(|source| Error::PluginLoad { spec: format!("static:{name}"), source })?;
         self.register_plugin(plugin)

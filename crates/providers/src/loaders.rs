@@ -317,8 +317,7 @@ impl Plugin {
     /// # Errors
     /// [`Error::StaticPluginNotFound`] (listing the names linked in) when
     /// no plugin of that name is linked in; otherwise as
-    /// [`Plugin::from_code`], with the plugin's own message when its `load`
-    /// refuses a parameter.
+    /// [`Plugin::from_code`].
     pub fn load_static(name: &str, params: &LoadParamList) -> Result<Self, Error> {
         Self::from_registration(find_registration(name)?, params)
     }
