@@ -333,43 +333,6 @@ unsafe extern "C" {
         out_element_type: *mut iree_hal_element_type_t,
     ) -> iree_status_t;
 }
-pub type iree_hal_executable_import_resolution_t = u32;
-pub type iree_hal_executable_import_provider_resolve_fn_t = ::std::option::Option<
-    unsafe extern "C" fn(
-        self_: *mut ::std::os::raw::c_void,
-        count: iree_host_size_t,
-        symbol_names: *const *const ::std::os::raw::c_char,
-        out_fn_ptrs: *mut *mut ::std::os::raw::c_void,
-        out_fn_contexts: *mut *mut ::std::os::raw::c_void,
-        out_resolution: *mut iree_hal_executable_import_resolution_t,
-    ) -> iree_status_t,
->;
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct iree_hal_executable_import_provider_t {
-    pub self_: *mut ::std::os::raw::c_void,
-    pub resolve: iree_hal_executable_import_provider_resolve_fn_t,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of iree_hal_executable_import_provider_t"]
-        [::std::mem::size_of::<iree_hal_executable_import_provider_t>() - 16usize];
-    ["Alignment of iree_hal_executable_import_provider_t"]
-        [::std::mem::align_of::<iree_hal_executable_import_provider_t>() - 8usize];
-    ["Offset of field: iree_hal_executable_import_provider_t::self_"]
-        [::std::mem::offset_of!(iree_hal_executable_import_provider_t, self_) - 0usize];
-    ["Offset of field: iree_hal_executable_import_provider_t::resolve"]
-        [::std::mem::offset_of!(iree_hal_executable_import_provider_t, resolve) - 8usize];
-};
-impl Default for iree_hal_executable_import_provider_t {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct iree_hal_executable_plugin_manager_t {
