@@ -152,15 +152,12 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Aarch64Error {
-    /// Packages are missing and this is not root.
-    #[error(
-        "missing Debian packages: {}; install them as root with: dpkg --add-architecture arm64 && apt-get update \
-         && apt-get install -y {}",
-        missing.join(", "), missing.join(" ")
-    )]
-    MissingPackages {
-        /// The packages not installed.
-        missing: Vec<String>,
+    /// The Debian packages are missing and cannot be installed here.
+    #[error("the aarch64 toolchain and qemu are not installed")]
+    Packages {
+        /// What is missing, with the command that installs it.
+        #[source]
+        source: xplug_fixtures::packages::PackagesError,
     },
     /// A tool could not be started.
     #[error("cannot run `{command}`")]
@@ -290,54 +287,15 @@ impl Report {
     }
 }
 
-/// The packages of `packages` that are not installed.
+/// Installs the Debian `packages` (arm64 ones added as a foreign
+/// architecture) when running as root; names them otherwise
+/// ([`xplug_fixtures::packages::ensure`]).
 ///
 /// # Errors
-/// When `dpkg-query` cannot run (not a Debian system).
-pub fn missing_packages(packages: &[&str]) -> Result<Vec<String>, Aarch64Error> {
-    let mut missing = Vec::new();
-    for &package in packages {
-        let mut command = Command::new("dpkg-query");
-        command.args(["-W", "-f=${db:Status-Status}", package]).stderr(Stdio::null());
-        let line = format!("{command:?}");
-        let output = command.output().map_err(|source| Aarch64Error::Spawn { command: line, source })?;
-        if String::from_utf8_lossy(&output.stdout).trim() != "installed" {
-            missing.push(package.to_owned());
-        }
-    }
-    Ok(missing)
-}
-
-/// Installs what [`missing_packages`] lists when running as root; names
-/// the packages otherwise.
-///
-/// # Errors
-/// [`Aarch64Error::MissingPackages`] when not root; a failing `dpkg` or
-/// `apt-get`.
+/// [`Aarch64Error::Packages`].
 pub fn ensure_packages(packages: &[&str]) -> Result<(), Aarch64Error> {
-    let missing = missing_packages(packages)?;
-    if missing.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(Aarch64Error::MissingPackages { missing });
-    }
-    eprintln!("installing {}", missing.join(" "));
-    let foreign = Command::new("dpkg").arg("--print-foreign-architectures").output().map_err(|source| {
-        Aarch64Error::Spawn { command: "dpkg --print-foreign-architectures".to_owned(), source }
-    })?;
-    if !String::from_utf8_lossy(&foreign.stdout).lines().any(|arch| arch.trim() == "arm64") {
-        let mut command = Command::new("dpkg");
-        command.args(["--add-architecture", "arm64"]);
-        run(command)?;
-    }
-    let mut update = Command::new("apt-get");
-    update.args(["update", "-qq"]);
-    run(update)?;
-    let mut install = Command::new("apt-get");
-    install.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "-qq"]).args(&missing);
-    run(install)
+    xplug_fixtures::packages::ensure(packages, Some("arm64"))
+        .map_err(|source| Aarch64Error::Packages { source })
 }
 
 fn run(mut command: Command) -> Result<(), Aarch64Error> {
