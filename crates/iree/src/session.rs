@@ -1331,11 +1331,21 @@ impl CallResults {
     /// # Errors
     /// [`Error::Result`] when IREE cannot read it.
     pub fn value(&self, index: usize) -> Result<Value, Error> {
-        let result_error = |status: sys::Status| Error::Result {
-            function: self.function.clone(),
-            index,
-            source: status.into(),
-        };
+        let result_error = self.result_error(index);
+        Ok(match self.slot(index).map_err(&result_error)? {
+            Slot::View(view) => Value::Tensor(self.read_tensor(&view).map_err(result_error)?),
+            Slot::Value(value) => value,
+        })
+    }
+
+    /// How a failed read of result `index` is reported.
+    fn result_error(&self, index: usize) -> impl Fn(sys::Status) -> Error + '_ {
+        move |status| Error::Result { function: self.function.clone(), index, source: status.into() }
+    }
+
+    /// Result `index` as the list holds it: a retained buffer view, or a
+    /// value that needs no copy from the device.
+    fn slot(&self, index: usize) -> Result<Slot, sys::Status> {
         let (mut kind, mut bits): (c_int, c_int) = (0, 0);
         let mut view: *mut iree::iree_hal_buffer_view_t = std::ptr::null_mut();
         let (mut integer, mut float) = (0i64, 0f64);
@@ -1350,18 +1360,16 @@ impl CallResults {
                 &mut integer,
                 &mut float,
             )
-        })
-        .map_err(result_error)?;
+        })?;
         let bits = u32::try_from(bits).unwrap_or(0);
         Ok(match kind {
             sys::VALUE_BUFFER_VIEW => {
-                let view = sys::BufferView::from_raw(view).expect("the glue returns a retained view");
-                Value::Tensor(self.read_tensor(&view).map_err(result_error)?)
+                Slot::View(sys::BufferView::from_raw(view).expect("the glue returns a retained view"))
             }
-            sys::VALUE_INTEGER => Value::Integer { value: integer, bits },
-            sys::VALUE_FLOAT => Value::Float { value: float, bits },
-            sys::VALUE_EMPTY => Value::Empty,
-            _ => Value::Other,
+            sys::VALUE_INTEGER => Slot::Value(Value::Integer { value: integer, bits }),
+            sys::VALUE_FLOAT => Slot::Value(Value::Float { value: float, bits }),
+            sys::VALUE_EMPTY => Slot::Value(Value::Empty),
+            _ => Slot::Value(Value::Other),
         })
     }
 
@@ -1377,32 +1385,11 @@ impl CallResults {
     /// [`Error::Result`] when IREE cannot map it (FAILED_PRECONDITION: not
     /// host-visible or not mappable).
     pub fn tensor(&self, index: usize) -> Result<MappedTensor, Error> {
-        let result_error = |status: sys::Status| Error::Result {
-            function: self.function.clone(),
-            index,
-            source: status.into(),
-        };
-        let (mut kind, mut bits): (c_int, c_int) = (0, 0);
-        let mut view: *mut iree::iree_hal_buffer_view_t = std::ptr::null_mut();
-        let (mut integer, mut float) = (0i64, 0f64);
-        // SAFETY: the list is live; every out pointer is valid.
-        sys::check(unsafe {
-            sys::xplug_iree_list_get(
-                self.list.as_ptr(),
-                index,
-                &mut kind,
-                &mut bits,
-                &mut view,
-                &mut integer,
-                &mut float,
-            )
-        })
-        .map_err(result_error)?;
-        if kind != sys::VALUE_BUFFER_VIEW {
+        let result_error = self.result_error(index);
+        let Slot::View(view) = self.slot(index).map_err(&result_error)? else {
             return Err(Error::NotATensor { function: self.function.clone(), index });
-        }
-        let view = sys::BufferView::from_raw(view).expect("the glue returns a retained view");
-        let (shape, element_type) = view_shape(&view).map_err(result_error)?;
+        };
+        let (shape, element_type) = view_shape(&view).map_err(&result_error)?;
         let mapping = sys::ReadMapping::new(view).map_err(result_error)?;
         Ok(MappedTensor { shape, element_type, mapping })
     }
@@ -1470,6 +1457,14 @@ impl CallResults {
         })?;
         Ok(Tensor::from_parts_unchecked(shape, element_type, data))
     }
+}
+
+/// One result as [`CallResults`] reads it from IREE's list.
+enum Slot {
+    /// A tensor, still on the device.
+    View(sys::BufferView),
+    /// A scalar, an empty reference or a kind not copied out.
+    Value(Value),
 }
 
 /// A view's shape and element type.
