@@ -74,9 +74,14 @@ enum Command {
         /// Size of the large archive, MiB.
         #[arg(long, default_value_t = 256)]
         archive_mib: usize,
-        /// Measured runs per tool and scenario (medians reported).
+        /// Measured pairs (one run of each tool) per scenario, at least
+        /// (medians reported).
         #[arg(long, default_value_t = 7)]
         runs: usize,
+        /// Seconds per scenario: short scenarios run more pairs until
+        /// they have passed (at most 1001 pairs).
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
         /// The device both tools run on.
         #[arg(long, default_value = "local-sync")]
         device: String,
@@ -321,15 +326,17 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::ModelBench { archive_mib, runs, device } => {
+        Command::ModelBench { archive_mib, runs, seconds, device } => {
             let root = xtask::workspace_root();
-            let result = xtask::model_bench::build_xplug(&root)
-                .and_then(|xplug| xtask::model_bench::run(&root, &xplug, &device, archive_mib, runs.max(1)));
+            let budget = std::time::Duration::from_secs_f64(seconds.max(0.0));
+            let result = xtask::model_bench::build_xplug(&root).and_then(|xplug| {
+                xtask::model_bench::run(&root, &xplug, &device, archive_mib, runs.max(1), budget)
+            });
             match result {
                 Ok(rows) => {
                     println!(
-                        "\nxplug run (release) vs iree-run-module (IREE {}), --device={device}, median of {runs} \
-                         runs each\n",
+                        "\nxplug run (release) vs iree-run-module (IREE {}), --device={device}, medians of at least \
+                         {runs} alternating pairs per scenario, more within {seconds} s\n",
                         xplug_fixtures::iree_e2e::IREE_VERSION
                     );
                     print!("{}", xtask::model_bench::table(&rows));

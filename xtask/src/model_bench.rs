@@ -1,8 +1,14 @@
 //! `cargo xtask model-bench`: `xplug run` against `iree-run-module`, whole
 //! processes side by side on the same compiled models, inputs and
-//! archives: wall time and peak resident memory (the child's `ru_maxrss`
-//! from `wait4`), runs alternating between the two tools, medians
-//! reported with their ratio (xplug / IREE). IREE's side is the native
+//! archives: wall time, CPU time (user + system, the child's `rusage`
+//! from `wait4`) and peak resident memory (`ru_maxrss`). Runs come in
+//! pairs, one of each tool, and which tool goes first alternates from
+//! pair to pair, so neither is always the one that finds the page cache
+//! warm. Each scenario runs at least `--runs` pairs and, for short
+//! scenarios, more pairs until `--seconds` have passed (a 3 ms process on
+//! a shared machine needs many runs for its median to settle). Medians
+//! are reported with their ratios (xplug / IREE), and with the share of
+//! pairs in which xplug's process ended first. IREE's side is the native
 //! `iree-run-module` of the pinned pip package (not the Python script in
 //! the environment's `bin/` that starts it).
 //!
@@ -17,16 +23,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use xplug_fixtures::iree_e2e::{self, E2eError, IreeTools};
 use xplug_fixtures::models;
 
-/// One measured process.
+/// One measured process (or, in a [`Row`], the medians of many).
 #[derive(Clone, Copy, Debug)]
 pub struct Sample {
     /// Wall time, seconds.
     pub seconds: f64,
+    /// CPU time, user plus system, seconds.
+    pub cpu_seconds: f64,
     /// Peak resident set, KiB.
     pub max_rss_kib: i64,
 }
@@ -36,9 +44,13 @@ pub struct Sample {
 pub struct Row {
     /// What runs.
     pub scenario: String,
-    /// `iree-run-module`'s median.
+    /// Measured pairs (one run of each tool).
+    pub pairs: usize,
+    /// Pairs in which xplug's run took less wall time than IREE's.
+    pub xplug_faster: usize,
+    /// `iree-run-module`'s medians.
     pub iree: Sample,
-    /// `xplug run`'s median.
+    /// `xplug run`'s medians.
     pub xplug: Sample,
 }
 
@@ -47,6 +59,12 @@ impl Row {
     #[must_use]
     pub fn time_ratio(&self) -> f64 {
         self.xplug.seconds / self.iree.seconds
+    }
+
+    /// xplug's CPU time over IREE's.
+    #[must_use]
+    pub fn cpu_ratio(&self) -> f64 {
+        self.xplug.cpu_seconds / self.iree.cpu_seconds
     }
 
     /// xplug's peak memory over IREE's.
@@ -91,16 +109,27 @@ fn measure(command: &mut Command) -> Result<Sample, E2eError> {
             stderr: format!("exit status {status:#x}; rerun it to see why"),
         });
     }
-    Ok(Sample { seconds, max_rss_kib: usage.ru_maxrss })
+    let timeval = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 * 1e-6;
+    let cpu_seconds = timeval(usage.ru_utime) + timeval(usage.ru_stime);
+    Ok(Sample { seconds, cpu_seconds, max_rss_kib: usage.ru_maxrss })
 }
 
-fn median(samples: &mut [Sample]) -> Sample {
-    let middle = samples.len() / 2;
-    samples.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    let seconds = samples[middle].seconds;
-    samples.sort_by_key(|sample| sample.max_rss_kib);
-    Sample { seconds, max_rss_kib: samples[middle].max_rss_kib }
+/// The median of each field on its own.
+fn median(samples: &[Sample]) -> Sample {
+    fn middle(mut values: Vec<f64>) -> f64 {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    }
+    Sample {
+        seconds: middle(samples.iter().map(|sample| sample.seconds).collect()),
+        cpu_seconds: middle(samples.iter().map(|sample| sample.cpu_seconds).collect()),
+        max_rss_kib: middle(samples.iter().map(|sample| sample.max_rss_kib as f64).collect()) as i64,
+    }
 }
+
+/// How many pairs a scenario runs: `runs` at least, more while the
+/// `budget` lasts, at most [`MAX_PAIRS`].
+pub const MAX_PAIRS: usize = 1001;
 
 /// One side-by-side measurement: both tools get the same arguments (a
 /// `--parameter_mode` the pinned iree-run-module lacks, `mmap`, is only
@@ -152,8 +181,9 @@ fn native_run_module(tools: &IreeTools) -> Result<PathBuf, E2eError> {
     })
 }
 
-/// Measures every scenario `runs` times per tool, alternating, with the
-/// `xplug` binary at `xplug` on `device`.
+/// Measures every scenario in pairs (see the module docs): at least
+/// `runs` pairs, and more until `budget` has passed, with the `xplug`
+/// binary at `xplug` on `device`.
 ///
 /// # Errors
 /// When IREE cannot be set up, a model does not import or compile, or a
@@ -164,6 +194,7 @@ pub fn run(
     device: &str,
     archive_mib: usize,
     runs: usize,
+    budget: Duration,
 ) -> Result<Vec<Row>, E2eError> {
     let tools: IreeTools = iree_e2e::toolchain(root)?;
     let work = root.join("target").join("model-bench");
@@ -225,17 +256,33 @@ pub fn run(
     let iree_run_module = native_run_module(&tools)?;
     let mut rows = Vec::new();
     for Scenario { name, args } in scenarios {
-        eprintln!("model-bench: {name} ({runs} runs each) ...");
+        eprintln!("model-bench: {name} (at least {runs} pairs, {:.0} s) ...", budget.as_secs_f64());
         let device_flag = format!("--device={device}");
-        let (mut iree, mut ours) = (Vec::new(), Vec::new());
+        let run_iree = || measure(Command::new(&iree_run_module).arg(&device_flag).args(&args));
+        let run_xplug = || measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args));
         // One unmeasured run each (page cache, lazy binding).
-        measure(Command::new(&iree_run_module).arg(&device_flag).args(&args))?;
-        measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args))?;
-        for _ in 0..runs {
-            iree.push(measure(Command::new(&iree_run_module).arg(&device_flag).args(&args))?);
-            ours.push(measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args))?);
+        run_iree()?;
+        run_xplug()?;
+        let (mut iree, mut ours) = (Vec::new(), Vec::new());
+        let start = Instant::now();
+        while iree.len() < MAX_PAIRS && (iree.len() < runs || start.elapsed() < budget) {
+            // Alternate which tool goes first.
+            if iree.len() % 2 == 0 {
+                iree.push(run_iree()?);
+                ours.push(run_xplug()?);
+            } else {
+                ours.push(run_xplug()?);
+                iree.push(run_iree()?);
+            }
         }
-        rows.push(Row { scenario: name, iree: median(&mut iree), xplug: median(&mut ours) });
+        let xplug_faster = iree.iter().zip(&ours).filter(|(iree, ours)| ours.seconds < iree.seconds).count();
+        rows.push(Row {
+            scenario: name,
+            pairs: iree.len(),
+            xplug_faster,
+            iree: median(&iree),
+            xplug: median(&ours),
+        });
     }
     Ok(rows)
 }
@@ -248,6 +295,9 @@ pub fn table(rows: &[Row]) -> String {
         "iree-run-module",
         "xplug run",
         "time ratio",
+        "CPU (IREE / xplug)",
+        "CPU ratio",
+        "xplug faster",
         "peak RSS (IREE / xplug)",
         "memory ratio",
     ]);
@@ -257,6 +307,9 @@ pub fn table(rows: &[Row]) -> String {
             format!("{:.1} ms", row.iree.seconds * 1e3),
             format!("{:.1} ms", row.xplug.seconds * 1e3),
             format!("{:.2}x", row.time_ratio()),
+            format!("{:.2} / {:.2} ms", row.iree.cpu_seconds * 1e3, row.xplug.cpu_seconds * 1e3),
+            format!("{:.2}x", row.cpu_ratio()),
+            format!("{} of {}", row.xplug_faster, row.pairs),
             format!(
                 "{:.1} / {:.1} MiB",
                 row.iree.max_rss_kib as f64 / 1024.0,

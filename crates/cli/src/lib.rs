@@ -60,6 +60,55 @@ use crate::output::{Style, Table, print_json};
     about = "Inspect, resolve, check and benchmark IREE executable import plugins"
 )]
 struct Cli {
+    #[command(flatten)]
+    globals: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// `xplug run`'s parser alone: the same global flags and `run` arguments
+/// as [`Cli`], without the other commands' definitions, which clap would
+/// otherwise build (and drop) on every start of `xplug run`, a process
+/// that is often started once per inference. [`parse_arguments`] tries it
+/// first on command lines that start with `run` and falls back to [`Cli`]
+/// for anything it does not accept, so help and error messages are
+/// always the full parser's.
+#[derive(Debug, Parser)]
+#[command(name = "xplug", version)]
+struct RunOnlyCli {
+    #[command(flatten)]
+    globals: GlobalArgs,
+    #[command(subcommand)]
+    command: RunOnlyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum RunOnlyCommand {
+    Run(RunArgs),
+}
+
+impl From<RunOnlyCli> for Cli {
+    fn from(parsed: RunOnlyCli) -> Self {
+        let RunOnlyCommand::Run(arguments) = parsed.command;
+        Self { globals: parsed.globals, command: Command::Run(arguments) }
+    }
+}
+
+/// Parses `arguments` (the program name first): `run` lines through
+/// [`RunOnlyCli`] when it accepts them, everything else, and every help
+/// request or error, through [`Cli`].
+fn parse_arguments(arguments: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    if arguments.get(1).is_some_and(|command| command == "run")
+        && let Ok(parsed) = RunOnlyCli::try_parse_from(&arguments)
+    {
+        return Ok(parsed.into());
+    }
+    Cli::try_parse_from(arguments)
+}
+
+/// The flags every command takes.
+#[derive(Debug, clap::Args)]
+struct GlobalArgs {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
     json: bool,
@@ -74,8 +123,6 @@ struct Cli {
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=86_400))]
     timeout: u32,
-    #[command(subcommand)]
-    command: Command,
 }
 
 #[derive(Debug, Subcommand)]
@@ -159,113 +206,7 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
     },
-    /// Run a compiled IREE program (.vmfb) on IREE's runtime with xplug's
-    /// manager resolving every import of its executables. Prints what
-    /// iree-run-module prints for the same program, inputs and plugins.
-    #[command(
-        after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
-    )]
-    Run {
-        /// The compiled module whose function runs (loaded after every
-        /// --module).
-        #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
-        module: Option<PathBuf>,
-        /// A compiled module, as iree-run-module takes it: repeatable, loaded
-        /// in order; the function runs from the last one (or from
-        /// MODULE.vmfb when that is given too).
-        #[arg(long = "module", value_name = "MODULE.vmfb")]
-        module_flag: Vec<PathBuf>,
-        /// The function to call, as the module exports it (default: its
-        /// only export not starting with `__` nor holding `$`, as
-        /// iree-run-module picks it).
-        #[arg(long)]
-        function: Option<std::ffi::OsString>,
-        /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
-        /// the parameters of SCOPE (none: parameters named without a
-        /// scope), as iree-run-module takes it; repeatable.
-        #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
-        parameters: Vec<String>,
-        /// How the archives are opened: `mmap` (mapped, nothing copied;
-        /// xplug's default), `file` (iree-run-module's default: each
-        /// parameter read into a buffer of its own) or `preload` (each
-        /// archive read whole at start-up). The results are the same.
-        #[arg(long = "parameter_mode", default_value = "mmap", value_name = "MODE",
-              value_parser = parameter_mode)]
-        parameter_mode: xplug_iree::ParameterMode,
-        /// List the functions of the module (names and signatures) instead
-        /// of running one.
-        #[arg(long)]
-        list_functions: bool,
-        /// An argument, as iree-run-module takes it: a number for a scalar
-        /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
-        /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
-        /// next array of the file, `*FILE.npy` all that are left),
-        /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
-        #[arg(long = "input", value_name = "VALUE")]
-        inputs: Vec<String>,
-        /// Where result N goes, one flag per result in order (none: print
-        /// all as `result[N]: ...`): `-` prints it, `@FILE` writes it
-        /// (`.npy` as NumPy, other names as raw bytes), `+FILE` appends,
-        /// an empty value drops it.
-        #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
-        outputs: Vec<String>,
-        /// An expected result, one per result in order, in --input's forms
-        /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
-        /// results are compared with IREE's comparison instead of printed,
-        /// and xplug exits 1 when one differs, as iree-run-module does.
-        #[arg(long = "expected_output", value_name = "VALUE")]
-        expected_outputs: Vec<String>,
-        /// Absolute tolerance of f16 results.
-        #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
-        expected_f16_threshold: f32,
-        /// Absolute tolerance of bf16 results.
-        #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
-        expected_bf16_threshold: f32,
-        /// Absolute tolerance of f32 results.
-        #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
-        expected_f32_threshold: f32,
-        /// Absolute tolerance of f64 results.
-        #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
-        expected_f64_threshold: f64,
-        /// Relative tolerance of float results.
-        #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
-        expected_rtol: f64,
-        /// `approximate` (the tolerances) or `exact`.
-        #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
-        equality_mode: String,
-        /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
-        #[arg(long, default_value = "local-sync")]
-        device: String,
-        /// Worker threads of local-task (default: one per core).
-        #[arg(long = "task_workers", alias = "task-workers", value_name = "N")]
-        task_workers: Option<usize>,
-        /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
-        /// `static:NAME`); repeatable, later ones are asked first. The
-        /// XPLUG_PLUGINS environment variable's plugins come before these.
-        #[arg(long = "plugin", visible_alias = "executable_plugin", value_name = "PLUGIN")]
-        plugins: Vec<String>,
-        /// Register the plugins linked into xplug first.
-        #[arg(long = "static")]
-        with_static: bool,
-        /// Print each executable's imports and the provider that resolved
-        /// each, on stderr.
-        #[arg(long)]
-        trace: bool,
-        /// Load the module (creating its executables) without calling
-        /// anything, and list every import of every executable with the
-        /// provider that resolves it or why none does. Exits 1 if a required
-        /// import is missing.
-        #[arg(long)]
-        list_imports: bool,
-        /// Elements printed per tensor.
-        #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
-        max_elements: usize,
-        /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
-        /// plugin, function and offset to stderr before dying of the
-        /// signal (also XPLUG_CRASH_REPORT=1).
-        #[arg(long)]
-        crash_report: bool,
-    },
+    Run(RunArgs),
     /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
     Fatelf {
         #[command(subcommand)]
@@ -336,22 +277,131 @@ enum Command {
     },
 }
 
+/// Run a compiled IREE program (.vmfb) on IREE's runtime with xplug's
+/// manager resolving every import of its executables. Prints what
+/// iree-run-module prints for the same program, inputs and plugins.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
+)]
+struct RunArgs {
+    /// The compiled module whose function runs (loaded after every
+    /// --module).
+    #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
+    module: Option<PathBuf>,
+    /// A compiled module, as iree-run-module takes it: repeatable, loaded
+    /// in order; the function runs from the last one (or from
+    /// MODULE.vmfb when that is given too).
+    #[arg(long = "module", value_name = "MODULE.vmfb")]
+    module_flag: Vec<PathBuf>,
+    /// The function to call, as the module exports it (default: its
+    /// only export not starting with `__` nor holding `$`, as
+    /// iree-run-module picks it).
+    #[arg(long)]
+    function: Option<std::ffi::OsString>,
+    /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
+    /// the parameters of SCOPE (none: parameters named without a
+    /// scope), as iree-run-module takes it; repeatable.
+    #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
+    parameters: Vec<String>,
+    /// How the archives are opened: `mmap` (mapped, nothing copied;
+    /// xplug's default), `file` (iree-run-module's default: each
+    /// parameter read into a buffer of its own) or `preload` (each
+    /// archive read whole at start-up). The results are the same.
+    #[arg(long = "parameter_mode", default_value = "mmap", value_name = "MODE",
+          value_parser = parameter_mode)]
+    parameter_mode: xplug_iree::ParameterMode,
+    /// List the functions of the module (names and signatures) instead
+    /// of running one.
+    #[arg(long)]
+    list_functions: bool,
+    /// An argument, as iree-run-module takes it: a number for a scalar
+    /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
+    /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
+    /// next array of the file, `*FILE.npy` all that are left),
+    /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
+    #[arg(long = "input", value_name = "VALUE")]
+    inputs: Vec<String>,
+    /// Where result N goes, one flag per result in order (none: print
+    /// all as `result[N]: ...`): `-` prints it, `@FILE` writes it
+    /// (`.npy` as NumPy, other names as raw bytes), `+FILE` appends,
+    /// an empty value drops it.
+    #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
+    outputs: Vec<String>,
+    /// An expected result, one per result in order, in --input's forms
+    /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
+    /// results are compared with IREE's comparison instead of printed,
+    /// and xplug exits 1 when one differs, as iree-run-module does.
+    #[arg(long = "expected_output", value_name = "VALUE")]
+    expected_outputs: Vec<String>,
+    /// Absolute tolerance of f16 results.
+    #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
+    expected_f16_threshold: f32,
+    /// Absolute tolerance of bf16 results.
+    #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
+    expected_bf16_threshold: f32,
+    /// Absolute tolerance of f32 results.
+    #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
+    expected_f32_threshold: f32,
+    /// Absolute tolerance of f64 results.
+    #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
+    expected_f64_threshold: f64,
+    /// Relative tolerance of float results.
+    #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
+    expected_rtol: f64,
+    /// `approximate` (the tolerances) or `exact`.
+    #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
+    equality_mode: String,
+    /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
+    #[arg(long, default_value = "local-sync")]
+    device: String,
+    /// Worker threads of local-task (default: one per core).
+    #[arg(long = "task_workers", alias = "task-workers", value_name = "N")]
+    task_workers: Option<usize>,
+    /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
+    /// `static:NAME`); repeatable, later ones are asked first. The
+    /// XPLUG_PLUGINS environment variable's plugins come before these.
+    #[arg(long = "plugin", visible_alias = "executable_plugin", value_name = "PLUGIN")]
+    plugins: Vec<String>,
+    /// Register the plugins linked into xplug first.
+    #[arg(long = "static")]
+    with_static: bool,
+    /// Print each executable's imports and the provider that resolved
+    /// each, on stderr.
+    #[arg(long)]
+    trace: bool,
+    /// Load the module (creating its executables) without calling
+    /// anything, and list every import of every executable with the
+    /// provider that resolves it or why none does. Exits 1 if a required
+    /// import is missing.
+    #[arg(long)]
+    list_imports: bool,
+    /// Elements printed per tensor.
+    #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
+    max_elements: usize,
+    /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
+    /// plugin, function and offset to stderr before dying of the
+    /// signal (also XPLUG_CRASH_REPORT=1).
+    #[arg(long)]
+    crash_report: bool,
+}
+
 fn run(cli: &Cli) -> Result<u8, CliError> {
-    let isolation = if cli.in_process {
+    let isolation = if cli.globals.in_process {
         isolate::Isolation::InProcess
     } else {
-        isolate::Isolation::Child(std::time::Duration::from_secs(u64::from(cli.timeout)))
+        isolate::Isolation::Child(std::time::Duration::from_secs(u64::from(cli.globals.timeout)))
     };
     match &cli.command {
         Command::Inspect { plugin } => match isolation {
-            isolate::Isolation::InProcess => inspect::run(plugin, cli.json),
+            isolate::Isolation::InProcess => inspect::run(plugin, cli.globals.json),
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
         Command::Resolve { plugins, with_static, symbols } => {
-            resolve::run(plugins, *with_static, symbols, cli.json)
+            resolve::run(plugins, *with_static, symbols, cli.globals.json)
         }
         Command::Check { list_checks: true, .. } => {
-            if cli.json {
+            if cli.globals.json {
                 print_json(&json!({
                     "checks": check::CHECKS.iter().map(|c| json!({"name": c.name, "description": c.description})).collect::<Vec<_>>(),
                 }));
@@ -368,7 +418,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             let Some(plugin) = plugin else {
                 return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
             };
-            check::run(plugin, symbols, single_check.as_deref(), cli.json, isolation)
+            check::run(plugin, symbols, single_check.as_deref(), cli.globals.json, isolation)
         }
         Command::Call { plugin, import, fields, hex, file } => {
             let args = if let Some(hex) = hex {
@@ -389,12 +439,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 )
             };
             match isolation {
-                isolate::Isolation::InProcess => call::run(&call::Options { plugin, import, args }, cli.json),
+                isolate::Isolation::InProcess => {
+                    call::run(&call::Options { plugin, import, args }, cli.globals.json)
+                }
                 isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
             }
         }
-        Command::Fatelf { action } => fatelf::run(action, cli.json),
-        Command::Run {
+        Command::Fatelf { action } => fatelf::run(action, cli.globals.json),
+        Command::Run(RunArgs {
             module,
             module_flag,
             function,
@@ -418,7 +470,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             list_imports,
             max_elements,
             crash_report,
-        } => {
+        }) => {
             let modules: Vec<&std::path::Path> =
                 module_flag.iter().chain(module.as_ref()).map(PathBuf::as_path).collect();
             if modules.is_empty() {
@@ -469,7 +521,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     list_imports: *list_imports,
                     max_elements: *max_elements,
                 },
-                cli.json,
+                cli.globals.json,
             )
         }
         Command::Bench { plugin, symbols, runs, call, fields } => match isolation {
@@ -484,7 +536,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     (true, Some(bytes)) => Some(bench::CallArgs::Zeroed(*bytes)),
                     (true, None) => None,
                 };
-                bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call }, cli.json)
+                bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call }, cli.globals.json)
             }
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
@@ -495,7 +547,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 out_dir: out_dir.as_deref(),
                 keep_symbols: *keep_symbols,
             },
-            cli.json,
+            cli.globals.json,
         ),
         Command::New { name, path, sdk, template, standalone } => new::run(
             &new::Options {
@@ -505,7 +557,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 template: *template,
                 standalone: *standalone,
             },
-            cli.json,
+            cli.globals.json,
         ),
         Command::Demo { plugin_dir, elements, passes } => demo::run(
             &demo::Options {
@@ -513,7 +565,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 elements: usize::try_from(*elements).unwrap_or(usize::MAX),
                 passes: *passes as usize,
             },
-            cli.json,
+            cli.globals.json,
         ),
     }
 }
@@ -581,7 +633,7 @@ pub fn main() -> ExitCode {
     // A closed stdout ends xplug as it ends iree-run-module: SIGPIPE,
     // without a message or a panic.
     output::die_on_closed_pipe();
-    let cli = match Cli::try_parse() {
+    let cli = match parse_arguments(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(error) => return clap_outcome(&error),
     };
@@ -599,11 +651,101 @@ fn outcome(cli: Cli) -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            if cli.json {
+            if cli.globals.json {
                 print_json(&json!({ "ok": false, "error": error.to_json() }));
             }
             report_error(&error);
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, RunOnlyCli, parse_arguments};
+
+    fn line(words: &[&str]) -> Vec<std::ffi::OsString> {
+        std::iter::once("xplug").chain(words.iter().copied()).map(Into::into).collect()
+    }
+
+    /// Every `run` line the fast parser accepts parses to what the full
+    /// parser gives; lines it refuses are left to the full parser.
+    #[test]
+    fn the_run_parser_agrees_with_the_full_one() {
+        let lines: &[&[&str]] = &[
+            &["run", "m.vmfb"],
+            &["run", "m.vmfb", "--function=f", "--input=4xf32=1,2,3,4", "--input", "@b.npy"],
+            &["run", "--module=a.vmfb", "--module", "b.vmfb", "--parameters=model=w.irpa", "--json"],
+            &[
+                "run",
+                "m.vmfb",
+                "--json",
+                "--timeout=3",
+                "--in-process",
+                "--device=local-task",
+                "--task_workers=2",
+            ],
+            &[
+                "run",
+                "m.vmfb",
+                "--expected_output=4xf32=1,2,3,4",
+                "--expected_f32_threshold=0.5",
+                "--equality_mode=exact",
+            ],
+            &[
+                "run",
+                "m.vmfb",
+                "--parameter_mode=preload",
+                "--plugin=p.so?k=2",
+                "--executable_plugin=q.sos",
+                "--static",
+            ],
+            &[
+                "run",
+                "m.vmfb",
+                "--output=@r.npy",
+                "--output=",
+                "--trace",
+                "--crash-report",
+                "--output_max_element_count=7",
+            ],
+            &["run", "--list-functions", "m.vmfb"],
+            &["run", "--list-imports", "m.vmfb", "--task-workers=3"],
+        ];
+        for words in lines {
+            let full = Cli::try_parse_from(line(words)).expect("the full parser accepts the line");
+            let fast = RunOnlyCli::try_parse_from(line(words)).expect("the run parser accepts the line");
+            assert_eq!(format!("{:?}", Cli::from(fast)), format!("{full:?}"), "{words:?}");
+            assert_eq!(format!("{:?}", parse_arguments(line(words)).expect("parses")), format!("{full:?}"));
+        }
+    }
+
+    /// Help, version and usage errors are the full parser's, word for word.
+    #[test]
+    fn help_and_errors_come_from_the_full_parser() {
+        let lines: &[&[&str]] = &[
+            &["run"],
+            &["run", "--help"],
+            &["run", "-h"],
+            &["run", "m.vmfb", "--bogus"],
+            &["run", "m.vmfb", "--timeout=0"],
+            &["run", "m.vmfb", "--parameter_mode=copy"],
+            &["run", "--version"],
+            &["--json", "run", "--nope"],
+        ];
+        for words in lines {
+            let full = Cli::try_parse_from(line(words)).expect_err("the full parser refuses the line");
+            let ours = parse_arguments(line(words)).expect_err("refused");
+            assert_eq!(ours.kind(), full.kind(), "{words:?}");
+            assert_eq!(ours.to_string(), full.to_string(), "{words:?}");
+        }
+    }
+
+    #[test]
+    fn the_parsers_are_well_formed() {
+        Cli::command().debug_assert();
+        RunOnlyCli::command().debug_assert();
     }
 }
