@@ -50,16 +50,16 @@ pub(crate) fn probe(plugin: &str, args: &[OsString], timeout: Duration) -> Resul
 pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8, CliError> {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let output = probe(plugin, &args, timeout)?;
-    match output.status {
+    match &output.status {
         ProbeStatus::Exited(code) => {
-            forward(&output.stdout, &output.stderr);
-            Ok(u8::try_from(code).unwrap_or(1))
+            forward(&output, Pass::Both);
+            Ok(u8::try_from(*code).unwrap_or(1))
         }
         ProbeStatus::Failed(failure) => {
             // Whatever it printed before it died is partial: stdout is
             // dropped (the report is the error), stderr kept for context.
-            forward(&[], &output.stderr);
-            Err(CliError::PluginFault { plugin: plugin.to_owned(), failure })
+            forward(&output, Pass::StderrOnly);
+            Err(CliError::PluginFault { plugin: plugin.to_owned(), failure: failure.clone() })
         }
         _ => Err(CliError::ProbeUnavailable {
             plugin: plugin.to_owned(),
@@ -70,9 +70,36 @@ pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8,
     }
 }
 
-/// Writes a child's output to ours.
-pub(crate) fn forward(stdout: &[u8], stderr: &[u8]) {
+/// Which of a child's streams [`forward`] passes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// Its stdout and its stderr.
+    Both,
+    /// Its stderr only (its stdout is partial or not ours to print).
+    StderrOnly,
+}
+
+/// Writes a child's output to ours, and says on stderr when the probe
+/// kept only the first [`xplug_probe::OUTPUT_LIMIT`] bytes of a stream
+/// passed on (a cut-off `--json` object would otherwise look like
+/// malformed output).
+pub(crate) fn forward(output: &ProbeOutput, pass: Pass) {
     // A closed stdout or stderr is not worth a panic.
-    let _ = std::io::stdout().lock().write_all(stdout);
-    let _ = std::io::stderr().lock().write_all(stderr);
+    if pass == Pass::Both {
+        let _ = std::io::stdout().lock().write_all(&output.stdout);
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(&output.stderr);
+    for (name, dropped, passed) in
+        [("stdout", output.stdout_dropped, pass == Pass::Both), ("stderr", output.stderr_dropped, true)]
+    {
+        if passed && dropped > 0 {
+            let _ = writeln!(
+                stderr,
+                "xplug: the plugin's child process wrote {dropped} bytes to {name} beyond the {} MiB xplug \
+                 keeps; they were dropped, so its {name} above is cut off",
+                xplug_probe::OUTPUT_LIMIT >> 20
+            );
+        }
+    }
 }

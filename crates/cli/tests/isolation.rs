@@ -247,6 +247,31 @@ fn in_process_keeps_the_old_behaviour() {
     assert_eq!(isolated.stdout, in_process.stdout);
 }
 
+/// A plugin that floods stderr past the probe's limit: xplug passes on
+/// the first 16 MiB, says how much it dropped, and the report is intact.
+#[test]
+fn a_flood_of_plugin_output_is_cut_and_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = faulty_plugin(dir.path(), "flood", &["STDERR_MIB=18"]);
+    let output = xplug(&["--json", "inspect", plugin.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["ok"], true, "{report}");
+    let limit = xplug_probe::OUTPUT_LIMIT;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let note = stderr.lines().last().expect("stderr ends with the note");
+    // 18 MiB of lines were written; xplug keeps the first 16 MiB.
+    let dropped = (18usize << 20) - limit;
+    assert_eq!(
+        note,
+        format!(
+            "xplug: the plugin's child process wrote {dropped} bytes to stderr beyond the 16 MiB xplug keeps; they \
+             were dropped, so its stderr above is cut off"
+        )
+    );
+    assert_eq!(output.stderr.len(), limit + note.len() + 1, "16 MiB of the plugin's stderr, then the note");
+}
+
 /// SIGSEGV's number (11 on every Linux and BSD target).
 fn libc_sigsegv() -> i32 {
     11

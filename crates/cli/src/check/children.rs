@@ -63,7 +63,10 @@ pub(super) fn run_checks(
                 let Some(entry) = entry else {
                     // The child failed before running the check: pass its
                     // report on, as this process would have printed it.
-                    isolate::forward(if json { &output.stdout } else { &[] }, &output.stderr);
+                    isolate::forward(
+                        &output,
+                        if json { isolate::Pass::Both } else { isolate::Pass::StderrOnly },
+                    );
                     return Ok(Isolated::Forwarded(u8::try_from(code).unwrap_or(1)));
                 };
                 let outcome = entry["outcome"].as_str().and_then(Outcome::parse).unwrap_or(Outcome::Fail);

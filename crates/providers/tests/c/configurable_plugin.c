@@ -35,6 +35,9 @@
  * the CONFIGURABLE_PLUGIN_PID_FILE environment variable names, when it is
  * set. Sleepers end by themselves after SLEEP_SECONDS (default 120), so a
  * failed test leaves nothing for long.
+ *
+ * -DSTDERR_MIB=N writes N MiB of text to stderr in load (an output flood
+ * for the probe's output limit).
  */
 #if defined(HANG_IN) || defined(EXIT_IN) || defined(FORK_IN) || defined(DAEMON_IN)
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +48,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#endif
+#ifdef STDERR_MIB
+#include <stdio.h>
+#include <string.h>
 #endif
 #include <stdlib.h>
 
@@ -241,6 +248,16 @@ static UNUSED iree_hal_executable_plugin_status_t plugin_load(
   (void)param_count;
   (void)params;
   fault_point(FAULT_STAGE_load);
+#ifdef STDERR_MIB
+  {
+    char line[1024];
+    memset(line, 'x', sizeof(line) - 1);
+    line[sizeof(line) - 1] = '\n';
+    for (long i = 0; i < (long)(STDERR_MIB) * 1024; ++i) {
+      fwrite(line, 1, sizeof(line), stderr);
+    }
+  }
+#endif
 #ifdef LOAD_FAILS
   (void)environment;
   (void)out_self;
