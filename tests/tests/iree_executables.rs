@@ -59,7 +59,7 @@ fn iree_compiled_executables_of_the_host_map() {
     // imports or move data).
     assert!(executables.len() >= 7, "{} executables", executables.len());
     for (name, bytes) in &executables {
-        let image = ElfImage::load_with_query(bytes, name, LIBRARY_QUERY_SYMBOL)
+        let image = ElfImage::load_with_query(bytes, LIBRARY_QUERY_SYMBOL)
             .unwrap_or_else(|error| panic!("{name}: {error}"));
         let plan = image.plan();
         let code: Vec<_> = plan
@@ -91,7 +91,7 @@ fn iree_compiled_executables_of_the_other_architecture_validate_for_it() {
             .unwrap_or_else(|error| panic!("{name}: {error}"));
         assert_eq!(plan.machine(), target.machine(), "{name}");
         // Not for this host: the loader refuses to map it, naming both.
-        let error = ElfImage::load_with_query(bytes, name, LIBRARY_QUERY_SYMBOL).unwrap_err();
+        let error = ElfImage::load_with_query(bytes, LIBRARY_QUERY_SYMBOL).unwrap_err();
         assert!(matches!(error, xplug_elf::EmbeddedElfError::WrongArchitecture { .. }), "{name}: {error}");
     }
 }
