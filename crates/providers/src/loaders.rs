@@ -46,13 +46,13 @@ impl MappedCode for LinkedQuery {
 /// What a plugin holds once its code was given back
 /// ([`Plugin::into_raw_library`]): a query that answers NULL, never
 /// called (the plugin is unloaded).
-pub(crate) fn released_code() -> Code {
+pub(crate) fn released_code(source: crate::PluginSource) -> Code {
     unsafe extern "C" fn no_table(_: Version, _: *mut std::ffi::c_void) -> *mut *const xplug_abi::Header {
         std::ptr::null_mut()
     }
     // SAFETY: `no_table` answers NULL, which the v0 contract allows.
     let query = unsafe { RawQuery::new(no_table) };
-    Code::new(&STATIC, None, "released", LinkedQuery(query))
+    Code::from_source(source, "released", LinkedQuery(query))
 }
 
 /// A library the OS loader opened, with its query export (looked up once,
@@ -474,7 +474,7 @@ impl Plugin {
 
 /// Queries, checks and loads: the steps every loader shares.
 fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
-    let source = code.source();
+    let source = code.source().clone();
     let span = tracing::info_span!(
         "xplug.plugin.load",
         plugin = %code.fallback_name(),
@@ -565,7 +565,6 @@ fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
             sanitizer: header.sanitizer,
             name: shown_name,
         },
-        source,
         exports: OnceLock::new(),
         param_decls,
         import_layouts: OnceLock::new(),
