@@ -100,6 +100,10 @@ impl ElfImage {
     /// instruction fetch sees stores without maintenance. An emulator runs
     /// code without the flush all the same, so this is how a test proves
     /// it happened (`docs/embedded-elf.md`).
+    ///
+    /// Hidden: a bookkeeping record for the tests
+    /// (`tests/src/lib.rs`, `assert_code_synchronized`), not an API.
+    #[doc(hidden)]
     #[must_use]
     pub fn synchronized_code(&self) -> &[std::ops::Range<usize>] {
         self.mapping.synchronized()
