@@ -5,7 +5,10 @@
 //! Both sides are one build of IREE's runtime from eerie-sys (CMake's
 //! Release configuration under `cargo bench`: `-O3 -DNDEBUG`, as IREE
 //! releases it), with the same plugins loaded from the same files, so only
-//! the provider behind the loaders differs.
+//! the provider behind the loaders differs. IREE's manager is
+//! `xplug-iree-reference`'s (`IreeManager`, IREE's own C), installed with
+//! `Runtime::device_with_c_provider`; the production `xplug-iree` ships no
+//! wrapper of it.
 //!
 //! - (8) the exact C call IREE's loaders make, `resolve(self, n, names, fns,
 //!   contexts, &resolution)` with the slots cleared before every call:
@@ -22,6 +25,7 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, iree_manager, pair, xplug_manager};
@@ -89,8 +93,12 @@ fn inputs(n: usize) -> [Tensor; 2] {
 fn programs(c: &mut Criterion) {
     let program = program();
     let kind = DeviceKind::LocalSync;
+    let iree = Arc::new(iree_manager(&program.plugin));
+    // SAFETY: IREE's manager is thread-safe and its pair stays valid while
+    // `iree`, which the device keeps, lives.
     let iree_device =
-        program.runtime.device_with_iree_manager(kind, &iree_manager(&program.plugin)).expect("device");
+        unsafe { program.runtime.device_with_c_provider(kind, iree.as_c_provider(), iree.clone()) }
+            .expect("device");
     let xplug_device = program.runtime.device(kind, xplug_manager(&program.plugin)).expect("device");
     let small = inputs(64);
     let first_result = |device: &xplug_iree::Device| {

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 
-use xplug_iree::{CImportProvider, IreePluginManager};
+use xplug_iree::CImportProvider;
+use xplug_iree_reference::{IreeManager, IreePlugin};
 use xplug_manager::Manager;
 use xplug_manager::providers::{ResolveRequest, SymbolName};
 use xplug_sdk::ImportArgs;
@@ -456,7 +457,7 @@ pub const LOADER_CASES: [LoaderCase; 3] = [
 /// the latter, and the case's names as C strings.
 pub struct LoaderFixture {
     /// IREE's manager holding the plugin (the anchor).
-    pub iree: IreePluginManager,
+    pub iree: IreeManager,
     /// xplug's manager holding the plugin.
     pub manager: Arc<Manager>,
     /// The provider `xplug-iree` installs in IREE's loaders, over `manager`
@@ -520,10 +521,11 @@ pub fn fresh_resolve(slots: &LoaderSlots<'_>, symbols: &[SymbolName<'_>], manage
 /// # Panics
 /// When IREE cannot create the manager or load the plugin.
 #[must_use]
-pub fn iree_manager(plugin: &Path) -> IreePluginManager {
-    let manager = IreePluginManager::new(1).expect("IREE's manager");
+pub fn iree_manager(plugin: &Path) -> IreeManager {
+    let manager = IreeManager::new(1).expect("IREE's manager");
     // SAFETY: the benchmarks load only this workspace's example plugins.
-    unsafe { manager.load(plugin) }.expect("IREE loads the plugin");
+    let plugin = unsafe { IreePlugin::from_file(plugin, &[]) }.expect("IREE loads the plugin");
+    manager.register_plugin(plugin).expect("IREE registers the plugin");
     manager
 }
 

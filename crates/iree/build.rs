@@ -104,7 +104,7 @@ fn main() {
     // would otherwise build IREE's runtime anew. Builds sharing the tree
     // take turns (a file lock).
     let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR = <profile>/build/<unit>/out");
-    let build_dir = profile_dir.join("xplug-iree-runtime").join(format!("{:016x}", fnv1a(wanted.as_bytes())));
+    let build_dir = xplug_iree_build::runtime_tree(profile_dir, &wanted);
     let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
 
     // Configure when this tree was never configured to the end (the stamp
@@ -126,6 +126,8 @@ fn main() {
         build.args(["--parallel", &jobs]);
     }
     run(&mut build, "build IREE's runtime");
+    // Tools that build IREE's own targets in this tree find it here.
+    xplug_iree_build::record_linked_tree(&build_dir);
 
     println!("cargo::rustc-link-search=native={}", build_dir.display());
     println!(
@@ -178,14 +180,6 @@ fn compiler_arguments() -> Vec<String> {
         arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
     }
     arguments
-}
-
-/// FNV-1a, 64 bits: a hash that stays the same across Rust releases, for
-/// naming the build tree.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Runs a CMake step, stopping the build with its output when it fails.

@@ -1,3 +1,47 @@
 //! Cross-crate integration tests for xplug (see `tests/`). The plugins the
 //! tests load are built by `xplug-fixtures`; the args the tests call the
 //! example kernels with are `iree_sample_args`' (its `host` feature).
+
+use std::ops::Range;
+
+use xplug_elf::ElfImage;
+
+/// Where `image`'s executable segments landed, one range each.
+#[must_use]
+pub fn code_segments(image: &ElfImage) -> Vec<Range<usize>> {
+    image
+        .plan()
+        .segments()
+        .iter()
+        .filter(|segment| segment.flags.execute)
+        .map(|segment| {
+            let start = image.base() + segment.image_offset as usize;
+            start..start + segment.mem_size as usize
+        })
+        .collect()
+}
+
+/// Checks that every byte of code the loader wrote lies in a range whose
+/// instruction cache it synchronised (aarch64: `dc cvau`/`ic ivau` per
+/// line; riscv64), or, on x86_64, that none was needed. qemu executes
+/// stale code all the same, so under `cargo xtask test-aarch64` only this
+/// bookkeeping proves the flush (`docs/embedded-elf.md`).
+///
+/// # Panics
+/// When `image` (named `name` in messages) has no code, or code outside
+/// every synchronised range.
+pub fn assert_code_synchronized(name: &str, image: &ElfImage) {
+    let synchronized = image.synchronized_code();
+    let code = code_segments(image);
+    assert!(!code.is_empty(), "{name}: no code segment");
+    if cfg!(any(target_arch = "aarch64", target_arch = "riscv64")) {
+        for segment in &code {
+            assert!(
+                synchronized.iter().any(|range| range.start <= segment.start && segment.end <= range.end),
+                "{name}: code {segment:x?} not covered by the synchronised ranges {synchronized:x?}"
+            );
+        }
+    } else {
+        assert!(synchronized.is_empty(), "{name}: x86_64 needs no maintenance: {synchronized:x?}");
+    }
+}

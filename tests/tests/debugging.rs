@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use xplug_debug::{CodeAnnouncement, MappedRegion, code_mapped};
 use xplug_elf::ElfImage;
 use xplug_manager::Manager;
 
@@ -27,6 +28,14 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn crash_sos() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| xplug_fixtures::build_rust_sos_plugin("crash_plugin"))
+}
+
+/// `bytes` mapped by `xplug-elf` and announced through the debugging
+/// services' hook, as the embedded-ELF loader does; the announcement comes
+/// first, so the pair drops it before the image is unmapped.
+fn load_announced(bytes: &[u8]) -> (CodeAnnouncement, ElfImage) {
+    let image = ElfImage::load(bytes).unwrap();
+    (code_mapped(MappedRegion::elf_image("crash_plugin.sos", &image, bytes)), image)
 }
 
 /// The child's body: does nothing unless [`CHILD_ENV`] is set.
@@ -102,10 +111,10 @@ fn the_crash_reporter_names_the_kernel_and_the_process_still_dies_of_the_signal(
 fn the_perf_map_lists_the_functions_of_the_image() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let bytes = std::fs::read(crash_sos()).unwrap();
-    let map = xplug_elf::perf::map_path();
+    let map = xplug_debug::perf::map_path();
     let before = std::fs::read_to_string(&map).unwrap_or_default();
-    xplug_elf::perf::enable();
-    let image = ElfImage::load_named(&bytes, "crash_plugin.sos").unwrap();
+    xplug_debug::perf::enable();
+    let (_announced, image) = load_announced(&bytes);
     let written = std::fs::read_to_string(&map).unwrap();
     let _ = std::fs::remove_file(&map);
 
@@ -136,29 +145,45 @@ fn gdb_registration_is_balanced_when_one_thread_loads_and_another_unloads() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // On by default in this (debug-assertions) build; said explicitly so a
     // release-mode run of the test counts the same.
-    xplug_elf::gdb::set_enabled(true);
+    xplug_debug::gdb::set_enabled(true);
     let bytes = std::fs::read(crash_sos()).unwrap();
-    let listed_before = xplug_elf::gdb::registered_images();
+    let listed_before = xplug_debug::gdb::registered_images();
     assert_eq!(listed_before, 0, "no image is mapped in this process yet");
-    let (added_before, removed_before) = xplug_elf::gdb::registration_counts();
+    let (added_before, removed_before) = xplug_debug::gdb::registration_counts();
     const CYCLES: usize = 10_000;
-    let (send, receive) = std::sync::mpsc::sync_channel::<ElfImage>(64);
+    let (send, receive) = std::sync::mpsc::sync_channel::<(CodeAnnouncement, ElfImage)>(64);
     let unloader = std::thread::spawn(move || {
         let mut most_listed = 0;
-        for image in receive {
-            most_listed = most_listed.max(xplug_elf::gdb::registered_images());
+        for (announced, image) in receive {
+            most_listed = most_listed.max(xplug_debug::gdb::registered_images());
+            drop(announced);
             drop(image);
         }
         most_listed
     });
     for _ in 0..CYCLES {
-        send.send(ElfImage::load_named(&bytes, "crash_plugin.sos").unwrap()).unwrap();
+        send.send(load_announced(&bytes)).unwrap();
     }
     drop(send);
     let most_listed = unloader.join().unwrap();
-    let (added, removed) = xplug_elf::gdb::registration_counts();
+    let (added, removed) = xplug_debug::gdb::registration_counts();
     assert_eq!(added - added_before, CYCLES);
     assert_eq!(removed - removed_before, CYCLES);
-    assert_eq!(xplug_elf::gdb::registered_images(), listed_before, "the descriptor list is empty again");
+    assert_eq!(xplug_debug::gdb::registered_images(), listed_before, "the descriptor list is empty again");
     assert!(most_listed > listed_before, "images were listed while loaded");
+}
+
+#[test]
+fn the_embedded_elf_loader_announces_its_images_through_the_hook() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    xplug_debug::gdb::set_enabled(true);
+    let listed_before = xplug_debug::gdb::registered_images();
+    // Armed for the kernel, so its load does not crash.
+    let params = xplug_manager::providers::LoadParamList::new().with("crash", "kernel");
+    // SAFETY: the test's own fixture, a v0 plugin.
+    let plugin =
+        unsafe { xplug_manager::providers::Plugin::load_embedded_elf(crash_sos(), &params) }.unwrap();
+    assert_eq!(xplug_debug::gdb::registered_images(), listed_before + 1, "the loader called code_mapped");
+    drop(plugin);
+    assert_eq!(xplug_debug::gdb::registered_images(), listed_before, "and withdrew it on unload");
 }

@@ -650,36 +650,13 @@ fn every_record_of_the_rust_sos_validates_for_its_own_architecture() {
 }
 
 /// Every byte of code the loader wrote lies in a range whose instruction
-/// cache it synchronised (aarch64: `dc cvau`/`ic ivau` per line, run by
-/// `cargo xtask test-aarch64` under qemu, which executes stale code all the
-/// same, so only this bookkeeping proves the flush); x86_64 needs none.
+/// cache it synchronised ([`xplug_tests::assert_code_synchronized`]).
 #[test]
 fn the_instruction_cache_is_synchronised_over_all_code() {
     for name in ["sample_standalone", "c_sample"] {
         let bytes = std::fs::read(sos(name)).unwrap();
         let image = xplug_elf::ElfImage::load(&bytes).unwrap();
-        let synchronized = image.synchronized_code();
-        let code: Vec<_> = image
-            .plan()
-            .segments()
-            .iter()
-            .filter(|segment| segment.flags.execute)
-            .map(|segment| {
-                let start = image.base() + segment.image_offset as usize;
-                start..start + segment.mem_size as usize
-            })
-            .collect();
-        assert!(!code.is_empty(), "{name}: no code segment");
-        if cfg!(any(target_arch = "aarch64", target_arch = "riscv64")) {
-            for segment in &code {
-                assert!(
-                    synchronized.iter().any(|range| range.start <= segment.start && segment.end <= range.end),
-                    "{name}: code {segment:x?} not covered by the synchronised ranges {synchronized:x?}"
-                );
-            }
-        } else {
-            assert!(synchronized.is_empty(), "{name}: x86_64 needs no maintenance: {synchronized:x?}");
-        }
+        xplug_tests::assert_code_synchronized(name, &image);
     }
 }
 

@@ -4,10 +4,11 @@
 //! debugger reads (`docs/debugging.md#gdb-and-lldb`).
 //!
 //! This test binary plays the other JIT: it defines both symbols strongly,
-//! so the linker takes its definitions over xplug-elf's weak ones.
+//! so the linker takes its definitions over xplug-debug's weak ones.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use xplug_debug::{MappedRegion, code_mapped};
 use xplug_elf::ElfImage;
 
 /// `struct jit_code_entry`, as the other JIT declares it.
@@ -47,7 +48,7 @@ static UNREGISTER_CALLS: AtomicUsize = AtomicUsize::new(0);
 #[unsafe(no_mangle)]
 #[inline(never)]
 extern "C" fn __jit_debug_register_code() {
-    // SAFETY: called by xplug-elf under its lock, with the descriptor
+    // SAFETY: called by xplug-debug under its lock, with the descriptor
     // consistent; this test maps images from one thread.
     let action = unsafe { __jit_debug_descriptor.action_flag };
     match action {
@@ -59,28 +60,30 @@ extern "C" fn __jit_debug_register_code() {
 
 #[test]
 fn images_are_listed_in_the_descriptor_of_another_jit_in_the_process() {
-    xplug_elf::gdb::set_enabled(true);
+    xplug_debug::gdb::set_enabled(true);
     let bytes = std::fs::read(xplug_fixtures::build_rust_sos_plugin("crash_plugin")).unwrap();
-    let image = ElfImage::load_named(&bytes, "crash_plugin.sos").unwrap();
+    let image = ElfImage::load(&bytes).unwrap();
+    let announced = code_mapped(MappedRegion::elf_image("crash_plugin.sos", &image, &bytes));
 
-    // SAFETY: one thread maps and drops images here; xplug-elf wrote the
-    // descriptor under its lock before `load_named` returned.
+    // SAFETY: one thread maps and drops images here; xplug-debug wrote the
+    // descriptor under its lock before `code_mapped` returned.
     let (first, version) = unsafe { (__jit_debug_descriptor.first_entry, __jit_debug_descriptor.version) };
     assert_eq!(version, 1);
     assert!(!first.is_null(), "xplug's image is listed in the other JIT's descriptor");
-    // SAFETY: the entry xplug-elf linked in, alive while `image` is.
+    // SAFETY: the entry xplug-debug linked in, alive while `image` is.
     let entry = unsafe { &*first };
     assert!(entry.next.is_null() && entry.prev.is_null(), "one entry");
     // SAFETY: the entry points at `symfile_size` bytes of xplug's object.
     let object = unsafe { std::slice::from_raw_parts(entry.symfile_addr, entry.symfile_size as usize) };
     assert_eq!(&object[..4], b"\x7fELF", "the entry is an in-memory ELF object");
     assert_eq!(REGISTER_CALLS.load(Ordering::SeqCst), 1, "the other JIT's function was told of the image");
-    assert_eq!(xplug_elf::gdb::registered_images(), 1, "xplug walks the same list");
+    assert_eq!(xplug_debug::gdb::registered_images(), 1, "xplug walks the same list");
 
+    drop(announced);
     drop(image);
     // SAFETY: as above.
     let first = unsafe { __jit_debug_descriptor.first_entry };
     assert!(first.is_null(), "the image left the list when it was dropped");
     assert_eq!(UNREGISTER_CALLS.load(Ordering::SeqCst), 1);
-    assert_eq!(xplug_elf::gdb::registered_images(), 0);
+    assert_eq!(xplug_debug::gdb::registered_images(), 0);
 }

@@ -47,11 +47,6 @@ fn other(page_size: u64) -> (&'static str, ElfTarget) {
     }
 }
 
-/// Whether `range` lies inside one of `ranges`.
-fn covered(ranges: &[std::ops::Range<usize>], range: &std::ops::Range<usize>) -> bool {
-    ranges.iter().any(|outer| outer.start <= range.start && range.end <= outer.end)
-}
-
 #[test]
 fn iree_compiled_executables_of_the_host_map() {
     let executables = executables(host_triple());
@@ -59,24 +54,12 @@ fn iree_compiled_executables_of_the_host_map() {
     // imports or move data).
     assert!(executables.len() >= 7, "{} executables", executables.len());
     for (name, bytes) in &executables {
-        let image = ElfImage::load_with_query(bytes, name, LIBRARY_QUERY_SYMBOL)
+        let image = ElfImage::load_with_query(bytes, LIBRARY_QUERY_SYMBOL)
             .unwrap_or_else(|error| panic!("{name}: {error}"));
-        let plan = image.plan();
-        let code: Vec<_> = plan
-            .segments()
-            .iter()
-            .filter(|segment| segment.flags.execute)
-            .map(|segment| {
-                let start = image.base() + segment.image_offset as usize;
-                start..start + segment.mem_size as usize
-            })
-            .collect();
-        assert!(!code.is_empty(), "{name}: no code");
-        let query = image.base() + plan.query_offset() as usize;
+        xplug_tests::assert_code_synchronized(name, &image);
+        let query = image.base() + image.plan().query_offset() as usize;
+        let code = xplug_tests::code_segments(&image);
         assert!(code.iter().any(|range| range.contains(&query)), "{name}: the query is not in code");
-        if cfg!(target_arch = "aarch64") {
-            assert!(code.iter().all(|range| covered(image.synchronized_code(), range)), "{name}");
-        }
     }
     eprintln!("{} IREE-compiled {} executables mapped", executables.len(), host_triple());
 }
@@ -91,7 +74,7 @@ fn iree_compiled_executables_of_the_other_architecture_validate_for_it() {
             .unwrap_or_else(|error| panic!("{name}: {error}"));
         assert_eq!(plan.machine(), target.machine(), "{name}");
         // Not for this host: the loader refuses to map it, naming both.
-        let error = ElfImage::load_with_query(bytes, name, LIBRARY_QUERY_SYMBOL).unwrap_err();
+        let error = ElfImage::load_with_query(bytes, LIBRARY_QUERY_SYMBOL).unwrap_err();
         assert!(matches!(error, xplug_elf::EmbeddedElfError::WrongArchitecture { .. }), "{name}: {error}");
     }
 }

@@ -57,9 +57,10 @@ pub const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
 pub const DEBIAN_CARGO: &str = "/usr/bin/cargo";
 
 /// The packages whose tests run (`-p`).
-pub const PACKAGES_TESTED: [&str; 11] = [
+pub const PACKAGES_TESTED: [&str; 12] = [
     "xplug-abi",
     "xplug-elf",
+    "xplug-debug",
     "xplug-sdk",
     "xplug-sdk-macros",
     "xplug-providers",

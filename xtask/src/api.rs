@@ -22,8 +22,9 @@ use std::process::Command;
 use serde_json::Value;
 
 /// The crates whose API is recorded: (package, library name).
-pub const CRATES: [(&str, &str); 5] = [
+pub const CRATES: [(&str, &str); 6] = [
     ("xplug-abi", "xplug_abi"),
+    ("xplug-debug", "xplug_debug"),
     ("xplug-sdk", "xplug_sdk"),
     ("xplug-providers", "xplug_providers"),
     ("xplug-manager", "xplug_manager"),

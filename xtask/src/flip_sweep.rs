@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use xplug_fixtures::flip_sweep::{self, Config, Report, SweepError};
+use xplug_fixtures::flip_sweep::{self, Config, SweepError, SweepReport};
 use xplug_fixtures::iree_e2e::{self, E2eError, MUL_CALL};
 use xplug_fixtures::plugins::{PluginBuildError, PluginProfile};
 
@@ -79,7 +79,7 @@ pub fn parse_byte(text: &str) -> Result<u8, String> {
 ///
 /// # Errors
 /// When something cannot be built or run; findings are in the report.
-pub fn run(root: &Path, options: &Options) -> Result<Report, FlipSweepError> {
+pub fn run(root: &Path, options: &Options) -> Result<SweepReport, FlipSweepError> {
     let profile = PluginProfile::from_release_flag(options.release);
     let prepared = iree_e2e::prepare(root, profile).map_err(|source| FlipSweepError::Prepare { source })?;
     let xplug = build_xplug(root, options.release).map_err(|source| FlipSweepError::Build { source })?;

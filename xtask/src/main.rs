@@ -15,7 +15,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Record the public API of the crates users build on (abi, sdk,
-    /// providers, manager, iree) in api/<crate>.txt, from rustdoc's JSON.
+    /// providers, manager, iree, debug) in api/<crate>.txt, from rustdoc's JSON.
     Api {
         /// Do not write; fail and show the difference when a crate's API
         /// differs from its committed baseline.

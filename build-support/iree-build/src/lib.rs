@@ -11,6 +11,9 @@
 //!   directory), and the pinned libclang wheel for `cargo xtask
 //!   iree-bindings` (building needs no libclang: the bindings are
 //!   committed).
+//! * [`runtime_tree`] names the build tree of IREE's runtime, and
+//!   [`record_linked_tree`] / [`linked_runtime_tree`] record and find the
+//!   one a profile's build linked.
 //!
 //! Every function panics with what went wrong and what to do: a build
 //! script has no better way to stop a build.
@@ -23,7 +26,9 @@
 //! assert!(xplug_iree_build::tools::cmake_version(&cmake) >= Some((3, 26)));
 //! ```
 
+mod runtime_tree;
 mod sources;
 pub mod tools;
 
+pub use runtime_tree::{RUNTIME_TREES_DIR, linked_runtime_tree, record_linked_tree, runtime_tree};
 pub use sources::{EERIE_SYS, EERIE_SYS_VERSION, RUNTIME_SRC_VAR, iree_root_dir, runtime_src_dir};

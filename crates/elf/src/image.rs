@@ -4,7 +4,6 @@
 use xplug_abi::QueryFn;
 
 use crate::error::EmbeddedElfError;
-use crate::functions::image_functions;
 use crate::map;
 use crate::plan::ElfPlan;
 use crate::validate::validate;
@@ -16,24 +15,17 @@ use crate::validate::validate;
 /// `Send` and `Sync`: after loading, the image is only read (the plugin's
 /// own code writes its writable segment, which the v0 ABI requires to be
 /// thread-safe).
+///
+/// # Debugging
+/// Loading tells no debugger, profiler or crash reporter about the image:
+/// the host that maps it does, through `xplug-debug`'s hook
+/// (`docs/debugging.md`), with [`ElfImage::code_range`] and the functions
+/// of its symbol table ([`image_functions`](crate::image_functions)).
 pub struct ElfImage {
-    /// Dropped first: the image leaves the debugging aids' tables before
-    /// its memory is unmapped.
-    debug: Debugging,
     mapping: map::MappedImage,
     plan: ElfPlan,
     /// Where the readable segments landed ([`ElfImage::readable_ranges`]).
     readable: ReadableRanges,
-}
-
-/// What an image announced about itself to the debugging aids
-/// (`docs/debugging.md`); each entry is withdrawn when dropped.
-#[derive(Debug, Default)]
-struct Debugging {
-    /// The entry of the fatal-signal reporter's table.
-    _crash: Option<crate::crash::CodeRegistration>,
-    /// The entry of GDB's JIT interface.
-    _gdb: Option<crate::gdb::GdbRegistration>,
 }
 
 impl std::fmt::Debug for ElfImage {
@@ -57,19 +49,10 @@ impl ElfImage {
     /// cannot reach the address the image landed at;
     /// [`EmbeddedElfError::UnsupportedHost`] off Unix.
     pub fn load(bytes: &[u8]) -> Result<Self, EmbeddedElfError> {
-        Self::load_named(bytes, "embedded ELF image")
+        Self::load_validated(bytes, validate(bytes)?)
     }
 
-    /// [`ElfImage::load`], naming the image `name` (its file name, say) in
-    /// crash reports, gdb and perf (`docs/debugging.md`).
-    ///
-    /// # Errors
-    /// As [`ElfImage::load`].
-    pub fn load_named(bytes: &[u8], name: &str) -> Result<Self, EmbeddedElfError> {
-        Self::load_validated(bytes, validate(bytes)?, name)
-    }
-
-    /// [`ElfImage::load_named`] for an image whose exported query is
+    /// [`ElfImage::load`] for an image whose exported query is
     /// `query_symbol` rather than the plugin's: IREE's compiled
     /// executables ([`LIBRARY_QUERY_SYMBOL`](crate::LIBRARY_QUERY_SYMBOL)),
     /// which go through the same checks and mapping. [`ElfImage::query`]
@@ -78,17 +61,13 @@ impl ElfImage {
     ///
     /// # Errors
     /// As [`ElfImage::load`].
-    pub fn load_with_query(
-        bytes: &[u8],
-        name: &str,
-        query_symbol: &'static str,
-    ) -> Result<Self, EmbeddedElfError> {
+    pub fn load_with_query(bytes: &[u8], query_symbol: &'static str) -> Result<Self, EmbeddedElfError> {
         let plan = crate::validate_for(bytes, crate::ElfTarget::host()?.with_query_symbol(query_symbol))?;
-        Self::load_validated(bytes, plan, name)
+        Self::load_validated(bytes, plan)
     }
 
     /// Maps `plan`, validated from `bytes` for this host.
-    fn load_validated(bytes: &[u8], plan: ElfPlan, name: &str) -> Result<Self, EmbeddedElfError> {
+    fn load_validated(bytes: &[u8], plan: ElfPlan) -> Result<Self, EmbeddedElfError> {
         let elf = &bytes[plan.elf()];
         let mapping = map::map(&plan, elf)?;
         let readable = ReadableRanges(
@@ -101,35 +80,17 @@ impl ElfImage {
                 })
                 .collect(),
         );
-        let mut image = Self { debug: Debugging::default(), mapping, plan, readable };
-        let crash = crate::crash::crash_reporter_installed();
-        let perf = crate::perf::enabled();
-        let gdb = crate::gdb::enabled();
-        if crash || perf || gdb {
-            let functions = image_functions(elf, image.plan.base_vaddr);
-            let (base, code) = (image.base(), image.code_range());
-            if crash {
-                image.debug._crash = crate::crash::register_code(name, code, base, &functions);
-            }
-            if perf {
-                // Best effort: a map that cannot be written leaves perf
-                // without names, and the image loads all the same.
-                let _ = crate::perf::append(base, &functions);
-            }
-            if gdb {
-                let object = crate::gdb::symbol_file(name, code, base, &functions);
-                image.debug._gdb = Some(crate::gdb::register(object));
-            }
-        }
-        Ok(image)
+        Ok(Self { mapping, plan, readable })
     }
 
-    /// The span `[start, end)` of the image's executable segments.
-    fn code_range(&self) -> (usize, usize) {
+    /// The span `[start, end)` of the image's executable segments, where
+    /// it landed (empty at 0 when it has none).
+    #[must_use]
+    pub fn code_range(&self) -> std::ops::Range<usize> {
         let code = self.plan.segments().iter().filter(|segment| segment.flags.execute);
         let start = code.clone().map(|segment| self.mapping.address(segment.image_offset)).min();
         let end = code.map(|segment| self.mapping.address(segment.image_offset + segment.mem_size)).max();
-        (start.unwrap_or(0), end.unwrap_or(0))
+        start.unwrap_or(0)..end.unwrap_or(0)
     }
 
     /// The address ranges whose instruction cache the loader synchronised
@@ -139,6 +100,10 @@ impl ElfImage {
     /// instruction fetch sees stores without maintenance. An emulator runs
     /// code without the flush all the same, so this is how a test proves
     /// it happened (`docs/embedded-elf.md`).
+    ///
+    /// Hidden: a bookkeeping record for the tests
+    /// (`tests/src/lib.rs`, `assert_code_synchronized`), not an API.
+    #[doc(hidden)]
     #[must_use]
     pub fn synchronized_code(&self) -> &[std::ops::Range<usize>] {
         self.mapping.synchronized()

@@ -27,12 +27,11 @@
 //! expected and found.
 //!
 //! # Debugging aids
-//! Since this crate maps the code, it also tells the tools what it mapped
-//! (`docs/debugging.md`): every image is announced to gdb and lldb through
-//! GDB's JIT interface ([`gdb`], on by default), listed in perf's map
-//! ([`perf`], opt-in), and, once [`install_crash_reporter`] ran, entered in
-//! the fatal-signal reporter's table ([`crash`]); all of them name
-//! functions by the file's symbol table ([`image_functions`]).
+//! This crate maps code but tells no tool about it: the host that loads an
+//! image hands it to `xplug-debug`'s one "code mapped" hook (crash
+//! reports, GDB's JIT interface, perf's map; `docs/debugging.md`), which
+//! names functions by the file's symbol table ([`image_functions`]) and
+//! places them with [`ElfImage::code_range`] and [`ElfImage::base`].
 //!
 //! # Calling convention
 //! The plugin's functions are called with the C convention of the host,
@@ -74,21 +73,17 @@
 //! # Ok::<(), EmbeddedElfError>(())
 //! ```
 
-pub mod crash;
 mod error;
 pub mod fatelf;
 pub mod functions;
-pub mod gdb;
 mod image;
 mod map;
-pub mod perf;
 mod plan;
 mod relocation;
 mod symbols;
 mod target;
 mod validate;
 
-pub use crash::{CodeLocation, FaultReport, crash_reporter_installed, install_crash_reporter};
 pub use error::EmbeddedElfError;
 pub use fatelf::FatElfRecord;
 pub use functions::{ImageFunction, function_at, image_functions};

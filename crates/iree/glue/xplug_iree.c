@@ -1,6 +1,5 @@
 // The few IREE runtime calls whose declarations the eerie-sys bindings do not
-// carry (device drivers, task executors, executable loaders, IREE's plugin
-// manager), wrapped as plain functions over opaque pointers for
+// carry (device drivers, task executors, executable loaders), wrapped as plain functions over opaque pointers for
 // `crates/iree/src/sys.rs`. Nothing here re-implements IREE: every function
 // calls IREE's own constructors in the order its own tools use them.
 
@@ -14,11 +13,8 @@
 #include "iree/hal/drivers/local_sync/sync_device.h"
 #include "iree/hal/drivers/local_task/task_device.h"
 #include "iree/hal/local/executable_loader.h"
-#include "iree/hal/local/executable_plugin_manager.h"
 #include "iree/hal/local/loaders/embedded_elf_loader.h"
 #include "iree/hal/local/loaders/system_library_loader.h"
-#include "iree/hal/local/plugins/embedded_elf_plugin.h"
-#include "iree/hal/local/plugins/system_library_plugin.h"
 #include "iree/modules/hal/module.h"
 #include "iree/task/api.h"
 #include "iree/vm/api.h"
@@ -31,24 +27,23 @@
 // system library.
 #define XPLUG_IREE_LOADER_COUNT 2
 
-// Creates the embedded-ELF and system-library loaders. With `manager`
-// non-NULL their imports resolve through IREE's plugin manager (the anchor
-// the benchmarks compare with); otherwise the loaders are created with no
-// plugin manager and `provider` is installed as their import provider, so
-// every import of every executable they load goes through it.
+// Creates the embedded-ELF and system-library loaders with no plugin manager
+// and installs `provider` as their import provider, so every import of every
+// executable they load goes through it: xplug's provider, or any other
+// `{ self, resolve }` pair (IREE's own plugin manager's, the benchmarks'
+// anchor, comes from tests/iree-reference).
 static iree_status_t xplug_iree_loaders_create(
-    iree_hal_executable_plugin_manager_t* manager,
     iree_hal_executable_import_provider_t provider,
     iree_allocator_t host_allocator,
     iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT]) {
   memset(loaders, 0, sizeof(loaders[0]) * XPLUG_IREE_LOADER_COUNT);
   iree_status_t status = iree_hal_embedded_elf_loader_create(
-      manager, host_allocator, &loaders[0]);
+      /*plugin_manager=*/NULL, host_allocator, &loaders[0]);
   if (iree_status_is_ok(status)) {
-    status = iree_hal_system_library_loader_create(manager, host_allocator,
-                                                   &loaders[1]);
+    status = iree_hal_system_library_loader_create(
+        /*plugin_manager=*/NULL, host_allocator, &loaders[1]);
   }
-  if (iree_status_is_ok(status) && !manager) {
+  if (iree_status_is_ok(status)) {
     // The loaders keep their provider in the public base struct and read it
     // on every executable load.
     loaders[0]->import_provider = provider;
@@ -64,13 +59,12 @@ static iree_status_t xplug_iree_loaders_create(
 iree_status_t xplug_iree_device_create(
     int kind, iree_host_size_t worker_count,
     iree_async_proactor_pool_t* proactor_pool,
-    iree_hal_executable_plugin_manager_t* manager,
     iree_hal_executable_import_provider_t provider,
     iree_allocator_t host_allocator, iree_hal_device_t** out_device) {
   *out_device = NULL;
   iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT];
   IREE_RETURN_IF_ERROR(
-      xplug_iree_loaders_create(manager, provider, host_allocator, loaders));
+      xplug_iree_loaders_create(provider, host_allocator, loaders));
 
   iree_hal_allocator_t* device_allocator = NULL;
   iree_status_t status = iree_hal_allocator_create_heap(
@@ -160,39 +154,6 @@ iree_status_t xplug_iree_proactor_pool_create(
   return iree_async_proactor_pool_create(
       iree_numa_node_count(), /*node_ids=*/NULL,
       iree_async_proactor_pool_options_default(), host_allocator, out_pool);
-}
-
-iree_status_t xplug_iree_plugin_manager_create(
-    iree_host_size_t capacity, iree_allocator_t host_allocator,
-    iree_hal_executable_plugin_manager_t** out_manager) {
-  return iree_hal_executable_plugin_manager_create(capacity, host_allocator,
-                                                   out_manager);
-}
-
-void xplug_iree_plugin_manager_release(
-    iree_hal_executable_plugin_manager_t* manager) {
-  iree_hal_executable_plugin_manager_release(manager);
-}
-
-// Loads the plugin file at `path` with IREE's own plugin loaders (the
-// embedded-ELF one when `embedded` is non-zero) and registers it.
-iree_status_t xplug_iree_plugin_manager_load(
-    iree_hal_executable_plugin_manager_t* manager, const char* path,
-    int embedded, iree_host_size_t param_count,
-    const iree_string_pair_t* params, iree_allocator_t host_allocator) {
-  iree_hal_executable_plugin_t* plugin = NULL;
-  if (embedded) {
-    IREE_RETURN_IF_ERROR(iree_hal_embedded_elf_executable_plugin_load_from_file(
-        iree_make_cstring_view(path), param_count, params, host_allocator, &plugin));
-  } else {
-    IREE_RETURN_IF_ERROR(
-        iree_hal_system_library_executable_plugin_load_from_file(
-            path, param_count, params, host_allocator, &plugin));
-  }
-  iree_status_t status =
-      iree_hal_executable_plugin_manager_register_plugin(manager, plugin);
-  iree_hal_executable_plugin_release(plugin);
-  return status;
 }
 
 iree_allocator_t xplug_iree_allocator_system(void) {
@@ -357,12 +318,6 @@ iree_status_t xplug_iree_list_format(iree_vm_list_t* list, iree_host_size_t i,
   }
   iree_string_builder_deinitialize(&builder);
   return status;
-}
-
-// IREE's manager seen as the provider its loaders call.
-iree_hal_executable_import_provider_t xplug_iree_plugin_manager_provider(
-    iree_hal_executable_plugin_manager_t* manager) {
-  return iree_hal_executable_plugin_manager_provider(manager);
 }
 
 // Appends to `list` one argument that is not a tensor, the way

@@ -322,16 +322,6 @@ pub enum Error {
         #[source]
         source: IreeStatus,
     },
-    /// A plugin could not be loaded into IREE's own plugin manager (the
-    /// comparison anchor).
-    #[error("IREE's plugin manager cannot load {}", path.display())]
-    IreePlugin {
-        /// The plugin file.
-        path: PathBuf,
-        /// IREE's status.
-        #[source]
-        source: IreeStatus,
-    },
 }
 
 /// The IREE release whose runtime this crate builds (eerie-sys 0.5.0).

@@ -335,11 +335,6 @@ unsafe extern "C" {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct iree_hal_executable_plugin_manager_t {
-    _unused: [u8; 0],
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
 pub struct iree_vm_instance_t {
     _unused: [u8; 0],
 }

@@ -82,7 +82,7 @@ pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
 /// ([`Element`]).
 pub use half;
 pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
-pub use runtime::{Device, DeviceBuilder, DeviceKind, IreePluginManager, Runtime};
+pub use runtime::{Device, DeviceBuilder, DeviceKind, Runtime};
 pub use session::{
     Argument, Call, CallResults, Check, Function, MappedTensor, Module, ParameterMode, Session,
     SessionBuilder, Tolerance,

@@ -1,14 +1,13 @@
 //! The runtime (one VM instance) and devices whose executables import
 //! through xplug's manager.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use xplug_manager::{CImportProvider, Manager};
 
+use crate::Error;
 use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider};
 use crate::sys::{self, iree};
-use crate::{Error, IreeStatus};
 
 /// IREE's runtime: a VM instance with the HAL types registered, and the
 /// proactor pool its devices share. Cheap to clone (shared).
@@ -72,113 +71,42 @@ impl Runtime {
         DeviceBuilder::new(self, kind, manager).build()
     }
 
-    /// A device whose executables import through IREE's own plugin manager
-    /// instead of xplug's (the comparison anchor of the benchmarks). The
-    /// device keeps the manager alive.
+    /// A device whose executables import through another C import
+    /// provider instead of an xplug [`Manager`]: any `{ self, resolve }`
+    /// pair, such as IREE's own plugin manager's (the comparison anchor of
+    /// the benchmarks, from `tests/iree-reference`). The device keeps
+    /// `owner` alive; its [`Device::manager`] is an empty xplug manager.
     ///
     /// # Errors
     /// [`Error::Device`] when IREE cannot create the device.
-    pub fn device_with_iree_manager(
+    ///
+    /// # Safety
+    /// `provider` must stay valid, callable from any thread with IREE's
+    /// resolve contract (`docs/abi.md`), for as long as `owner` lives: the
+    /// device's loaders call it on every executable load until the device
+    /// is destroyed.
+    pub unsafe fn device_with_c_provider(
         &self,
         kind: DeviceKind,
-        manager: &IreePluginManager,
+        provider: CImportProvider<'_>,
+        owner: Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<Device, Error> {
-        let provider = Box::new(IreeImportProvider::for_device(
+        let xplug = Box::new(IreeImportProvider::for_device(
             Arc::new(Manager::new()),
             kind.name(),
             ImportRecording::Off,
         ));
-        let (raw, group) = create_device(self, kind, &provider, Some(&manager.inner))?;
+        let parts = sys::ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
+        let (raw, group) = create_device(self, kind, parts)?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
                 group,
-                iree_manager: Some(Arc::clone(&manager.inner)),
-                provider,
+                foreign_provider: Some(owner),
+                provider: xplug,
                 runtime: self.clone(),
             }),
         })
-    }
-}
-
-/// IREE's own executable plugin manager (`iree_hal_executable_plugin_manager_t`)
-/// from the same runtime build, holding plugin files loaded by IREE's own
-/// plugin loaders: what xplug is measured against. Cheap to clone (shared).
-#[derive(Clone)]
-pub struct IreePluginManager {
-    inner: Arc<sys::PluginManager>,
-}
-
-impl IreePluginManager {
-    /// An empty manager with room for `capacity` plugins (IREE's managers
-    /// have a fixed capacity).
-    ///
-    /// # Errors
-    /// [`Error::Runtime`] when IREE cannot allocate it.
-    pub fn new(capacity: usize) -> Result<Self, Error> {
-        let allocator = sys::system_allocator();
-        let manager = sys::create(
-            // SAFETY: `out` is a valid out pointer.
-            |out| unsafe { sys::xplug_iree_plugin_manager_create(capacity, allocator, out) },
-            sys::PluginManager::from_raw,
-        )
-        .map_err(|status| Error::Runtime { what: "IREE plugin manager", source: status.into() })?;
-        Ok(Self { inner: Arc::new(manager) })
-    }
-
-    /// Loads the plugin file at `path` with IREE's own loader (the
-    /// embedded-ELF one for `.sos` files, as xplug's embedded-ELF loader
-    /// claims them, else the system-library one) and
-    /// registers it, with no load parameters.
-    ///
-    /// # Errors
-    /// [`Error::IreePlugin`] with IREE's status when IREE refuses it or the
-    /// manager is full.
-    ///
-    /// # Safety
-    /// Loading runs the plugin's code in this process: `path` must be a
-    /// trusted v0 plugin, as for IREE's `--executable_plugin`.
-    pub unsafe fn load(&self, path: &Path) -> Result<(), Error> {
-        let refused = |source: IreeStatus| Error::IreePlugin { path: path.to_owned(), source };
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-            refused(IreeStatus {
-                code: xplug_manager::providers::abi::StatusCode::INVALID_ARGUMENT.0,
-                text: "INVALID_ARGUMENT; the path contains a NUL byte".into(),
-            })
-        })?;
-        // IREE's manager has two loaders; xplug's embedded-ELF loader says
-        // which specs are its own (`docs/specs.md#loader-selection`).
-        let embedded = {
-            use xplug_manager::providers::Loader as _;
-            xplug_manager::providers::EMBEDDED_ELF.claim(&path.to_string_lossy()).is_some()
-        };
-        // SAFETY: the manager is live; the path is NUL-terminated; no
-        // parameters; the caller vouches for the plugin's code. Ownership:
-        // IREE reads the path during the call only (the system-library
-        // loader opens it, the embedded-ELF loader reads the file into
-        // memory the plugin owns).
-        sys::check(unsafe {
-            sys::xplug_iree_plugin_manager_load(
-                self.inner.as_ptr(),
-                c_path.as_ptr(),
-                i32::from(embedded),
-                0,
-                std::ptr::null(),
-                sys::system_allocator(),
-            )
-        })
-        .map_err(|status| refused(status.into()))
-    }
-
-    /// The manager's `{ self, resolve }` pair, as IREE's loaders call it.
-    #[must_use]
-    pub fn as_c_provider(&self) -> CImportProvider<'_> {
-        // SAFETY: the manager is live; the pair stays valid while it is.
-        let parts = unsafe { sys::xplug_iree_plugin_manager_provider(self.inner.as_ptr()) };
-        let resolve = parts.resolve.expect("IREE's manager always has a resolve function");
-        // SAFETY: IREE's own resolve for its own manager, valid while the
-        // manager (borrowed for the result's lifetime) lives.
-        unsafe { CImportProvider::from_raw_parts(parts.self_, resolve) }
     }
 }
 
@@ -246,12 +174,12 @@ impl<'runtime> DeviceBuilder<'runtime> {
     pub fn build(self) -> Result<Device, Error> {
         let provider =
             Box::new(IreeImportProvider::for_device(self.manager, self.kind.name(), self.recording));
-        let (raw, group) = create_device(self.runtime, self.kind, &provider, None)?;
+        let (raw, group) = create_device(self.runtime, self.kind, provider.as_glue_parts())?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
                 group,
-                iree_manager: None,
+                foreign_provider: None,
                 provider,
                 runtime: self.runtime.clone(),
             }),
@@ -259,12 +187,12 @@ impl<'runtime> DeviceBuilder<'runtime> {
     }
 }
 
-/// The IREE device and its one device group (see `DeviceInner::group`).
+/// The IREE device and its one device group (see `DeviceInner::group`),
+/// its loaders importing through `provider`.
 fn create_device(
     runtime: &Runtime,
     kind: DeviceKind,
-    provider: &IreeImportProvider,
-    iree_manager: Option<&sys::PluginManager>,
+    provider: sys::ProviderParts,
 ) -> Result<(sys::Device, sys::DeviceGroup), Error> {
     let (code, workers) = match kind {
         DeviceKind::LocalSync => (sys::DEVICE_LOCAL_SYNC, 0),
@@ -272,18 +200,18 @@ fn create_device(
     };
     let failed = |status: sys::Status| Error::Device { device: kind.name(), source: status.into() };
     let device = sys::create(
-        // SAFETY: the pool and manager are live. Ownership: IREE's loaders
-        // keep the provider pair (a pointer to the boxed provider and its
-        // resolve callback) until they are destroyed with the device, and
-        // the device owns the box and drops it after the IREE device
-        // (DeviceInner's field order); the callback never unwinds.
+        // SAFETY: the pool is live. Ownership: IREE's loaders keep the
+        // provider pair (a pointer to the boxed provider and its resolve
+        // callback, or a foreign pair whose owner the caller hands over)
+        // until they are destroyed with the device, and the device owns
+        // the box or the owner and drops it after the IREE device
+        // (DeviceInner's field order); xplug's callback never unwinds.
         |out| unsafe {
             sys::xplug_iree_device_create(
                 code,
                 workers,
                 runtime.inner.proactor_pool.as_ptr(),
-                iree_manager.map_or(std::ptr::null_mut(), sys::PluginManager::as_ptr),
-                provider.as_glue_parts(),
+                provider,
                 sys::system_allocator(),
                 out,
             )
@@ -312,13 +240,16 @@ pub(crate) struct DeviceInner {
     // Drop order: our reference to the IREE device, then the group, which
     // holds the last one (so the device and its loaders, which point at the
     // provider, are destroyed there, while the group's topology they point
-    // into is still alive), then IREE's manager if any, then the provider.
+    // into is still alive), then the foreign provider's owner if any, then
+    // xplug's provider.
     pub(crate) raw: sys::Device,
     /// The device's one device group, which every HAL module on the device
     /// is created over: IREE places a device in a group's topology once
     /// (`glue/xplug_iree.c`, `xplug_iree_device_group_create`).
     pub(crate) group: sys::DeviceGroup,
-    iree_manager: Option<Arc<sys::PluginManager>>,
+    /// What keeps a foreign provider alive
+    /// ([`Runtime::device_with_c_provider`]); `None`: `provider` resolves.
+    foreign_provider: Option<Arc<dyn std::any::Any + Send + Sync>>,
     pub(crate) provider: Box<IreeImportProvider>,
     pub(crate) runtime: Runtime,
 }
@@ -336,11 +267,11 @@ impl Device {
         self.inner.provider.manager()
     }
 
-    /// Whether the device resolves through IREE's own plugin manager
-    /// ([`Runtime::device_with_iree_manager`]) instead of xplug's.
+    /// Whether the device resolves through a foreign C provider
+    /// ([`Runtime::device_with_c_provider`]) instead of xplug's manager.
     #[must_use]
-    pub fn uses_iree_manager(&self) -> bool {
-        self.inner.iree_manager.is_some()
+    pub fn uses_c_provider(&self) -> bool {
+        self.inner.foreign_provider.is_some()
     }
 
     /// What each executable loaded so far asked for and who resolved it

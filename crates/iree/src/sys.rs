@@ -75,7 +75,6 @@ unsafe extern "C" {
         kind: c_int,
         worker_count: usize,
         proactor_pool: *mut iree::iree_async_proactor_pool_t,
-        manager: *mut iree::iree_hal_executable_plugin_manager_t,
         provider: ProviderParts,
         host_allocator: Allocator,
         out_device: *mut *mut iree::iree_hal_device_t,
@@ -91,23 +90,6 @@ unsafe extern "C" {
         host_allocator: Allocator,
         out_module: *mut *mut iree::iree_vm_module_t,
     ) -> StatusHandle;
-    pub(crate) fn xplug_iree_plugin_manager_create(
-        capacity: usize,
-        host_allocator: Allocator,
-        out_manager: *mut *mut iree::iree_hal_executable_plugin_manager_t,
-    ) -> StatusHandle;
-    pub(crate) fn xplug_iree_plugin_manager_release(manager: *mut iree::iree_hal_executable_plugin_manager_t);
-    pub(crate) fn xplug_iree_plugin_manager_load(
-        manager: *mut iree::iree_hal_executable_plugin_manager_t,
-        path: *const c_char,
-        embedded: c_int,
-        param_count: usize,
-        params: *const iree::iree_string_pair_t,
-        host_allocator: Allocator,
-    ) -> StatusHandle;
-    pub(crate) fn xplug_iree_plugin_manager_provider(
-        manager: *mut iree::iree_hal_executable_plugin_manager_t,
-    ) -> ProviderParts;
     pub(crate) fn xplug_iree_buffer_view_from_data(
         device: *mut iree::iree_hal_device_t,
         shape_rank: usize,
@@ -367,11 +349,6 @@ handle!(
     /// `iree_hal_buffer_view_t`.
     BufferView, iree::iree_hal_buffer_view_t, xplug_iree_buffer_view_release
 );
-handle!(
-    /// IREE's own `iree_hal_executable_plugin_manager_t`.
-    PluginManager, iree::iree_hal_executable_plugin_manager_t, xplug_iree_plugin_manager_release
-);
-
 handle!(
     /// `iree_io_parameter_index_t`.
     ParameterIndex, ParameterIndexRaw, xplug_iree_parameter_index_release

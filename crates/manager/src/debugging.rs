@@ -1,11 +1,10 @@
 //! The debugging aids a host using the manager can switch on
 //! (`docs/debugging.md`): the fatal-signal reporter, GDB JIT registration
 //! and the perf map.
-//! Both are process-wide and live in `xplug-elf`, where plugin code is
-//! mapped and its functions are read; this module is the host's door to
-//! them, with the environment variables that turn them on.
-
-use xplug_providers::embedded_elf;
+//! All are process-wide and live in `xplug-debug`, which the loaders of
+//! `xplug-providers` tell about every plugin's code through its one
+//! code-mapped hook; this module is the host's door to them, with the
+//! environment variables that turn them on.
 
 use crate::{Error, Manager};
 
@@ -14,9 +13,9 @@ use crate::{Error, Manager};
 pub const CRASH_REPORT_ENV: &str = "XPLUG_CRASH_REPORT";
 
 /// Set to `1` to make every embedded-ELF image append its functions to
-/// `/tmp/perf-<pid>.map` (read by `xplug-elf` when the first image is
+/// `/tmp/perf-<pid>.map` (read by `xplug-debug` when the first image is
 /// mapped; [`Manager::enable_perf_map`] does the same from code).
-pub const PERF_MAP_ENV: &str = embedded_elf::perf::PERF_MAP_ENV;
+pub const PERF_MAP_ENV: &str = xplug_debug::perf::PERF_MAP_ENV;
 
 impl Manager {
     /// Installs the process-wide fatal-signal reporter: on `SIGSEGV`,
@@ -41,8 +40,8 @@ impl Manager {
     /// [`Error::DebuggingAid`] on a host the reporter does not support
     /// (it reads the program counter on Linux x86_64 and aarch64).
     pub fn install_crash_reporter() -> Result<(), Error> {
-        embedded_elf::install_crash_reporter(None)
-            .map_err(|source| Error::DebuggingAid { aid: "the crash reporter", source: Box::new(source) })
+        xplug_debug::install_crash_reporter(None)
+            .map_err(|source| Error::DebuggingAid { aid: "the crash reporter", source })
     }
 
     /// [`Manager::install_crash_reporter`] when the environment variable
@@ -64,7 +63,7 @@ impl Manager {
     /// symbol-table read and a small ELF per image load, about 7 µs
     /// (`docs/debugging.md#cost`).
     pub fn announce_images_to_debuggers(on: bool) {
-        embedded_elf::gdb::set_enabled(on);
+        xplug_debug::gdb::set_enabled(on);
     }
 
     /// Makes every embedded-ELF image mapped from now on append its
@@ -72,6 +71,6 @@ impl Manager {
     /// file `perf report` reads for code it finds no file for. Off unless
     /// this is called or [`PERF_MAP_ENV`] is `1`.
     pub fn enable_perf_map() {
-        embedded_elf::perf::enable();
+        xplug_debug::perf::enable();
     }
 }

@@ -91,8 +91,8 @@ pub enum Error {
     DebuggingAid {
         /// Which aid (`the crash reporter`).
         aid: &'static str,
-        /// Why (boxed: it is large, and this error is returned often).
-        source: Box<xplug_providers::embedded_elf::EmbeddedElfError>,
+        /// Why.
+        source: xplug_debug::DebugError,
     },
     /// An environment variable holding plugin specs cannot be read.
     #[error("environment variable `{variable}` cannot be used: {reason}")]
@@ -218,7 +218,8 @@ impl Error {
             | Self::SelfRegistration { .. } => StatusCode::INVALID_ARGUMENT,
             Self::RegistryInconsistent { .. } => StatusCode::INTERNAL,
             Self::ImportIndexOutOfRange { .. } => StatusCode::OUT_OF_RANGE,
-            Self::DebuggingAid { source, .. } => source.code(),
+            // The one way a service refuses: not on this host.
+            Self::DebuggingAid { .. } => StatusCode::UNIMPLEMENTED,
         }
     }
 

@@ -68,8 +68,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+pub use xplug_debug::{CodeLocation, FaultReport};
 use xplug_providers::Error;
-pub use xplug_providers::embedded_elf::{CodeLocation, FaultReport};
 pub use xplug_providers::raw::Stage;
 
 #[cfg(unix)]
@@ -532,7 +532,7 @@ static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 /// before any plugin is opened. Another hook already installed stays.
 ///
 /// In a probe child it also installs the crash reporter
-/// ([`xplug_providers::embedded_elf::install_crash_reporter`]) with the
+/// ([`xplug_debug::install_crash_reporter`]) with the
 /// stage file as its report file, so a crash inside a plugin reaches the
 /// parent as the faulting function ([`ProbeFailure::Crashed`]'s `site`).
 pub fn install() -> bool {
@@ -544,7 +544,7 @@ pub fn install() -> bool {
         if let Some(file) = stage_file() {
             use std::os::fd::AsRawFd;
             // Unsupported hosts report the signal and stage only.
-            let _ = xplug_providers::embedded_elf::install_crash_reporter(Some(file.as_raw_fd()));
+            let _ = xplug_debug::install_crash_reporter(Some(file.as_raw_fd()));
         }
     }
     child

@@ -20,7 +20,7 @@ use std::path::Path;
 use xplug_abi::Features;
 
 use crate::raw::{OptionalExports, RawQuery};
-use crate::{Error, Origin};
+use crate::{Error, Origin, PluginSource};
 
 /// One kind of plugin code: how it is named in a spec, opened and
 /// described.
@@ -188,18 +188,17 @@ pub trait MappedCode: Any + Send + Sync {
 /// from, the name to use before the header is read, and the
 /// [`MappedCode`] that keeps it mapped.
 pub struct Code {
-    loader: &'static dyn Loader,
-    origin: Option<Origin>,
+    /// The loader, the origin and the label: the one home of that state,
+    /// which the loaded [`Plugin`](crate::Plugin) keeps.
+    source: PluginSource,
     fallback_name: String,
-    label: String,
     mapped: Box<dyn MappedCode>,
 }
 
 impl fmt::Debug for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Code")
-            .field("loader", &self.loader.name())
-            .field("origin", &self.origin)
+            .field("source", &self.source)
             .field("fallback_name", &self.fallback_name)
             .finish_non_exhaustive()
     }
@@ -216,33 +215,40 @@ impl Code {
         mapped: impl MappedCode,
     ) -> Self {
         let label = origin.as_ref().map_or_else(|| "linked in".to_owned(), ToString::to_string);
-        Self { loader, origin, fallback_name: fallback_name.to_owned(), label, mapped: Box::new(mapped) }
+        let source = PluginSource::new(loader, origin, label);
+        Self { source, fallback_name: fallback_name.to_owned(), mapped: Box::new(mapped) }
+    }
+
+    /// Code with a known `source` (what a plugin keeps of code it gave
+    /// back).
+    pub(crate) fn from_source(source: PluginSource, fallback_name: &str, mapped: impl MappedCode) -> Self {
+        Self { source, fallback_name: fallback_name.to_owned(), mapped: Box::new(mapped) }
     }
 
     /// How messages say where the code came from, in place of the origin
     /// alone (`memory image `k` (embedded ELF)`).
     #[must_use]
     pub fn with_label(mut self, label: String) -> Self {
-        self.label = label;
+        self.source.set_label(label);
         self
     }
 
     /// The loader that opened the code.
     #[must_use]
     pub fn loader(&self) -> &'static dyn Loader {
-        self.loader
+        self.source.loader()
     }
 
     /// The features the code's loader requires of its header.
     #[must_use]
     pub fn required_features(&self) -> Features {
-        self.loader.required_features()
+        self.source.required_features()
     }
 
     /// Where the code came from; `None` when linked in.
     #[must_use]
     pub fn origin(&self) -> Option<&Origin> {
-        self.origin.as_ref()
+        self.source.origin()
     }
 
     /// The name used before the header is read (the file's stem, the
@@ -281,8 +287,8 @@ impl Code {
 
     /// Where the plugin came from, as [`Plugin::source`](crate::Plugin::source) tells it.
     #[must_use]
-    pub fn source(&self) -> crate::PluginSource {
-        crate::PluginSource::new(self.loader, self.origin.clone(), self.label.clone())
+    pub fn source(&self) -> &PluginSource {
+        &self.source
     }
 
     /// The mapped code, taken out when it is a `T`; else `self` unchanged.

@@ -46,13 +46,13 @@ impl MappedCode for LinkedQuery {
 /// What a plugin holds once its code was given back
 /// ([`Plugin::into_raw_library`]): a query that answers NULL, never
 /// called (the plugin is unloaded).
-pub(crate) fn released_code() -> Code {
+pub(crate) fn released_code(source: crate::PluginSource) -> Code {
     unsafe extern "C" fn no_table(_: Version, _: *mut std::ffi::c_void) -> *mut *const xplug_abi::Header {
         std::ptr::null_mut()
     }
     // SAFETY: `no_table` answers NULL, which the v0 contract allows.
     let query = unsafe { RawQuery::new(no_table) };
-    Code::new(&STATIC, None, "released", LinkedQuery(query))
+    Code::from_source(source, "released", LinkedQuery(query))
 }
 
 /// A library the OS loader opened, with its query export (looked up once,
@@ -77,6 +77,9 @@ impl MappedCode for LibraryCode {
 
 /// A mapped embedded ELF image.
 pub(crate) struct ElfCode {
+    /// The image's entry in the debugging services (`xplug-debug`),
+    /// withdrawn before the image is unmapped (fields drop in order).
+    _announced: xplug_debug::CodeAnnouncement,
     pub(crate) image: ElfImage,
     /// How many records the FatELF container held (0 for a plain ELF).
     records: usize,
@@ -213,7 +216,8 @@ impl Loader for EmbeddedElfLoader {
     }
 
     /// Reads the `.sos` (or plain ELF) at `target`, validates and maps it
-    /// ([`ElfImage::load_named`]); the one routine that opens a `.sos`.
+    /// ([`ElfImage::load`]) and announces it to the debugging services
+    /// (`xplug_debug::code_mapped`); the one routine that opens a `.sos`.
     ///
     /// # Errors
     /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
@@ -237,14 +241,24 @@ impl Loader for EmbeddedElfLoader {
 fn elf_code(bytes: &[u8], origin: Origin, fallback_name: &str, shown: Option<&str>) -> Result<Code, Error> {
     let span = tracing::debug_span!("xplug.embedded_elf.map", plugin = %origin, size = bytes.len());
     let image = span
-        .in_scope(|| ElfImage::load_named(bytes, shown.unwrap_or("embedded ELF image")))
+        .in_scope(|| ElfImage::load(bytes))
         .map_err(|source| Error::EmbeddedElf { plugin: origin.to_string(), source: Box::new(source) })?;
+    // The "code mapped" hook of the debugging services (crash reports,
+    // gdb, perf): `xplug-elf` maps, the host announces.
+    let shown = shown.unwrap_or("embedded ELF image");
+    let announced = xplug_debug::code_mapped(xplug_debug::MappedRegion::elf_image(shown, &image, bytes));
     let records = xplug_elf::fatelf::records(bytes).map_or(0, |all| all.len());
     let label = match image.plan().record() {
         Some(record) => format!("{origin} (embedded ELF, FatELF record {}: {record})", record.index),
         None => format!("{origin} (embedded ELF)"),
     };
-    Ok(Code::new(&EMBEDDED_ELF, Some(origin), fallback_name, ElfCode { image, records }).with_label(label))
+    Ok(Code::new(
+        &EMBEDDED_ELF,
+        Some(origin),
+        fallback_name,
+        ElfCode { _announced: announced, image, records },
+    )
+    .with_label(label))
 }
 
 /// Plugins linked into the program, shared libraries opened by the OS
@@ -460,7 +474,7 @@ impl Plugin {
 
 /// Queries, checks and loads: the steps every loader shares.
 fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
-    let source = code.source();
+    let source = code.source().clone();
     let span = tracing::info_span!(
         "xplug.plugin.load",
         plugin = %code.fallback_name(),
@@ -551,7 +565,6 @@ fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
             sanitizer: header.sanitizer,
             name: shown_name,
         },
-        source,
         exports: OnceLock::new(),
         param_decls,
         import_layouts: OnceLock::new(),

@@ -116,7 +116,6 @@ pub struct Plugin {
     /// The header name, shared with every [`Error::NotFound`] it returns.
     pub(crate) name: ProviderName,
     pub(crate) info: PluginInfo,
-    pub(crate) source: PluginSource,
     /// Import names listed by the plugin's `xplug_plugin_exports`, if any.
     /// Read on first use, like the two below: a load looks up only what it
     /// needs (each optional export a C plugin lacks is a failed `dlsym`,
@@ -137,7 +136,7 @@ impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Plugin")
             .field("info", &self.info)
-            .field("source", &self.source)
+            .field("source", self.code.source())
             .field("allocation_stats", &self.allocation_stats())
             .finish_non_exhaustive()
     }
@@ -159,7 +158,7 @@ impl Plugin {
     /// Where the plugin came from.
     #[must_use]
     pub fn source(&self) -> &PluginSource {
-        &self.source
+        self.code.source()
     }
 
     /// The import names the plugin lists through xplug's optional
@@ -246,7 +245,9 @@ impl Plugin {
         // The library is still open here: `unload` runs with the code
         // mapped.
         self.shutdown();
-        let code = std::mem::replace(&mut self.code, crate::loaders::released_code());
+        // What stays in `self` keeps the source, for its last messages.
+        let released = crate::loaders::released_code(self.code.source().clone());
+        let code = std::mem::replace(&mut self.code, released);
         let mut library = match code.into_mapped::<LibraryCode>() {
             Ok(code) => code.library,
             Err(_) => unreachable!("checked above: the code is a library"),
@@ -258,12 +259,13 @@ impl Plugin {
 
     /// How messages name this plugin: its name and where it came from.
     fn label(&self) -> String {
-        label(&self.name, &self.source)
+        label(&self.name, self.code.source())
     }
 
     /// Calls `unload` once, then reports leaks; idempotent.
     fn shutdown(&mut self) {
-        let span = tracing::info_span!("xplug.plugin.unload", plugin = %self.name, source = %self.source);
+        let span =
+            tracing::info_span!("xplug.plugin.unload", plugin = %self.name, source = %self.code.source());
         let _entered = span.enter();
         if !self.instance.unload_in_place() {
             return;

@@ -74,6 +74,12 @@ impl PluginSource {
         Self { loader, origin, label }
     }
 
+    /// Shows the source as `label` in messages (a loader's fuller
+    /// description, [`Code::with_label`](crate::Code::with_label)).
+    pub(crate) fn set_label(&mut self, label: String) {
+        self.label = label;
+    }
+
     /// The loader that opened the plugin's code.
     #[must_use]
     pub fn loader(&self) -> &'static dyn Loader {

@@ -250,6 +250,27 @@ impl IreePlugin {
         unsafe { finish_load(status, raw, "embedded ELF", text.to_owned()) }
     }
 
+    /// Loads the plugin file at `path` with the loader IREE picks for it:
+    /// the embedded-ELF one for what xplug's embedded-ELF loader claims
+    /// (`.sos`, `docs/specs.md#loader-selection`), else the system-library
+    /// one, as `iree-run-module --executable_plugin` does.
+    ///
+    /// # Errors
+    /// As [`IreePlugin::embedded_elf`] or [`IreePlugin::system_library`].
+    ///
+    /// # Safety
+    /// As those: the file's code runs in this process.
+    pub unsafe fn from_file(path: &Path, params: &[(&[u8], &[u8])]) -> Result<Self, Error> {
+        use xplug_manager::providers::Loader as _;
+        if xplug_manager::providers::EMBEDDED_ELF.claim(&path.to_string_lossy()).is_some() {
+            // SAFETY: forwarded to the caller.
+            unsafe { Self::embedded_elf(path, params) }
+        } else {
+            // SAFETY: forwarded to the caller.
+            unsafe { Self::system_library(path, params) }
+        }
+    }
+
     /// Resolves `names` through this plugin alone, as IREE's manager asks
     /// one provider (slots already filled are the plugin's to skip).
     ///
@@ -424,6 +445,18 @@ impl IreeManager {
             self_: self.provider.self_,
             resolve: self.provider.resolve.expect("IREE's manager provider always has a resolve function"),
         }
+    }
+
+    /// IREE's manager as an xplug [`CImportProvider`](xplug_manager::CImportProvider),
+    /// borrowed from it: what `xplug_iree::Runtime::device_with_c_provider`
+    /// installs in a device's loaders, and what the benchmarks call.
+    #[must_use]
+    pub fn as_c_provider(&self) -> xplug_manager::CImportProvider<'_> {
+        let raw = self.raw_provider();
+        // SAFETY: IREE's own resolve for its own manager, valid while the
+        // manager (borrowed for the result's lifetime) lives; IREE's
+        // manager is thread-safe.
+        unsafe { xplug_manager::CImportProvider::from_raw_parts(raw.self_, raw.resolve) }
     }
 
     /// Resolves `names` (`?` marking optional ones) into `fns`/`contexts` with IREE's manager, exactly as IREE's

@@ -43,9 +43,10 @@ pub struct RawLibrary {
     /// The address of the query export, looked up once when the library
     /// was opened (`None`: not exported, or NULL).
     query_address: Option<usize>,
-    /// The library's entry in the crash reporter's table (when the
-    /// reporter is installed), withdrawn before the library closes.
-    crash: Option<xplug_elf::crash::CodeRegistration>,
+    /// The library's entry in the debugging services (`xplug-debug`'s
+    /// code-mapped hook: the crash reporter's table, when installed),
+    /// withdrawn before the library closes.
+    crash: Option<xplug_debug::CodeAnnouncement>,
     /// Dropped: the library closes before the memory file goes, and
     /// before the allocators its plugins were given.
     library: Library,
@@ -286,21 +287,20 @@ impl RawLibrary {
     }
 
     /// Looks up the query export (once: [`RawLibrary::query`] reads what
-    /// was found here), then adds the library to the crash reporter's
-    /// table when the reporter is installed
-    /// (`xplug_elf::install_crash_reporter`), found through that export.
+    /// was found here), then announces the library, found through that
+    /// export, to the debugging services (`xplug_debug::code_mapped`: the
+    /// crash reporter's table, when it is installed).
     fn announced_to_crash_reports(mut self) -> Self {
         self.query_address = self.symbol_address(EXPORT_NAME).map(|address| address as usize);
-        if xplug_elf::crash_reporter_installed()
-            && let Some(address) = self.query_address
-        {
+        if let Some(address) = self.query_address {
             let name = match &self.origin {
                 Origin::Memory(name) => name.clone(),
                 _ => {
                     self.shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
                 }
             };
-            self.crash = xplug_elf::crash::register_loaded_library(address, Some(&name));
+            self.crash =
+                Some(xplug_debug::code_mapped(xplug_debug::MappedRegion::system_library(&name, address)));
         }
         self
     }

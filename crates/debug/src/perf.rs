@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::functions::ImageFunction;
+use xplug_elf::ImageFunction;
 
 /// The environment variable that turns the perf map on (`1`).
 pub const PERF_MAP_ENV: &str = "XPLUG_PERF_MAP";

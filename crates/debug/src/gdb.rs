@@ -28,7 +28,7 @@ use object::elf;
 use object::endian::{Endianness, U16, U32, U64};
 use object::pod::bytes_of;
 
-use crate::functions::ImageFunction;
+use xplug_elf::ImageFunction;
 
 /// Set to `1` to announce images to debuggers, `0` not to (the default:
 /// on).
@@ -212,7 +212,7 @@ pub fn registration_counts() -> (usize, usize) {
 }
 
 /// An image's entry in the descriptor's list, removed on drop.
-pub struct GdbRegistration {
+pub(crate) struct GdbRegistration {
     entry: *mut JitCodeEntry,
     /// The ELF object the entry points at.
     _object: Box<[u8]>,
@@ -285,19 +285,6 @@ impl Drop for GdbRegistration {
             drop(Box::from_raw(self.entry));
         }
         UNREGISTERED.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// The host's ELF machine, for the object's header.
-const fn host_machine() -> u16 {
-    if cfg!(target_arch = "x86_64") {
-        elf::EM_X86_64
-    } else if cfg!(target_arch = "aarch64") {
-        elf::EM_AARCH64
-    } else if cfg!(target_arch = "riscv64") {
-        elf::EM_RISCV
-    } else {
-        elf::EM_NONE
     }
 }
 
@@ -413,7 +400,7 @@ pub fn symbol_file(name: &str, code: (usize, usize), base: usize, functions: &[I
             padding: [0; 7],
         },
         e_type: U16::new(e, elf::ET_REL),
-        e_machine: U16::new(e, host_machine()),
+        e_machine: U16::new(e, xplug_elf::host_machine().unwrap_or(elf::EM_NONE)),
         e_version: U32::new(e, u32::from(elf::EV_CURRENT)),
         e_entry: U64::new(e, 0),
         e_phoff: U64::new(e, 0),

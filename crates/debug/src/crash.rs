@@ -2,8 +2,8 @@
 //!
 //! [`install_crash_reporter`] installs a handler for `SIGSEGV`, `SIGBUS`,
 //! `SIGILL` and `SIGFPE`. From then on every plugin whose code is mapped
-//! (an [`ElfImage`](crate::ElfImage), or a shared library registered with
-//! [`register_loaded_library`]) is added to a fixed table of code ranges
+//! (an embedded ELF image, or a shared library the OS loader opened; both
+//! announced through [`code_mapped`](crate::code_mapped)) is added to a fixed table of code ranges
 //! and function names, prepared when it loads; a process without the
 //! reporter prepares nothing. When one of those signals arrives, the
 //! handler looks the faulting instruction up in that table, writes one
@@ -30,7 +30,9 @@ use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 
-use crate::functions::{ImageFunction, image_functions};
+use xplug_elf::{ImageFunction, image_functions};
+
+use crate::DebugError;
 
 /// Plugin modules the table holds at once; a plugin loaded while it is
 /// full is not named in reports.
@@ -143,7 +145,7 @@ pub fn crash_reporter_installed() -> bool {
 /// A plugin's entry in the crash reporter's table, removed on drop (before
 /// the plugin's code is unmapped).
 #[derive(Debug)]
-pub struct CodeRegistration {
+pub(crate) struct CodeRegistration {
     slot: usize,
 }
 
@@ -200,7 +202,7 @@ pub(crate) fn register_code(
 /// installed, no loaded object holds `address`, or the table is full.
 /// Reports call it `name`, or its file's name when `None`.
 #[must_use]
-pub fn register_loaded_library(address: usize, name: Option<&str>) -> Option<CodeRegistration> {
+pub(crate) fn register_loaded_library(address: usize, name: Option<&str>) -> Option<CodeRegistration> {
     if !crash_reporter_installed() {
         return None;
     }
@@ -233,16 +235,16 @@ fn refresh_others(objects: Vec<loaded::Object>) {
 /// ([`FaultReport::parse`]); it must stay open for the process's life.
 ///
 /// ```no_run
-/// xplug_elf::install_crash_reporter(None)?;
+/// xplug_debug::install_crash_reporter(None)?;
 /// // ... load plugins; a crash inside one now prints
 /// // "xplug: SIGSEGV at crashy_kernel+0x4 in crash.sos (...)" to stderr.
-/// # Ok::<(), xplug_elf::EmbeddedElfError>(())
+/// # Ok::<(), xplug_debug::DebugError>(())
 /// ```
 ///
 /// # Errors
-/// [`EmbeddedElfError::UnsupportedHost`](crate::EmbeddedElfError::UnsupportedHost)
-/// off Linux (x86_64 and aarch64), or when `sigaction` refuses.
-pub fn install_crash_reporter(report_fd: Option<std::os::fd::RawFd>) -> Result<(), crate::EmbeddedElfError> {
+/// [`DebugError::UnsupportedHost`] off Linux (x86_64 and aarch64), or when
+/// `sigaction` refuses.
+pub fn install_crash_reporter(report_fd: Option<std::os::fd::RawFd>) -> Result<(), DebugError> {
     if let Some(fd) = report_fd {
         REPORT_FD.store(fd, Ordering::SeqCst);
     }
@@ -548,7 +550,7 @@ mod handler {
     use std::sync::atomic::Ordering;
 
     use super::{READERS, STACK_SCAN_BYTES, locate, plugin_return_address, report};
-    use crate::EmbeddedElfError;
+    use crate::DebugError;
 
     /// The signals reported.
     const SIGNALS: [c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE];
@@ -558,7 +560,7 @@ mod handler {
     static mut PREVIOUS: [std::mem::MaybeUninit<libc::sigaction>; 4] =
         [const { std::mem::MaybeUninit::uninit() }; 4];
 
-    pub(super) fn install() -> Result<(), EmbeddedElfError> {
+    pub(super) fn install() -> Result<(), DebugError> {
         for (index, &signal) in SIGNALS.iter().enumerate() {
             // SAFETY: zeroed `sigaction` is a valid value to fill in; the
             // handler has the `SA_SIGINFO` signature; `PREVIOUS[index]` is
@@ -574,9 +576,7 @@ mod handler {
                 libc::sigaction(signal, &action, previous)
             };
             if installed != 0 {
-                return Err(EmbeddedElfError::UnsupportedHost {
-                    reason: "sigaction refused the crash reporter",
-                });
+                return Err(DebugError::UnsupportedHost { reason: "sigaction refused the crash reporter" });
             }
         }
         Ok(())
@@ -674,8 +674,8 @@ mod handler {
 #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 mod handler {
     //! Elsewhere the program counter is not read: no reporter.
-    pub(super) fn install() -> Result<(), crate::EmbeddedElfError> {
-        Err(crate::EmbeddedElfError::UnsupportedHost {
+    pub(super) fn install() -> Result<(), crate::DebugError> {
+        Err(crate::DebugError::UnsupportedHost {
             reason: "the crash reporter reads the program counter on Linux x86_64 and aarch64 only",
         })
     }
