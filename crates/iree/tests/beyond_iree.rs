@@ -193,7 +193,13 @@ fn inputs_of_mismatched_lengths_are_refused_by_the_program() {
     // SAFETY: a plugin of this workspace.
     let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap());
     let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
-    let session = Session::new(&device, &module(MUL_UKERNEL)).unwrap();
+    // Both example programs tie `b`'s length to `a`'s.
+    for program in [MUL_UKERNEL, MUL_CALL] {
+        refuses_mismatched_lengths(&Session::new(&device, &module(program)).unwrap());
+    }
+}
+
+fn refuses_mismatched_lengths(session: &Session) {
     let a = [1.0f32, 2.0, 3.0, 4.0];
     for b in [&[1.0f32, 2.0, 3.0][..], &[1.0, 2.0, 3.0, 4.0, 5.0]] {
         let (a_shape, b_shape) = ([a.len()], [b.len()]);
