@@ -74,6 +74,9 @@ pub mod plugin {
         if args.a.is_null() || args.b.is_null() || args.out.is_null() {
             return Err(ImportError::INVALID_ARGUMENT);
         }
+        if !(args.a.is_aligned() && args.b.is_aligned() && args.out.is_aligned()) {
+            return Err(ImportError::INVALID_ARGUMENT);
+        }
         let (Some(a_end), Some(b_end), Some(out_end)) = (
             args.a_offset.checked_add(size),
             args.b_offset.checked_add(size),
