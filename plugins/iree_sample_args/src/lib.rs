@@ -225,7 +225,9 @@ mod tests {
         let mut args = WorkgroupArgs::over(&data, &data, &mut out, [0; 3], 4, 0);
         // What damaged code passed in the byte-flip sweep (offset 6425).
         // SAFETY: `BufferMut<f32>` is a transparent pointer; nothing reads it.
-        args.binding2 = unsafe { core::mem::transmute::<*mut f32, xplug_sdk::BufferMut<f32>>(1 as *mut f32) };
+        args.binding2 = unsafe {
+            core::mem::transmute::<*mut f32, xplug_sdk::BufferMut<f32>>(core::ptr::without_provenance_mut(1))
+        };
         assert!(!args.binding2.is_aligned() && args.binding0.is_aligned());
         // SAFETY: refused before a slice is made.
         assert_eq!(unsafe { args.slices() }.err(), Some(ImportError::INVALID_ARGUMENT));
