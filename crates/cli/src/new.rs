@@ -464,7 +464,9 @@ pub mod plugin {{
         if size == 0 {{
             return Ok(());
         }}
-        if args.x.is_null() || args.out.is_null() {{
+        // IREE passes non-NULL, aligned bindings; damaged code may not, and
+        // a slice of such a pointer would be undefined.
+        if args.x.is_null() || args.out.is_null() || !(args.x.is_aligned() && args.out.is_aligned()) {{
             return Err(ImportError::INVALID_ARGUMENT);
         }}
         let (Some(x_end), Some(out_end)) =
