@@ -24,7 +24,10 @@ use crate::{
 ///
 /// Attached to a registration with
 /// [`StaticPluginRegistration::with_optional_exports`]; `xplug-sdk`'s
-/// `#[plugin]` fills every field its shared library would export.
+/// `#[plugin]` fills every field its shared library would export. Code
+/// written by hand names the fields it sets and takes the rest from
+/// [`Self::NONE`] (`..LinkedOptionalExports::NONE`), so a later optional
+/// export does not break it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkedOptionalExports {
     /// What `xplug_plugin_exports` would be.
