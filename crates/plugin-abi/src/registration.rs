@@ -128,6 +128,48 @@ impl StaticPluginRegistration {
     /// plugin the diagnostics of its `.so` (suggested import names, checked
     /// parameters, its own load-failure message, import layouts).
     ///
+    /// ```
+    /// use core::ffi::{c_char, c_void};
+    /// use xplug_abi::{
+    ///     EXPORTS_LIST_NAME, Header, LOAD_ERROR_NAME, LinkedOptionalExports, StaticPluginRegistration, Version,
+    ///     registered_plugins,
+    /// };
+    ///
+    /// unsafe extern "C" fn my_query(_max: Version, _reserved: *mut c_void) -> *mut *const Header {
+    ///     core::ptr::null_mut() // a real plugin returns its v0 table here
+    /// }
+    ///
+    /// struct Names([*const c_char; 1]);
+    /// // SAFETY: one pointer to a static string, never written.
+    /// unsafe impl Sync for Names {}
+    /// static NAMES: Names = Names([c"my_import".as_ptr()]);
+    ///
+    /// /// What `xplug_plugin_exports` would return.
+    /// unsafe extern "C" fn my_exports(out_count: *mut usize) -> *const *const c_char {
+    ///     if !out_count.is_null() {
+    ///         // SAFETY: a non-NULL `out_count` is writable (the export's contract).
+    ///         unsafe { out_count.write(NAMES.0.len()) };
+    ///     }
+    ///     NAMES.0.as_ptr()
+    /// }
+    ///
+    /// // SAFETY: `my_query` answers NULL, and `my_exports` keeps the
+    /// // `xplug_plugin_exports` contract with static data.
+    /// xplug_abi::inventory::submit! {
+    ///     unsafe {
+    ///         StaticPluginRegistration::new("doc_listed", my_query).with_optional_exports(
+    ///             LinkedOptionalExports { exports: Some(my_exports), ..LinkedOptionalExports::NONE },
+    ///         )
+    ///     }
+    /// }
+    ///
+    /// fn main() {
+    ///     let plugin = registered_plugins().find(|plugin| plugin.name() == "doc_listed").unwrap();
+    ///     assert!(plugin.optional_exports().get(EXPORTS_LIST_NAME).is_some());
+    ///     assert!(plugin.optional_exports().get(LOAD_ERROR_NAME).is_none());
+    /// }
+    /// ```
+    ///
     /// # Safety
     /// Each function set in `optional` must have the contract of the
     /// optional export it stands for (`docs/abi.md`, from `#exports-list`; the
