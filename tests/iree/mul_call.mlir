@@ -7,6 +7,10 @@
 // slice is shorter when `n` is not a multiple of 64) and `tid = w`; the
 // import also receives the processor id and data IREE appends when asked
 // for them with `hal.import.fields`.
+//
+// Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
+// against it before anything runs and refuses a shorter or longer `b`
+// (docs/dispatch.md, "Tie the inputs' shapes").
 module @xplug_mul_call {
   stream.executable private @kernels {
     stream.executable.export public @mul_slices workgroups(%n: index) -> (index, index, index) {
@@ -49,11 +53,13 @@ module @xplug_mul_call {
     }
   }
 
-  func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
-    %zero = arith.constant 0 : index
-    %n = tensor.dim %a, %zero : tensor<?xf32>
+  func.func @mul(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
+    %n = hal.buffer_view.dim<%a_view : !hal.buffer_view>[0] : index
+    %a = hal.tensor.import %a_view "a" : !hal.buffer_view -> tensor<?xf32>{%n}
+    %b = hal.tensor.import %b_view "b" : !hal.buffer_view -> tensor<?xf32>{%n}
     %product = flow.dispatch @kernels::@mul_slices[%n](%a, %b, %n)
         : (tensor<?xf32>{%n}, tensor<?xf32>{%n}, index) -> tensor<?xf32>{%n}
-    return %product : tensor<?xf32>
+    %exported = hal.tensor.export %product "product" : tensor<?xf32>{%n} -> !hal.buffer_view
+    return %exported : !hal.buffer_view
   }
 }

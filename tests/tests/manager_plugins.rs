@@ -165,3 +165,98 @@ fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
     unsafe { manager.load_spec(&spec) }.unwrap();
     assert_eq!(manager.len(), 1);
 }
+
+/// `sample_system` linked into this test binary (its `static` feature) and
+/// the same crate as a shared library give the same diagnostics, inside
+/// the `Err`: an undeclared key refused by the host with the closest
+/// declared name, a bad value refused by the plugin's own `load` with its
+/// own message, and a misspelt import name answered with "did you mean".
+/// The messages differ only in where the plugin came from.
+#[test]
+fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
+    use sample_system as _;
+
+    let library = xplug_fixtures::plugins::built_for_tests()
+        .join(xplug_fixtures::plugins::library_file_name("sample_system"));
+    let shared = |query: &str| {
+        let manager = Arc::new(Manager::new());
+        // SAFETY: the repository's example plugin.
+        let loaded = unsafe { manager.load_spec(&format!("{}{query}", library.display())) };
+        (manager, loaded.map(drop))
+    };
+    let linked = |key: &str, value: &str| {
+        let manager = Arc::new(Manager::new());
+        let loaded = manager.load_static("sample_system", [(key, value)]);
+        (manager, loaded.map(drop))
+    };
+    // What names the plugin's origin, the only part allowed to differ (the
+    // spec of the shared library has its parameters, `load_static` takes
+    // them apart).
+    let normalise = |text: String| {
+        let spec = quoted_spec(&text, &library.display().to_string());
+        text.replace(&spec, "SPEC")
+            .replace("static:sample_system", "SPEC")
+            .replace(&format!("({})", library.display()), "(ORIGIN)")
+            .replace("(linked in)", "(ORIGIN)")
+    };
+
+    let cases = [
+        ("multiplierr", "3", "declares no load parameter `multiplierr` (did you mean `multiplier`?)"),
+        (
+            "multiplier",
+            "abc",
+            "the plugin says: load parameter `multiplier` has the value `abc` but a finite number is expected",
+        ),
+    ];
+    for (key, value, expected) in cases {
+        let (shared_manager, shared_result) = shared(&format!("?{key}={value}"));
+        let (linked_manager, linked_result) = linked(key, value);
+        let shared_error = shared_result.unwrap_err();
+        let linked_error = linked_result.unwrap_err();
+        assert_eq!(linked_error.code(), StatusCode::INVALID_ARGUMENT, "{linked_error}");
+        let (shared_chain, linked_chain) = (error_chain(&shared_error), error_chain(&linked_error));
+        assert!(linked_chain.contains(expected), "{linked_chain}");
+        assert_eq!(normalise(linked_chain), normalise(shared_chain));
+        assert!(shared_manager.is_empty() && linked_manager.is_empty(), "nothing is registered");
+    }
+
+    let (shared_manager, shared_result) = shared("?multiplier=2");
+    let (linked_manager, linked_result) = linked("multiplier", "2");
+    shared_result.unwrap();
+    linked_result.unwrap();
+    let typo = |manager: &Arc<Manager>| {
+        let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
+        assert_eq!(error.code(), StatusCode::NOT_FOUND, "{error}");
+        error_chain(&error)
+    };
+    let linked_typo = typo(&linked_manager);
+    assert!(
+        linked_typo.contains("`simple_mul_workgrop` (did you mean `simple_mul_workgroup`?)"),
+        "{linked_typo}"
+    );
+    assert_eq!(normalise(linked_typo), normalise(typo(&shared_manager)));
+
+    // The linked-in plugin lists what its library exports.
+    let plugin = xplug_manager::providers::Plugin::load_static(
+        "sample_system",
+        &xplug_manager::providers::LoadParamList::new(),
+    )
+    .unwrap();
+    assert_eq!(plugin.exports().unwrap(), ["sample_system_calls", "simple_mul_workgroup"]);
+    let params: Vec<_> = plugin.param_decls().unwrap().iter().map(|decl| decl.name.as_str()).collect();
+    assert_eq!(params, ["multiplier", "disable"]);
+    let layouts = plugin.import_layouts().unwrap();
+    let calls = layouts.iter().find(|layout| layout.symbol == "sample_system_calls").unwrap();
+    assert_eq!((calls.size, calls.fields.as_ref().unwrap()[0].name.as_str()), (8, "count"));
+}
+
+/// The spec quoted in `text` that starts with `path` (up to the closing
+/// backquote), or `path` itself when none is quoted.
+fn quoted_spec(text: &str, path: &str) -> String {
+    text.find(&format!("`{path}"))
+        .and_then(|start| {
+            let rest = &text[start + 1..];
+            rest.find('`').map(|end| rest[..end].to_owned())
+        })
+        .unwrap_or_else(|| path.to_owned())
+}

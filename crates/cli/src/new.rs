@@ -330,7 +330,10 @@ fn loads_and_adds() {{
 /// as a shared library and as a `.sos`.
 fn scaffold_workgroup(name: &str, ident: &str, source: &Source) -> Vec<(&'static str, String)> {
     let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
-    let import = format!("{ident}_leaky_relu_workgroup");
+    // Named after the crate, whose one kernel it is (`NAME_workgroup`), not
+    // after what the template happens to compute: the name stays right when
+    // the author replaces the leaky ReLU with their own computation.
+    let import = format!("{ident}_workgroup");
     let cargo_toml = format!(
         r#"[package]
 name = "{name}"
@@ -461,7 +464,9 @@ pub mod plugin {{
         if size == 0 {{
             return Ok(());
         }}
-        if args.x.is_null() || args.out.is_null() {{
+        // IREE passes non-NULL, aligned bindings; damaged code may not, and
+        // a slice of such a pointer would be undefined.
+        if args.x.is_null() || args.out.is_null() || !(args.x.is_aligned() && args.out.is_aligned()) {{
             return Err(ImportError::INVALID_ARGUMENT);
         }}
         let (Some(x_end), Some(out_end)) =

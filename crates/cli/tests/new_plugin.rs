@@ -220,7 +220,7 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     let inspected = common::json(&["inspect", sos_str], 0);
     assert_eq!(inspected["param_decls"][0]["name"], "slope", "{inspected}");
     assert_eq!(inspected["param_decls"][0]["default"], "0.25", "{inspected}");
-    assert_eq!(inspected["exports"][0], "new_relu_leaky_relu_workgroup", "{inspected}");
+    assert_eq!(inspected["exports"][0], "new_relu_workgroup", "{inspected}");
     // `check` reads the same optional exports from the mapped image: every
     // check passes (the declared parameter, the listed export included),
     // and an undeclared key is refused before any check runs.

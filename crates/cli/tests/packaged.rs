@@ -242,7 +242,7 @@ fn packaged_crates_build_a_new_plugin_and_a_runtime_offline_by_version() {
     )
     .unwrap();
     std::fs::write(runtime_dir.join("src").join("main.rs"), RUNTIME_MAIN).unwrap();
-    let import = "packaged_relu_leaky_relu_workgroup";
+    let import = "packaged_relu_workgroup";
     for plugin in [&library, &sos] {
         let printed = run(cargo()
             .current_dir(&runtime_dir)

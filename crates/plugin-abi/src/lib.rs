@@ -87,7 +87,7 @@ pub use plugin::{
     UnloadFnV0,
 };
 #[cfg(feature = "inventory")]
-pub use registration::{StaticPluginRegistration, registered_plugins};
+pub use registration::{LinkedOptionalExports, StaticPluginRegistration, registered_plugins};
 pub use status::{Status, StatusCode};
 pub use strings::{StringPair, StringView};
 

@@ -58,6 +58,16 @@ impl<T> Buffer<T> {
         self.ptr.is_null()
     }
 
+    /// True when the pointer is aligned for `T` (NULL is aligned). An
+    /// executable following IREE's dispatch ABI always passes aligned
+    /// bindings; a kernel that checks this refuses damaged args with an
+    /// error code where making a slice of them would be undefined (and
+    /// aborts a debug build).
+    #[must_use]
+    pub fn is_aligned(&self) -> bool {
+        self.ptr.is_aligned()
+    }
+
     /// The first `len` elements.
     ///
     /// # Safety
@@ -91,6 +101,16 @@ impl<T> BufferMut<T> {
     #[must_use]
     pub fn is_null(&self) -> bool {
         self.ptr.is_null()
+    }
+
+    /// True when the pointer is aligned for `T` (NULL is aligned). An
+    /// executable following IREE's dispatch ABI always passes aligned
+    /// bindings; a kernel that checks this refuses damaged args with an
+    /// error code where making a slice of them would be undefined (and
+    /// aborts a debug build).
+    #[must_use]
+    pub fn is_aligned(&self) -> bool {
+        self.ptr.is_aligned()
     }
 
     /// The first `len` elements, writable.

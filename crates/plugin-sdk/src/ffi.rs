@@ -306,15 +306,60 @@ pub extern "C" fn export_list<D: PluginDef>(out_count: Option<&mut usize>) -> *c
     names.as_ptr().cast::<*const c_char>()
 }
 
-/// The registration of `D` for the static-plugin list.
+/// The registration of `D` for the static-plugin list, carrying what its
+/// shared library would export besides the query function (the export
+/// list, the declared parameters when it declares them, the import layouts
+/// and the load-error message), so a host gives the linked-in plugin the
+/// diagnostics of its `.so`.
 #[cfg(feature = "static-registration")]
 #[must_use]
 pub const fn registration<D: PluginDef>() -> xplug_abi::StaticPluginRegistration {
+    let optional = xplug_abi::LinkedOptionalExports {
+        exports: Some(linked::exports::<D>),
+        params: if D::PARAM_DECLS.is_some() { Some(linked::params::<D>) } else { None },
+        import_layouts: Some(linked::import_layouts::<D>),
+        load_error: Some(last_load_error),
+    };
     // SAFETY: `query::<D>` returns NULL or `D::v0()`, the table built by
     // `v0_table::<D>` (guaranteed by `PluginDef`'s contract): an immutable
     // static whose entry points are the functions of this module, which obey
-    // the v0 ABI from any thread for the life of the program.
-    unsafe { xplug_abi::StaticPluginRegistration::new(D::NAME, query::<D>) }
+    // the v0 ABI from any thread for the life of the program. The optional
+    // functions are the ones the C exports of a shared library of `D` call
+    // (`export_list`, `param_decls_list`, `import_layouts`,
+    // `last_load_error`), over `'static` data, with the same contracts.
+    unsafe { xplug_abi::StaticPluginRegistration::new(D::NAME, query::<D>).with_optional_exports(optional) }
+}
+
+/// The optional exports of a linked-in plugin, with the exact C function
+/// types of `xplug-abi` (the shared-library exports take the count as
+/// `Option<&mut usize>`, the same ABI but another Rust type).
+#[cfg(feature = "static-registration")]
+mod linked {
+    use core::ffi::c_char;
+
+    use xplug_abi::{ImportLayout, ParamDecl};
+
+    use super::PluginDef;
+
+    /// `xplug_plugin_exports` of `D`.
+    pub(super) unsafe extern "C" fn exports<D: PluginDef>(out_count: *mut usize) -> *const *const c_char {
+        // SAFETY: the export's contract: `out_count` is NULL or writable.
+        super::export_list::<D>(unsafe { out_count.as_mut() })
+    }
+
+    /// `xplug_plugin_params` of `D`.
+    pub(super) unsafe extern "C" fn params<D: PluginDef>(out_count: *mut usize) -> *const ParamDecl {
+        // SAFETY: as above.
+        super::param_decls_list::<D>(unsafe { out_count.as_mut() })
+    }
+
+    /// `xplug_import_layouts` of `D`.
+    pub(super) unsafe extern "C" fn import_layouts<D: PluginDef>(
+        out_count: *mut usize,
+    ) -> *const ImportLayout {
+        // SAFETY: as above.
+        super::import_layouts::<D>(unsafe { out_count.as_mut() })
+    }
 }
 
 /// How the state of a loaded plugin is kept: in a host allocation together

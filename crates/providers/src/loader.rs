@@ -172,7 +172,8 @@ pub trait MappedCode: Any + Send + Sync {
     fn query(&self) -> RawQuery<'_>;
 
     /// xplug's optional exports of the code, read alike from any loader's
-    /// code; `None` when the code cannot have them (linked in).
+    /// code (a library's symbols, a `.sos`'s recorded symbols, a linked-in
+    /// registration's functions); `None` when the code has none.
     fn optional_exports(&self) -> Option<&dyn OptionalExports> {
         None
     }

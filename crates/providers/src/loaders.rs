@@ -34,12 +34,31 @@ pub const EMBEDDED_SUFFIX: &str = ".sos";
 /// The prefix naming a plugin linked into the binary (`static:NAME`).
 pub const STATIC_PREFIX: &str = "static:";
 
-/// A query function linked into the program.
-struct LinkedQuery(RawQuery<'static>);
+/// A query function linked into the program, with the optional exports
+/// of its registration when it came from one.
+struct LinkedQuery(RawQuery<'static>, Option<RegisteredExports>);
 
 impl MappedCode for LinkedQuery {
     fn query(&self) -> RawQuery<'_> {
         self.0
+    }
+
+    fn optional_exports(&self) -> Option<&dyn OptionalExports> {
+        self.1.as_ref().map(|exports| exports as &dyn OptionalExports)
+    }
+}
+
+/// The optional exports a link-time registration carries
+/// ([`StaticPluginRegistration::with_optional_exports`]), read by the same
+/// readers as a library's.
+struct RegisteredExports(&'static StaticPluginRegistration);
+
+// SAFETY: each function is one the registration's maker vouched for with
+// the contract of the export it stands for, valid for the whole program
+// (`StaticPluginRegistration::with_optional_exports`, an `unsafe` fn).
+unsafe impl OptionalExports for RegisteredExports {
+    fn optional_export(&self, name: &std::ffi::CStr) -> Option<*const ()> {
+        self.0.optional_exports().get(name)
     }
 }
 
@@ -52,7 +71,7 @@ pub(crate) fn released_code(source: crate::PluginSource) -> Code {
     }
     // SAFETY: `no_table` answers NULL, which the v0 contract allows.
     let query = unsafe { RawQuery::new(no_table) };
-    Code::from_source(source, "released", LinkedQuery(query))
+    Code::from_source(source, "released", LinkedQuery(query, None))
 }
 
 /// A library the OS loader opened, with its query export (looked up once,
@@ -152,7 +171,8 @@ fn registration_code(registration: &'static StaticPluginRegistration) -> Code {
     // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
     // promise the v0 contract for the life of the program.
     let query = unsafe { RawQuery::new(registration.query()) };
-    Code::new(&STATIC, None, registration.name(), LinkedQuery(query))
+    let optional = (!registration.optional_exports().is_empty()).then_some(RegisteredExports(registration));
+    Code::new(&STATIC, None, registration.name(), LinkedQuery(query, optional))
 }
 
 impl Loader for SystemLibraryLoader {
@@ -300,7 +320,7 @@ impl Plugin {
     pub unsafe fn from_static_query(query: QueryFn, params: &LoadParamList) -> Result<Self, Error> {
         // SAFETY: the caller promises the v0 contract for the whole program.
         let query = unsafe { RawQuery::new(query) };
-        Self::from_code(Code::new(&STATIC, None, "static plugin", LinkedQuery(query)), params)
+        Self::from_code(Code::new(&STATIC, None, "static plugin", LinkedQuery(query, None)), params)
     }
 
     /// Loads a plugin registered with [`StaticPluginRegistration`] (see
@@ -631,7 +651,7 @@ mod tests {
         // SAFETY: the queries of this module return immutable, valid tables.
         let query = unsafe { RawQuery::new(query) };
         let origin = Some(Origin::Memory("unit".to_owned())).filter(|_| loader.name() != "static");
-        let code = Code::new(loader, origin, "fallback", LinkedQuery(query));
+        let code = Code::new(loader, origin, "fallback", LinkedQuery(query, None));
         if loader.name() == "static" {
             code
         } else {

@@ -162,8 +162,9 @@ impl Plugin {
     }
 
     /// The import names the plugin lists through xplug's optional
-    /// `xplug_plugin_exports` export (every `xplug-sdk` shared library has
-    /// it), or `None` when it has no such export.
+    /// `xplug_plugin_exports` export (every `xplug-sdk` plugin has it, as
+    /// an export or, linked in, in its registration), or `None` when it has
+    /// no such export.
     #[must_use]
     pub fn exports(&self) -> Option<&[String]> {
         self.exports.get_or_init(|| self.code.optional_exports()?.exports()).as_deref()

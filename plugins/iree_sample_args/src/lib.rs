@@ -81,7 +81,7 @@ impl WorkgroupArgs {
     ///
     /// # Errors
     /// [`ImportError::INVALID_ARGUMENT`] when `size > 0` and a binding is
-    /// NULL, or an offset plus `size` overflows.
+    /// NULL or not aligned for `f32`, or an offset plus `size` overflows.
     ///
     /// # Safety
     /// IREE's dispatch convention: each binding is valid for its offset plus
@@ -96,6 +96,12 @@ impl WorkgroupArgs {
         if self.binding0.is_null() || self.binding1.is_null() || self.binding2.is_null() {
             return Err(ImportError::INVALID_ARGUMENT);
         }
+        // Never from an IREE executable; from damaged code, a slice of an
+        // unaligned pointer would be undefined (docs/iree-runtime.md,
+        // offset 6425 of the byte-flip sweep).
+        if !(self.binding0.is_aligned() && self.binding1.is_aligned() && self.binding2.is_aligned()) {
+            return Err(ImportError::INVALID_ARGUMENT);
+        }
         let (Some(end0), Some(end1), Some(end2)) = (
             self.binding0_offset.checked_add(size),
             self.binding1_offset.checked_add(size),
@@ -104,7 +110,7 @@ impl WorkgroupArgs {
             return Err(ImportError::INVALID_ARGUMENT);
         };
         // SAFETY: the caller's contract: each binding is valid for `end`
-        // elements (non-NULL, checked above), the inputs are only read and
+        // elements (non-NULL and aligned, checked above), the inputs are only read and
         // the output range is this call's alone.
         unsafe {
             Ok(Slices {
@@ -210,6 +216,21 @@ mod tests {
         // SAFETY: refused before any pointer is read.
         let refused = unsafe { overflowing.slices() }.unwrap_err();
         assert_eq!(refused, ImportError::INVALID_ARGUMENT);
+    }
+
+    #[test]
+    fn an_unaligned_binding_is_refused_before_any_slice_is_made() {
+        let data = [1.0_f32; 4];
+        let mut out = [0.0_f32; 4];
+        let mut args = WorkgroupArgs::over(&data, &data, &mut out, [0; 3], 4, 0);
+        // What damaged code passed in the byte-flip sweep (offset 6425).
+        // SAFETY: `BufferMut<f32>` is a transparent pointer; nothing reads it.
+        args.binding2 = unsafe {
+            core::mem::transmute::<*mut f32, xplug_sdk::BufferMut<f32>>(core::ptr::without_provenance_mut(1))
+        };
+        assert!(!args.binding2.is_aligned() && args.binding0.is_aligned());
+        // SAFETY: refused before a slice is made.
+        assert_eq!(unsafe { args.slices() }.err(), Some(ImportError::INVALID_ARGUMENT));
     }
 
     #[test]
