@@ -66,7 +66,7 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
-pub(crate) use elf::read_elf_file;
+pub(crate) use elf::{read_elf_file, read_plugin_file};
 pub use instance::RawInstance;
 pub use library::{RawLibrary, SymbolKind};
 pub use optional::{
