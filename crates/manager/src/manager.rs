@@ -271,7 +271,11 @@ impl Manager {
     /// IREE's fixed-capacity manager.
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { registry: Registry::new(Some(capacity)), loaders: xplug_providers::loaders(), allow_list: None }
+        Self {
+            registry: Registry::new(Some(capacity)),
+            loaders: xplug_providers::loaders(),
+            allow_list: None,
+        }
     }
 
     /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.

@@ -226,6 +226,39 @@ impl PluginSpec {
         self.sha256.as_ref()
     }
 
+    /// The spec as written, pinned to `digest`: its `sha256` parameter
+    /// replaced (or added), every other part kept as written. What
+    /// `xplug pin` prints.
+    ///
+    /// ```
+    /// use xplug_manager::providers::Sha256Digest;
+    /// use xplug_manager::spec::PluginSpec;
+    ///
+    /// let digest = Sha256Digest::of(b"code");
+    /// let pinned = PluginSpec::parse("libfast.so?threads=4")?.pinned(&digest);
+    /// assert_eq!(pinned, format!("libfast.so?threads=4&sha256={digest}"));
+    /// // Pinning again replaces the hash.
+    /// let again = PluginSpec::parse(&pinned)?.pinned(&Sha256Digest::of(b"rebuilt"));
+    /// assert_eq!(PluginSpec::parse(&again)?.sha256(), Some(&Sha256Digest::of(b"rebuilt")));
+    /// assert_eq!(PluginSpec::parse(&again)?.params(), [(b"threads".to_vec(), b"4".to_vec())]);
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    #[must_use]
+    pub fn pinned(&self, digest: &Sha256Digest) -> String {
+        let (body, query) = self.original.split_once('?').unwrap_or((&self.original, ""));
+        // Parsing accepted every pair: only the reserved key is dropped.
+        let mut pairs: Vec<String> = query
+            .split('&')
+            .filter(|pair| {
+                let key = pair.split_once('=').map_or(*pair, |(key, _)| key);
+                !pair.is_empty() && percent_decode(key).ok().as_deref() != Some(SHA256_KEY.as_bytes())
+            })
+            .map(str::to_owned)
+            .collect();
+        pairs.push(format!("{SHA256_KEY}={digest}"));
+        format!("{body}?{}", pairs.join("&"))
+    }
+
     /// Opens the code the spec names: by path as [`SpecTarget::open`] when
     /// nothing is checked; otherwise pinned ([`xplug_providers::open_verified`]):
     /// the bytes are read once, their hash is checked against the spec's
@@ -243,8 +276,10 @@ impl PluginSpec {
     pub unsafe fn open_checked(&self, allow_lists: &[&AllowList]) -> Result<Code, xplug_providers::Error> {
         let loader = self.target.loader();
         let linked_in = loader.name() == xplug_providers::STATIC.name();
-        let check =
-            CodeCheck { sha256: self.sha256.as_ref(), allow_lists: if linked_in { &[] } else { allow_lists } };
+        let check = CodeCheck {
+            sha256: self.sha256.as_ref(),
+            allow_lists: if linked_in { &[] } else { allow_lists },
+        };
         if check.is_empty() {
             // SAFETY: forwarded to the caller.
             return unsafe { self.target.open() };

@@ -306,16 +306,16 @@ pub enum Error {
         list: PathBuf,
     },
     /// A pin or an allow-list was asked of a loader that cannot read its
-    /// code as bytes to hash (a plugin linked into the program).
-    #[error(
-        "the {loader} loader cannot pin `{target}`: its code is not a file xplug reads; plugins linked \
-         into the program are trusted by linking them (drop `sha256` from the spec)"
-    )]
+    /// code as bytes to hash (a plugin linked into the program, a library
+    /// the OS loader would search for).
+    #[error("the {loader} loader cannot pin `{target}`: {reason}")]
     PinUnsupported {
         /// The loader's name.
         loader: &'static str,
         /// What the spec names.
         target: String,
+        /// Why, and what to do.
+        reason: &'static str,
     },
     /// A line of an allow-list file is not a `sha256sum` line.
     #[error("allow-list {} line {line} is malformed: {reason}", path.display())]

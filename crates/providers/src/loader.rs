@@ -122,7 +122,7 @@ pub trait Loader: Send + Sync + 'static {
     /// # Errors
     /// [`Error::PinUnsupported`], or the read's error naming `target`.
     fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
-        Err(Error::PinUnsupported { loader: self.name(), target: target.to_owned() })
+        Err(Error::PinUnsupported { loader: self.name(), target: target.to_owned(), reason: NOT_A_FILE })
     }
 
     /// Opens `bytes`, read from `target` by [`Loader::read`], mapping
@@ -145,6 +145,10 @@ impl fmt::Debug for dyn Loader {
         write!(f, "Loader({})", self.name())
     }
 }
+
+/// Why a loader without [`Loader::read`] cannot be pinned.
+const NOT_A_FILE: &str = "its code is not a file xplug reads; plugins linked into the program are trusted \
+                          by linking them (drop `sha256` from the spec; allow-lists except them)";
 
 /// One fact about opened code, for `inspect` (the FatELF record chosen,
 /// the mapped segments): a single value or a list.

@@ -184,10 +184,19 @@ impl Loader for SystemLibraryLoader {
     }
 
     /// Reads the library file at `target` whole (a regular file; symbolic
-    /// links are followed). A bare name is read as a file of the current
-    /// directory: the OS loader's search is not used for pinned code.
+    /// links are followed). A bare name (`libfoo.so`, which the OS loader
+    /// searches for) is refused: [`Error::PinUnsupported`].
     fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
-        raw::read_plugin_file(Path::new(target), "plugin library")
+        let path = Path::new(target);
+        if raw::is_bare_name(path) {
+            return Err(Error::PinUnsupported {
+                loader: self.name(),
+                target: target.to_owned(),
+                reason: "a bare name is searched for by the OS loader, whose choice xplug cannot pin; give \
+                         the file's path (`./NAME` for a file here)",
+            });
+        }
+        raw::read_plugin_file(path, "plugin library")
     }
 
     /// Opens the bytes read from `target` from a sealed in-memory file

@@ -55,8 +55,9 @@ impl Sha256Digest {
             ));
         }
         let mut bytes = [0u8; 32];
-        hex::decode_to_slice(hex, &mut bytes)
-            .map_err(|_| format!("`{hex}` is not a SHA-256 hash: it holds a character that is not a hex digit"))?;
+        hex::decode_to_slice(hex, &mut bytes).map_err(|_| {
+            format!("`{hex}` is not a SHA-256 hash: it holds a character that is not a hex digit")
+        })?;
         Ok(Self(bytes))
     }
 
@@ -117,13 +118,19 @@ impl AllowList {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|error| {
             Error::io(
-                format!("cannot read allow-list {} (named by {ALLOW_LIST_VAR} or given to the host)", path.display()),
+                format!(
+                    "cannot read allow-list {} (named by {ALLOW_LIST_VAR} or given to the host)",
+                    path.display()
+                ),
                 error,
             )
         })?;
         let text = String::from_utf8(bytes).map_err(|error| Error::AllowListInvalid {
             path: path.to_path_buf(),
-            line: 1 + error.as_bytes()[..error.utf8_error().valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+            line: 1 + error.as_bytes()[..error.utf8_error().valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count(),
             reason: "it is not UTF-8 text; write `sha256sum` lines".to_owned(),
         })?;
         Self::parse(&text, path)
@@ -153,7 +160,11 @@ impl AllowList {
         let path = path.as_ref();
         let mut entries = Vec::new();
         for (index, line) in text.lines().enumerate() {
-            let invalid = |reason: String| Error::AllowListInvalid { path: path.to_path_buf(), line: index + 1, reason };
+            let invalid = |reason: String| Error::AllowListInvalid {
+                path: path.to_path_buf(),
+                line: index + 1,
+                reason,
+            };
             let line = line.trim_end_matches('\r');
             if line.trim().is_empty() || line.starts_with('#') {
                 continue;
@@ -232,7 +243,11 @@ impl CodeCheck<'_> {
         if let Some(expected) = self.sha256
             && expected != found
         {
-            return Err(Error::HashMismatch { target: target.to_owned(), expected: *expected, found: *found });
+            return Err(Error::HashMismatch {
+                target: target.to_owned(),
+                expected: *expected,
+                found: *found,
+            });
         }
         self.allow_lists.iter().try_for_each(|list| list.check(target, found))
     }

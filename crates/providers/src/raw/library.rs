@@ -195,7 +195,9 @@ impl RawLibrary {
     /// As [`Self::open`].
     pub(crate) unsafe fn open_file_bytes(path: &Path, bytes: &[u8]) -> Result<Self, Error> {
         check_image(path, bytes)?;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
+        let name = path
+            .file_name()
+            .map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
         open_memory_image(&name, Origin::File(path.to_path_buf()), path.to_path_buf(), bytes)
     }
 
@@ -624,7 +626,7 @@ impl RawLibrary {
 
 /// True for a name without any directory part (`libfoo.so`), which the OS
 /// loader searches for.
-fn is_bare_name(path: &Path) -> bool {
+pub(crate) fn is_bare_name(path: &Path) -> bool {
     let mut components = path.components();
     matches!((components.next(), components.next()), (Some(std::path::Component::Normal(_)), None))
         && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
@@ -790,17 +792,22 @@ mod memfd {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
     /// Every seal: no write, no growth, no shrinking, no seal removed.
-    const ALL_SEALS: libc::c_int = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    const ALL_SEALS: libc::c_int =
+        libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
 
     /// An anonymous in-memory file called `xplug:NAME` holding `bytes`,
     /// sealed with [`ALL_SEALS`]; on failure, what was being done and the
     /// OS error.
-    pub(super) fn sealed_file(name: &str, bytes: &[u8]) -> Result<std::fs::File, (&'static str, std::io::Error)> {
+    pub(super) fn sealed_file(
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<std::fs::File, (&'static str, std::io::Error)> {
         let memfd_name = std::ffi::CString::new(format!("xplug:{}", name.replace('\0', "_")))
             .unwrap_or_else(|_| std::ffi::CString::from(c"xplug:plugin"));
         // SAFETY: `memfd_name` is a valid NUL-terminated string; the call has
         // no other preconditions.
-        let fd = unsafe { libc::memfd_create(memfd_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        let fd =
+            unsafe { libc::memfd_create(memfd_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
         if fd < 0 {
             return Err(("create an in-memory file (memfd_create)", std::io::Error::last_os_error()));
         }
