@@ -64,6 +64,7 @@ fn pin_prints_specs_with_the_hash_of_their_file_and_inspect_checks_it() {
     let causes = value["error"]["causes"].to_string();
     assert!(causes.contains(&wrong.to_string()) && causes.contains(&digest.to_string()), "{value}");
     assert_eq!(value["error"]["code"], "PERMISSION_DENIED", "{value}");
+    assert_eq!(value["error"]["kind"], "hash_mismatch", "{value}");
 }
 
 #[test]
@@ -82,6 +83,7 @@ fn the_allow_list_in_the_environment_refuses_unlisted_plugins() {
         assert_eq!(code, Some(1), "{value}");
         let causes = value["error"]["causes"].to_string();
         assert!(causes.contains("is not on the allow-list"), "{command:?}: {value}");
+        assert_eq!(value["error"]["kind"], "not_allowed", "{value}");
         assert!(causes.contains(&list.display().to_string()), "{value}");
     }
 
@@ -90,4 +92,5 @@ fn the_allow_list_in_the_environment_refuses_unlisted_plugins() {
     assert_eq!(code, Some(1), "a malformed list refuses everything: {value}");
     let causes = value["error"]["causes"].to_string();
     assert!(causes.contains(&format!("{} line 2 is malformed", list.display())), "{value}");
+    assert_eq!(value["error"]["kind"], "allow_list_invalid", "{value}");
 }

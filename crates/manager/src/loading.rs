@@ -64,7 +64,12 @@ impl Manager {
     /// # Errors
     /// [`Error::InvalidSpec`] for a malformed spec, [`Error::PluginLoad`]
     /// (naming the spec, whose error names the path) when loading fails,
-    /// [`Error::CapacityReached`] when full.
+    /// [`Error::CapacityReached`] when full. A spec that pins its code
+    /// (`?sha256=`), or any spec while an allow-list applies
+    /// ([`Manager::allow_only`], `XPLUG_ALLOWED_PLUGINS`), is opened pinned
+    /// ([`PluginSpec::open_checked`]): code of another hash is refused with
+    /// [`xplug_providers::Error::HashMismatch`] or
+    /// [`xplug_providers::Error::NotAllowed`] before it is mapped.
     ///
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
@@ -181,7 +186,8 @@ impl Manager {
     /// specs separated by [`spec::ENV_SEPARATOR`] (`:` on Unix, `;` on
     /// Windows), empty entries skipped, loaded as by [`Manager::from_specs`].
     /// An unset variable gives an empty manager. See [`spec::split_spec_list`] for `embedded:` and
-    /// `:` inside parameters on Unix.
+    /// `:` inside parameters on Unix. The allow-list `XPLUG_ALLOWED_PLUGINS`
+    /// names applies, as to every spec ([`Manager::allow_only`]).
     ///
     /// # Errors
     /// [`Error::InvalidEnvironment`] when the value is not UTF-8; otherwise
