@@ -221,7 +221,8 @@ pub struct Code {
     origin: Option<Origin>,
     fallback_name: String,
     label: String,
-    sha256: Option<crate::Sha256Digest>,
+    /// Boxed: most code is not pinned, and `Code` travels in `Result`s.
+    sha256: Option<Box<crate::Sha256Digest>>,
     mapped: Box<dyn MappedCode>,
 }
 
@@ -260,7 +261,7 @@ impl Code {
     /// The code, recorded as the bytes hashed to `sha256` (by
     /// [`crate::open_verified`], which read and checked them).
     pub(crate) fn with_sha256(mut self, sha256: crate::Sha256Digest) -> Self {
-        self.sha256 = Some(sha256);
+        self.sha256 = Some(Box::new(sha256));
         self
     }
 
@@ -269,7 +270,7 @@ impl Code {
     /// mapped); `None` for code opened by path or linked in.
     #[must_use]
     pub fn sha256(&self) -> Option<&crate::Sha256Digest> {
-        self.sha256.as_ref()
+        self.sha256.as_deref()
     }
 
     /// How messages say where the code came from, in place of the origin
