@@ -8,7 +8,7 @@
 
 use serde_json::json;
 use xplug_manager::spec::PluginSpec;
-use xplug_providers::{ALLOW_LIST_VAR, Code, Error as LoadError, Sha256Digest};
+use xplug_providers::{ALLOW_LIST_VAR, AllowList, Code, Error as LoadError, Sha256Digest};
 
 use crate::error::CliError;
 use crate::output::{print_json, safe};
@@ -47,12 +47,16 @@ pub(crate) fn code_hash(spec: &PluginSpec, opened: Option<&Code>) -> Result<Code
     match target.loader().read(target.as_str()) {
         Ok(bytes) => {
             let found = Sha256Digest::of(&bytes);
-            let status = match spec.sha256() {
-                None => "not pinned: the file's hash now; `xplug pin` prints the pinned spec".to_owned(),
-                Some(expected) if *expected == found => {
-                    "pinned: the file matches; every load checks the bytes it maps".to_owned()
-                }
-                Some(expected) => format!("the spec pins {expected}: the file does NOT match"),
+            let allow_list = AllowList::from_env().map_err(|source| CliError::load(spec.as_str(), source))?;
+            // A pin or list that refuses the file makes every load fail,
+            // and that error is the command's report: only a file that
+            // passes is described here.
+            let status = if spec.sha256() == Some(&found) {
+                "pinned: the file matches; every load checks the bytes it maps".to_owned()
+            } else if let Some(list) = allow_list.filter(|list| list.allows(&found)) {
+                format!("on the allow-list {}: every load checks the bytes it maps", list.path().display())
+            } else {
+                "not pinned: the file's hash now; `xplug pin` prints the pinned spec".to_owned()
             };
             Ok(CodeHash { sha256: Some(found), status })
         }

@@ -87,6 +87,14 @@ fn the_allow_list_in_the_environment_refuses_unlisted_plugins() {
         assert!(causes.contains(&list.display().to_string()), "{value}");
     }
 
+    // `check` says where the file stands against the list.
+    let (_, value) = with_allow_list(&list, &["check", &listed]);
+    assert!(value["sha256_status"].as_str().unwrap().starts_with("on the allow-list"), "{value}");
+    // An unlisted plugin: nothing to check, the load's refusal is the report.
+    let (code, value) = with_allow_list(&list, &["check", &unlisted]);
+    assert_eq!(code, Some(1), "{value}");
+    assert_eq!(value["error"]["kind"], "not_allowed", "{value}");
+
     std::fs::write(&list, format!("{}  {listed}\n{}\n", sha256(&listed), sha256(&unlisted))).unwrap();
     let (code, value) = with_allow_list(&list, &["inspect", &listed]);
     assert_eq!(code, Some(1), "a malformed list refuses everything: {value}");

@@ -249,3 +249,24 @@ fn malformed_allow_list_lines_name_the_file_and_line() {
     let list = AllowList::parse(&format!("{good} *a.so\r\n{good}  b c.so\n"), "l").unwrap();
     assert_eq!(list.entries().iter().map(|(_, name)| name.as_str()).collect::<Vec<_>>(), ["a.so", "b c.so"]);
 }
+
+#[test]
+fn an_allow_list_that_is_not_a_small_regular_file_is_refused_without_waiting() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("allowed.fifo");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    for (list, says) in
+        [(fifo.as_path(), "not a regular file"), (Path::new("/dev/zero"), "not a regular file")]
+    {
+        let error = AllowList::read(list).unwrap_err();
+        let message = xplug_manager::providers::Report::from(error).to_string();
+        assert!(message.contains(&list.display().to_string()) && message.contains(says), "{message}");
+    }
+    let large = dir.path().join("large.txt");
+    std::fs::write(&large, "#".repeat(5 << 20)).unwrap();
+    let message = xplug_manager::providers::Report::from(AllowList::read(&large).unwrap_err()).to_string();
+    assert!(message.contains("larger than 4 MiB"), "{message}");
+}

@@ -116,7 +116,7 @@ impl AllowList {
     /// malformed line.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| {
+        let bytes = read_bounded(path).map_err(|error| {
             Error::io(
                 format!(
                     "cannot read allow-list {} (named by {ALLOW_LIST_VAR} or given to the host)",
@@ -214,6 +214,33 @@ impl AllowList {
         }
         Err(Error::NotAllowed { target: target.to_owned(), found: *found, list: self.path.clone() })
     }
+}
+
+/// The largest allow-list read: 4 MiB, some 40 000 lines.
+const ALLOW_LIST_LIMIT: u64 = 4 << 20;
+
+/// Reads the regular file at `path`, at most [`ALLOW_LIST_LIMIT`] bytes:
+/// opened non-blocking, so a FIFO is refused rather than waited on, and
+/// `/dev/zero` is refused as not a regular file.
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(ALLOW_LIST_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > ALLOW_LIST_LIMIT {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is larger than {} MiB", ALLOW_LIST_LIMIT >> 20),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// What a pinned open checks before anything is mapped: the hash the spec
