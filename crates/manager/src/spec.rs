@@ -116,7 +116,9 @@ impl SpecTarget {
         &self.target
     }
 
-    /// Opens the code the target names with its loader ([`Loader::open`]).
+    /// Opens the code the target names with its loader ([`Loader::open`]),
+    /// by path: it checks neither a spec's pin nor an allow-list
+    /// ([`PluginSpec::open`] does).
     ///
     /// # Errors
     /// The loader's error.
