@@ -176,8 +176,9 @@ impl RawLibrary {
     /// so two images never share globals, even with identical bytes.
     ///
     /// # Platform-specific behaviour
-    /// On Linux the image is written to an anonymous `memfd_create` file
-    /// opened through `/proc/self/fd/N` (needs `/proc`), kept open while the
+    /// On Linux the image is written to an anonymous `memfd_create` file,
+    /// sealed against every change ([`RawLibrary::is_sealed`]) and opened
+    /// through `/proc/self/fd/N` (needs `/proc`), kept open while the
     /// library is; nothing touches the file system. Elsewhere it is written
     /// to a temporary file that lives as long as the library.
     pub unsafe fn open_image(name: &str, bytes: &[u8]) -> Result<Self, Error> {
