@@ -48,8 +48,8 @@ impl std::fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
-/// Runs `cargo bench -p xplug-benches` (the `xplug`, `anchor` and
-/// `iree_runtime` benches),
+/// Runs `cargo bench -p xplug-benches` (the `xplug`, `anchor`,
+/// `iree_runtime` and `pinned` benches),
 /// passing `extra` to criterion.
 ///
 /// # Errors
@@ -68,6 +68,8 @@ pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
             "anchor",
             "--bench",
             "iree_runtime",
+            "--bench",
+            "pinned",
             "--",
         ])
         .args(extra)
@@ -463,7 +465,25 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
         "iree_call_1m",
         "<= 1.02x",
     )?;
-    // Printed in claim order, (1) to (10); the sort keeps each claim's rows
+    // (11) the cost of a pin (the `pinned` bench): the same file loaded by
+    // its pinned spec / by its plain spec, measured interleaved.
+    for (group, what) in [("pinned_load_so", "shared library"), ("pinned_load_embedded", "embedded ELF")] {
+        get(&format!("{group}/unpinned"))?;
+        get(&format!("{group}/pinned"))?;
+        let pinned = paired(criterion, group, None)?;
+        out.push(Ratio::new(
+            11,
+            format!(
+                "(11) load + unload of one {what} (standalone C sample) through `Manager::load_spec`: pinned \
+                 spec (`?sha256=`) / plain spec"
+            ),
+            pinned.b_ns,
+            pinned.a_ns,
+            pinned.ratio,
+            REPORT_ONLY,
+        ));
+    }
+    // Printed in claim order, (1) to (11); the sort keeps each claim's rows
     // in the order they were added.
     out.sort_by_key(|ratio| ratio.row);
     Ok(out)

@@ -340,6 +340,10 @@ impl CliError {
                     LoadError::LoadFailed { .. } => "load_failed",
                     LoadError::EmbeddedElf { source, .. } => embedded_kind(source),
                     LoadError::StaticPluginNotFound { .. } => "static_plugin_not_found",
+                    LoadError::HashMismatch { .. } => "hash_mismatch",
+                    LoadError::NotAllowed { .. } => "not_allowed",
+                    LoadError::PinUnsupported { .. } => "pin_unsupported",
+                    LoadError::AllowListInvalid { .. } => "allow_list_invalid",
                     _ => "load",
                 });
             }

@@ -37,6 +37,8 @@ struct Report {
     /// What the loader decided while opening the code (for an embedded
     /// ELF: the FatELF record chosen and the segments).
     details: Vec<CodeDetail>,
+    /// The hash of the code (checked when pinned).
+    hash: crate::pin::CodeHash,
 }
 
 fn inspect(plugin: &str) -> Result<Report, CliError> {
@@ -47,9 +49,10 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     // The code is opened once, by the loader that claims the spec: its
     // lists and header are read from the code the plugin is then loaded
     // from, and the details shown are those it runs from.
-    let code = trust::open_code(spec.target()).map_err(load_error)?;
+    let code = trust::open_code(&spec).map_err(load_error)?;
     let loader = code.loader().name();
     let details = code.details();
+    let hash = crate::pin::code_hash(&spec, Some(&code))?;
     let exports = code.optional_exports().and_then(|optional| optional.exports());
     let param_decls = code.optional_exports().and_then(|optional| optional.param_decls());
     let header = code.query().query(Version::LATEST).and_then(|table| table.header().ok().flatten());
@@ -61,6 +64,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
             param_decls,
             load_error: None,
             details,
+            hash,
         }),
         // Refused by the loader (version, features, sanitizer, load): show
         // what the header says anyway, and why it cannot be loaded.
@@ -75,6 +79,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
                 param_decls,
                 load_error: Some(load_error(source)),
                 details,
+                hash,
             })
         }
     }
@@ -106,6 +111,8 @@ pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
             "features": features,
             "sanitizer": sanitizer,
             "loader": report.loader,
+            "sha256": report.hash.sha256.map(|sha256| sha256.to_string()),
+            "sha256_status": report.hash.status,
             "exports": report.exports,
             "param_decls": report.param_decls.as_ref().map(|decls| decls.iter().map(|param| json!({
                 "name": param.name,
@@ -152,6 +159,7 @@ fn print_human(report: &Report) {
         Some(_) => format!("{} ({})", report.loader, style.bad("refuses it, see below")),
     };
     table.row([style.bold("loader"), loader]);
+    table.row([style.bold("sha256"), report.hash.shown()]);
     let exports = match &report.exports {
         Some(names) => format!("{} symbol(s)", names.len()),
         None => "not listed (the plugin has no xplug_plugin_exports)".to_owned(),

@@ -40,6 +40,7 @@ mod inspect;
 mod isolate;
 mod new;
 pub mod output;
+mod pin;
 mod resolve;
 mod run;
 mod trust;
@@ -132,6 +133,22 @@ enum Command {
         /// A plugin library path (`?key=value` load parameters allowed), or
         /// `static:NAME` for a plugin linked into xplug.
         plugin: String,
+    },
+    /// Print each plugin's spec pinned to the SHA-256 of its code
+    /// (`path?sha256=HEX`): a pinned spec loads only those bytes. Nothing
+    /// of the plugin runs.
+    #[command(
+        after_help = "Example:\n  xplug run m.vmfb --plugin=\"$(xplug pin ./libfast.so?threads=4)\"\n                        xplug pin --allow-list ./libfast.so k.sos > allowed.txt   # for XPLUG_ALLOWED_PLUGINS"
+    )]
+    Pin {
+        /// Plugin specs (`path[?key=value&...]`, `.sos` files included);
+        /// a spec already pinned gets the file's hash now.
+        #[arg(required = true, value_name = "PLUGIN")]
+        plugins: Vec<String>,
+        /// Print `sha256sum` lines (`HEX  FILE`), the allow-list format of
+        /// XPLUG_ALLOWED_PLUGINS, instead of specs.
+        #[arg(long)]
+        allow_list: bool,
     },
     /// Resolve import names through a manager and show which provider
     /// supplies each. The plugins listed in the XPLUG_PLUGINS environment
@@ -446,6 +463,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             }
         }
         Command::Fatelf { action } => fatelf::run(action, cli.globals.json),
+        Command::Pin { plugins, allow_list } => pin::run(plugins, *allow_list, cli.globals.json),
         Command::Run(RunArgs {
             module,
             module_flag,

@@ -6,20 +6,22 @@
 //! binary), exactly as they would pass `--executable_plugin=` to IREE. Each
 //! function below is one such load, with the same argument.
 
-use xplug_manager::spec::{PluginSpec, SpecTarget};
+use xplug_manager::spec::PluginSpec;
 use xplug_manager::{Manager, Registered};
 use xplug_providers::{Code, Plugin};
 
 use crate::error::CliError;
 
-/// Opens the code a spec's target names, with the loader that claimed it.
-pub(crate) fn open_code(target: &SpecTarget) -> Result<Code, xplug_providers::Error> {
+/// Opens the code a spec names, with the loader that claimed it, checked
+/// against the spec's pin and the `XPLUG_ALLOWED_PLUGINS` allow-list
+/// ([`PluginSpec::open`]).
+pub(crate) fn open_code(spec: &PluginSpec) -> Result<Code, xplug_providers::Error> {
     // SAFETY: the user named this plugin on the command line as a v0 plugin
     // to load into this process (as they would pass it to IREE); the CLI
     // holds no state a misbehaving plugin could corrupt beyond what the user
     // chose to run. xplug's embedded loader validates a `.sos` completely
     // before mapping it.
-    unsafe { target.open() }
+    unsafe { spec.open() }
 }
 
 /// Loads the plugin `spec` names into `manager`; returns the manager's

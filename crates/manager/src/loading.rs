@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use xplug_providers::{LoadParamList, Loader, Plugin, static_plugins};
+use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, static_plugins};
 
 use crate::registry::Held;
 use crate::spec::{self, PluginSpec};
@@ -64,7 +64,12 @@ impl Manager {
     /// # Errors
     /// [`Error::InvalidSpec`] for a malformed spec, [`Error::PluginLoad`]
     /// (naming the spec, whose error names the path) when loading fails,
-    /// [`Error::CapacityReached`] when full.
+    /// [`Error::CapacityReached`] when full. A spec that pins its code
+    /// (`?sha256=`), or any spec while an allow-list applies
+    /// ([`Manager::allow_only`], `XPLUG_ALLOWED_PLUGINS`), is opened pinned
+    /// ([`PluginSpec::open_checked`]): code of another hash is refused with
+    /// [`xplug_providers::Error::HashMismatch`] or
+    /// [`xplug_providers::Error::NotAllowed`] before it is mapped.
     ///
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
@@ -127,7 +132,7 @@ impl Manager {
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { spec.load() }?;
+        let plugin = unsafe { spec.load_allowed(self.allow_list.as_deref()) }?;
         self.register_plugin(plugin)
     }
 
@@ -181,7 +186,8 @@ impl Manager {
     /// specs separated by [`spec::ENV_SEPARATOR`] (`:` on Unix, `;` on
     /// Windows), empty entries skipped, loaded as by [`Manager::from_specs`].
     /// An unset variable gives an empty manager. See [`spec::split_spec_list`] for `embedded:` and
-    /// `:` inside parameters on Unix.
+    /// `:` inside parameters on Unix. The allow-list `XPLUG_ALLOWED_PLUGINS`
+    /// names applies, as to every spec ([`Manager::allow_only`]).
     ///
     /// # Errors
     /// [`Error::InvalidEnvironment`] when the value is not UTF-8; otherwise
@@ -266,6 +272,41 @@ impl Manager {
         self
     }
 
+    /// This manager, refusing every plugin whose code is not on `list`
+    /// (`docs/loading.md#allow-lists`): each spec's bytes are read once,
+    /// hashed and checked before anything is mapped, as for a pinned spec.
+    /// Plugins linked into the program ([`Manager::load_static`],
+    /// [`Manager::with_static_plugins`], `static:` specs) are excepted. The
+    /// list named by `XPLUG_ALLOWED_PLUGINS`, when set, applies as well: a
+    /// plugin must be on both.
+    ///
+    /// ```
+    /// use xplug_manager::providers::{AllowList, Error as LoadError};
+    /// use xplug_manager::{Error, Manager};
+    ///
+    /// let list = AllowList::parse("# nothing approved yet\n", "allowed.txt")?;
+    /// let manager = Manager::new().allow_only(list);
+    /// let plugin = std::env::temp_dir().join(format!("xplug-doc-{}.so", std::process::id()));
+    /// std::fs::write(&plugin, b"any bytes")?;
+    /// // SAFETY: nothing is mapped: the bytes are refused first.
+    /// let error = unsafe { manager.load_spec(&plugin.to_string_lossy()) }.unwrap_err();
+    /// assert!(matches!(error, Error::PluginLoad { source: LoadError::NotAllowed { .. }, .. }), "{error}");
+    /// assert!(manager.is_empty());
+    /// # std::fs::remove_file(&plugin)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn allow_only(mut self, list: AllowList) -> Self {
+        self.allow_list = Some(Arc::new(list));
+        self
+    }
+
+    /// The allow-list given to [`Manager::allow_only`], if any.
+    #[must_use]
+    pub fn allow_list(&self) -> Option<&AllowList> {
+        self.allow_list.as_deref()
+    }
+
     /// Parses `spec` for this manager's loaders ([`PluginSpec::parse_with`]).
     ///
     /// # Errors
@@ -288,11 +329,24 @@ impl PluginSpec {
     /// # Safety
     /// As [`Manager::load_spec`].
     pub unsafe fn load(&self) -> Result<Plugin, Error> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.load_allowed(None) }
+    }
+
+    /// Loads as [`PluginSpec::load`], checking the code against `allow_list`
+    /// as well as the environment's ([`PluginSpec::open_checked`]).
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    unsafe fn load_allowed(&self, allow_list: Option<&AllowList>) -> Result<Plugin, Error> {
         let params = self.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = self.as_str());
         let _entered = span.enter();
-        // SAFETY: the caller vouches for the plugin (see `load_spec`).
-        let loaded = unsafe { self.target().open() }.and_then(|code| Plugin::from_code(code, &params));
+        let loaded = AllowList::from_env().and_then(|env_list| {
+            let lists: Vec<&AllowList> = env_list.iter().chain(allow_list).collect();
+            // SAFETY: the caller vouches for the plugin (see `load_spec`).
+            unsafe { self.open_checked(&lists) }.and_then(|code| Plugin::from_code(code, &params))
+        });
         loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }
 }

@@ -80,7 +80,7 @@ use crate::suggest;
 /// |---|---|---|
 /// | making one | [`Manager::new`], [`Manager::with_capacity`], [`Manager::capacity`] | `manager.rs` |
 /// | registering providers | [`Manager::register_provider`], [`Manager::register_plugin`], [`Manager::providers`], [`Manager::len`], [`Manager::is_empty`] | `manager.rs`, `loading.rs` |
-/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::with_static_plugins`], [`Manager::loaders`], [`Manager::with_loader`], [`Manager::parse_spec`] | `loading.rs` |
+/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::with_static_plugins`], [`Manager::loaders`], [`Manager::with_loader`], [`Manager::parse_spec`], [`Manager::allow_only`] | `loading.rs` |
 /// | resolving | [`Manager::resolve`], [`Manager::resolve_traced`], [`Manager::resolve_imports`] (then [`ResolvedImports::typed`](crate::ResolvedImports::typed)) | `manager.rs`, `imports.rs`, `typed.rs` |
 /// | C hosts | [`Manager::as_c_provider`] | `c_provider.rs` |
 /// | debugging aids | [`Manager::install_crash_reporter`], [`Manager::install_crash_reporter_from_env`], [`Manager::announce_images_to_debuggers`], [`Manager::enable_perf_map`] | `debugging.rs` |
@@ -90,6 +90,8 @@ pub struct Manager {
     /// ([`xplug_providers::loaders`] unless [`Manager::with_loader`] added
     /// one).
     pub(crate) loaders: Vec<&'static dyn xplug_providers::Loader>,
+    /// The allow-list of [`Manager::allow_only`].
+    pub(crate) allow_list: Option<Arc<xplug_providers::AllowList>>,
 }
 
 /// Where the function in one slot of a traced resolve came from.
@@ -261,7 +263,7 @@ impl Manager {
     /// A manager with no providers and no capacity limit.
     #[must_use]
     pub fn new() -> Self {
-        Self { registry: Registry::new(None), loaders: xplug_providers::loaders() }
+        Self { registry: Registry::new(None), loaders: xplug_providers::loaders(), allow_list: None }
     }
 
     /// A manager holding at most `capacity` providers; registering more
@@ -269,7 +271,11 @@ impl Manager {
     /// IREE's fixed-capacity manager.
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { registry: Registry::new(Some(capacity)), loaders: xplug_providers::loaders() }
+        Self {
+            registry: Registry::new(Some(capacity)),
+            loaders: xplug_providers::loaders(),
+            allow_list: None,
+        }
     }
 
     /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.

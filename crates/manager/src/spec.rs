@@ -24,6 +24,12 @@
 //!   `;`, can be passed. `+` is **not** a space: it stays a literal `+`
 //!   (these are not HTML form submissions, and values such as `+1` are more
 //!   likely than spaces); write a space as `%20`.
+//! - The key `sha256` is reserved: `path.so?sha256=HEX` pins the plugin's
+//!   code to that SHA-256 hash (64 hex digits, what `sha256sum` and
+//!   `xplug pin` print). It is not passed to the plugin; the loader hashes
+//!   the bytes it maps and refuses others ([`PluginSpec::sha256`],
+//!   `docs/specs.md#pinned-plugins`). Given twice, or not 64 hex digits,
+//!   the spec is refused.
 //! - A pair without `=` has an empty value (a flag). Keys must not be empty.
 //!   Empty pairs (`a=1&&b=2`, a trailing `&` or `?`) are rejected rather
 //!   than guessed at. Repeated keys are kept, in order.
@@ -49,7 +55,7 @@
 
 use std::fmt;
 
-use xplug_providers::{Code, LoadParamList, Loader};
+use xplug_providers::{AllowList, Code, CodeCheck, LoadParamList, Loader, Sha256Digest};
 
 use crate::Error;
 
@@ -110,7 +116,9 @@ impl SpecTarget {
         &self.target
     }
 
-    /// Opens the code the target names with its loader ([`Loader::open`]).
+    /// Opens the code the target names with its loader ([`Loader::open`]),
+    /// by path: it checks neither a spec's pin nor an allow-list
+    /// ([`PluginSpec::open`] does).
     ///
     /// # Errors
     /// The loader's error.
@@ -129,7 +137,11 @@ pub struct PluginSpec {
     original: String,
     target: SpecTarget,
     params: Vec<(Vec<u8>, Vec<u8>)>,
+    sha256: Option<Sha256Digest>,
 }
+
+/// The reserved parameter key that pins a spec's code (`?sha256=HEX`).
+pub const SHA256_KEY: &str = "sha256";
 
 impl PluginSpec {
     /// Parses `spec` (grammar in the module documentation), giving it to
@@ -165,6 +177,7 @@ impl PluginSpec {
             return Err(invalid("no library path before the parameters".into()));
         }
         let mut params = Vec::new();
+        let mut sha256 = None;
         if let Some(query) = query {
             for (number, pair) in query.split('&').enumerate() {
                 if pair.is_empty() {
@@ -180,11 +193,21 @@ impl PluginSpec {
                 }
                 let key = percent_decode(key).map_err(&invalid)?;
                 let value = percent_decode(value).map_err(&invalid)?;
+                if key == SHA256_KEY.as_bytes() {
+                    if sha256.is_some() {
+                        return Err(invalid("`sha256` is given twice; pin one hash".into()));
+                    }
+                    let hex = String::from_utf8_lossy(&value);
+                    sha256 = Some(Sha256Digest::parse(&hex).map_err(|reason| {
+                        invalid(format!("`sha256` (a reserved key, never passed to the plugin): {reason}"))
+                    })?);
+                    continue;
+                }
                 params.push((key, value));
             }
         }
         let target = SpecTarget::new(loader, path);
-        Ok(Self { original: spec.to_owned(), target, params })
+        Ok(Self { original: spec.to_owned(), target, params, sha256 })
     }
 
     /// The spec as written.
@@ -197,6 +220,90 @@ impl PluginSpec {
     #[must_use]
     pub fn target(&self) -> &SpecTarget {
         &self.target
+    }
+
+    /// The hash the spec pins its code to (`?sha256=HEX`), if any.
+    #[must_use]
+    pub fn sha256(&self) -> Option<&Sha256Digest> {
+        self.sha256.as_ref()
+    }
+
+    /// The spec as written, pinned to `digest`: its `sha256` parameter
+    /// replaced (or added), every other part kept as written. What
+    /// `xplug pin` prints.
+    ///
+    /// ```
+    /// use xplug_manager::providers::Sha256Digest;
+    /// use xplug_manager::spec::PluginSpec;
+    ///
+    /// let digest = Sha256Digest::of(b"code");
+    /// let pinned = PluginSpec::parse("libfast.so?threads=4")?.pinned(&digest);
+    /// assert_eq!(pinned, format!("libfast.so?threads=4&sha256={digest}"));
+    /// // Pinning again replaces the hash.
+    /// let again = PluginSpec::parse(&pinned)?.pinned(&Sha256Digest::of(b"rebuilt"));
+    /// assert_eq!(PluginSpec::parse(&again)?.sha256(), Some(&Sha256Digest::of(b"rebuilt")));
+    /// assert_eq!(PluginSpec::parse(&again)?.params(), [(b"threads".to_vec(), b"4".to_vec())]);
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    #[must_use]
+    pub fn pinned(&self, digest: &Sha256Digest) -> String {
+        let (body, query) = self.original.split_once('?').unwrap_or((&self.original, ""));
+        // Parsing accepted every pair: only the reserved key is dropped.
+        let mut pairs: Vec<String> = query
+            .split('&')
+            .filter(|pair| {
+                let key = pair.split_once('=').map_or(*pair, |(key, _)| key);
+                !pair.is_empty() && percent_decode(key).ok().as_deref() != Some(SHA256_KEY.as_bytes())
+            })
+            .map(str::to_owned)
+            .collect();
+        pairs.push(format!("{SHA256_KEY}={digest}"));
+        format!("{body}?{}", pairs.join("&"))
+    }
+
+    /// Opens the code the spec names: by path as [`SpecTarget::open`] when
+    /// nothing is checked; otherwise pinned ([`xplug_providers::open_verified`]):
+    /// the bytes are read once, their hash is checked against the spec's
+    /// `sha256` and each of `allow_lists`, and those bytes are mapped.
+    /// Plugins linked into the program (`static:`) are excepted from the
+    /// allow-lists (a pin on one is refused).
+    ///
+    /// # Errors
+    /// [`xplug_providers::Error::HashMismatch`],
+    /// [`xplug_providers::Error::NotAllowed`] (nothing mapped), or the
+    /// loader's error.
+    ///
+    /// # Safety
+    /// As [`Loader::open`]: the code must be a trusted v0 plugin.
+    pub unsafe fn open_checked(&self, allow_lists: &[&AllowList]) -> Result<Code, xplug_providers::Error> {
+        let loader = self.target.loader();
+        let linked_in = loader.name() == xplug_providers::STATIC.name();
+        let check = CodeCheck {
+            sha256: self.sha256.as_ref(),
+            allow_lists: if linked_in { &[] } else { allow_lists },
+        };
+        if check.is_empty() {
+            // SAFETY: forwarded to the caller.
+            return unsafe { self.target.open() };
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { xplug_providers::open_verified(loader, self.target.as_str(), &check) }
+    }
+
+    /// Opens the code the spec names as [`PluginSpec::open_checked`] does,
+    /// with the allow-list the `XPLUG_ALLOWED_PLUGINS` environment variable
+    /// names, if any ([`AllowList::from_env`]).
+    ///
+    /// # Errors
+    /// As [`PluginSpec::open_checked`]; the allow-list's error when it
+    /// cannot be read or is malformed (nothing is opened).
+    ///
+    /// # Safety
+    /// As [`Loader::open`].
+    pub unsafe fn open(&self) -> Result<Code, xplug_providers::Error> {
+        let env_list = AllowList::from_env()?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.open_checked(&env_list.iter().collect::<Vec<_>>()) }
     }
 
     /// The decoded load parameters, in order.
@@ -403,6 +510,19 @@ mod tests {
         assert!(reason("p.so?a=%zz").contains("bad escape `%zz`"));
         assert!(reason("p.so?%g1=1").contains("bad escape"));
         assert!(reason("p.so?a=%é").contains("bad escape"), "a non-ASCII byte after `%` is no escape");
+    }
+
+    #[test]
+    fn sha256_is_a_reserved_key_never_passed_to_the_plugin() {
+        let hex = "ab".repeat(32);
+        let spec = PluginSpec::parse(&format!("p.so?k=1&sha256={hex}&j=2")).unwrap();
+        assert_eq!(spec.sha256().map(ToString::to_string), Some(hex.clone()));
+        assert_eq!(pairs(&format!("p.so?k=1&sha256={}", hex.to_uppercase())), [("k".into(), "1".into())]);
+        assert_eq!(PluginSpec::parse("p.so?k=1").unwrap().sha256(), None);
+        assert!(reason(&format!("p.so?sha256={hex}&sha256={hex}")).contains("given twice"));
+        assert!(reason("p.so?sha256=abc").contains("64 hex digits"));
+        assert!(reason(&format!("p.so?sha256={}zz", "a".repeat(62))).contains("not a hex digit"));
+        assert!(reason("p.so?sha256").contains("reserved key"), "an empty pin is malformed");
     }
 
     #[test]

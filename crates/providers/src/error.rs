@@ -276,6 +276,57 @@ pub enum Error {
         /// The image's name.
         name: String,
     },
+    /// A pinned plugin's code does not have the hash its spec pins
+    /// (`?sha256=HEX`); nothing was mapped or run.
+    #[error(
+        "plugin {target} has SHA-256 {found}, but its spec pins {expected}; the file changed since it \
+         was pinned: pin the new file (`xplug pin {target}`) if it is approved, or restore the approved one"
+    )]
+    HashMismatch {
+        /// The file (the spec's target).
+        target: String,
+        /// The hash the spec pins.
+        expected: crate::Sha256Digest,
+        /// The hash of the bytes read.
+        found: crate::Sha256Digest,
+    },
+    /// A plugin's code is not on the allow-list in force; nothing was
+    /// mapped or run.
+    #[error(
+        "plugin {target} (SHA-256 {found}) is not on the allow-list {}; add its `sha256sum` line to \
+         the list if it is approved",
+        list.display()
+    )]
+    NotAllowed {
+        /// The file (the spec's target).
+        target: String,
+        /// The hash of the bytes read.
+        found: crate::Sha256Digest,
+        /// The allow-list file.
+        list: PathBuf,
+    },
+    /// A pin or an allow-list was asked of a loader that cannot read its
+    /// code as bytes to hash (a plugin linked into the program, a library
+    /// the OS loader would search for).
+    #[error("the {loader} loader cannot pin `{target}`: {reason}")]
+    PinUnsupported {
+        /// The loader's name.
+        loader: &'static str,
+        /// What the spec names.
+        target: String,
+        /// Why, and what to do.
+        reason: &'static str,
+    },
+    /// A line of an allow-list file is not a `sha256sum` line.
+    #[error("allow-list {} line {line} is malformed: {reason}", path.display())]
+    AllowListInvalid {
+        /// The allow-list file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong, and what to write.
+        reason: String,
+    },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}")]
     Io {
@@ -336,7 +387,9 @@ impl Error {
             Self::UnsupportedVersion { .. } => StatusCode::FAILED_PRECONDITION,
             Self::EmbeddedElf { source, .. } => source.code(),
             Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
-            Self::ImageUnsupported { .. } => StatusCode::UNIMPLEMENTED,
+            Self::ImageUnsupported { .. } | Self::PinUnsupported { .. } => StatusCode::UNIMPLEMENTED,
+            Self::HashMismatch { .. } | Self::NotAllowed { .. } => StatusCode::PERMISSION_DENIED,
+            Self::AllowListInvalid { .. } => StatusCode::INVALID_ARGUMENT,
         }
     }
 }

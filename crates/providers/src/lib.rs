@@ -109,6 +109,7 @@ mod loader;
 mod loaders;
 mod name;
 mod params;
+mod pin;
 mod plugin;
 mod provider;
 pub mod raw;
@@ -126,6 +127,7 @@ pub use loader::{
 pub use loaders::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, STATIC_PREFIX};
 pub use name::ProviderName;
 pub use params::LoadParamList;
+pub use pin::{ALLOW_LIST_VAR, AllowList, CodeCheck, Sha256Digest, open_verified};
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
 pub use request::{RequestSlots, ResolveRequest, SymbolName};

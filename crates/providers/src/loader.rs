@@ -113,6 +113,31 @@ pub trait Loader: Send + Sync + 'static {
         let _ = bytes;
         Err(Error::ImageUnsupported { loader: self.name(), name: name.to_owned() })
     }
+
+    /// Reads the bytes of the code `target` names, exactly the bytes
+    /// [`Loader::open_bytes`] maps, for a pinned open
+    /// ([`crate::open_verified`]): the hash is taken of them. Loaders whose
+    /// code is not a file answer [`Error::PinUnsupported`] (the default).
+    ///
+    /// # Errors
+    /// [`Error::PinUnsupported`], or the read's error naming `target`.
+    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
+        Err(Error::PinUnsupported { loader: self.name(), target: target.to_owned(), reason: NOT_A_FILE })
+    }
+
+    /// Opens `bytes`, read from `target` by [`Loader::read`], mapping
+    /// those bytes and never `target` again; messages name `target`. The
+    /// default opens them as an image ([`Loader::open_image`]).
+    ///
+    /// # Errors
+    /// As [`Loader::open`].
+    ///
+    /// # Safety
+    /// As [`Loader::open`].
+    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.open_image(target, bytes) }
+    }
 }
 
 impl fmt::Debug for dyn Loader {
@@ -120,6 +145,10 @@ impl fmt::Debug for dyn Loader {
         write!(f, "Loader({})", self.name())
     }
 }
+
+/// Why a loader without [`Loader::read`] cannot be pinned.
+const NOT_A_FILE: &str = "its code is not a file xplug reads; plugins linked into the program are trusted \
+                          by linking them (drop `sha256` from the spec; allow-lists except them)";
 
 /// One fact about opened code, for `inspect` (the FatELF record chosen,
 /// the mapped segments): a single value or a list.
@@ -193,6 +222,8 @@ pub struct Code {
     /// which the loaded [`Plugin`](crate::Plugin) keeps.
     source: PluginSource,
     fallback_name: String,
+    /// Boxed: most code is not pinned, and `Code` travels in `Result`s.
+    sha256: Option<Box<crate::Sha256Digest>>,
     mapped: Box<dyn MappedCode>,
 }
 
@@ -201,6 +232,7 @@ impl fmt::Debug for Code {
         f.debug_struct("Code")
             .field("source", &self.source)
             .field("fallback_name", &self.fallback_name)
+            .field("sha256", &self.sha256)
             .finish_non_exhaustive()
     }
 }
@@ -217,13 +249,28 @@ impl Code {
     ) -> Self {
         let label = origin.as_ref().map_or_else(|| "linked in".to_owned(), ToString::to_string);
         let source = PluginSource::new(loader, origin, label);
-        Self { source, fallback_name: fallback_name.to_owned(), mapped: Box::new(mapped) }
+        Self { source, fallback_name: fallback_name.to_owned(), sha256: None, mapped: Box::new(mapped) }
     }
 
     /// Code with a known `source` (what a plugin keeps of code it gave
     /// back).
     pub(crate) fn from_source(source: PluginSource, fallback_name: &str, mapped: impl MappedCode) -> Self {
-        Self { source, fallback_name: fallback_name.to_owned(), mapped: Box::new(mapped) }
+        Self { source, fallback_name: fallback_name.to_owned(), sha256: None, mapped: Box::new(mapped) }
+    }
+
+    /// The code, recorded as the bytes hashed to `sha256` (by
+    /// [`crate::open_verified`], which read and checked them).
+    pub(crate) fn with_sha256(mut self, sha256: crate::Sha256Digest) -> Self {
+        self.sha256 = Some(Box::new(sha256));
+        self
+    }
+
+    /// The SHA-256 of the bytes mapped, when the code was opened pinned
+    /// ([`crate::open_verified`]: the hash was checked before they were
+    /// mapped); `None` for code opened by path or linked in.
+    #[must_use]
+    pub fn sha256(&self) -> Option<&crate::Sha256Digest> {
+        self.sha256.as_deref()
     }
 
     /// How messages say where the code came from, in place of the origin

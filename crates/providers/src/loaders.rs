@@ -92,6 +92,14 @@ impl MappedCode for LibraryCode {
     fn optional_exports(&self) -> Option<&dyn OptionalExports> {
         Some(&self.library)
     }
+
+    fn details(&self) -> Vec<CodeDetail> {
+        if self.library.is_sealed() {
+            vec![CodeDetail::one("memory file", "sealed against write, grow, shrink and unseal".to_owned())]
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// A mapped embedded ELF image.
@@ -197,6 +205,29 @@ impl Loader for SystemLibraryLoader {
         // SAFETY: forwarded to the caller.
         library_code(unsafe { RawLibrary::open_image(name, bytes) }?)
     }
+
+    /// Reads the library file at `target` whole (a regular file; symbolic
+    /// links are followed). A bare name (`libfoo.so`, which the OS loader
+    /// searches for) is refused: [`Error::PinUnsupported`].
+    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
+        let path = Path::new(target);
+        if raw::is_bare_name(path) {
+            return Err(Error::PinUnsupported {
+                loader: self.name(),
+                target: target.to_owned(),
+                reason: "a bare name is searched for by the OS loader, whose choice xplug cannot pin; give \
+                         the file's path (`./NAME` for a file here)",
+            });
+        }
+        raw::read_plugin_file(path, "plugin library")
+    }
+
+    /// Opens the bytes read from `target` from a sealed in-memory file
+    /// (`docs/loading.md#pinned-plugins`); the library's origin is the file.
+    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+        // SAFETY: forwarded to the caller.
+        library_code(unsafe { RawLibrary::open_file_bytes(Path::new(target), bytes) }?)
+    }
 }
 
 /// The code of an open library: its query export, and the unload policy
@@ -244,16 +275,28 @@ impl Loader for EmbeddedElfLoader {
     /// read; [`Error::EmbeddedElf`] (its source says why) when the image is
     /// refused or cannot be mapped.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
-        let path = Path::new(target);
-        let bytes = raw::read_elf_file(path)?;
-        let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
-        elf_code(&bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
+        let bytes = self.read(target)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.open_bytes(target, &bytes) }
     }
 
     /// Validates and maps the bytes of a `.sos`; they are copied.
     unsafe fn open_image(&'static self, name: &str, bytes: &[u8]) -> Result<Code, Error> {
         let origin = Origin::Memory(name.to_owned());
         elf_code(bytes, origin.clone(), &origin.to_string(), Some(name))
+    }
+
+    /// Reads the `.sos` at `target` as [`Loader::open`] does.
+    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
+        raw::read_elf_file(Path::new(target))
+    }
+
+    /// Validates and maps the bytes read from `target` (the same routine
+    /// as [`Loader::open`], which reads them itself).
+    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+        let path = Path::new(target);
+        let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        elf_code(bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
     }
 }
 

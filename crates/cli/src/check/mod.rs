@@ -45,7 +45,7 @@ pub(crate) fn run_checks(
     // The code is opened once; the subject borrows it. Without a query
     // function nothing can be checked: the loader's one error, not the same
     // message from every check.
-    let code = trust::open_code(spec.target()).map_err(load_error)?;
+    let code = trust::open_code(spec).map_err(load_error)?;
     // xplug's optional exports, read alike from any loader's code: the
     // declared parameters and the import names.
     let optional = code.optional_exports();
@@ -119,6 +119,9 @@ pub(crate) fn run(
 ) -> Result<u8, CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
+    // The file's hash as this process reads it; each check's load reads
+    // and checks the bytes it maps itself.
+    let hash = crate::pin::code_hash(&parsed, None)?;
     let results = match isolation {
         Isolation::InProcess => run_checks(&parsed, symbols, only)?,
         Isolation::Child(timeout) => match children::run_checks(spec, symbols, only, json, timeout)? {
@@ -145,6 +148,8 @@ pub(crate) fn run(
             "passed": passed,
             "failed": failed,
             "skipped": skipped,
+            "sha256": hash.sha256.map(|sha256| sha256.to_string()),
+            "sha256_status": hash.status,
             "checks": results.iter().map(|r| json!({
                 "name": r.name,
                 "ok": !r.outcome.is_failure(),
@@ -155,6 +160,7 @@ pub(crate) fn run(
         }));
     } else {
         let style = Style::stdout();
+        println!("{} {}", style.bold("sha256"), hash.shown());
         let mut table = Table::new(["check", "result", "detail"]);
         for result in &results {
             let verdict = match result.outcome {

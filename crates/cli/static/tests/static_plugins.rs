@@ -103,3 +103,30 @@ fn a_plugin_without_layouts_is_called_as_asked_with_a_note() {
         "{stderr}"
     );
 }
+
+#[test]
+fn allow_lists_except_static_plugins_and_check_says_so() {
+    let list = std::env::temp_dir().join(format!("xplug-static-allowed-{}.txt", std::process::id()));
+    std::fs::write(&list, "# nothing approved\n").unwrap();
+    let output = Command::new(XPLUG)
+        .args(["--json", "check", "static:sample_static"])
+        .env("XPLUG_ALLOWED_PLUGINS", &list)
+        .output()
+        .unwrap();
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{value}");
+    assert_eq!(value["sha256"], Value::Null);
+    let status = value["sha256_status"].as_str().unwrap();
+    assert!(status.contains("do not apply to plugins linked into xplug"), "{status}");
+    // The same list refuses a dynamic plugin.
+    let output = Command::new(XPLUG)
+        .args(["--json", "inspect", &library("sample_static")])
+        .env("XPLUG_ALLOWED_PLUGINS", &list)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    std::fs::remove_file(&list).unwrap();
+    // A pin on a static plugin is refused: there is no file to hash.
+    let value = json(&["pin", "static:sample_static"], 1);
+    assert!(value["error"]["causes"].to_string().contains("cannot pin"), "{value}");
+}

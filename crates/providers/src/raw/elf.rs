@@ -14,8 +14,15 @@ use crate::Error;
 /// end; the file is opened non-blocking, so a FIFO is refused rather than
 /// waited on), in one `read` of the size the file has when opened.
 pub(crate) fn read_elf_file(path: &Path) -> Result<Vec<u8>, Error> {
+    read_plugin_file(path, "embedded ELF plugin")
+}
+
+/// Reads the plugin file at `path` (`what` it is, for messages) as
+/// [`read_elf_file`] does: the one routine that reads a plugin's bytes
+/// (a `.sos`, or a `.so` opened pinned).
+pub(crate) fn read_plugin_file(path: &Path, what: &'static str) -> Result<Vec<u8>, Error> {
     use std::io::Read as _;
-    let io_error = Error::reading("embedded ELF plugin", path);
+    let io_error = Error::reading(what, path);
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]

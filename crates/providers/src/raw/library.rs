@@ -177,14 +177,46 @@ impl RawLibrary {
     /// so two images never share globals, even with identical bytes.
     ///
     /// # Platform-specific behaviour
-    /// On Linux the image is written to an anonymous `memfd_create` file
-    /// opened through `/proc/self/fd/N` (needs `/proc`), kept open while the
+    /// On Linux the image is written to an anonymous `memfd_create` file,
+    /// sealed against every change ([`RawLibrary::is_sealed`]) and opened
+    /// through `/proc/self/fd/N` (needs `/proc`), kept open while the
     /// library is; nothing touches the file system. Elsewhere it is written
     /// to a temporary file that lives as long as the library.
     pub unsafe fn open_image(name: &str, bytes: &[u8]) -> Result<Self, Error> {
         let shown = PathBuf::from(format!("memory image `{name}`"));
         check_image(&shown, bytes)?;
-        open_memory_image(name, shown, bytes)
+        open_memory_image(name, Origin::Memory(name.to_owned()), shown, bytes)
+    }
+
+    /// Opens `bytes`, read from the file at `path`, as
+    /// [`RawLibrary::open_image`] opens an image (a sealed in-memory file on
+    /// Linux): the file is never opened again, so replacing it changes
+    /// nothing. The library's origin and messages name `path`.
+    ///
+    /// # Safety
+    /// As [`Self::open`].
+    pub(crate) unsafe fn open_file_bytes(path: &Path, bytes: &[u8]) -> Result<Self, Error> {
+        check_image(path, bytes)?;
+        let name = path
+            .file_name()
+            .map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
+        open_memory_image(&name, Origin::File(path.to_path_buf()), path.to_path_buf(), bytes)
+    }
+
+    /// True when the library was opened from an in-memory file sealed
+    /// against every change (`F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK |
+    /// F_SEAL_SEAL`, read back with `F_GET_SEALS`): an image, or a file
+    /// opened pinned. False for a library opened by path, and off Linux.
+    #[must_use]
+    pub fn is_sealed(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self._memory_file.as_ref().is_some_and(memfd::is_sealed)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
     }
 
     /// The path the library was opened from (`memory image `name`` for an
@@ -595,7 +627,7 @@ impl RawLibrary {
 
 /// True for a name without any directory part (`libfoo.so`), which the OS
 /// loader searches for.
-fn is_bare_name(path: &Path) -> bool {
+pub(crate) fn is_bare_name(path: &Path) -> bool {
     let mut components = path.components();
     matches!((components.next(), components.next()), (Some(std::path::Component::Normal(_)), None))
         && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
@@ -692,27 +724,16 @@ fn check_image(path: &Path, head: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes `bytes` to an anonymous in-memory file and opens it.
+/// Writes `bytes` to an anonymous in-memory file, seals it against every
+/// change and opens it.
 #[cfg(target_os = "linux")]
-fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
-    use std::io::Write;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
+    use std::os::fd::AsRawFd;
 
     let io = |what: &str, error: std::io::Error| {
         Error::io(format!("cannot {what} for plugin {}", shown.display()), error)
     };
-    let memfd_name = std::ffi::CString::new(format!("xplug:{}", name.replace('\0', "_")))
-        .unwrap_or_else(|_| std::ffi::CString::from(c"xplug:plugin"));
-    // SAFETY: `memfd_name` is a valid NUL-terminated string; the call has no
-    // other preconditions.
-    let fd = unsafe { libc::memfd_create(memfd_name.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io("create an in-memory file (memfd_create)", std::io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` is a freshly created descriptor owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut file = std::fs::File::from(fd);
-    file.write_all(bytes).map_err(|error| io("write the in-memory file", error))?;
+    let file = memfd::sealed_file(name, bytes).map_err(|(what, error)| io(what, error))?;
     let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
     stage::enter(Stage::Open);
     let library = open_now(&proc_path).map_err(|error| refusal(&shown, &error))?;
@@ -724,7 +745,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
         crash: None,
         library,
         allocators: Vec::new(),
-        origin: Origin::Memory(name.to_owned()),
+        origin,
         shown,
         opened_as: proc_path,
         _memory_file: Some(file),
@@ -734,7 +755,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
 
 /// Writes `bytes` to a temporary file and opens it.
 #[cfg(not(target_os = "linux"))]
-fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
+fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
     use std::io::Write;
 
     let io = |what: &str, error: std::io::Error| {
@@ -756,7 +777,7 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
         crash: None,
         library,
         allocators: Vec::new(),
-        origin: Origin::Memory(name.to_owned()),
+        origin,
         shown,
         opened_as: file.path().to_path_buf(),
         _memory_file: Some(file),
@@ -764,9 +785,76 @@ fn open_memory_image(name: &str, shown: PathBuf, bytes: &[u8]) -> Result<RawLibr
     .announced_to_crash_reports())
 }
 
+/// Sealed in-memory files (`memfd_create`, `F_ADD_SEALS`): the FFI of
+/// serving a library from bytes no one can change.
+#[cfg(target_os = "linux")]
+mod memfd {
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    /// Every seal: no write, no growth, no shrinking, no seal removed.
+    const ALL_SEALS: libc::c_int =
+        libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+
+    /// An anonymous in-memory file called `xplug:NAME` holding `bytes`,
+    /// sealed with [`ALL_SEALS`]; on failure, what was being done and the
+    /// OS error.
+    pub(super) fn sealed_file(
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<std::fs::File, (&'static str, std::io::Error)> {
+        let memfd_name = std::ffi::CString::new(format!("xplug:{}", name.replace('\0', "_")))
+            .unwrap_or_else(|_| std::ffi::CString::from(c"xplug:plugin"));
+        // SAFETY: `memfd_name` is a valid NUL-terminated string; the call has
+        // no other preconditions.
+        let fd =
+            unsafe { libc::memfd_create(memfd_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(("create an in-memory file (memfd_create)", std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a freshly created descriptor owned by nobody else.
+        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.write_all(bytes).map_err(|error| ("write the in-memory file", error))?;
+        // SAFETY: `F_ADD_SEALS` takes an int of seal bits on a descriptor
+        // this function owns; nothing is mapped from it yet (a shared
+        // writable mapping would make `F_SEAL_WRITE` fail, not misbehave).
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, ALL_SEALS) } != 0 {
+            return Err(("seal the in-memory file (F_ADD_SEALS)", std::io::Error::last_os_error()));
+        }
+        Ok(file)
+    }
+
+    /// True when `file` carries every seal of [`ALL_SEALS`].
+    pub(super) fn is_sealed(file: &std::fs::File) -> bool {
+        // SAFETY: `F_GET_SEALS` only reads the seals of a descriptor `file`
+        // keeps open; it answers -1 for a file that cannot be sealed.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        seals >= 0 && seals & ALL_SEALS == ALL_SEALS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn memory_files_are_sealed_against_every_change() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+
+        let file = memfd::sealed_file("unit", b"bytes").unwrap();
+        assert!(memfd::is_sealed(&file));
+        // Reopened for writing through /proc, as an attacker in this
+        // process's user could: every change is refused.
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert_eq!(writer.write(b"X").unwrap_err().raw_os_error(), Some(libc::EPERM));
+        assert_eq!(writer.set_len(1).unwrap_err().raw_os_error(), Some(libc::EPERM));
+        assert_eq!(std::fs::read(&path).unwrap(), b"bytes");
+        let unsealed = tempfile::tempfile().unwrap();
+        assert!(!memfd::is_sealed(&unsealed), "a plain file has no seals");
+    }
 
     static NOT_CODE: [u8; 16] = [0xcc; 16];
 

@@ -66,8 +66,9 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
-pub(crate) use elf::read_elf_file;
+pub(crate) use elf::{read_elf_file, read_plugin_file};
 pub use instance::RawInstance;
+pub(crate) use library::is_bare_name;
 pub use library::{RawLibrary, SymbolKind};
 pub use optional::{
     FieldInfo, ImportLayoutInfo, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS, MAX_LISTED_EXPORTS, MAX_PARAM_DECLS,

@@ -1,0 +1,307 @@
+//! Pinned plugins: the SHA-256 of the bytes a loader maps
+//! ([`Sha256Digest`]), allow-lists of such hashes ([`AllowList`]), and the
+//! one routine that reads, hashes, checks and maps ([`open_verified`]).
+//!
+//! The hash is taken of exactly the bytes that are mapped: the loader reads
+//! its file once ([`Loader::read`]), the bytes are hashed and checked, and
+//! those same bytes are mapped ([`Loader::open_bytes`]); a shared library is
+//! opened from a sealed in-memory file, never from its path again. So a
+//! file replaced after the check changes nothing
+//! (`docs/loading.md#pinned-plugins`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::{Code, Error, Loader};
+
+/// The environment variable naming an allow-list file ([`AllowList::from_env`]).
+pub const ALLOW_LIST_VAR: &str = "XPLUG_ALLOWED_PLUGINS";
+
+/// A SHA-256 hash of a plugin's code: the bytes of its file as the loader
+/// maps them (a `.so` or a whole `.sos` container), what `sha256sum` prints
+/// for the file.
+///
+/// ```
+/// use xplug_providers::Sha256Digest;
+///
+/// let digest = Sha256Digest::of(b"abc");
+/// assert_eq!(digest.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+/// assert_eq!(Sha256Digest::parse(&digest.to_string()), Ok(digest));
+/// assert!(Sha256Digest::parse("ba78").is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sha256Digest([u8; 32]);
+
+impl Sha256Digest {
+    /// The hash of `bytes`.
+    #[must_use]
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// The hash written as 64 hex digits (either case).
+    ///
+    /// # Errors
+    /// What is wrong with `hex` (its length, or a character that is not a
+    /// hex digit), as a sentence for the caller's error.
+    pub fn parse(hex: &str) -> Result<Self, String> {
+        if hex.len() != 64 {
+            return Err(format!(
+                "a SHA-256 hash is 64 hex digits, `{hex}` has {} characters; `xplug pin PLUGIN` or \
+                 `sha256sum FILE` prints it",
+                hex.chars().count()
+            ));
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(hex, &mut bytes).map_err(|_| {
+            format!("`{hex}` is not a SHA-256 hash: it holds a character that is not a hex digit")
+        })?;
+        Ok(Self(bytes))
+    }
+
+    /// The 32 bytes.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// Lower-case hex, as `sha256sum` prints it.
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256Digest({self})")
+    }
+}
+
+/// The hashes of the plugins an operator allows, read from a file in
+/// `sha256sum` format: one `HEX  NAME` line per plugin (`HEX *NAME` too;
+/// the name is a reminder for people, only the hash counts), blank lines
+/// and lines starting with `#` ignored.
+///
+/// A manager with an allow-list refuses every plugin whose code is not on
+/// it; plugins linked into the program (`static:`) are excepted, since
+/// linking them was the trust decision (`docs/loading.md#allow-lists`).
+///
+/// ```
+/// use xplug_providers::{AllowList, Sha256Digest};
+///
+/// let digest = Sha256Digest::of(b"plugin bytes");
+/// let list = AllowList::parse(&format!("# approved 2026-12-03\n{digest}  libfast.so\n"), "allowed.txt")?;
+/// assert!(list.allows(&digest));
+/// assert!(!list.allows(&Sha256Digest::of(b"other bytes")));
+/// let error = AllowList::parse("not-a-hash  libfast.so\n", "allowed.txt").unwrap_err();
+/// assert!(error.to_string().contains("allowed.txt line 1"), "{error}");
+/// # Ok::<(), xplug_providers::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllowList {
+    path: PathBuf,
+    entries: Vec<(Sha256Digest, String)>,
+}
+
+impl AllowList {
+    /// Reads the allow-list file at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file when it cannot be read;
+    /// [`Error::AllowListInvalid`] naming the file and line of the first
+    /// malformed line.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let bytes = read_bounded(path).map_err(|error| {
+            Error::io(
+                format!(
+                    "cannot read allow-list {} (named by {ALLOW_LIST_VAR} or given to the host)",
+                    path.display()
+                ),
+                error,
+            )
+        })?;
+        let text = String::from_utf8(bytes).map_err(|error| Error::AllowListInvalid {
+            path: path.to_path_buf(),
+            line: 1 + error.as_bytes()[..error.utf8_error().valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count(),
+            reason: "it is not UTF-8 text; write `sha256sum` lines".to_owned(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// The allow-list named by [`ALLOW_LIST_VAR`] (`XPLUG_ALLOWED_PLUGINS`),
+    /// or `None` when the variable is unset or empty.
+    ///
+    /// # Errors
+    /// As [`AllowList::read`].
+    ///
+    /// # Thread-safety
+    /// Reads the environment; do not call while another thread modifies it.
+    pub fn from_env() -> Result<Option<Self>, Error> {
+        match std::env::var_os(ALLOW_LIST_VAR) {
+            Some(path) if !path.is_empty() => Self::read(PathBuf::from(path)).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Parses allow-list `text`, as read from a file called `path`.
+    ///
+    /// # Errors
+    /// [`Error::AllowListInvalid`] naming `path` and the line of the first
+    /// malformed line.
+    pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let mut entries = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let invalid = |reason: String| Error::AllowListInvalid {
+                path: path.to_path_buf(),
+                line: index + 1,
+                reason,
+            };
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((hex, name)) = line.split_once(' ') else {
+                return Err(invalid(format!(
+                    "`{line}` is not `HASH  NAME`; write the lines `sha256sum FILE` prints"
+                )));
+            };
+            let digest = Sha256Digest::parse(hex).map_err(&invalid)?;
+            // `sha256sum` writes two spaces, or a space and `*` (binary mode).
+            let name = name.strip_prefix([' ', '*']).unwrap_or(name);
+            if name.is_empty() {
+                return Err(invalid(format!("`{line}` has no file name after the hash")));
+            }
+            entries.push((digest, name.to_owned()));
+        }
+        Ok(Self { path: path.to_path_buf(), entries })
+    }
+
+    /// The file the list was read from.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The hashes allowed, each with the name written next to it.
+    #[must_use]
+    pub fn entries(&self) -> &[(Sha256Digest, String)] {
+        &self.entries
+    }
+
+    /// True when `digest` is on the list.
+    #[must_use]
+    pub fn allows(&self, digest: &Sha256Digest) -> bool {
+        self.entries.iter().any(|(allowed, _)| allowed == digest)
+    }
+
+    /// Refuses code hashed to `found` unless it is on the list:
+    /// [`Error::NotAllowed`] naming `target`.
+    ///
+    /// # Errors
+    /// [`Error::NotAllowed`].
+    pub fn check(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
+        if self.allows(found) {
+            return Ok(());
+        }
+        Err(Error::NotAllowed { target: target.to_owned(), found: *found, list: self.path.clone() })
+    }
+}
+
+/// The largest allow-list read: 4 MiB, some 40 000 lines.
+const ALLOW_LIST_LIMIT: u64 = 4 << 20;
+
+/// Reads the regular file at `path`, at most [`ALLOW_LIST_LIMIT`] bytes:
+/// opened non-blocking, so a FIFO is refused rather than waited on, and
+/// `/dev/zero` is refused as not a regular file.
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(ALLOW_LIST_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > ALLOW_LIST_LIMIT {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is larger than {} MiB", ALLOW_LIST_LIMIT >> 20),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// What a pinned open checks before anything is mapped: the hash the spec
+/// pins, and the allow-lists that apply.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CodeCheck<'a> {
+    /// The hash the code must have (`?sha256=HEX`).
+    pub sha256: Option<&'a Sha256Digest>,
+    /// Allow-lists the code's hash must be on, each of them.
+    pub allow_lists: &'a [&'a AllowList],
+}
+
+impl CodeCheck<'_> {
+    /// True when nothing is checked (no pin, no allow-list): the code is
+    /// opened by path, as [`Loader::open`] does.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.sha256.is_none() && self.allow_lists.is_empty()
+    }
+
+    /// Checks `found`, the hash of `target`'s bytes.
+    ///
+    /// # Errors
+    /// [`Error::HashMismatch`] when a pinned hash differs,
+    /// [`Error::NotAllowed`] when an allow-list lacks it.
+    pub fn verify(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
+        if let Some(expected) = self.sha256
+            && expected != found
+        {
+            return Err(Error::HashMismatch {
+                target: target.to_owned(),
+                expected: *expected,
+                found: *found,
+            });
+        }
+        self.allow_lists.iter().try_for_each(|list| list.check(target, found))
+    }
+}
+
+/// Reads the code `target` names with `loader` ([`Loader::read`]), hashes
+/// the bytes, checks the hash with `check`, and only then maps those same
+/// bytes ([`Loader::open_bytes`]); the [`Code`] carries the hash
+/// ([`Code::sha256`]). Nothing is mapped or run when the check fails.
+///
+/// # Errors
+/// [`Error::PinUnsupported`] for a loader that cannot read its code as
+/// bytes (plugins linked in); the read's errors; those of
+/// [`CodeCheck::verify`]; then those of [`Loader::open_bytes`].
+///
+/// # Safety
+/// As [`Loader::open`]: the code must be a trusted v0 plugin (the hash
+/// proves it is the code that was approved, not that it is sound).
+pub unsafe fn open_verified(
+    loader: &'static dyn Loader,
+    target: &str,
+    check: &CodeCheck<'_>,
+) -> Result<Code, Error> {
+    let bytes = loader.read(target)?;
+    let found = Sha256Digest::of(&bytes);
+    check.verify(target, &found)?;
+    // SAFETY: forwarded to the caller.
+    let code = unsafe { loader.open_bytes(target, &bytes) }?;
+    Ok(code.with_sha256(found))
+}
