@@ -126,6 +126,10 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
+        if spec.is_swappable() {
+            // SAFETY: forwarded to the caller.
+            return unsafe { self.load_parsed_swappable(spec) };
+        }
         // SAFETY: forwarded to the caller.
         let plugin = unsafe { spec.load() }?;
         self.register_plugin(plugin)

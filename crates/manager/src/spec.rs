@@ -129,7 +129,13 @@ pub struct PluginSpec {
     original: String,
     target: SpecTarget,
     params: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `?swappable` was given ([`SWAPPABLE_KEY`]).
+    swappable: bool,
 }
+
+/// The reserved spec parameter that loads a plugin as swappable
+/// ([`crate::Manager::load_swappable`]); it is not passed to the plugin.
+pub const SWAPPABLE_KEY: &str = "swappable";
 
 impl PluginSpec {
     /// Parses `spec` (grammar in the module documentation), giving it to
@@ -165,6 +171,7 @@ impl PluginSpec {
             return Err(invalid("no library path before the parameters".into()));
         }
         let mut params = Vec::new();
+        let mut swappable = false;
         if let Some(query) = query {
             for (number, pair) in query.split('&').enumerate() {
                 if pair.is_empty() {
@@ -180,11 +187,20 @@ impl PluginSpec {
                 }
                 let key = percent_decode(key).map_err(&invalid)?;
                 let value = percent_decode(value).map_err(&invalid)?;
+                if key == SWAPPABLE_KEY.as_bytes() {
+                    if !value.is_empty() {
+                        return Err(invalid(format!(
+                            "`{SWAPPABLE_KEY}` is a reserved flag and takes no value; write `?{SWAPPABLE_KEY}`"
+                        )));
+                    }
+                    swappable = true;
+                    continue;
+                }
                 params.push((key, value));
             }
         }
         let target = SpecTarget::new(loader, path);
-        Ok(Self { original: spec.to_owned(), target, params })
+        Ok(Self { original: spec.to_owned(), target, params, swappable })
     }
 
     /// The spec as written.
@@ -197,6 +213,23 @@ impl PluginSpec {
     #[must_use]
     pub fn target(&self) -> &SpecTarget {
         &self.target
+    }
+
+    /// True when the spec asks for a swappable plugin (`?swappable`,
+    /// [`SWAPPABLE_KEY`]), which [`crate::Manager::load_spec`] loads as
+    /// [`crate::Manager::load_swappable`] does.
+    ///
+    /// ```
+    /// use xplug_manager::spec::PluginSpec;
+    ///
+    /// let spec = PluginSpec::parse("libkernels.so?swappable&factor=2")?;
+    /// assert!(spec.is_swappable());
+    /// assert_eq!(spec.params(), [(b"factor".to_vec(), b"2".to_vec())]); // not passed to the plugin
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    #[must_use]
+    pub fn is_swappable(&self) -> bool {
+        self.swappable
     }
 
     /// The decoded load parameters, in order.
