@@ -12,7 +12,10 @@
  *   swap_hold_i32         struct { const int32_t* gate; int32_t* entered;
  *                         int32_t out; }: sets *entered, waits until *gate
  *                         is non-zero, then out = FACTOR (a call held in
- *                         flight by the test).
+ *                         flight by the test);
+ *   swap_call_back        struct { int32_t (*callback)(void*); void* data;
+ *                         int32_t out; }: out = callback(data) (host code
+ *                         running inside an import's call).
  *
  * Load parameter `unloaded=HEX`: the address of an int32 in the host that
  * `unload` increments (so a test sees when the old version's unload ran).
@@ -58,6 +61,12 @@ typedef struct {
 } hold_args_t;
 
 typedef struct {
+  int32_t (*callback)(void*);
+  void* data;
+  int32_t out;
+} call_back_args_t;
+
+typedef struct {
   iree_hal_executable_plugin_allocator_t host_allocator;
   int32_t* unloaded;
 } state_t;
@@ -91,6 +100,14 @@ static int swap_hold(void* args_ptr, void* context, void* reserved) {
   while (__atomic_load_n(args->gate, __ATOMIC_SEQ_CST) == 0) {
   }
   args->out = FACTOR;
+  return 0;
+}
+
+static int swap_call_back(void* args_ptr, void* context, void* reserved) {
+  (void)context;
+  (void)reserved;
+  call_back_args_t* args = (call_back_args_t*)args_ptr;
+  args->out = args->callback(args->data);
   return 0;
 }
 
@@ -170,6 +187,9 @@ static iree_hal_executable_plugin_status_t plugin_resolve(
       function = (void*)swap_mul;
     } else if (iree_hal_executable_plugin_strcmp(name, "swap_hold_i32") == 0) {
       function = (void*)swap_hold;
+    } else if (iree_hal_executable_plugin_strcmp(name, "swap_call_back") ==
+               0) {
+      function = (void*)swap_call_back;
     }
     if (function != NULL) {
       params->out_fn_ptrs[i] = function;

@@ -8,6 +8,7 @@
 //! embedded-ELF loader (`embedded:`), so a replaced version's memory is
 //! really unmapped, or through the OS loader where a test says so.
 
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -297,9 +298,12 @@ fn a_call_in_flight_finishes_on_the_old_code_before_it_is_unloaded() {
     while scale(&imports, 1) != 3 {
         std::thread::yield_now();
     }
-    // ...which is not unloaded while that call runs.
+    // ...which is not unloaded while that call runs. (The pause gives a
+    // swap that did not wait the time to unload; a correct one cannot
+    // finish before the gate opens, however long it is given.)
+    std::thread::sleep(std::time::Duration::from_millis(50));
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 0, "unloaded under a call in flight");
-    assert!(!swapper.is_finished() || old_unloaded.load(Ordering::SeqCst) == 1);
+    assert!(!swapper.is_finished(), "replace returned while a call was inside the old version");
     gate.store(1, Ordering::SeqCst);
     assert_eq!(held.join().unwrap(), 2, "the call in flight finished on the old code");
     assert_eq!(swapper.join().unwrap().unwrap(), 1);
@@ -309,6 +313,64 @@ fn a_call_in_flight_finishes_on_the_old_code_before_it_is_unloaded() {
     // SAFETY: as above.
     assert_eq!(unsafe { imports.import(1).unwrap().call(&mut args) }, 0);
     assert_eq!(args.out, 3);
+}
+
+/// `swap_call_back`'s args.
+#[repr(C)]
+struct CallBackArgs {
+    callback: extern "C" fn(*mut c_void) -> i32,
+    data: *mut c_void,
+    out: i32,
+}
+
+/// What the host code run inside the import needs.
+struct Inside {
+    manager: Arc<Manager>,
+    handle: xplug_manager::Registered,
+    spec: String,
+    error: Option<Error>,
+}
+
+/// Runs inside `swap_call_back`'s call: tries to swap.
+extern "C" fn swap_from_inside(data: *mut c_void) -> i32 {
+    // SAFETY: `data` is the `Inside` the test passes, alive for the call.
+    let inside = unsafe { &mut *data.cast::<Inside>() };
+    // SAFETY: a test plugin built from this repository.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        inside.manager.replace(&inside.handle, &inside.spec)
+    }));
+    match result {
+        Ok(Err(error)) => {
+            inside.error = Some(error);
+            0
+        }
+        _ => 1,
+    }
+}
+
+#[test]
+fn a_swap_from_inside_an_import_call_is_refused() {
+    let unloaded = counter();
+    let manager = Arc::new(Manager::new());
+    let old_spec = embedded(&builds().x2, unloaded);
+    // SAFETY: a test plugin built from this repository.
+    let handle = unsafe { manager.load_swappable(&old_spec) }.unwrap();
+    let imports = manager.resolve_imports(["swap_scale_i32", "swap_call_back"]).unwrap();
+    let mut inside = Inside {
+        manager: Arc::clone(&manager),
+        handle: handle.clone(),
+        spec: embedded(&builds().x3, counter()),
+        error: None,
+    };
+    let mut args =
+        CallBackArgs { callback: swap_from_inside, data: std::ptr::from_mut(&mut inside).cast(), out: -1 };
+    // SAFETY: `swap_call_back` takes a `CallBackArgs`; `inside` outlives the call.
+    assert_eq!(unsafe { imports.import(1).unwrap().call(&mut args) }, 0);
+    assert_eq!(args.out, 0, "replace returned an error instead of waiting for itself");
+    let error = inside.error.take().expect("refused");
+    assert!(matches!(error, Error::SwapInsideImport { ref provider } if provider == "swap_test"), "{error}");
+    assert_refused(&manager, &handle, &imports, &old_spec);
+    assert_eq!(unloaded.load(Ordering::SeqCst), 0);
 }
 
 /// Swaps between the two builds `swaps` times while 4 threads call

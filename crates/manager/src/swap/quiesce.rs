@@ -27,8 +27,9 @@
 //! kernel, a sandbox refusing it), both sides use `fence(SeqCst)`, which
 //! gives the same order at a higher price per call.
 //!
-//! The exit store is `Release` and the writer's loads `Acquire`: everything
-//! the call did through the old binding happens before the writer's free.
+//! The state stores are `Release` and the writer's loads `Acquire`:
+//! everything a call did through the old binding happens before the
+//! writer's free, whichever later store of the thread the writer reads.
 //!
 //! # Model checking
 //!
@@ -69,9 +70,14 @@ impl Reader {
     #[inline(always)]
     pub(crate) fn enter(&self) {
         // Only this thread stores the state: a load and a store, no
-        // read-modify-write.
+        // read-modify-write. `Release`, like the exit's store (a plain
+        // store on x86): a swap that sees the generation change through
+        // this store, having missed the exit before it, still
+        // happens-after the previous call (`loom` found the `Relaxed`
+        // version's race: a later relaxed store does not carry the earlier
+        // release).
         let state = self.state.load(Ordering::Relaxed);
-        self.state.store(state + 1, Ordering::Relaxed);
+        self.state.store(state + 1, Ordering::Release);
         read_barrier();
     }
 
@@ -261,6 +267,17 @@ mod loom_tests {
         version
     }
 
+    /// [`call`] with the read side's barrier left out: the store of the
+    /// depth may then be ordered after the load of the slot.
+    fn call_without_the_barrier(shared: &Shared, reader: usize) -> usize {
+        let record = &shared.readers[reader];
+        let state = record.state.load(Ordering::Relaxed);
+        record.state.store(state + 1, Ordering::Release);
+        let version = use_binding(shared, shared.slot.load(Ordering::Acquire));
+        record.exit();
+        version
+    }
+
     /// The swap: publish, synchronize, free the old binding.
     fn swap(shared: &Shared) {
         let old = shared.slot.swap(1, Ordering::AcqRel);
@@ -286,6 +303,45 @@ mod loom_tests {
             reader.join().unwrap();
             // After the swap every call sees the new version.
             assert_eq!(call(&shared, 1), 1);
+        });
+    }
+
+    #[test]
+    fn swap_loom_two_calling_threads() {
+        loom::model(|| {
+            let shared = shared();
+            // One call each: two calls each is beyond what `loom` explores
+            // in minutes.
+            let readers: Vec<_> = (0..2)
+                .map(|reader| {
+                    let shared = shared.clone();
+                    loom::thread::spawn(move || {
+                        call(&shared, reader);
+                    })
+                })
+                .collect();
+            swap(&shared);
+            for reader in readers {
+                reader.join().unwrap();
+            }
+        });
+    }
+
+    /// The model can fail: without the read side's barrier, `loom` finds
+    /// a call reading the binding the swap frees.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn swap_loom_finds_the_race_when_the_read_barrier_is_missing() {
+        loom::model(|| {
+            let shared = shared();
+            let reader = {
+                let shared = shared.clone();
+                loom::thread::spawn(move || {
+                    call_without_the_barrier(&shared, 0);
+                })
+            };
+            swap(&shared);
+            reader.join().unwrap();
         });
     }
 
