@@ -525,12 +525,16 @@ fn swap_call(_: &mut Criterion) {
         swappable.load_swappable(&spec).expect("loads");
     }
     let names = ["swap_scale_i32", "simple_mul_workgroup"];
-    let (plain, swappable) = (plain.resolve_imports(names).expect("resolves"), swappable.resolve_imports(names).expect("resolves"));
+    let (plain, swappable) = (
+        plain.resolve_imports(names).expect("resolves"),
+        swappable.resolve_imports(names).expect("resolves"),
+    );
     assert_ne!(plain.function(0), swappable.function(0), "the swappable side calls the trampoline");
     const CALLS: u32 = 16;
 
     let (mut plain_args, mut swap_args) = (ScaleArgs { value: 3, out: 0 }, ScaleArgs { value: 3, out: 0 });
-    let (plain_scale, swap_scale) = (plain.import(0).expect("resolved"), swappable.import(0).expect("resolved"));
+    let (plain_scale, swap_scale) =
+        (plain.import(0).expect("resolved"), swappable.import(0).expect("resolved"));
     let mut plain_call = || {
         for _ in 0..black_box(CALLS) {
             // SAFETY: `swap_scale_i32` takes a `ScaleArgs`.

@@ -467,7 +467,11 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     // function (paired only).
     for (stem, what, target) in [
         ("paired-scale", "`swap_scale_i32` (one multiply: the call dominates)", REPORT_ONLY),
-        ("paired-workgroup", "`simple_mul_workgroup`, one 64-element slice (the plugin dominates)", "<= 1.05x"),
+        (
+            "paired-workgroup",
+            "`simple_mul_workgroup`, one 64-element slice (the plugin dominates)",
+            "<= 1.05x",
+        ),
     ] {
         let paired = paired_file(&criterion.join("swap").join(format!("{stem}.json")))?;
         out.push(Ratio::new(

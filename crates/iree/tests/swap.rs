@@ -22,7 +22,8 @@ fn prepare(dir: &std::path::Path) -> (PathBuf, [PathBuf; 2]) {
     let root = xplug_fixtures::workspace_root();
     let tools = iree_e2e::toolchain(&root).expect("IREE's tools are ready");
     let module = dir.join("mul_call.vmfb");
-    iree_e2e::compile_file(&tools, &root.join("tests/iree/mul_call.mlir"), &module).expect("mul_call compiles");
+    iree_e2e::compile_file(&tools, &root.join("tests/iree/mul_call.mlir"), &module)
+        .expect("mul_call compiles");
     let builds = [
         xplug_fixtures::build_swap_plugin(dir, "swap_x2", 2, &[]),
         xplug_fixtures::build_swap_plugin(dir, "swap_x3", 3, &[]),
@@ -37,13 +38,12 @@ fn factors(a: &[f32], b: &[f32], out: &[f32]) -> Vec<f32> {
         .enumerate()
         .map(|(slice, values)| {
             let first = slice * 64;
-            let factor = [2.0f32, 3.0]
+            [2.0f32, 3.0]
                 .into_iter()
                 .find(|&factor| {
                     values.iter().enumerate().all(|(i, &value)| value == a[first + i] * b[first + i] * factor)
                 })
-                .unwrap_or_else(|| panic!("slice {slice} is neither a*b*2 nor a*b*3: {:?}", &values[..4]));
-            factor
+                .unwrap_or_else(|| panic!("slice {slice} is neither a*b*2 nor a*b*3: {:?}", &values[..4]))
         })
         .collect()
 }
@@ -66,7 +66,12 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     let a: Vec<f32> = (0..ELEMENTS).map(|i| (i % 97) as f32).collect();
     let b: Vec<f32> = (0..ELEMENTS).map(|i| (i % 13 + 1) as f32).collect();
     let call = || {
-        let results = session.call("mul", [TensorView::new(&[ELEMENTS], &a).unwrap(), TensorView::new(&[ELEMENTS], &b).unwrap()]).unwrap();
+        let results = session
+            .call(
+                "mul",
+                [TensorView::new(&[ELEMENTS], &a).unwrap(), TensorView::new(&[ELEMENTS], &b).unwrap()],
+            )
+            .unwrap();
         let Value::Tensor(out) = &results[0] else { panic!("@mul returns a tensor") };
         factors(&a, &b, &out.to_vec::<f32>().unwrap())
     };
@@ -74,7 +79,10 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     // One swap and back: the loaded executables call each build in turn.
     // SAFETY: as above.
     unsafe { manager.replace(&handle, &specs[1]) }.unwrap();
-    assert!(call().iter().all(|&factor| factor == 3.0), "the executables call the new build without a reload");
+    assert!(
+        call().iter().all(|&factor| factor == 3.0),
+        "the executables call the new build without a reload"
+    );
     // SAFETY: as above.
     unsafe { manager.replace(&handle, &specs[0]) }.unwrap();
     assert!(call().iter().all(|&factor| factor == 2.0));

@@ -189,7 +189,9 @@ pub enum Error {
     /// The new version of a swappable plugin could not be loaded (a
     /// malformed spec, a loader error, a failed load check, or the
     /// plugin's `load` refused); the old version keeps serving.
-    #[error("swap of `{provider}` refused: the new version `{spec}` cannot be loaded; the old version keeps serving")]
+    #[error(
+        "swap of `{provider}` refused: the new version `{spec}` cannot be loaded; the old version keeps serving"
+    )]
     SwapLoadFailed {
         /// The plugin being swapped.
         provider: String,
@@ -201,7 +203,9 @@ pub enum Error {
     /// The new version of a swappable plugin is not a drop-in
     /// replacement (another plugin, a changed args layout); it was
     /// unloaded and the old version keeps serving.
-    #[error("swap of `{provider}` refused: the new version `{spec}` is not a drop-in replacement: {reason}; the old version keeps serving")]
+    #[error(
+        "swap of `{provider}` refused: the new version `{spec}` is not a drop-in replacement: {reason}; the old version keeps serving"
+    )]
     SwapIncompatible {
         /// The plugin being swapped.
         provider: String,

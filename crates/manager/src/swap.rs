@@ -45,6 +45,7 @@ struct SwapState {
     /// One slot per import name ever resolved through this plugin, never
     /// removed or moved (boxed): executables hold their addresses for as
     /// long as the manager lives.
+    #[expect(clippy::vec_box, reason = "executables hold each slot's address: a push must not move it")]
     slots: Vec<Box<SwapSlot>>,
     /// Swaps done so far.
     swaps: u64,
@@ -55,6 +56,7 @@ struct SwapState {
 struct Version {
     spec: String,
     plugin: Plugin,
+    #[expect(clippy::vec_box, reason = "slots hold each binding's address: a push must not move it")]
     bindings: Vec<Box<Binding>>,
 }
 
@@ -161,7 +163,11 @@ impl SwapState {
 /// `context` is the slot [`supply_swappable`] paired with this function,
 /// owned by a manager the caller keeps alive; `args` and `reserved` are
 /// what the import expects.
-unsafe extern "C" fn swap_trampoline(args: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int {
+unsafe extern "C" fn swap_trampoline(
+    args: *mut c_void,
+    context: *mut c_void,
+    reserved: *mut c_void,
+) -> c_int {
     // SAFETY: per the contract above, `context` is a live `SwapSlot`.
     let slot = unsafe { &*context.cast_const().cast::<SwapSlot>() };
     let reader = reader();
@@ -447,11 +453,8 @@ impl Manager {
 /// state is `state`, and binds every slot to it; the refusal otherwise
 /// (the plugin is then dropped: unloaded).
 fn check_version(name: &str, spec: &str, state: &SwapState, plugin: Plugin) -> Result<Version, Error> {
-    let refused = |reason: String| Error::SwapIncompatible {
-        provider: name.to_owned(),
-        spec: spec.to_owned(),
-        reason,
-    };
+    let refused =
+        |reason: String| Error::SwapIncompatible { provider: name.to_owned(), spec: spec.to_owned(), reason };
     if plugin.name() != name {
         return Err(refused(format!(
             "it is plugin `{}`, not `{name}`; a swap replaces a plugin by another build of itself",
@@ -535,7 +538,8 @@ mod tests {
         // free for someone, and nothing is in use on finished threads.
         assert!(readers().iter().any(|(record, _)| std::ptr::from_ref(*record) as usize == first));
         assert!(readers().iter().any(|(record, _)| std::ptr::from_ref(*record) as usize == second));
-        let record = readers().iter().find(|(record, _)| std::ptr::from_ref(*record) as usize == second).copied();
+        let record =
+            readers().iter().find(|(record, _)| std::ptr::from_ref(*record) as usize == second).copied();
         assert_eq!(record.map(|(_, used)| used), Some(false), "a finished thread's record is released");
     }
 

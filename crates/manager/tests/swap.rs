@@ -117,7 +117,11 @@ fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
     assert_eq!(swapped.rebound, 1);
     assert_eq!(swapped.swaps, 1);
     assert_eq!(swapped.previous_spec, embedded(&builds().x2, old_unloaded));
-    assert_eq!(swapped.previous_allocations.map(|stats| stats.live_allocations), Some(0), "old version freed its state");
+    assert_eq!(
+        swapped.previous_allocations.map(|stats| stats.live_allocations),
+        Some(0),
+        "old version freed its state"
+    );
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 1, "the old version's unload ran");
     assert_eq!(new_unloaded.load(Ordering::SeqCst), 0);
     // The same table, no new resolve: the new code.
@@ -163,6 +167,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     assert!(!own.fns()[0].is_null());
     assert_eq!(imports.function(0), own.fns()[0], "no wrapper: the plugin's own function");
     assert_eq!(scale(&imports, 4), 8);
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, &path.display().to_string()) }.unwrap_err();
     assert!(matches!(error, Error::NotSwappable { .. }), "{error}");
     assert!(error.to_string().contains("load_swappable"), "{error}");
@@ -182,7 +187,8 @@ fn shared_library_versions_swap_and_stay_mapped() {
     // pinned copy of a path it has seen.
     let manager = Arc::new(Manager::new());
     let unloaded = counter();
-    let spec = |path: &Path| format!("{}?unloaded={:x}", path.display(), std::ptr::from_ref(unloaded) as usize);
+    let spec =
+        |path: &Path| format!("{}?unloaded={:x}", path.display(), std::ptr::from_ref(unloaded) as usize);
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&spec(&builds().x2)) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -201,7 +207,12 @@ fn shared_library_versions_swap_and_stay_mapped() {
 
 /// Asserts that `error` is a refused swap, the old version still serves
 /// `imports`, and nothing changed.
-fn assert_refused(manager: &Manager, handle: &xplug_manager::Registered, imports: &ResolvedImports, old_spec: &str) {
+fn assert_refused(
+    manager: &Manager,
+    handle: &xplug_manager::Registered,
+    imports: &ResolvedImports,
+    old_spec: &str,
+) {
     assert_eq!(scale(imports, 10), 20, "the old version keeps serving");
     assert_eq!(manager.current_spec(handle).unwrap(), old_spec);
     assert_eq!(manager.len(), 1, "nothing registered or lost");
@@ -219,6 +230,7 @@ fn refused_swaps_keep_the_old_version_serving() {
     // Lacks an import in use: the new version is loaded, refused, unloaded.
     let missing_unloaded = counter();
     let missing = embedded(&build("swap_no_scale", 3, &["-DOMIT_SCALE"]), missing_unloaded);
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, &missing) }.unwrap_err();
     match &error {
         Error::SwapMissingImports { provider, spec, missing: names } => {
@@ -227,38 +239,52 @@ fn refused_swaps_keep_the_old_version_serving() {
         }
         other => panic!("expected SwapMissingImports, got {other:?}"),
     }
-    assert!(error.to_string().contains("`swap_scale_i32`") && error.to_string().contains("old version keeps serving"));
+    assert!(
+        error.to_string().contains("`swap_scale_i32`")
+            && error.to_string().contains("old version keeps serving")
+    );
     assert_eq!(missing_unloaded.load(Ordering::SeqCst), 1, "the refused version was unloaded");
     assert_refused(&manager, &handle, &imports, &old_spec);
 
     // Fails the load checks (a header version newer than xplug's).
     let newer = embedded(&build("swap_newer", 3, &["-DNEWER_VERSION"]), counter());
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, &newer) }.unwrap_err();
-    let Error::SwapLoadFailed { source, .. } = &error else { panic!("expected SwapLoadFailed, got {error:?}") };
+    let Error::SwapLoadFailed { source, .. } = &error else {
+        panic!("expected SwapLoadFailed, got {error:?}")
+    };
     assert!(matches!(**source, Error::PluginLoad { .. }), "{source:?}");
     let chain = chain(&error);
     assert!(chain.contains("newer") || chain.contains("version"), "{chain}");
     assert_refused(&manager, &handle, &imports, &old_spec);
 
     // A file that does not exist, and a malformed spec.
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, "embedded:/nonexistent/swap.so") }.unwrap_err();
     assert!(matches!(error, Error::SwapLoadFailed { .. }), "{error}");
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, "") }.unwrap_err();
-    let Error::SwapLoadFailed { source, .. } = &error else { panic!("expected SwapLoadFailed, got {error:?}") };
+    let Error::SwapLoadFailed { source, .. } = &error else {
+        panic!("expected SwapLoadFailed, got {error:?}")
+    };
     assert!(matches!(**source, Error::InvalidSpec { .. }), "{source:?}");
     assert_refused(&manager, &handle, &imports, &old_spec);
 
     // Another plugin.
     let other_unloaded = counter();
     let other = embedded(&build("swap_other", 3, &["-DPLUGIN_NAME=\"not_swap_test\""]), other_unloaded);
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { manager.replace(&handle, &other) }.unwrap_err();
-    let Error::SwapIncompatible { reason, .. } = &error else { panic!("expected SwapIncompatible, got {error:?}") };
+    let Error::SwapIncompatible { reason, .. } = &error else {
+        panic!("expected SwapIncompatible, got {error:?}")
+    };
     assert!(reason.contains("not_swap_test"), "{reason}");
     assert_eq!(other_unloaded.load(Ordering::SeqCst), 1);
     assert_refused(&manager, &handle, &imports, &old_spec);
 
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 0, "the old version was never unloaded");
     // And a good swap still works afterwards.
+    // SAFETY: a test plugin built from this repository, or no plugin at all.
     unsafe { manager.replace(&handle, &embedded(&builds().x3, counter())) }.unwrap();
     assert_eq!(scale(&imports, 10), 30);
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 1);
@@ -415,7 +441,7 @@ fn stress(swaps: usize) {
     assert_eq!(x2 + x3, calls);
     eprintln!("{swaps} swaps under 4 calling threads: {calls} calls, {x2} by x2, {x3} by x3");
     // The last swap's version serves.
-    assert_eq!(scale(&imports, 1), if swaps % 2 == 0 { 2 } else { 3 });
+    assert_eq!(scale(&imports, 1), if swaps.is_multiple_of(2) { 2 } else { 3 });
 }
 
 #[test]
@@ -425,7 +451,8 @@ fn four_threads_calling_while_the_plugin_is_swapped_1000_times() {
 
 #[test]
 fn every_test_here_is_memcheck_clean() {
-    let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean") else {
+    let Some(output) = xplug_fixtures::valgrind::rerun_this_test_binary("every_test_here_is_memcheck_clean")
+    else {
         return;
     };
     xplug_fixtures::valgrind::assert_clean(&output, 0, "the live swap tests");

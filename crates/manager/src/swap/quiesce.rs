@@ -160,7 +160,10 @@ fn write_barrier() -> bool {
 /// for every record inside a call, until it left its outermost call.
 /// `wait` runs between polls (a back-off). False when the barrier failed:
 /// the caller must then keep the old version forever.
-pub(crate) fn synchronize<'r>(readers: impl IntoIterator<Item = &'r Reader>, mut wait: impl FnMut(u32)) -> bool {
+pub(crate) fn synchronize<'r>(
+    readers: impl IntoIterator<Item = &'r Reader>,
+    mut wait: impl FnMut(u32),
+) -> bool {
     if !write_barrier() {
         return false;
     }
