@@ -483,5 +483,107 @@ fn embedded_load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load, embedded_load);
+/// `swap_scale_i32`'s args (`tests/c/swap_plugin.c`).
+#[repr(C)]
+struct ScaleArgs {
+    value: i32,
+    out: i32,
+}
+
+/// `simple_mul_workgroup`'s args: IREE's custom-dispatch CPU sample.
+#[repr(C)]
+struct WorkgroupArgs {
+    lhs: *const f32,
+    lhs_offset: usize,
+    rhs: *const f32,
+    rhs_offset: usize,
+    out: *mut f32,
+    out_offset: usize,
+    size: usize,
+    tid: usize,
+    processor_id: u32,
+    processor_data: *const u64,
+}
+
+/// (11) Live swap: one import call through a swappable plugin's
+/// trampoline (`docs/swap.md`) vs the same build loaded as a plain plugin,
+/// whose import resolves to the plugin's own function; both called as (3)
+/// calls, from a resolved table. Two imports of `tests/c/swap_plugin.c`:
+/// `swap_scale_i32` (one multiply: the call itself dominates, so the
+/// difference is the indirection's cost per call) and
+/// `simple_mul_workgroup` on one 64-element workgroup slice, what
+/// `mul_call.mlir`'s dispatch calls (the plugin's work dominates).
+fn swap_call(_: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = xplug_fixtures::build_swap_plugin(dir.path(), "swap_bench", 2, &[]);
+    let spec = format!("embedded:{}", path.display());
+    let plain = Arc::new(Manager::new());
+    let swappable = Arc::new(Manager::new());
+    // SAFETY: a plugin built from this repository.
+    unsafe {
+        plain.load_spec(&spec).expect("loads");
+        swappable.load_swappable(&spec).expect("loads");
+    }
+    let names = ["swap_scale_i32", "simple_mul_workgroup"];
+    let (plain, swappable) = (
+        plain.resolve_imports(names).expect("resolves"),
+        swappable.resolve_imports(names).expect("resolves"),
+    );
+    assert_ne!(plain.function(0), swappable.function(0), "the swappable side calls the trampoline");
+    const CALLS: u32 = 16;
+
+    let (mut plain_args, mut swap_args) = (ScaleArgs { value: 3, out: 0 }, ScaleArgs { value: 3, out: 0 });
+    let (plain_scale, swap_scale) =
+        (plain.import(0).expect("resolved"), swappable.import(0).expect("resolved"));
+    let mut plain_call = || {
+        for _ in 0..black_box(CALLS) {
+            // SAFETY: `swap_scale_i32` takes a `ScaleArgs`.
+            black_box(unsafe { black_box(&plain_scale).call(&mut plain_args) });
+        }
+    };
+    let mut swap_call = || {
+        for _ in 0..black_box(CALLS) {
+            // SAFETY: as above.
+            black_box(unsafe { black_box(&swap_scale).call(&mut swap_args) });
+        }
+    };
+    paired_estimate_of("swap", "paired-scale", &mut plain_call, &mut swap_call, CALLS);
+    assert_eq!((plain_args.out, swap_args.out), (6, 6));
+
+    let lhs: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let rhs = vec![1.5f32; 64];
+    let (mut plain_out, mut swap_out) = (vec![0f32; 64], vec![0f32; 64]);
+    let args = |out: &mut Vec<f32>| WorkgroupArgs {
+        lhs: lhs.as_ptr(),
+        lhs_offset: 0,
+        rhs: rhs.as_ptr(),
+        rhs_offset: 0,
+        out: out.as_mut_ptr(),
+        out_offset: 0,
+        size: 64,
+        tid: 0,
+        processor_id: 0,
+        processor_data: std::ptr::null(),
+    };
+    let (mut plain_args, mut swap_args) = (args(&mut plain_out), args(&mut swap_out));
+    let (plain_mul, swap_mul) = (plain.import(1).expect("resolved"), swappable.import(1).expect("resolved"));
+    let mut plain_call = || {
+        for _ in 0..black_box(CALLS) {
+            // SAFETY: `simple_mul_workgroup` takes a `WorkgroupArgs` over
+            // 64 live elements.
+            black_box(unsafe { black_box(&plain_mul).call(&mut plain_args) });
+        }
+    };
+    let mut swap_call = || {
+        for _ in 0..black_box(CALLS) {
+            // SAFETY: as above.
+            black_box(unsafe { black_box(&swap_mul).call(&mut swap_args) });
+        }
+    };
+    paired_estimate_of("swap", "paired-workgroup", &mut plain_call, &mut swap_call, CALLS);
+    let expected: Vec<f32> = lhs.iter().map(|x| x * 1.5 * 2.0).collect();
+    assert_eq!((&plain_out, &swap_out), (&expected, &expected));
+}
+
+criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load, embedded_load, swap_call);
 criterion_main!(benches);

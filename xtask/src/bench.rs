@@ -483,6 +483,26 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
             REPORT_ONLY,
         ));
     }
+    // (12) live swap: a call through the trampoline / the plugin's own
+    // function (paired only).
+    for (stem, what, target) in [
+        ("paired-scale", "`swap_scale_i32` (one multiply: the call dominates)", REPORT_ONLY),
+        (
+            "paired-workgroup",
+            "`simple_mul_workgroup`, one 64-element slice (the plugin dominates)",
+            "<= 1.05x",
+        ),
+    ] {
+        let paired = paired_file(&criterion.join("swap").join(format!("{stem}.json")))?;
+        out.push(Ratio::new(
+            12,
+            format!("(12) import call through a swappable plugin / the same build, not swappable: {what}"),
+            paired.b_ns,
+            paired.a_ns,
+            paired.ratio,
+            target,
+        ));
+    }
     // Printed in claim order, (1) to (11); the sort keeps each claim's rows
     // in the order they were added.
     out.sort_by_key(|ratio| ratio.row);

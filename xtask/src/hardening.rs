@@ -56,9 +56,9 @@ fn cargo(root: &Path) -> Command {
     command
 }
 
-/// `cargo xtask loom`: the registry's `loom` model
+/// `cargo xtask loom`: the `loom` models of the manager
 /// (`RUSTFLAGS="--cfg loom" cargo test -p xplug-manager --release --lib
-/// registry_loom`), in `target/loom` so the normal build is not rebuilt.
+/// loom_`: the registry and live swap models), in `target/loom` so the normal build is not rebuilt.
 ///
 /// # Errors
 /// When cargo cannot run or a model fails.
@@ -70,7 +70,7 @@ pub fn loom(root: &Path) -> Result<(), HardeningError> {
         "xplug-manager",
         "--release",
         "--lib",
-        "registry_loom",
+        "loom_",
     ]);
     run(command, "is cargo on PATH?")
 }

@@ -103,6 +103,14 @@
 //! instead of the derived `Debug` dump; `anyhow::Error` prints the same
 //! chain.
 //!
+//! # Live swap
+//!
+//! A plugin loaded with [`Manager::load_swappable`] (or `?swappable` in its
+//! spec) can be replaced by a new build with [`Manager::replace`] while
+//! executables run: they call the new code from their next call, calls in
+//! flight finish on the old code, and the old version is unloaded once no
+//! call can be inside it (`docs/swap.md`).
+//!
 //! # Threads
 //!
 //! [`Manager`] is `Send + Sync`. Registration may run while other threads
@@ -123,6 +131,7 @@ mod manager;
 mod registry;
 pub mod spec;
 pub mod suggest;
+mod swap;
 mod typed;
 
 pub use c_provider::{CImportProvider, CResolveFn, CResolver};
@@ -130,6 +139,7 @@ pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
 pub use loading::Registered;
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
+pub use swap::{Swapped, swap_calls_are_fence_free};
 pub use typed::TypedImport;
 pub use xplug_providers::Report;
 pub use xplug_providers::abi::AnyBitPattern;

@@ -131,6 +131,10 @@ impl Manager {
     /// # Safety
     /// As [`Manager::load_spec`].
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
+        if spec.is_swappable() {
+            // SAFETY: forwarded to the caller.
+            return unsafe { self.load_parsed_swappable(spec) };
+        }
         // SAFETY: forwarded to the caller.
         let plugin = unsafe { spec.load_allowed(self.allow_list.as_deref()) }?;
         self.register_plugin(plugin)
@@ -338,7 +342,7 @@ impl PluginSpec {
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
-    unsafe fn load_allowed(&self, allow_list: Option<&AllowList>) -> Result<Plugin, Error> {
+    pub(crate) unsafe fn load_allowed(&self, allow_list: Option<&AllowList>) -> Result<Plugin, Error> {
         let params = self.load_params();
         let span = tracing::debug_span!("xplug_load_plugin", spec = self.as_str());
         let _entered = span.enter();

@@ -138,10 +138,16 @@ pub struct PluginSpec {
     target: SpecTarget,
     params: Vec<(Vec<u8>, Vec<u8>)>,
     sha256: Option<Sha256Digest>,
+    /// `?swappable` was given ([`SWAPPABLE_KEY`]).
+    swappable: bool,
 }
 
 /// The reserved parameter key that pins a spec's code (`?sha256=HEX`).
 pub const SHA256_KEY: &str = "sha256";
+
+/// The reserved spec parameter that loads a plugin as swappable
+/// ([`crate::Manager::load_swappable`]); it is not passed to the plugin.
+pub const SWAPPABLE_KEY: &str = "swappable";
 
 impl PluginSpec {
     /// Parses `spec` (grammar in the module documentation), giving it to
@@ -178,6 +184,7 @@ impl PluginSpec {
         }
         let mut params = Vec::new();
         let mut sha256 = None;
+        let mut swappable = false;
         if let Some(query) = query {
             for (number, pair) in query.split('&').enumerate() {
                 if pair.is_empty() {
@@ -203,11 +210,20 @@ impl PluginSpec {
                     })?);
                     continue;
                 }
+                if key == SWAPPABLE_KEY.as_bytes() {
+                    if !value.is_empty() {
+                        return Err(invalid(format!(
+                            "`{SWAPPABLE_KEY}` is a reserved flag and takes no value; write `?{SWAPPABLE_KEY}`"
+                        )));
+                    }
+                    swappable = true;
+                    continue;
+                }
                 params.push((key, value));
             }
         }
         let target = SpecTarget::new(loader, path);
-        Ok(Self { original: spec.to_owned(), target, params, sha256 })
+        Ok(Self { original: spec.to_owned(), target, params, sha256, swappable })
     }
 
     /// The spec as written.
@@ -304,6 +320,23 @@ impl PluginSpec {
         let env_list = AllowList::from_env()?;
         // SAFETY: forwarded to the caller.
         unsafe { self.open_checked(&env_list.iter().collect::<Vec<_>>()) }
+    }
+
+    /// True when the spec asks for a swappable plugin (`?swappable`,
+    /// [`SWAPPABLE_KEY`]), which [`crate::Manager::load_spec`] loads as
+    /// [`crate::Manager::load_swappable`] does.
+    ///
+    /// ```
+    /// use xplug_manager::spec::PluginSpec;
+    ///
+    /// let spec = PluginSpec::parse("libkernels.so?swappable&factor=2")?;
+    /// assert!(spec.is_swappable());
+    /// assert_eq!(spec.params(), [(b"factor".to_vec(), b"2".to_vec())]); // not passed to the plugin
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    #[must_use]
+    pub fn is_swappable(&self) -> bool {
+        self.swappable
     }
 
     /// The decoded load parameters, in order.

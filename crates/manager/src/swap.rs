@@ -1,0 +1,553 @@
+//! Live swap of a plugin (`docs/swap.md`): a plugin loaded as swappable
+//! ([`Manager::load_swappable`], or a spec with `?swappable`) resolves
+//! every import to one trampoline whose context is a slot the manager
+//! owns; [`Manager::replace`] loads a new version, checks it, points every
+//! slot at it, waits until no call is inside the old version
+//! ([`quiesce`]) and only then unloads the old one.
+//!
+//! The install point is [`supply_swappable`], the one call the resolve walk
+//! makes for a swappable entry: what it fills is the trampoline, so any
+//! wrapper installed around the resolved function (a profiler) wraps the
+//! trampoline, and the swap stays innermost. A plugin not loaded as
+//! swappable never comes here: its imports resolve to its own functions.
+//!
+//! A `.so` version is never closed (`dlclose`): it is pinned when loaded
+//! (`RTLD_NODELETE`, `docs/loading.md#unload-policy`), its `unload` runs
+//! after quiescence, its code stays mapped. A `.sos` version (xplug's own
+//! loader: no libc, no thread-locals, nothing registered outside xplug) is
+//! unmapped once quiescent.
+
+mod quiesce;
+
+use std::cell::Cell;
+use std::ffi::{CStr, CString, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use xplug_providers::abi::{ImportFn, Resolution};
+use xplug_providers::{AllocationStats, ImportProvider, Plugin, RequestSlots, ResolveRequest};
+
+use crate::registry::Held;
+use crate::spec::PluginSpec;
+use crate::{Error, Manager, Registered};
+
+/// A swappable plugin, as the registry holds it: the current version and
+/// the slots executables call through.
+pub(crate) struct SwapCell {
+    /// The plugin's header name (every version must keep it).
+    name: Arc<str>,
+    state: Mutex<SwapState>,
+}
+
+struct SwapState {
+    /// The version serving calls.
+    version: Version,
+    /// One slot per import name ever resolved through this plugin, never
+    /// removed or moved (boxed): executables hold their addresses for as
+    /// long as the manager lives.
+    #[expect(clippy::vec_box, reason = "executables hold each slot's address: a push must not move it")]
+    slots: Vec<Box<SwapSlot>>,
+    /// Swaps done so far.
+    swaps: u64,
+}
+
+/// One loaded version: the plugin and its binding for each slot (same
+/// order as the slots).
+struct Version {
+    spec: String,
+    plugin: Plugin,
+    #[expect(clippy::vec_box, reason = "slots hold each binding's address: a push must not move it")]
+    bindings: Vec<Box<Binding>>,
+}
+
+/// What a slot points at: a version's function and context for one import.
+struct Binding {
+    function: ImportFn,
+    context: *mut c_void,
+}
+
+/// The context of the trampoline for one import.
+struct SwapSlot {
+    /// The import's bare name.
+    name: CString,
+    /// The current version's binding.
+    current: AtomicPtr<Binding>,
+}
+
+// SAFETY: the raw pointers are a plugin's import functions and contexts,
+// callable from any thread by the v0 ABI (`docs/resolution.md#thread-safety`),
+// and bindings are immutable once made; the state is behind a mutex.
+unsafe impl Send for SwapState {}
+
+/// What [`Manager::replace`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Swapped {
+    /// The spec of the version that was replaced (and is now unloaded).
+    pub previous_spec: String,
+    /// How many import slots now call the new version.
+    pub rebound: usize,
+    /// This plugin's swaps so far, this one included.
+    pub swaps: u64,
+    /// What the old version still held from the host allocator after its
+    /// `unload` (anything live is a leak); `None` when its code had to be
+    /// kept loaded because quiescence could not be established (logged).
+    pub previous_allocations: Option<AllocationStats>,
+}
+
+impl SwapCell {
+    fn new(spec: String, plugin: Plugin) -> Self {
+        quiesce::init();
+        let name = Arc::from(plugin.name());
+        let version = Version { spec, plugin, bindings: Vec::new() };
+        Self { name, state: Mutex::new(SwapState { version, slots: Vec::new(), swaps: 0 }) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SwapState> {
+        // A panic while holding the lock leaves the state consistent: every
+        // change is a push or a whole-version replacement made last.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The install point: fills the empty slots of `request` that `cell`'s
+/// current version exports with the trampoline and the import's slot.
+pub(crate) fn supply_swappable(
+    cell: &SwapCell,
+    request: &mut ResolveRequest<'_>,
+) -> Result<(), xplug_providers::Error> {
+    let wanted: Vec<usize> = (0..request.len()).filter(|&index| !request.is_filled(index)).collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let names = request.names();
+    let mut resolved = RequestSlots::for_names(wanted.iter().map(|&index| names[index].as_c_str()));
+    let mut state = cell.lock();
+    state.version.plugin.supply(&mut resolved.request())?;
+    for (position, &index) in wanted.iter().enumerate() {
+        let function = resolved.fns()[position];
+        // SAFETY: the plugin filled the slot with NULL or an import function,
+        // and the v0 ABI gives every import the `ImportFn` signature.
+        let Some(function) = (unsafe { xplug_providers::abi::import_fn_from_ptr(function) }) else {
+            continue;
+        };
+        let context = resolved.contexts()[position];
+        let slot = state.slot_for(names[index].bare(), Binding { function, context });
+        request.fill(index, swap_trampoline, slot.cast_mut().cast());
+    }
+    Ok(())
+}
+
+impl SwapState {
+    /// The slot for bare import `name`, made (pointing at `binding`, the
+    /// current version's) if this is its first resolve.
+    fn slot_for(&mut self, name: &[u8], binding: Binding) -> *const SwapSlot {
+        if let Some(slot) = self.slots.iter().find(|slot| slot.name.as_bytes() == name) {
+            return &raw const **slot;
+        }
+        let binding = Box::new(binding);
+        let current = AtomicPtr::new((&raw const *binding).cast_mut());
+        self.version.bindings.push(binding);
+        // A name from a request has no interior NUL.
+        let name = CString::new(name).unwrap_or_default();
+        self.slots.push(Box::new(SwapSlot { name, current }));
+        let slot = self.slots.last().expect("just pushed");
+        &raw const **slot
+    }
+}
+
+/// The function every swappable import resolves to: calls the slot's
+/// current binding inside a read-side section of the quiescence protocol.
+///
+/// # Safety
+/// `context` is the slot [`supply_swappable`] paired with this function,
+/// owned by a manager the caller keeps alive; `args` and `reserved` are
+/// what the import expects.
+unsafe extern "C" fn swap_trampoline(
+    args: *mut c_void,
+    context: *mut c_void,
+    reserved: *mut c_void,
+) -> c_int {
+    // SAFETY: per the contract above, `context` is a live `SwapSlot`.
+    let slot = unsafe { &*context.cast_const().cast::<SwapSlot>() };
+    let reader = reader();
+    reader.enter();
+    // SAFETY: a published binding stays allocated until a swap has
+    // unpublished it and seen every reader that could have loaded it leave
+    // its call (`quiesce::synchronize`); we are inside a call.
+    let binding = unsafe { &*slot.current.load(Ordering::Acquire) };
+    // SAFETY: the binding is a function and context the plugin paired for
+    // this import; the caller vouches for `args` and `reserved`.
+    let result = unsafe { (binding.function)(args, binding.context, reserved) };
+    reader.exit();
+    result
+}
+
+thread_local! {
+    /// This thread's read-side record, once it called a swappable import.
+    static READER: Cell<Option<&'static quiesce::Reader>> = const { Cell::new(None) };
+    /// Releases the record when the thread ends.
+    static RELEASE: ReaderRelease = const { ReaderRelease };
+}
+
+/// Every record ever made, and which are in use: a swap waits on the ones
+/// inside a call. Records are never freed (a thread's record is reused by
+/// a later thread), so a swap may hold references to them.
+static READERS: Mutex<Vec<(&'static quiesce::Reader, bool)>> = Mutex::new(Vec::new());
+
+fn readers() -> MutexGuard<'static, Vec<(&'static quiesce::Reader, bool)>> {
+    READERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// This thread's record.
+#[inline(always)]
+fn reader() -> &'static quiesce::Reader {
+    match READER.with(Cell::get) {
+        Some(reader) => reader,
+        None => register_reader(),
+    }
+}
+
+/// Takes a free record (or makes one) for this thread.
+#[cold]
+#[inline(never)]
+fn register_reader() -> &'static quiesce::Reader {
+    let mut readers = readers();
+    let reader = match readers.iter_mut().find(|(_, used)| !*used) {
+        Some((reader, used)) => {
+            *used = true;
+            *reader
+        }
+        None => {
+            let reader: &'static quiesce::Reader = Box::leak(Box::new(quiesce::Reader::new()));
+            readers.push((reader, true));
+            reader
+        }
+    };
+    drop(readers);
+    READER.with(|cell| cell.set(Some(reader)));
+    // Arrange the release at thread exit. A thread already tearing down its
+    // thread-locals keeps the record for good (it stays in use).
+    let _ = RELEASE.try_with(|_| ());
+    reader
+}
+
+/// Gives the thread's record back when the thread ends (it is outside any
+/// call then).
+struct ReaderRelease;
+
+impl Drop for ReaderRelease {
+    fn drop(&mut self) {
+        let Ok(Some(reader)) = READER.try_with(|cell| cell.replace(None)) else {
+            return;
+        };
+        if let Some(entry) = readers().iter_mut().find(|(record, _)| std::ptr::eq(*record, reader)) {
+            entry.1 = false;
+        }
+    }
+}
+
+/// True when this thread is inside a swappable import's call.
+fn inside_call() -> bool {
+    READER.with(Cell::get).is_some_and(quiesce::Reader::is_inside)
+}
+
+/// Waits until no thread can be inside a binding unpublished before this
+/// call. False when that could not be established.
+fn wait_for_quiescence() -> bool {
+    let readers: Vec<&'static quiesce::Reader> = readers().iter().map(|(reader, _)| *reader).collect();
+    quiesce::synchronize(readers, |polls| {
+        if polls < 64 {
+            std::hint::spin_loop();
+        } else if polls < 1024 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    })
+}
+
+/// True when calls through swappable imports pay no fence: the process
+/// registered for Linux's `membarrier`, so swaps pay for the ordering
+/// instead (`docs/swap.md#quiescence`). False before the first swappable
+/// plugin is loaded, and where `membarrier` is unavailable (calls then run
+/// one `fence(SeqCst)` each).
+///
+/// ```
+/// // No swappable plugin loaded yet: undecided, so false.
+/// assert!(!xplug_manager::swap_calls_are_fence_free());
+/// ```
+#[must_use]
+pub fn swap_calls_are_fence_free() -> bool {
+    quiesce::asymmetric()
+}
+
+impl ImportProvider for SwapCell {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
+        supply_swappable(self, request)?;
+        request.outcome(Arc::clone(&self.name))
+    }
+
+    fn supply(&self, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
+        supply_swappable(self, request)
+    }
+
+    fn exported_names(&self) -> Option<Vec<String>> {
+        self.lock().version.plugin.exported_names()
+    }
+}
+
+/// Loads `spec` for a swap or a swappable registration, under the same
+/// checks as any load of `manager` (its pin, the manager's and the
+/// environment's allow-lists): the plugin, with a `.so` pinned so it is
+/// never closed.
+///
+/// # Safety
+/// As [`Manager::load_spec`].
+unsafe fn load_version(manager: &Manager, spec: &PluginSpec) -> Result<Plugin, Error> {
+    // SAFETY: forwarded to the caller.
+    let plugin = unsafe { spec.load_allowed(manager.allow_list.as_deref()) }?;
+    if let Some(library) = plugin.raw_library() {
+        library.pin().map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+    }
+    Ok(plugin)
+}
+
+impl Manager {
+    /// Loads the plugin `spec` names as **swappable** and registers it:
+    /// its imports resolve to a trampoline through a slot the manager
+    /// owns, so [`Manager::replace`] can later point every executable
+    /// already loaded at a new version. The same as [`Manager::load_spec`]
+    /// with `?swappable` in the spec (`docs/swap.md`).
+    ///
+    /// A call through a swappable import costs a few plain loads and
+    /// stores more than a direct one (the README's benchmark row); plugins
+    /// not loaded this way resolve to their own functions and pay nothing.
+    /// A `.so` loaded this way is pinned: never closed, even after it is
+    /// replaced (`docs/swap.md#shared-libraries`).
+    ///
+    /// # Errors
+    /// As [`Manager::load_spec`].
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    pub unsafe fn load_swappable(&self, spec: &str) -> Result<Registered, Error> {
+        let spec = self.parse_spec(spec)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { self.load_parsed_swappable(&spec) }
+    }
+
+    /// Loads and registers one parsed spec as swappable.
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    pub(crate) unsafe fn load_parsed_swappable(&self, spec: &PluginSpec) -> Result<Registered, Error> {
+        // SAFETY: forwarded to the caller.
+        let plugin = unsafe { load_version(self, spec) }?;
+        self.register_entry(Held::Swappable(Box::new(SwapCell::new(spec.as_str().to_owned(), plugin))))
+    }
+
+    /// Replaces the swappable plugin `handle` names (what
+    /// [`Manager::load_swappable`] returned) by the plugin `spec` names.
+    ///
+    /// Executables already loaded call the new version from their next
+    /// call on; nothing is reloaded. Calls in flight finish on the old
+    /// version. This returns once no call can still be inside the old
+    /// version, after its `unload` ran and, for a `.sos`, its memory was
+    /// unmapped; it waits for the calls in flight to end. Resolves through
+    /// this plugin wait while a swap runs. Swaps of one plugin are
+    /// serialised.
+    ///
+    /// The new version must have the same plugin name, export every
+    /// import resolved through this plugin so far, and describe each such
+    /// import's args layout as the old version did (when both describe
+    /// it). Otherwise the swap is refused, the new version is unloaded,
+    /// and the old one keeps serving: nothing changes.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use xplug_manager::Manager;
+    ///
+    /// let manager = Arc::new(Manager::new());
+    /// // SAFETY: both builds are trusted v0 plugins.
+    /// let kernel = unsafe { manager.load_swappable("build/1/kernels.sos") }?;
+    /// let imports = manager.resolve_imports(["scale_i32"])?;
+    /// // ... executables call `imports` from any thread ...
+    /// // SAFETY: as above.
+    /// let swapped = unsafe { manager.replace(&kernel, "build/2/kernels.sos") }?;
+    /// assert_eq!(swapped.rebound, 1); // `imports` now calls build 2
+    /// # Ok::<(), xplug_manager::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotSwappable`] when `handle` is not a swappable plugin of
+    /// this manager; [`Error::SwapInsideImport`] when called from inside
+    /// a swappable import's call (it would wait for itself);
+    /// [`Error::SwapLoadFailed`] when `spec` is malformed or its plugin
+    /// fails to load or its load checks; [`Error::SwapIncompatible`] for
+    /// another plugin name or a changed args layout;
+    /// [`Error::SwapMissingImports`] when it lacks an import in use.
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`], for the new version; and it must be a
+    /// drop-in replacement: every import keeps its args contract.
+    pub unsafe fn replace(&self, handle: &Registered, spec: &str) -> Result<Swapped, Error> {
+        let cell = self.swap_cell(handle)?;
+        if inside_call() {
+            return Err(Error::SwapInsideImport { provider: cell.name.to_string() });
+        }
+        let refused_load = |source: Error| Error::SwapLoadFailed {
+            provider: cell.name.to_string(),
+            spec: spec.to_owned(),
+            source: Box::new(source),
+        };
+        let parsed = self.parse_spec(spec).map_err(refused_load)?;
+        // SAFETY: forwarded to the caller.
+        let plugin = unsafe { load_version(self, &parsed) }.map_err(refused_load)?;
+        let mut state = cell.lock();
+        let new = check_version(&cell.name, spec, &state, plugin)?;
+        // Publish: every slot now points at the new version.
+        for (slot, binding) in state.slots.iter().zip(&new.bindings) {
+            slot.current.store((&raw const **binding).cast_mut(), Ordering::Release);
+        }
+        let old = std::mem::replace(&mut state.version, new);
+        state.swaps += 1;
+        let (rebound, swaps) = (state.slots.len(), state.swaps);
+        let quiescent = wait_for_quiescence();
+        drop(state);
+        let previous_spec = old.spec.clone();
+        let previous_allocations = if quiescent {
+            Some(old.plugin.unload())
+        } else {
+            // No proof that no call is inside it: keep it loaded for good.
+            std::mem::forget(old);
+            None
+        };
+        tracing::info!(plugin = &*cell.name, spec, previous = %previous_spec, rebound, swaps, "plugin swapped");
+        Ok(Swapped { previous_spec, rebound, swaps, previous_allocations })
+    }
+
+    /// The spec of the version of swappable plugin `handle` serving now.
+    ///
+    /// # Errors
+    /// [`Error::NotSwappable`] as [`Manager::replace`].
+    pub fn current_spec(&self, handle: &Registered) -> Result<String, Error> {
+        Ok(self.swap_cell(handle)?.lock().version.spec.clone())
+    }
+
+    /// The swappable entry `handle` names.
+    fn swap_cell(&self, handle: &Registered) -> Result<&SwapCell, Error> {
+        match self.registry.get(handle.index()) {
+            Some(entry) if *entry.name == *handle.name() => match &entry.provider {
+                Held::Swappable(cell) => Ok(cell),
+                _ => Err(Error::NotSwappable { index: handle.index(), provider: handle.name().to_owned() }),
+            },
+            _ => Err(Error::NotSwappable { index: handle.index(), provider: handle.name().to_owned() }),
+        }
+    }
+}
+
+/// Checks `plugin` as the next version of the plugin named `name` whose
+/// state is `state`, and binds every slot to it; the refusal otherwise
+/// (the plugin is then dropped: unloaded).
+fn check_version(name: &str, spec: &str, state: &SwapState, plugin: Plugin) -> Result<Version, Error> {
+    let refused =
+        |reason: String| Error::SwapIncompatible { provider: name.to_owned(), spec: spec.to_owned(), reason };
+    if plugin.name() != name {
+        return Err(refused(format!(
+            "it is plugin `{}`, not `{name}`; a swap replaces a plugin by another build of itself",
+            plugin.name()
+        )));
+    }
+    let names: Vec<&CStr> = state.slots.iter().map(|slot| slot.name.as_c_str()).collect();
+    let mut resolved = RequestSlots::for_names(names.iter().copied());
+    let answer = plugin.supply(&mut resolved.request());
+    let missing: Vec<String> = names
+        .iter()
+        .zip(resolved.fns())
+        .filter(|(_, function)| function.is_null())
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    if !missing.is_empty() || answer.is_err() {
+        return Err(Error::SwapMissingImports {
+            provider: name.to_owned(),
+            spec: spec.to_owned(),
+            missing: if missing.is_empty() {
+                names.iter().map(|name| name.to_string_lossy().into_owned()).collect()
+            } else {
+                missing
+            },
+        });
+    }
+    if let (Some(old), Some(new)) = (state.version.plugin.import_layouts(), plugin.import_layouts()) {
+        for slot in &state.slots {
+            let symbol = slot.name.to_string_lossy();
+            let before = old.iter().find(|layout| layout.symbol == symbol);
+            let after = new.iter().find(|layout| layout.symbol == symbol);
+            if let (Some(before), Some(after)) = (before, after)
+                && before != after
+            {
+                return Err(refused(format!(
+                    "the args layout of import `{symbol}` changed ({} bytes, align {} before; {} bytes, align {} \
+                     now, or its fields differ); executables compiled against the old layout would misread it",
+                    before.size, before.align, after.size, after.align
+                )));
+            }
+        }
+    }
+    let bindings = resolved
+        .fns()
+        .iter()
+        .zip(resolved.contexts())
+        .map(|(&function, &context)| {
+            // SAFETY: as in `supply_swappable`; every slot is non-NULL
+            // (checked above).
+            let function = unsafe { xplug_providers::abi::import_fn_from_ptr(function) };
+            function.map(|function| Box::new(Binding { function, context }))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| refused("a resolved function slot turned NULL".to_owned()))?;
+    if state.slots.iter().zip(&bindings).any(|(slot, binding)| {
+        // SAFETY: the slot's binding is the old version's, alive under the
+        // state lock we hold.
+        let old = unsafe { &*slot.current.load(Ordering::Relaxed) };
+        std::ptr::fn_addr_eq(old.function, binding.function)
+    }) {
+        tracing::warn!(
+            plugin = name,
+            spec,
+            "the new version's import functions are the old version's code: a shared library rebuilt at the \
+             same path is the copy already loaded (never closed); give each build its own file name"
+        );
+    }
+    drop(names);
+    Ok(Version { spec: spec.to_owned(), plugin, bindings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_reuses_a_released_record() {
+        let first = std::thread::spawn(|| std::ptr::from_ref(reader()) as usize).join().unwrap();
+        let second = std::thread::spawn(|| std::ptr::from_ref(reader()) as usize).join().unwrap();
+        // Other tests may take records concurrently; the released one is
+        // free for someone, and nothing is in use on finished threads.
+        assert!(readers().iter().any(|(record, _)| std::ptr::from_ref(*record) as usize == first));
+        assert!(readers().iter().any(|(record, _)| std::ptr::from_ref(*record) as usize == second));
+        let record =
+            readers().iter().find(|(record, _)| std::ptr::from_ref(*record) as usize == second).copied();
+        assert_eq!(record.map(|(_, used)| used), Some(false), "a finished thread's record is released");
+    }
+
+    #[test]
+    fn synchronize_returns_when_no_call_is_inside() {
+        quiesce::init();
+        assert!(wait_for_quiescence());
+    }
+}
