@@ -40,6 +40,7 @@ mod inspect;
 mod isolate;
 mod new;
 pub mod output;
+mod profile;
 mod resolve;
 mod run;
 mod trust;
@@ -257,6 +258,25 @@ enum Command {
         /// import is missing.
         #[arg(long)]
         list_imports: bool,
+        /// Profile every import call: print on stderr, after the results,
+        /// per executable and import, the provider, calls, total, mean,
+        /// p50, p99 and max time, and the share of the run (in the JSON
+        /// object with --json). Without it (and the two flags below) no
+        /// wrapper is installed and imports cost nothing more.
+        #[arg(long)]
+        profile: bool,
+        /// Write the import profile as JSON to FILE (counts as --profile's
+        /// counting; the table is printed only with --profile).
+        #[arg(long = "profile-json", value_name = "FILE")]
+        profile_json: Option<PathBuf>,
+        /// Write a Chrome trace-event file (Perfetto, chrome://tracing)
+        /// with the first --profile-slices calls of each import as slices.
+        #[arg(long = "profile-trace", value_name = "FILE")]
+        profile_trace: Option<PathBuf>,
+        /// Calls of each import kept as trace slices (every call is counted
+        /// whatever this is).
+        #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES)]
+        profile_slices: usize,
         /// Elements printed per tensor.
         #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
         max_elements: usize,
@@ -416,6 +436,10 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             with_static,
             trace,
             list_imports,
+            profile,
+            profile_json,
+            profile_trace,
+            profile_slices,
             max_elements,
             crash_report,
         } => {
@@ -467,6 +491,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     with_static: *with_static,
                     trace: *trace,
                     list_imports: *list_imports,
+                    profile: (*profile || profile_json.is_some() || profile_trace.is_some()).then(|| {
+                        profile::Request {
+                            print: *profile,
+                            json: profile_json.as_deref(),
+                            trace: profile_trace.as_deref(),
+                            slices: *profile_slices,
+                        }
+                    }),
                     max_elements: *max_elements,
                 },
                 cli.json,

@@ -211,7 +211,7 @@ impl ImportProfiler {
                 function,
                 context: request.context(index),
                 clock: self.shared.clock.clone(),
-                blocks: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+                blocks: (0..THREAD_BLOCKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
                 overflow: Mutex::new(None),
                 shared: Arc::clone(&self.shared),
                 executable,
@@ -393,8 +393,10 @@ pub struct ProfiledImport {
     function: ImportFn,
     context: *mut c_void,
     clock: quanta::Clock,
-    /// Counter blocks by thread ordinal, each written by its thread only.
-    blocks: [AtomicPtr<Counters>; THREAD_BLOCKS],
+    /// Counter blocks by thread ordinal ([`THREAD_BLOCKS`] of them), each
+    /// written by its thread only. Every array here is allocated on the
+    /// heap directly: IREE's workers run imports on stacks of some 32 KiB.
+    blocks: Box<[AtomicPtr<Counters>]>,
     /// The block of threads beyond [`THREAD_BLOCKS`], written under the lock.
     overflow: Mutex<Option<Box<Counters>>>,
     shared: Arc<Shared>,
@@ -425,7 +427,7 @@ impl std::fmt::Debug for ProfiledImport {
 
 impl Drop for ProfiledImport {
     fn drop(&mut self) {
-        for block in &mut self.blocks {
+        for block in &mut *self.blocks {
             let block = std::mem::replace(block.get_mut(), std::ptr::null_mut());
             if !block.is_null() {
                 // SAFETY: a non-NULL block came from `Box::into_raw` in
@@ -527,7 +529,7 @@ impl ProfiledImport {
     /// The figures merged over every block.
     fn stats(&self) -> ImportCallStats {
         let mut tally = Tally::default();
-        for block in &self.blocks {
+        for block in &*self.blocks {
             let counters = block.load(Ordering::Acquire);
             if !counters.is_null() {
                 // SAFETY: published by `record_cold`, freed only when `self`
@@ -607,7 +609,8 @@ struct Counters {
     failures: AtomicU64,
     total: AtomicU64,
     max: AtomicU64,
-    buckets: [AtomicU64; BUCKETS],
+    /// [`BUCKETS`] of them.
+    buckets: Box<[AtomicU64]>,
     /// Slices written so far (published with `Release`).
     slices_len: AtomicUsize,
     slices: Box<[SliceCell]>,
@@ -635,7 +638,7 @@ impl Counters {
             failures: AtomicU64::new(0),
             total: AtomicU64::new(0),
             max: AtomicU64::new(0),
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             slices_len: AtomicUsize::new(0),
             slices: (0..slices)
                 .map(|_| SliceCell {
@@ -720,7 +723,7 @@ impl Tally {
         self.failures += failures;
         self.total = self.total.saturating_add(total);
         self.max = self.max.max(max);
-        for (sum, bucket) in self.buckets.iter_mut().zip(&counters.buckets) {
+        for (sum, bucket) in self.buckets.iter_mut().zip(&*counters.buckets) {
             *sum += bucket.load(Ordering::Relaxed);
         }
         let len = counters.slices_len.load(Ordering::Acquire);
