@@ -80,6 +80,10 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; `Run` carries IREE's many flags, and boxing them would only add noise"
+)]
 enum Command {
     /// Show a plugin's header, the loader used for it and its exported symbols.
     Inspect {
@@ -491,14 +495,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     with_static: *with_static,
                     trace: *trace,
                     list_imports: *list_imports,
-                    profile: (*profile || profile_json.is_some() || profile_trace.is_some()).then(|| {
+                    profile: (*profile || profile_json.is_some() || profile_trace.is_some()).then_some(
                         profile::Request {
                             print: *profile,
                             json: profile_json.as_deref(),
                             trace: profile_trace.as_deref(),
                             slices: *profile_slices,
-                        }
-                    }),
+                        },
+                    ),
                     max_elements: *max_elements,
                 },
                 cli.json,

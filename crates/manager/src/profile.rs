@@ -136,6 +136,7 @@ pub struct ImportProfiler {
     shared: Arc<Shared>,
     /// Boxed: the wrappers' contexts point at the records, which must not
     /// move when the list grows.
+    #[expect(clippy::vec_box, reason = "each record's address is a wrapper's context and must not move")]
     imports: Mutex<Vec<Box<ProfiledImport>>>,
 }
 
@@ -713,7 +714,7 @@ impl Tally {
                 counters.max.load(Ordering::Relaxed),
             ];
             fence(Ordering::Acquire);
-            if before % 2 == 0 && counters.sequence.load(Ordering::Relaxed) == before {
+            if before.is_multiple_of(2) && counters.sequence.load(Ordering::Relaxed) == before {
                 break;
             }
             std::hint::spin_loop();
