@@ -5,7 +5,7 @@
 //! Every import has one C signature, `int(void* params, void* context,
 //! void* reserved)`. [`ImportProfiler::install`] replaces each filled slot
 //! of a resolved request with one generic entry point whose `context` is a
-//! [`ProfiledImport`] record owned by the profiler: the record holds the
+//! record (`ProfiledImport`) owned by the profiler: the record holds the
 //! function and context the resolution produced (the plugin's, or another
 //! wrapper's) and the counters. The entry point reads the clock, calls the
 //! pair, reads the clock again and counts the call in the calling thread's
@@ -390,7 +390,7 @@ pub struct CallSlice {
 
 /// What the wrapper of one import reads: the pair it calls, the clock, the
 /// counter blocks of each thread; and what the profile names it by.
-pub struct ProfiledImport {
+struct ProfiledImport {
     function: ImportFn,
     context: *mut c_void,
     clock: quanta::Clock,
@@ -440,7 +440,7 @@ impl Drop for ProfiledImport {
 }
 
 /// The entry point every profiled slot holds; `context` is its
-/// [`ProfiledImport`].
+/// `ProfiledImport`.
 ///
 /// # Safety
 /// `context` is a record an [`ImportProfiler`] installed and still owns;
