@@ -277,10 +277,12 @@ enum Command {
         /// with the first --profile-slices calls of each import as slices.
         #[arg(long = "profile-trace", value_name = "FILE")]
         profile_trace: Option<PathBuf>,
-        /// Calls of each import kept as trace slices (every call is counted
-        /// whatever this is).
-        #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES)]
-        profile_slices: usize,
+        /// Calls of each import kept as trace slices, at most 1000000 (each
+        /// thread calling an import sets 24 bytes aside per slice); every
+        /// call is counted whatever this is.
+        #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES as u32,
+              value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+        profile_slices: u32,
         /// Elements printed per tensor.
         #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
         max_elements: usize,
@@ -500,7 +502,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                             print: *profile,
                             json: profile_json.as_deref(),
                             trace: profile_trace.as_deref(),
-                            slices: *profile_slices,
+                            slices: *profile_slices as usize,
                         },
                     ),
                     max_elements: *max_elements,

@@ -37,7 +37,7 @@
 
 use std::collections::BinaryHeap;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -63,8 +63,9 @@ const BUCKETS: usize = (MAX_EXPONENT - SUB_BITS + 1) as usize * SUB;
 pub struct ProfileOptions {
     /// At most this many calls of each import are kept as timed slices
     /// (the first ones, by start time) for a trace; every call is counted
-    /// whatever this is. Each thread calling an import keeps room for this
-    /// many (24 bytes each) once it calls it.
+    /// whatever this is. Each thread calling an import sets room for this
+    /// many aside (24 bytes each) at its first call of it, so keep it to
+    /// what a trace viewer can show (`xplug run` takes at most 1 000 000).
     pub slices_per_import: usize,
 }
 
@@ -604,12 +605,8 @@ struct Counters {
     /// The thread writing it (a later thread may take over the ordinal of
     /// one that ended), so that each thread is named once.
     writer: AtomicU32,
-    /// Odd while the writer updates the four fields below.
-    sequence: AtomicU64,
-    calls: AtomicU64,
-    failures: AtomicU64,
-    total: AtomicU64,
-    max: AtomicU64,
+    /// Calls, failures, total and maximum, under the sequence lock.
+    totals: Totals,
     /// [`BUCKETS`] of them.
     buckets: Box<[AtomicU64]>,
     /// Slices written so far (published with `Release`).
@@ -624,6 +621,9 @@ struct SliceCell {
     thread: AtomicU32,
 }
 
+// The size `ProfileOptions::slices_per_import` documents.
+const _: () = assert!(size_of::<SliceCell>() == 24);
+
 /// A single writer's increment: a load and a store, no read-modify-write.
 #[inline(always)]
 fn bump(counter: &AtomicU64, by: u64) {
@@ -634,11 +634,7 @@ impl Counters {
     fn new(slices: usize) -> Self {
         Self {
             writer: AtomicU32::new(0),
-            sequence: AtomicU64::new(0),
-            calls: AtomicU64::new(0),
-            failures: AtomicU64::new(0),
-            total: AtomicU64::new(0),
-            max: AtomicU64::new(0),
+            totals: Totals::new(),
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             slices_len: AtomicUsize::new(0),
             slices: (0..slices)
@@ -654,19 +650,7 @@ impl Counters {
     /// Counts a call; only the block's one writer calls this.
     #[inline(always)]
     fn record(&self, start: u64, ticks: u64, result: c_int, thread: u32) {
-        let sequence = self.sequence.load(Ordering::Relaxed);
-        self.sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
-        // The odd sequence is visible before any field written below.
-        fence(Ordering::Release);
-        bump(&self.calls, 1);
-        bump(&self.total, ticks);
-        if result != 0 {
-            bump(&self.failures, 1);
-        }
-        if ticks > self.max.load(Ordering::Relaxed) {
-            self.max.store(ticks, Ordering::Relaxed);
-        }
-        self.sequence.store(sequence.wrapping_add(2), Ordering::Release);
+        self.totals.record(ticks, result != 0);
         if let Some(bucket) = self.buckets.get(bucket_of(ticks)) {
             bump(bucket, 1);
         }
@@ -677,6 +661,106 @@ impl Counters {
             cell.thread.store(thread, Ordering::Relaxed);
             self.slices_len.store(len + 1, Ordering::Release);
         }
+    }
+}
+
+/// The four figures of a block that a read takes from one instant: calls,
+/// failures, total and maximum, in clock ticks, written under a sequence
+/// lock (the module's documentation). Under `--cfg loom` its atomics are
+/// `loom`'s, and `profile_loom` model-checks the protocol.
+struct Totals {
+    /// Odd while the writer updates the four fields below.
+    sequence: SeqAtomic,
+    calls: SeqAtomic,
+    failures: SeqAtomic,
+    total: SeqAtomic,
+    max: SeqAtomic,
+}
+
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU64 as SeqAtomic, fence as seq_fence};
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64 as SeqAtomic, fence as seq_fence};
+
+/// [`bump`] for the sequence-locked fields.
+#[inline(always)]
+fn bump_locked(counter: &SeqAtomic, by: u64) {
+    counter.store(counter.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+}
+
+impl Totals {
+    fn new() -> Self {
+        Self {
+            sequence: SeqAtomic::new(0),
+            calls: SeqAtomic::new(0),
+            failures: SeqAtomic::new(0),
+            total: SeqAtomic::new(0),
+            max: SeqAtomic::new(0),
+        }
+    }
+
+    /// Counts a call of `ticks`; only the block's one writer calls this.
+    #[inline(always)]
+    fn record(&self, ticks: u64, failed: bool) {
+        let sequence = self.sequence.load(Ordering::Relaxed);
+        self.sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
+        // The odd sequence is visible before any field written below: a
+        // reader that loads one of them synchronises with this fence
+        // through its own `Acquire` fence, and then sees the odd value or
+        // a later one.
+        seq_fence(Ordering::Release);
+        bump_locked(&self.calls, 1);
+        bump_locked(&self.total, ticks);
+        if failed {
+            bump_locked(&self.failures, 1);
+        }
+        if ticks > self.max.load(Ordering::Relaxed) {
+            self.max.store(ticks, Ordering::Relaxed);
+        }
+        self.sequence.store(sequence.wrapping_add(2), Ordering::Release);
+    }
+
+    /// One attempt at a read: the four figures, if no write overlapped it.
+    fn try_read(&self) -> Option<[u64; 4]> {
+        let before = self.sequence.load(Ordering::Acquire);
+        let figures = [
+            self.calls.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+            self.max.load(Ordering::Relaxed),
+        ];
+        seq_fence(Ordering::Acquire);
+        let after = self.sequence.load(Ordering::Relaxed);
+        (before.is_multiple_of(2) && after == before).then_some(figures)
+    }
+
+    /// The four figures from one instant. A writer holds the lock for a
+    /// few stores, so a retry soon falls between two calls; the retries
+    /// are bounded, so that a reader never spins for ever, and the last
+    /// read then holds each figure's value at some instant of the read,
+    /// which is all the bound gives up.
+    #[cfg(not(loom))]
+    fn read(&self) -> [u64; 4] {
+        for _ in 0..100_000 {
+            if let Some(figures) = self.try_read() {
+                return figures;
+            }
+            std::hint::spin_loop();
+        }
+        [
+            self.calls.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+            self.max.load(Ordering::Relaxed),
+        ]
+    }
+
+    /// Under `loom`, one attempt or the fields as they are (the model
+    /// checks [`Totals::try_read`]).
+    #[cfg(loom)]
+    fn read(&self) -> [u64; 4] {
+        self.try_read().unwrap_or_default()
     }
 }
 
@@ -700,26 +784,7 @@ impl Default for Tally {
 impl Tally {
     /// Adds one block, read under its sequence lock.
     fn add(&mut self, counters: &Counters) {
-        // A writer holds the lock for a few stores: retry until a read
-        // falls between two calls. Bounded, so that a reader never spins
-        // for ever; the last read then holds each field's value at some
-        // instant of the read, which is all the bound gives up.
-        let mut fields = [0; 4];
-        for _ in 0..100_000 {
-            let before = counters.sequence.load(Ordering::Acquire);
-            fields = [
-                counters.calls.load(Ordering::Relaxed),
-                counters.failures.load(Ordering::Relaxed),
-                counters.total.load(Ordering::Relaxed),
-                counters.max.load(Ordering::Relaxed),
-            ];
-            fence(Ordering::Acquire);
-            if before.is_multiple_of(2) && counters.sequence.load(Ordering::Relaxed) == before {
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        let [calls, failures, total, max] = fields;
+        let [calls, failures, total, max] = counters.totals.read();
         self.calls += calls;
         self.failures += failures;
         self.total = self.total.saturating_add(total);
@@ -829,7 +894,7 @@ fn lock<T: ?Sized>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -953,5 +1018,35 @@ mod tests {
         ordinals.give(2);
         ordinals.give(1);
         assert_eq!([ordinals.take(), ordinals.take(), ordinals.take()], [1, 2, 4]);
+    }
+}
+
+/// The sequence lock under `loom` (`RUSTFLAGS="--cfg loom" cargo test -p
+/// xplug-manager --release --lib profile_loom`, which `cargo xtask loom`
+/// runs): a read that passes its sequence check sees the four figures of
+/// one instant, whatever the interleaving with the writer.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+
+    #[test]
+    fn profile_loom_a_read_sees_the_figures_of_one_instant() {
+        loom::model(|| {
+            let totals = loom::sync::Arc::new(Totals::new());
+            let writer = {
+                let totals = totals.clone();
+                loom::thread::spawn(move || {
+                    totals.record(5, false);
+                    totals.record(7, true);
+                })
+            };
+            // Before either call, after the first, after both.
+            let instants = [[0, 0, 0, 0], [1, 0, 5, 5], [2, 1, 12, 7]];
+            if let Some(figures) = totals.try_read() {
+                assert!(instants.contains(&figures), "a torn read passed the check: {figures:?}");
+            }
+            writer.join().unwrap();
+            assert_eq!(totals.try_read(), Some(instants[2]));
+        });
     }
 }
