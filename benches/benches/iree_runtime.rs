@@ -18,6 +18,9 @@
 //! - (9) module load to first result: a session on a device (executables
 //!   created, imports resolved) and one call of `@mul` on 64 elements.
 //! - (10) steady state: one call of `@mul` on 1M elements (local-sync).
+//! - (11) the same call on a device built with a per-import profile
+//!   (`DeviceBuilder::profile`, what `xplug run --profile` uses) against
+//!   one without: 16 384 profiled import calls per call.
 //!
 //! Group names are read back by `xtask/src/bench.rs`; keep them in sync.
 
@@ -31,7 +34,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, iree_manager, pair, xplug_manager};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor};
+use xplug_iree::{DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, Tensor};
 
 fn plugins_dir() -> PathBuf {
     let root = xplug_fixtures::workspace_root();
@@ -119,6 +122,25 @@ fn programs(c: &mut Criterion) {
         black_box(xplug_session.call("mul", &large).expect("the call runs"));
     };
     pair(c, "iree_call_1m", None, ("iree", &mut iree_call), ("xplug", &mut xplug_call));
+
+    // (11) The same call with every import call profiled.
+    let profiled_device = DeviceBuilder::new(&program.runtime, kind, xplug_manager(&program.plugin))
+        .profile(ProfileOptions::default())
+        .build()
+        .expect("device");
+    let profiled_session = Session::new(&profiled_device, &program.module).expect("the module loads");
+    let mut profiled_call = || {
+        black_box(profiled_session.call("mul", &large).expect("the call runs"));
+    };
+    let mut plain_call = || {
+        black_box(xplug_session.call("mul", &large).expect("the call runs"));
+    };
+    pair(c, "iree_call_1m_profiled", None, ("plain", &mut plain_call), ("profiled", &mut profiled_call));
+    let profile = profiled_device.import_profile().expect("profiled");
+    // 1M elements, one call per 64: every call of every run counted (none
+    // when a criterion filter skipped the pair).
+    assert_eq!(profile.imports.len(), 1);
+    assert_eq!(profile.imports[0].calls % ((1 << 20) / 64), 0, "{profile:?}");
 }
 
 criterion_group!(benches, loader_calls, programs);

@@ -292,6 +292,63 @@ fn import_call(c: &mut Criterion) {
     assert_eq!((direct_args.out, handle_args.out, typed_args.out), (3, 3, 3));
 }
 
+/// (11) One import call through the per-import profile's counting wrapper
+/// (what `xplug run --profile` installs in every slot) vs the same plain
+/// function-pointer call as row (3): the cost of profiling per call.
+fn profiled_call(c: &mut Criterion) {
+    use xplug_manager::profile::{ImportProfiler, ProfileOptions};
+    // The default options, as `xplug run --profile` uses them: the first
+    // 1 000 calls are also kept as slices, every later one only counted.
+    let profiler = ImportProfiler::new(ProfileOptions::default());
+    let names = [SymbolName::new(c"add")];
+    let (mut fns, mut contexts) = ([add as *mut c_void], [std::ptr::null_mut()]);
+    let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+    assert_eq!(profiler.install(0, &mut request, |_| Some("math".to_owned())), 1);
+    // SAFETY: the slot holds the profiler's wrapper, an import function,
+    // valid while `profiler` lives (to the end of this function).
+    let wrapper = unsafe { xplug_abi::import_fn_from_ptr(request.function(0)) }.expect("wrapped");
+    let profiled_entry = (wrapper, request.context(0));
+    let direct_entry: (xplug_abi::ImportFn, *mut c_void) = (add, std::ptr::null_mut());
+    let mut group = c.benchmark_group("call");
+    let mut args = AddArgs { a: 1, b: 2, out: 0 };
+    group.bench_function("profiled_import", |b| {
+        b.iter(|| {
+            let &(function, context) = black_box(&profiled_entry);
+            // SAFETY: the wrapper passes `AddArgs` on to `add`.
+            black_box(unsafe {
+                function(std::ptr::from_mut(&mut args).cast(), context, std::ptr::null_mut())
+            });
+        });
+    });
+    group.finish();
+    // Paired as row (3): CALLS calls per closure, times per call.
+    const CALLS: u32 = 16;
+    let (mut direct_args, mut profiled_args) =
+        (AddArgs { a: 1, b: 2, out: 0 }, AddArgs { a: 1, b: 2, out: 0 });
+    let mut direct_call = || {
+        for _ in 0..black_box(CALLS) {
+            let &(function, context) = black_box(&direct_entry);
+            // SAFETY: `add` takes `AddArgs`.
+            black_box(unsafe {
+                function(std::ptr::from_mut(&mut direct_args).cast(), context, std::ptr::null_mut())
+            });
+        }
+    };
+    let mut profiled = || {
+        for _ in 0..black_box(CALLS) {
+            let &(function, context) = black_box(&profiled_entry);
+            // SAFETY: as above, through the wrapper.
+            black_box(unsafe {
+                function(std::ptr::from_mut(&mut profiled_args).cast(), context, std::ptr::null_mut())
+            });
+        }
+    };
+    paired_estimate_of("call", "paired-profiled", &mut direct_call, &mut profiled, CALLS);
+    assert_eq!((direct_args.out, profiled_args.out), (3, 3));
+    let profile = profiler.snapshot();
+    assert!(profile.imports[0].calls > 0, "every call through the wrapper is counted");
+}
+
 /// The allocator of the hand-made load: C `malloc`/`free`.
 unsafe extern "C" fn malloc_ctl(
     _: *mut c_void,
@@ -505,7 +562,7 @@ struct WorkgroupArgs {
     processor_data: *const u64,
 }
 
-/// (11) Live swap: one import call through a swappable plugin's
+/// (12) Live swap: one import call through a swappable plugin's
 /// trampoline (`docs/swap.md`) vs the same build loaded as a plain plugin,
 /// whose import resolves to the plugin's own function; both called as (3)
 /// calls, from a resolved table. Two imports of `tests/c/swap_plugin.c`:
@@ -585,5 +642,14 @@ fn swap_call(_: &mut Criterion) {
     assert_eq!((&plain_out, &swap_out), (&expected, &expected));
 }
 
-criterion_group!(benches, resolve_per_name, manager_overhead, import_call, load, embedded_load, swap_call);
+criterion_group!(
+    benches,
+    resolve_per_name,
+    manager_overhead,
+    import_call,
+    profiled_call,
+    load,
+    embedded_load,
+    swap_call
+);
 criterion_main!(benches);

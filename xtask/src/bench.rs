@@ -198,7 +198,7 @@ impl Target {
 /// better.
 #[derive(Debug, Clone)]
 pub struct Ratio {
-    /// The numbered claim the row belongs to (`(1)` to `(10)`): rows print
+    /// The numbered claim the row belongs to (`(1)` to `(13)`): rows print
     /// in this order.
     pub row: u8,
     /// What is compared, `xplug side / baseline`.
@@ -503,7 +503,36 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
             target,
         ));
     }
-    // Printed in claim order, (1) to (11); the sort keeps each claim's rows
+    // (13) Per-import profiles: the counting wrapper per call (aim: at most
+    // 30 ns more than the plain call), and on a program's steady state.
+    get("call/profiled_import")?;
+    let wrapper = paired_file(&criterion.join("call").join("paired-profiled.json"))?;
+    out.push(Ratio::new(
+        13,
+        format!(
+            "(13) import call through the per-import profile's counting wrapper / plain function pointer \
+             ({:.1} ns more per call; aim: at most 30 ns)",
+            wrapper.b_ns - wrapper.a_ns
+        ),
+        wrapper.b_ns,
+        wrapper.a_ns,
+        wrapper.ratio,
+        REPORT_ONLY,
+    ));
+    get("iree_call_1m_profiled/plain")?;
+    get("iree_call_1m_profiled/profiled")?;
+    let program = paired(criterion, "iree_call_1m_profiled", None)?;
+    out.push(Ratio::new(
+        13,
+        "(13) IREE runtime, steady-state call over 1M elements (16 384 import calls, local-sync): \
+         profiled device / unprofiled"
+            .to_owned(),
+        program.b_ns,
+        program.a_ns,
+        program.ratio,
+        REPORT_ONLY,
+    ));
+    // Printed in claim order, (1) to (13); the sort keeps each claim's rows
     // in the order they were added.
     out.sort_by_key(|ratio| ratio.row);
     Ok(out)
@@ -552,7 +581,7 @@ pub fn table(ratios: &[Ratio]) -> String {
         );
     }
     out.push_str(
-        "\nMedians; rows (1) are per requested name, the others per operation. Rows (3), (5), (6) and (8) to (10) are \
+        "\nMedians; rows (1) are per requested name, the others per operation. Rows (3), (5), (6) and (8) to (13) are \
          paired: batches of both sides run back to back, and the ratio is the median of the per-pair ratios.\n",
     );
     out

@@ -41,6 +41,7 @@ mod isolate;
 mod new;
 pub mod output;
 mod pin;
+mod profile;
 mod resolve;
 mod run;
 mod trust;
@@ -127,6 +128,10 @@ struct GlobalArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; `Run` carries IREE's many flags, and boxing them would only add noise"
+)]
 enum Command {
     /// Show a plugin's header, the loader used for it and its exported symbols.
     Inspect {
@@ -393,6 +398,27 @@ struct RunArgs {
     /// import is missing.
     #[arg(long)]
     list_imports: bool,
+    /// Profile every import call: print on stderr, after the results,
+    /// per executable and import, the provider, calls, total, mean,
+    /// p50, p99 and max time, and the share of the run (in the JSON
+    /// object with --json). Without it (and the two flags below) no
+    /// wrapper is installed and imports cost nothing more.
+    #[arg(long)]
+    profile: bool,
+    /// Write the import profile as JSON to FILE (counts as --profile's
+    /// counting; the table is printed only with --profile).
+    #[arg(long = "profile-json", value_name = "FILE")]
+    profile_json: Option<PathBuf>,
+    /// Write a Chrome trace-event file (Perfetto, chrome://tracing)
+    /// with the first --profile-slices calls of each import as slices.
+    #[arg(long = "profile-trace", value_name = "FILE")]
+    profile_trace: Option<PathBuf>,
+    /// Calls of each import kept as trace slices, at most 1000000 (each
+    /// thread calling an import sets 24 bytes aside per slice); every
+    /// call is counted whatever this is.
+    #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES as u32,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    profile_slices: u32,
     /// Elements printed per tensor.
     #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
     max_elements: usize,
@@ -486,6 +512,10 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             with_static,
             trace,
             list_imports,
+            profile,
+            profile_json,
+            profile_trace,
+            profile_slices,
             max_elements,
             crash_report,
         }) => {
@@ -537,6 +567,14 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     with_static: *with_static,
                     trace: *trace,
                     list_imports: *list_imports,
+                    profile: (*profile || profile_json.is_some() || profile_trace.is_some()).then_some(
+                        profile::Request {
+                            print: *profile,
+                            json: profile_json.as_deref(),
+                            trace: profile_trace.as_deref(),
+                            slices: *profile_slices as usize,
+                        },
+                    ),
                     max_elements: *max_elements,
                 },
                 cli.globals.json,

@@ -10,14 +10,16 @@
 //! `--output` flags (one per result), each result printed bare (`-`),
 //! written (`@FILE`, `+FILE` to append: `.npy` as NumPy, any other name as
 //! raw bytes) or dropped (empty). What xplug adds goes to stderr
-//! (`--trace`) or replaces the run (`--list-imports`); `--json` prints one
-//! object instead.
+//! (`--trace`, `--profile`), to files (`--profile-json`, `--profile-trace`)
+//! or replaces the run (`--list-imports`); `--json` prints one object
+//! instead.
 
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::json;
 use xplug_iree::{
@@ -61,6 +63,8 @@ pub(crate) struct Options<'a> {
     pub(crate) trace: bool,
     /// Only load the module and list every executable's imports.
     pub(crate) list_imports: bool,
+    /// Profile every import call (`--profile` and its file flags).
+    pub(crate) profile: Option<crate::profile::Request<'a>>,
     /// Elements printed per tensor (`--output_max_element_count`).
     pub(crate) max_elements: usize,
 }
@@ -102,10 +106,13 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     } else {
         ImportRecording::Off
     };
-    let device = DeviceBuilder::new(&runtime, kind, manager)
-        .recording(recording)
-        .build()
-        .map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
+    let mut device = DeviceBuilder::new(&runtime, kind, manager).recording(recording);
+    if let Some(profile) = &options.profile
+        && !options.list_imports
+    {
+        device = device.profile(xplug_iree::ProfileOptions::default().slices_per_import(profile.slices));
+    }
+    let device = device.build().map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
     let mut builder = Session::builder(&device, &module).parameter_mode(options.parameter_mode);
     for dependency in &modules {
         builder = builder.module(dependency);
@@ -147,7 +154,22 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         line.push(b'\n');
         write_stdout(&line).map_err(stdout_error)?;
     }
+    let started = Instant::now();
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
+    let run_time = started.elapsed();
+    // Read once the call returned: IREE waited for every worker, so the
+    // counts are exact (`docs/profiling.md`).
+    let profile = options.profile.as_ref().zip(device.import_profile());
+    let profile_json =
+        profile.as_ref().map(|(_, profile)| crate::profile::to_json(profile, run_time, &built));
+    // The profile's files and table, once the results are out.
+    let report_profile = || match &profile {
+        Some((request, profile)) => {
+            let label = format!("xplug run {} @{name} ({})", main_path.display(), kind.name());
+            crate::profile::report(request, profile, run_time, &built, as_json, &label)
+        }
+        None => Ok(()),
+    };
     if !options.expected_outputs.is_empty() {
         // As iree-run-module: the results are checked instead of printed,
         // and a mismatch is exit code 1 with IREE's report on stdout.
@@ -164,6 +186,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
                 "function": name,
                 "matched": check.matched,
                 "report": check.report,
+                "profile": profile_json,
             }));
         } else {
             let mut text = check.report;
@@ -172,6 +195,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
             }
             write_stdout(text.as_bytes()).map_err(stdout_error)?;
         }
+        report_profile()?;
         return Ok(u8::from(!check.matched));
     }
     let written = write_results(&results, options, as_json)?;
@@ -183,8 +207,10 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
             "function": name,
             "results": written,
             "executables": executables_json(&built, &executables),
+            "profile": profile_json,
         }));
     }
+    report_profile()?;
     Ok(0)
 }
 
@@ -327,7 +353,8 @@ fn write_output_file(
     Ok(if npy { "npy" } else { "raw" })
 }
 
-fn provider_label(built: &crate::resolve::LoadedPlugins, name: &str) -> String {
+/// A provider's name with where it came from (`NAME (SOURCE)`).
+pub(crate) fn provider_label(built: &crate::resolve::LoadedPlugins, name: &str) -> String {
     built
         .scan_order()
         .find(|provider| provider.registered.name() == name)

@@ -148,3 +148,133 @@ fn a_kernel_crash_under_xplug_run_is_named_by_the_crash_reporter() {
     assert_eq!(quiet.status.signal(), Some(libc::SIGSEGV));
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("xplug: SIGSEGV"));
 }
+
+/// `xplug run --profile` on a compiled program whose call counts are known:
+/// `two_imports.mlir` calls each of its two imports once per 64-element
+/// workgroup, so 640 elements make 10 calls of each, on `local-sync` and on
+/// `local-task`'s workers. The table is on stderr, stdout is the run's as
+/// without the flag, the JSON file parses with every figure consistent, and
+/// the trace is trace-event JSON with at most `--profile-slices` slices per
+/// import, each on a thread the trace names.
+#[test]
+fn xplug_run_profile_counts_every_import_call_on_both_devices() {
+    let prepared =
+        iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
+    let module = prepared.module(TWO_IMPORTS).display().to_string();
+    let (mul, sub) = (prepared.library("c_sample"), prepared.library(iree_e2e::SUB_PLUGIN));
+    let dir = tempfile::tempdir().unwrap();
+    let (json_path, trace_path) = (dir.path().join("profile.json"), dir.path().join("trace.json"));
+    let base = [
+        "run".to_owned(),
+        module.clone(),
+        format!("--function={}", TWO_IMPORTS.function),
+        "--input=640xf32=2".to_owned(),
+        "--input=640xf32=3".to_owned(),
+        format!("--plugin={}", mul.display()),
+        format!("--plugin={}", sub.display()),
+    ];
+    for device in ["--device=local-sync", "--device=local-task"] {
+        let mut plain: Vec<&str> = base.iter().map(String::as_str).collect();
+        plain.extend([device, "--task_workers=2"]);
+        let unprofiled = xplug(&plain);
+        assert!(unprofiled.status.success(), "{}", String::from_utf8_lossy(&unprofiled.stderr));
+        let json_flag = format!("--profile-json={}", json_path.display());
+        let trace_flag = format!("--profile-trace={}", trace_path.display());
+        let mut profiled = plain.clone();
+        profiled.extend(["--profile", &json_flag, &trace_flag, "--profile-slices=4"]);
+        let output = xplug(&profiled);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert_eq!(stdout(&output), stdout(&unprofiled), "the results are the same with --profile");
+
+        // The table: one row per import with its 10 calls.
+        assert!(stderr.contains("import profile"), "{stderr}");
+        for column in
+            ["executable", "import", "provider", "calls", "total", "mean", "p50", "p99", "max", "share"]
+        {
+            assert!(
+                stderr.lines().any(|line| line.split_whitespace().any(|cell| cell == column)),
+                "{column}: {stderr}"
+            );
+        }
+        for name in ["simple_mul_workgroup", "e2e_sub_workgroup"] {
+            let row =
+                stderr.lines().find(|line| line.contains(name)).unwrap_or_else(|| panic!("{name}: {stderr}"));
+            assert!(row.split_whitespace().any(|cell| cell == "10"), "{row}");
+        }
+
+        // The JSON: every figure, consistent.
+        let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+        let imports = profile["imports"].as_array().unwrap();
+        assert_eq!(imports.len(), 2, "{profile}");
+        for import in imports {
+            let plugin = if import["name"] == "simple_mul_workgroup" { &mul } else { &sub };
+            assert_eq!(
+                (import["calls"].as_u64(), import["failures"].as_u64()),
+                (Some(10), Some(0)),
+                "{import}"
+            );
+            assert!(import["provider"].as_str().unwrap().contains(&plugin.display().to_string()), "{import}");
+            let ns = |key: &str| import[key].as_u64().unwrap_or_else(|| panic!("{key}: {import}"));
+            assert!(ns("p50_ns") <= ns("p99_ns") && ns("p99_ns") <= ns("max_ns"), "{import}");
+            assert!(ns("max_ns") > 0 && ns("max_ns") <= ns("total_ns"), "{import}");
+            assert_eq!(ns("mean_ns"), ns("total_ns") / 10, "{import}");
+            let counted: u64 = import["histogram"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|bucket| bucket["count"].as_u64().unwrap())
+                .sum();
+            assert_eq!(counted, 10, "{import}");
+            assert_eq!(import["slices"], 4, "{import}");
+            let share = import["share"].as_f64().unwrap();
+            assert!(share > 0.0 && share < 2.0, "{import}");
+        }
+        assert!(profile["run_ns"].as_u64().unwrap() > 0, "{profile}");
+
+        // The trace: complete events in µs, at most 4 per import, on named threads.
+        let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace_path).unwrap()).unwrap();
+        let events = trace["traceEvents"].as_array().unwrap();
+        let named: Vec<&serde_json::Value> =
+            events.iter().filter(|event| event["ph"] == "M" && event["name"] == "thread_name").collect();
+        for name in ["simple_mul_workgroup", "e2e_sub_workgroup"] {
+            let slices: Vec<&serde_json::Value> =
+                events.iter().filter(|event| event["ph"] == "X" && event["name"] == name).collect();
+            assert_eq!(slices.len(), 4, "at most --profile-slices=4, and 10 calls were made: {trace}");
+            for slice in slices {
+                assert!(
+                    slice["ts"].as_f64().unwrap() >= 0.0 && slice["dur"].as_f64().unwrap() >= 0.0,
+                    "{slice}"
+                );
+                assert_eq!(slice["pid"], u64::from(output_pid(events)), "{slice}");
+                let thread = named
+                    .iter()
+                    .find(|meta| meta["tid"] == slice["tid"])
+                    .expect("the slice's thread is named");
+                if device.ends_with("local-task") {
+                    assert!(thread["args"]["name"].as_str().unwrap().starts_with("iree-worker"), "{thread}");
+                }
+            }
+        }
+    }
+    // With --json the profile is in the one object.
+    let mut args: Vec<&str> = base.iter().map(String::as_str).collect();
+    args.push("--profile");
+    let object = json(&args, 0);
+    let calls: Vec<u64> = object["profile"]["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|import| import["calls"].as_u64().unwrap())
+        .collect();
+    assert_eq!(calls, [10, 10], "{object}");
+    // Without a profile flag, none.
+    args.pop();
+    assert!(json(&args, 0)["profile"].is_null());
+}
+
+/// The process id a trace's events carry (its process-name event's).
+fn output_pid(events: &[serde_json::Value]) -> u32 {
+    let meta = events.iter().find(|event| event["name"] == "process_name").expect("a process name");
+    u32::try_from(meta["pid"].as_u64().unwrap()).unwrap()
+}

@@ -1,7 +1,8 @@
 //! `xplug run` under valgrind (memcheck): IREE's runtime, xplug's glue,
 //! its import provider and the statuses it hands IREE, on the paths a run
 //! takes (a compiled program on both devices, a `.sos` plugin through
-//! xplug's ELF loader, and a failed resolve whose status IREE frees).
+//! xplug's ELF loader, a profiled run on `local-task`, and a failed
+//! resolve whose status IREE frees).
 //! Any invalid access, use of uninitialised memory or definite leak fails
 //! the test (`xplug_fixtures::valgrind`, which also keeps IREE's proactor
 //! off `io_uring`, which valgrind cannot follow).
@@ -65,6 +66,24 @@ fn runs_are_memcheck_clean() {
         let output = assert_clean(&args, 0);
         assert!(text(&output.stdout).contains("4xf32=5 12 21 32"), "{args:?}: {}", text(&output.stdout));
     }
+
+    // Profiled on local-task's workers (the counting wrapper, its
+    // per-thread blocks made on IREE's small worker stacks, the ordinals
+    // given back at thread exit) and the trace file written.
+    let trace = tempfile::NamedTempFile::new().unwrap();
+    let mut args = base("local-task");
+    args.extend([
+        system.clone(),
+        "--profile".to_owned(),
+        format!("--profile-trace={}", trace.path().display()),
+    ]);
+    let output = assert_clean(&args, 0);
+    assert!(text(&output.stdout).contains("4xf32=5 12 21 32"), "{args:?}: {}", text(&output.stdout));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.lines().any(|line| line.contains("simple_mul_workgroup") && line.contains(" 1 ")),
+        "{stderr}"
+    );
 
     // No plugin: the resolve fails; xplug's provider hands IREE a status,
     // which IREE carries up through the executable load and frees.

@@ -13,12 +13,18 @@
 //!
 //! The provider can also record what each executable asked for and who
 //! answered ([`ExecutableImports`]): `xplug run --trace` and
-//! `--list-imports` print that record.
+//! `--list-imports` print that record. And it can profile every import
+//! call ([`ImportProfiler`], `docs/profiling.md`): with a profile asked for,
+//! each resolved slot gets the profiler's counting wrapper in place of the
+//! plugin's function, at one point of the resolve
+//! (`IreeImportProvider::install_profile`); without one, the slots hold
+//! exactly what the manager resolved.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use xplug_manager::profile::{ImportProfile, ImportProfiler, ProfileOptions};
 use xplug_manager::providers::ResolveRequest;
 use xplug_manager::providers::abi::{Resolution, Status, StatusCode};
 use xplug_manager::{CImportProvider, CResolver, Manager, ResolveTrace, SlotSource};
@@ -109,21 +115,39 @@ pub struct IreeImportProvider {
     recording: ImportRecording,
     executables: AtomicUsize,
     log: Mutex<Vec<ExecutableImports>>,
+    /// Counts every import call when a profile was asked for; owns the
+    /// wrappers' records, so it lives as long as the provider, which the
+    /// device drops after IREE released its executables.
+    profiler: Option<ImportProfiler>,
 }
 
 impl IreeImportProvider {
     /// A provider resolving through `manager`, recording nothing.
     #[must_use]
     pub fn new(manager: Arc<Manager>) -> Self {
-        Self::for_device(manager, "(none)", ImportRecording::Off)
+        Self::for_device(manager, "(none)", ImportRecording::Off, None)
     }
 
     pub(crate) fn for_device(
         manager: Arc<Manager>,
         device: &'static str,
         recording: ImportRecording,
+        profile: Option<ProfileOptions>,
     ) -> Self {
-        Self { manager, device, recording, executables: AtomicUsize::new(0), log: Mutex::new(Vec::new()) }
+        Self {
+            manager,
+            device,
+            recording,
+            executables: AtomicUsize::new(0),
+            log: Mutex::new(Vec::new()),
+            profiler: profile.map(ImportProfiler::new),
+        }
+    }
+
+    /// Every profiled import's figures so far; `None` unless the provider
+    /// profiles.
+    pub(crate) fn profile(&self) -> Option<ImportProfile> {
+        self.profiler.as_ref().map(ImportProfiler::snapshot)
     }
 
     /// The manager it resolves through.
@@ -178,7 +202,7 @@ impl IreeImportProvider {
         // which says no less than their order would.
         let ordinal = self.executables.load(Ordering::Relaxed);
         self.executables.store(ordinal + 1, Ordering::Relaxed);
-        if self.recording != ImportRecording::Off {
+        if self.recording != ImportRecording::Off || self.profiler.is_some() {
             return self.resolve_recorded(ordinal, request);
         }
         // The hot path: no trace. A failure is still recorded, without who
@@ -189,8 +213,9 @@ impl IreeImportProvider {
         }
     }
 
-    /// [`IreeImportProvider::resolve_for_iree`] for a recording provider:
-    /// the resolve is traced and its record kept.
+    /// [`IreeImportProvider::resolve_for_iree`] for a recording or
+    /// profiling provider: the resolve is traced (who resolved each slot),
+    /// the profile installed, and the record kept when recording.
     #[cold]
     #[inline(never)]
     fn resolve_recorded(
@@ -199,7 +224,24 @@ impl IreeImportProvider {
         request: &mut ResolveRequest<'_>,
     ) -> Result<Resolution, Status> {
         let (trace, result) = self.manager.resolve_traced(request);
-        self.record(ordinal, request, Some(trace), result)
+        if result.is_ok() {
+            self.install_profile(ordinal, request, &trace);
+        }
+        match result {
+            Ok(resolution) if self.recording == ImportRecording::Off => Ok(resolution),
+            result => self.record(ordinal, request, Some(trace), result),
+        }
+    }
+
+    /// The one point where per-import profiles are installed: every slot
+    /// the resolution filled (with a plugin's function, or with whatever a
+    /// host wrapper put there) is wrapped by the profiler's counting entry
+    /// point, labelled with executable `ordinal` and the provider that
+    /// resolved it. Nothing happens unless the provider profiles.
+    fn install_profile(&self, ordinal: usize, request: &mut ResolveRequest<'_>, trace: &ResolveTrace) {
+        if let Some(profiler) = &self.profiler {
+            profiler.install(ordinal, request, |index| slot_provider(trace, index));
+        }
     }
 
     /// Records executable `ordinal`'s imports and outcome in the log, and
@@ -223,11 +265,7 @@ impl IreeImportProvider {
             .iter()
             .enumerate()
             .map(|(index, name)| {
-                let provider = match trace.as_ref().and_then(|trace| trace.slots.get(index)) {
-                    Some(SlotSource::Provider { name, .. }) => Some(name.to_string()),
-                    Some(SlotSource::Prefilled) => Some("(prefilled)".to_owned()),
-                    _ => None,
-                };
+                let provider = trace.as_ref().and_then(|trace| slot_provider(trace, index));
                 ImportRecord {
                     name: String::from_utf8_lossy(name.bare()).into_owned(),
                     optional: name.is_optional(),
@@ -278,6 +316,16 @@ impl IreeImportProvider {
             message.push_str(&format!("; providers asked, newest first: {}", providers.join(", ")));
         }
         message
+    }
+}
+
+/// Who filled slot `index`, as the trace says: a provider's name,
+/// `(prefilled)` for a slot filled before the resolve, or `None`.
+fn slot_provider(trace: &ResolveTrace, index: usize) -> Option<String> {
+    match trace.slots.get(index) {
+        Some(SlotSource::Provider { name, .. }) => Some(name.to_string()),
+        Some(SlotSource::Prefilled) => Some("(prefilled)".to_owned()),
+        _ => None,
     }
 }
 
@@ -372,6 +420,80 @@ mod tests {
             return;
         };
         xplug_fixtures::valgrind::assert_clean(&output, 0, "xplug-iree's unit tests");
+    }
+
+    unsafe extern "C" fn triple(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 {
+        // SAFETY: the test passes an `i32`.
+        unsafe { *args.cast::<i32>() *= 3 };
+        0
+    }
+
+    /// What the provider's C pair writes into the slot of `triple`.
+    fn resolved_slot(provider: &IreeImportProvider) -> (*mut c_void, *mut c_void) {
+        let names = [c"triple".as_ptr()];
+        let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
+        let raw = provider.as_c_provider();
+        let mut resolution = Resolution::NONE;
+        // SAFETY: one name and two one-element slot arrays; the provider lives.
+        let status = unsafe {
+            (raw.resolve)(
+                raw.self_,
+                1,
+                names.as_ptr(),
+                fns.as_mut_ptr(),
+                contexts.as_mut_ptr(),
+                &mut resolution,
+            )
+        };
+        assert_eq!(status, Status::OK);
+        (fns[0], contexts[0])
+    }
+
+    fn manager_with_triple() -> Arc<Manager> {
+        use xplug_manager::providers::{FnTableEntry, FnTableProvider};
+        let manager = Arc::new(Manager::new());
+        let table = FnTableProvider::new("math", [FnTableEntry::new("triple", triple)]).unwrap();
+        manager.register_provider(Arc::new(table)).unwrap();
+        manager
+    }
+
+    #[test]
+    fn without_a_profile_the_slot_holds_the_plugins_own_function() {
+        for recording in [ImportRecording::Off, ImportRecording::Record] {
+            let provider =
+                Box::new(IreeImportProvider::for_device(manager_with_triple(), "test", recording, None));
+            assert_eq!(resolved_slot(&provider).0, triple as *mut c_void, "{recording:?}");
+            assert!(provider.profile().is_none());
+        }
+    }
+
+    #[test]
+    fn with_a_profile_the_slot_holds_the_counting_wrapper() {
+        let provider = Box::new(IreeImportProvider::for_device(
+            manager_with_triple(),
+            "test",
+            ImportRecording::Off,
+            Some(ProfileOptions::default()),
+        ));
+        let (function, context) = resolved_slot(&provider);
+        assert_ne!(function, triple as *mut c_void);
+        // SAFETY: the slot holds an import function; the provider (and its
+        // profiler) outlives the calls.
+        let function = unsafe { xplug_manager::providers::abi::import_fn_from_ptr(function) }.unwrap();
+        let mut value = 1;
+        for _ in 0..4 {
+            // SAFETY: `triple` takes an `i32`, passed on by the wrapper.
+            assert_eq!(unsafe { function((&raw mut value).cast(), context, std::ptr::null_mut()) }, 0);
+        }
+        assert_eq!(value, 81);
+        let profile = provider.profile().expect("profiling");
+        assert_eq!(profile.imports.len(), 1);
+        let stats = &profile.imports[0];
+        assert_eq!(
+            (stats.executable, stats.name.as_str(), stats.provider.as_deref()),
+            (0, "triple", Some("math"))
+        );
+        assert_eq!(stats.calls, 4);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use xplug_manager::profile::{ImportProfile, ProfileOptions};
 use xplug_manager::{CImportProvider, Manager};
 
 use crate::Error;
@@ -95,6 +96,7 @@ impl Runtime {
             Arc::new(Manager::new()),
             kind.name(),
             ImportRecording::Off,
+            None,
         ));
         let parts = sys::ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
         let (raw, group) = create_device(self, kind, parts)?;
@@ -150,13 +152,14 @@ pub struct DeviceBuilder<'runtime> {
     kind: DeviceKind,
     manager: Arc<Manager>,
     recording: ImportRecording,
+    profile: Option<ProfileOptions>,
 }
 
 impl<'runtime> DeviceBuilder<'runtime> {
     /// A device of `kind` on `runtime` resolving through `manager`.
     #[must_use]
     pub fn new(runtime: &'runtime Runtime, kind: DeviceKind, manager: Arc<Manager>) -> Self {
-        Self { runtime, kind, manager, recording: ImportRecording::Off }
+        Self { runtime, kind, manager, recording: ImportRecording::Off, profile: None }
     }
 
     /// Whether the device's provider records each executable's imports
@@ -167,13 +170,27 @@ impl<'runtime> DeviceBuilder<'runtime> {
         self
     }
 
+    /// Profiles every import call of the executables the device loads
+    /// ([`Device::import_profile`], `docs/profiling.md`); off by default,
+    /// and then no wrapper is installed: executables call the plugins'
+    /// functions directly.
+    #[must_use]
+    pub fn profile(mut self, options: ProfileOptions) -> Self {
+        self.profile = Some(options);
+        self
+    }
+
     /// Creates the device.
     ///
     /// # Errors
     /// [`Error::Device`] when IREE cannot create it.
     pub fn build(self) -> Result<Device, Error> {
-        let provider =
-            Box::new(IreeImportProvider::for_device(self.manager, self.kind.name(), self.recording));
+        let provider = Box::new(IreeImportProvider::for_device(
+            self.manager,
+            self.kind.name(),
+            self.recording,
+            self.profile,
+        ));
         let (raw, group) = create_device(self.runtime, self.kind, provider.as_glue_parts())?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
@@ -279,5 +296,48 @@ impl Device {
     #[must_use]
     pub fn executable_imports(&self) -> Vec<ExecutableImports> {
         self.inner.provider.log()
+    }
+
+    /// Every import call of the executables loaded so far, per executable
+    /// and import: the provider, calls, total, mean, percentiles and
+    /// maximum time, and the first calls as timed slices; `None` unless the
+    /// device was built with [`DeviceBuilder::profile`]. Counting is per
+    /// thread, so `local-task` workers do not contend; a read after a call
+    /// returned is exact (`docs/profiling.md`).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use xplug_iree::{DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, TensorView};
+    /// use xplug_manager::Manager;
+    ///
+    /// // SAFETY: the plugin is trusted code built from this workspace.
+    /// let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+    /// let runtime = Runtime::new()?;
+    /// let device = DeviceBuilder::new(&runtime, DeviceKind::LocalTask { workers: 2 }, manager)
+    ///     .profile(ProfileOptions::default())
+    ///     .build()?;
+    /// let module = Module::from_file(&runtime, "mul_call.vmfb")?;
+    /// let session = Session::new(&device, &module)?;
+    /// let a = [1.0f32; 640];
+    /// session.call("mul", [TensorView::new(&[640], &a)?, TensorView::new(&[640], &a)?])?;
+    /// let profile = device.import_profile().expect("built with a profile");
+    /// for import in &profile.imports {
+    ///     // mul_call.mlir calls its import once per 64 elements: 10 calls.
+    ///     println!(
+    ///         "#{} {} ({:?}): {} calls, p50 {:?}, p99 {:?}, max {:?}",
+    ///         import.executable,
+    ///         import.name,
+    ///         import.provider,
+    ///         import.calls,
+    ///         import.percentile(0.5),
+    ///         import.percentile(0.99),
+    ///         import.max
+    ///     );
+    /// }
+    /// # Ok::<(), xplug_iree::Report>(())
+    /// ```
+    #[must_use]
+    pub fn import_profile(&self) -> Option<ImportProfile> {
+        self.inner.provider.profile()
     }
 }

@@ -415,6 +415,51 @@ impl<'a> ResolveRequest<'a> {
         true
     }
 
+    /// Replaces what filled slot `index` holds with `function` and
+    /// `context`, and returns the pair it held (`None`, writing nothing, for
+    /// an empty slot).
+    ///
+    /// This is for the host, after every provider has answered, to put a
+    /// wrapper of its own between the executable and the resolved function
+    /// (xplug's per-import profiles, `docs/profiling.md`); a provider never
+    /// overwrites a filled slot (`docs/resolution.md#provider-rules`) and
+    /// has no use for it. The wrapper is then responsible for calling the
+    /// pair it was given.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use xplug_providers::{ResolveRequest, SymbolName};
+    ///
+    /// unsafe extern "C" fn plugin(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 { 0 }
+    /// unsafe extern "C" fn wrapper(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> i32 { 0 }
+    /// let names = [SymbolName::new(c"a"), SymbolName::new(c"?b")];
+    /// let mut fns = [plugin as *mut c_void, std::ptr::null_mut()];
+    /// let mut contexts = [std::ptr::null_mut::<c_void>(); 2];
+    /// let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
+    /// let mut held = 7u8;
+    /// let context = (&raw mut held).cast::<c_void>();
+    /// assert_eq!(request.wrap_filled(0, wrapper, context), Some((plugin as *mut c_void, std::ptr::null_mut())));
+    /// assert_eq!(request.wrap_filled(1, wrapper, context), None, "an empty slot stays empty");
+    /// assert_eq!((request.function(0), request.context(0)), (wrapper as *mut c_void, context));
+    /// ```
+    ///
+    /// # Panics
+    /// When `index >= self.len()`.
+    pub fn wrap_filled(
+        &mut self,
+        index: usize,
+        function: ImportFn,
+        context: *mut c_void,
+    ) -> Option<(*mut c_void, *mut c_void)> {
+        let held = (self.fns()[index], self.contexts()[index]);
+        if held.0.is_null() {
+            return None;
+        }
+        self.fns_mut()[index] = function as *mut c_void;
+        self.contexts_mut()[index] = context;
+        Some(held)
+    }
+
     /// Calls `call` (typically a provider's resolve) on this request and
     /// holds it to the first provider rule (`docs/resolution.md#provider-rules`):
     /// every slot that was filled before the call and that `call` changed
