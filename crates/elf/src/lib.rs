@@ -89,5 +89,5 @@ pub use fatelf::FatElfRecord;
 pub use functions::{ImageFunction, function_at, image_functions};
 pub use image::{ElfImage, ReadableRanges};
 pub use plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
-pub use target::{ElfTarget, host_machine};
-pub use validate::{LIBRARY_QUERY_SYMBOL, MAX_IMAGE_SIZE, QUERY_SYMBOL, validate, validate_for};
+pub use target::{ElfTarget, LIBRARY_QUERY_SYMBOL, QUERY_SYMBOL, host_machine};
+pub use validate::{MAX_IMAGE_SIZE, validate, validate_for};

@@ -4,7 +4,14 @@ use object::elf::{ELFCLASS64, EM_AARCH64, EM_RISCV, EM_X86_64};
 
 use crate::error::EmbeddedElfError;
 use crate::fatelf::RecordWanted;
-use crate::validate::QUERY_SYMBOL;
+
+/// The exported query function every plugin has.
+pub const QUERY_SYMBOL: &str = "iree_hal_executable_plugin_query";
+
+/// The exported query function of IREE's compiled executables (the
+/// `llvm-cpu` backend's embedded ELF libraries), which
+/// [`ElfTarget::with_query_symbol`] validates instead of [`QUERY_SYMBOL`].
+pub const LIBRARY_QUERY_SYMBOL: &str = "iree_hal_executable_library_query";
 
 /// The machine, byte order and page size an image is validated for, and
 /// the exported function it must have ([`QUERY_SYMBOL`] unless

@@ -33,14 +33,6 @@ use crate::relocation::{PlannedRelocation, SymbolValue, relocation_kind};
 use crate::symbols::{GnuHash, HashLookup, Symbols, SysvHash, string_at};
 use crate::target::ElfTarget;
 
-/// The exported query function every plugin has.
-pub const QUERY_SYMBOL: &str = "iree_hal_executable_plugin_query";
-
-/// The exported query function of IREE's compiled executables (the
-/// `llvm-cpu` backend's embedded ELF libraries), which
-/// [`ElfTarget::with_query_symbol`] validates instead of [`QUERY_SYMBOL`].
-pub const LIBRARY_QUERY_SYMBOL: &str = "iree_hal_executable_library_query";
-
 /// The largest image (span of all loadable segments) the loader maps.
 pub const MAX_IMAGE_SIZE: u64 = 1 << 30;
 
@@ -321,7 +313,7 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The address of the target's query symbol ([`QUERY_SYMBOL`] unless
+    /// The address of the target's query symbol ([`QUERY_SYMBOL`](crate::QUERY_SYMBOL) unless
     /// changed), which must be inside an executable segment.
     fn query_address(
         &self,

@@ -104,6 +104,7 @@ pub mod checks;
 mod counting_allocator;
 mod error;
 mod fn_table;
+mod incompatibility;
 mod linked;
 mod loader;
 mod loaders;

@@ -19,7 +19,6 @@ use xplug_abi::{Features, QueryFn, Version};
 use xplug_elf::ElfImage;
 
 use crate::loader::{CodeDetail, MappedCode, file_stem};
-use crate::plugin::label;
 use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
 use crate::{
     Code, CountingAllocator, EMBEDDED_ELF, EmbeddedElfLoader, Error, LoadParamList, Loader, Origin, Plugin,
@@ -552,20 +551,21 @@ fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
     let query = unsafe { code.query().detach() };
     let Some(table) = query.query(Version::LATEST) else {
         return Err(Error::UnsupportedVersion {
-            plugin: label(code.fallback_name(), &source),
+            plugin: source.plugin_label(code.fallback_name()),
             supported: Version::LATEST,
         });
     };
-    let header = table
-        .header()
-        .map_err(|reason| Error::Incompatible { plugin: label(code.fallback_name(), &source), reason })?;
+    let header = table.header().map_err(|reason| Error::Incompatible {
+        plugin: source.plugin_label(code.fallback_name()),
+        reason,
+    })?;
     let shown_name = header
         .as_ref()
         .and_then(|header| header.name.clone())
         .unwrap_or_else(|| code.fallback_name().to_owned());
     span.record("name", shown_name.as_str());
     // How errors name the plugin; formatted only when one is built.
-    let plugin = || label(&shown_name, &source);
+    let plugin = || source.plugin_label(&shown_name);
     let header = checks::check_plugin(
         header.as_ref(),
         table.entry_points(),

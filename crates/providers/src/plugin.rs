@@ -260,7 +260,7 @@ impl Plugin {
 
     /// How messages name this plugin: its name and where it came from.
     fn label(&self) -> String {
-        label(&self.name, self.code.source())
+        self.code.source().plugin_label(&self.name)
     }
 
     /// Calls `unload` once, then reports leaks; idempotent.
@@ -368,9 +368,4 @@ impl Plugin {
             message: format!("its resolve failed for {names} import(s)"),
         }
     }
-}
-
-/// How messages name a plugin: "`name` (source)".
-pub(crate) fn label(name: &str, source: &PluginSource) -> String {
-    format!("`{name}` ({source})")
 }

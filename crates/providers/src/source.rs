@@ -80,6 +80,12 @@ impl PluginSource {
         self.label = label;
     }
 
+    /// How messages name the plugin `name` from this source:
+    /// "`name` (source)".
+    pub(crate) fn plugin_label(&self, name: &str) -> String {
+        format!("`{name}` ({self})")
+    }
+
     /// The loader that opened the plugin's code.
     #[must_use]
     pub fn loader(&self) -> &'static dyn Loader {

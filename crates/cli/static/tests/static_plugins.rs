@@ -9,7 +9,7 @@ use serde_json::Value;
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
-use common::{XPLUG, json, library, xplug};
+use common::{XPLUG, json, library};
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
@@ -87,21 +87,32 @@ fn static_specs_and_xplug_plugins_are_accepted_like_paths() {
 }
 
 #[test]
-fn a_plugin_without_layouts_is_called_as_asked_with_a_note() {
-    // Plugins linked into xplug (like C plugins) describe no layouts.
-    let args = ["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"];
-    let value = json(&args, 0);
-    assert_eq!(value["layout"]["checked"], false, "{value}");
-    assert!(
-        value["layout"]["note"].as_str().unwrap().contains("no `xplug_import_layouts` export"),
-        "{value}"
+fn a_linked_in_plugin_describes_its_layouts_as_its_shared_library_does() {
+    // `#[plugin]` gives the static registration the import layouts its
+    // `.so` exports: a short args block is refused before the call, with
+    // the same message for both.
+    let short = ["call", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"];
+    let dynamic = library("sample_static");
+    let mut messages = Vec::new();
+    for spec in ["static:sample_static", dynamic.as_str()] {
+        let args: Vec<&str> = [short[0], spec].into_iter().chain(short[1..].iter().copied()).collect();
+        let value = json(&args, 1);
+        assert_eq!(value["error"]["kind"], "args_size", "{value}");
+        let message = value["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("declares `FmaArgs` as 32 bytes"), "{message}");
+        messages.push(message.replace(spec, "PLUGIN"));
+    }
+    assert_eq!(messages[0], messages[1], "the linked-in plugin and its .so say the same");
+    // Given in full, the call is checked against the layout and runs.
+    let value = json(
+        &["call", "static:sample_static", "static_fma_i64", "--field", "i64:0", "--field", "i64:6"]
+            .into_iter()
+            .chain(["--field", "i64:7", "--field", "i64:1"])
+            .collect::<Vec<_>>(),
+        0,
     );
-    let output = xplug(&args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("note: plugin `static:sample_static` does not describe its args layouts"),
-        "{stderr}"
-    );
+    assert_eq!(value["layout"]["checked"], true, "{value}");
+    assert_eq!(value["fields"][0]["value"], 43, "{value}");
 }
 
 #[test]

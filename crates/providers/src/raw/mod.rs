@@ -76,7 +76,7 @@ pub use optional::{
 };
 pub use stage::{Stage, set_stage_hook};
 
-use crate::checks::Incompatibility;
+use crate::incompatibility::Incompatibility;
 use crate::{CountingAllocator, LoadParamList};
 use xplug_elf::ReadableRanges;
 
