@@ -149,6 +149,10 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         cycles: usize,
     },
+    /// Run the manager's live swap and registry tests under
+    /// AddressSanitizer (needs nightly Rust; build in target/asan; not run
+    /// in CI).
+    Asan,
     /// Run each cargo-fuzz target under fuzz/ for a while (needs nightly
     /// Rust and cargo-fuzz; not run in CI).
     Fuzz {
@@ -221,6 +225,7 @@ fn main() -> ExitCode {
         Command::Valgrind { cycles } => {
             hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))
         }
+        Command::Asan => hardening(xtask::hardening::asan(&xtask::workspace_root())),
         Command::Fuzz { seconds } => hardening(xtask::hardening::fuzz(&xtask::workspace_root(), seconds)),
         Command::FlipSweep { module, function, value, stride, first, jobs, timeout, release } => {
             let jobs = jobs.map_or_else(

@@ -328,7 +328,7 @@ impl Manager {
     /// stores more than a direct one (the README's benchmark row); plugins
     /// not loaded this way resolve to their own functions and pay nothing.
     /// A `.so` loaded this way is pinned: never closed, even after it is
-    /// replaced (`docs/swap.md#shared-libraries`).
+    /// replaced (`docs/swap.md#shared-libraries-are-never-closed`).
     ///
     /// # Errors
     /// As [`Manager::load_spec`].
