@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use xplug_abi::{Resolution, StatusCode};
 use xplug_fixtures::build_minimal_c_plugin;
-use xplug_manager::{Error, Manager};
+use xplug_manager::{Error, ErrorChain, Manager};
 
 #[repr(C)]
 struct Binop {
@@ -92,7 +92,7 @@ fn embedded_specs_go_to_the_embedded_loader_and_nothing_stays_loaded() {
     let spec = format!("embedded:{}", library.display());
     // SAFETY: refused by validation before any of its code runs.
     let error = unsafe { manager.load_spec(&spec) }.unwrap_err();
-    let chain = error_chain(&error);
+    let chain = ErrorChain(&error).to_string();
     assert!(chain.contains("not a standalone plugin"), "{chain}");
     assert!(manager.is_empty());
 }
@@ -126,18 +126,6 @@ fn a_full_manager_refuses_a_plugin() {
     assert_eq!(mul(&Arc::new(manager), 2, 3), 6);
 }
 
-/// The error's message followed by its sources'.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[test]
 fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
     // `sample_system` lists its parameters (`multiplier`): the host refuses
@@ -150,7 +138,7 @@ fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
     // SAFETY: the repository's example plugin.
     let error = unsafe { manager.load_spec(&spec) }.unwrap_err();
     assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT, "{error}");
-    let chain = error_chain(&error);
+    let chain = ErrorChain(&error).to_string();
     assert!(
         chain.contains(
             "declares no load parameter `multplier` (did you mean `multiplier`?); it declares multiplier"
@@ -214,7 +202,8 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
         let shared_error = shared_result.unwrap_err();
         let linked_error = linked_result.unwrap_err();
         assert_eq!(linked_error.code(), StatusCode::INVALID_ARGUMENT, "{linked_error}");
-        let (shared_chain, linked_chain) = (error_chain(&shared_error), error_chain(&linked_error));
+        let (shared_chain, linked_chain) =
+            (ErrorChain(&shared_error).to_string(), ErrorChain(&linked_error).to_string());
         assert!(linked_chain.contains(expected), "{linked_chain}");
         assert_eq!(normalise(linked_chain), normalise(shared_chain));
         assert!(shared_manager.is_empty() && linked_manager.is_empty(), "nothing is registered");
@@ -227,7 +216,7 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
     let typo = |manager: &Arc<Manager>| {
         let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
         assert_eq!(error.code(), StatusCode::NOT_FOUND, "{error}");
-        error_chain(&error)
+        ErrorChain(&error).to_string()
     };
     let linked_typo = typo(&linked_manager);
     assert!(

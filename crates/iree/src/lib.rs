@@ -93,4 +93,4 @@ pub use xplug_manager::profile::{
     ProfiledThread,
 };
 pub use xplug_manager::{CImportProvider, CResolveFn};
-pub use xplug_manager::{Manager, Report};
+pub use xplug_manager::{ErrorChain, Manager, Report};

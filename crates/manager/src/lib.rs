@@ -142,8 +142,8 @@ pub use loading::Registered;
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
 pub use swap::{Swapped, swap_calls_are_fence_free};
 pub use typed::TypedImport;
-pub use xplug_providers::Report;
 pub use xplug_providers::abi::AnyBitPattern;
+pub use xplug_providers::{ErrorChain, Report};
 
 pub use xplug_providers as providers;
 

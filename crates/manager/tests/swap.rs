@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, OnceLock};
 
 use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, RequestSlots};
-use xplug_manager::{Error, Manager, ResolvedImports};
+use xplug_manager::{Error, ErrorChain, Manager, ResolvedImports};
 
 /// `swap_scale_i32`'s args.
 #[repr(C)]
@@ -66,18 +66,6 @@ fn scale(imports: &ResolvedImports, value: i32) -> i32 {
     // SAFETY: `swap_scale_i32` takes a `ScaleArgs`.
     assert_eq!(unsafe { import.call(&mut args) }, 0);
     args.out
-}
-
-/// Every message in `error`'s chain.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// A fresh counter for `unloaded=` (the plugin keeps its address until
@@ -254,7 +242,7 @@ fn refused_swaps_keep_the_old_version_serving() {
         panic!("expected SwapLoadFailed, got {error:?}")
     };
     assert!(matches!(**source, Error::PluginLoad { .. }), "{source:?}");
-    let chain = chain(&error);
+    let chain = ErrorChain(&error).to_string();
     assert!(chain.contains("newer") || chain.contains("version"), "{chain}");
     assert_refused(&manager, &handle, &imports, &old_spec);
 

@@ -441,6 +441,31 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for Report {
 
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        ErrorChain(&*self.0).fmt(f)
+    }
+}
+
+/// A borrowed error shown as a [`Report`] shows it (its message, then each
+/// cause on a line of its own), for code that must keep the error: a log
+/// line, a test's assertion.
+///
+/// ```
+/// use std::sync::Arc;
+/// use xplug_providers::{Error, ErrorChain};
+///
+/// let error = Error::Io {
+///     context: "reading plugin libplugin.so".into(),
+///     source: Arc::new(std::io::Error::other("disk on fire")),
+/// };
+/// let shown = ErrorChain(&error).to_string();
+/// assert!(shown.ends_with("\n  caused by: disk on fire"), "{shown}");
+/// assert_eq!(error.code(), xplug_providers::abi::StatusCode::UNAVAILABLE); // still ours
+/// ```
+#[derive(Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)?;
         let mut next = self.0.source();
         while let Some(cause) = next {
@@ -448,6 +473,12 @@ impl std::fmt::Display for Report {
             next = cause.source();
         }
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 

@@ -118,7 +118,7 @@ mod request;
 mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
-pub use error::{Error, LoaderError, PluginMessage, Report};
+pub use error::{Error, ErrorChain, LoaderError, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use linked::{StaticPluginRegistration, static_plugins};
 pub use loader::{

@@ -9,25 +9,13 @@ use std::path::Path;
 use common::build_configurable;
 use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
 use xplug_providers::checks::Incompatibility;
-use xplug_providers::{Error, LoadParamList, Plugin};
+use xplug_providers::{Error, ErrorChain, LoadParamList, Plugin};
 
 fn load(path: &Path) -> Result<Plugin, Error> {
     // SAFETY: the test plugins are built from `configurable_plugin.c`, which
     // follows the v0 ABI apart from the deliberate header/table faults the
     // loader checks before calling anything but `query`.
     unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
-}
-
-/// The error's message followed by each cause's, as a user reads them.
-fn chain(error: &Error) -> String {
-    let mut text = error.to_string();
-    let mut next = std::error::Error::source(error);
-    while let Some(cause) = next {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        next = cause.source();
-    }
-    text
 }
 
 /// The load check a refused plugin failed.
@@ -43,7 +31,7 @@ fn reason(error: &Error) -> &Incompatibility {
 fn refused(name: &str, flags: &[&str], code: StatusCode, parts: &[&str]) -> (Error, std::path::PathBuf) {
     let (_dir, path) = build_configurable(name, flags);
     let error = load(&path).expect_err("the faulty plugin must be refused");
-    let message = chain(&error);
+    let message = ErrorChain(&error).to_string();
     assert_eq!(error.code(), code, "wrong code for `{message}`");
     for part in parts {
         assert!(message.contains(part), "`{message}` lacks `{part}`");
