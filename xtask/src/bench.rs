@@ -485,22 +485,27 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     }
     // (12) live swap: a call through the trampoline / the plugin's own
     // function (paired only).
-    for (stem, what, target) in [
-        ("paired-scale", "`swap_scale_i32` (one multiply: the call dominates)", REPORT_ONLY),
+    // The aim is in nanoseconds per call (at most 2 ns more on the
+    // plugin-dominated row), so the rows say the difference and report.
+    for (stem, what) in [
+        ("paired-scale", "`swap_scale_i32` (one multiply: the call dominates)"),
         (
             "paired-workgroup",
-            "`simple_mul_workgroup`, one 64-element slice (the plugin dominates)",
-            "<= 1.05x",
+            "`simple_mul_workgroup`, one 64-element slice (the plugin dominates; aim: at most 2 ns more)",
         ),
     ] {
         let paired = paired_file(&criterion.join("swap").join(format!("{stem}.json")))?;
         out.push(Ratio::new(
             12,
-            format!("(12) import call through a swappable plugin / the same build, not swappable: {what}"),
+            format!(
+                "(12) import call through a swappable plugin / the same build, not swappable: {what}, {:.1} ns more \
+                 per call",
+                paired.b_ns - paired.a_ns
+            ),
             paired.b_ns,
             paired.a_ns,
             paired.ratio,
-            target,
+            REPORT_ONLY,
         ));
     }
     // (13) Per-import profiles: the counting wrapper per call (aim: at most
