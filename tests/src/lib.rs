@@ -3,6 +3,7 @@
 //! example kernels with are `iree_sample_args`' (its `host` feature).
 
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 use xplug_elf::ElfImage;
 
@@ -44,4 +45,45 @@ pub fn assert_code_synchronized(name: &str, image: &ElfImage) {
     } else {
         assert!(synchronized.is_empty(), "{name}: x86_64 needs no maintenance: {synchronized:x?}");
     }
+}
+
+/// The workspace's members, as directories relative to its root: the
+/// root manifest's `members` list (the layout tests' one reading of it).
+///
+/// # Panics
+/// When `Cargo.toml` under `root` cannot be read or lists no members.
+#[must_use]
+pub fn workspace_members(root: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("the root manifest");
+    let start = manifest.find("\nmembers = [").expect("the root manifest lists its members");
+    let list = &manifest[start..];
+    let list = &list[..list.find(']').expect("the members list ends")];
+    let members: Vec<String> = list
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix('"')?.split('"').next().map(str::to_owned))
+        .collect();
+    assert!(members.len() > 20, "{} members read from Cargo.toml", members.len());
+    members
+}
+
+/// Every `.rs` file under `dir`, sorted.
+///
+/// # Panics
+/// When a directory cannot be read.
+#[must_use]
+pub fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
 }

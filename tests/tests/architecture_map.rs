@@ -4,33 +4,8 @@
 //! moved or deleted without the map fails here.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-
 use xplug_fixtures::workspace_root;
-
-/// The `.rs` files under `dir`, as paths relative to it with `/`.
-fn rust_files(dir: &Path, under: &Path, into: &mut BTreeSet<String>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()));
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, under, into);
-        } else if path.extension().is_some_and(|extension| extension == "rs") {
-            let relative = path.strip_prefix(under).unwrap();
-            into.insert(relative.to_string_lossy().replace('\\', "/"));
-        }
-    }
-}
-
-/// The members of the workspace, from the root manifest's `members` list.
-fn workspace_members(manifest: &str) -> BTreeSet<String> {
-    let start = manifest.find("\nmembers = [").expect("the root manifest lists its members");
-    let list = &manifest[start..];
-    let list = &list[..list.find(']').expect("the members list ends")];
-    list.lines()
-        .filter_map(|line| line.trim().strip_prefix('"')?.split('"').next().map(str::to_owned))
-        .collect()
-}
+use xplug_tests::{rust_files_under, workspace_members};
 
 /// The "File by file" section: each heading's directory and the files its
 /// table lists (without the `src/` prefix).
@@ -58,13 +33,11 @@ fn mapped_files(architecture: &str) -> Vec<(String, BTreeSet<String>)> {
 fn the_architecture_map_lists_every_source_file_of_every_member() {
     let root = workspace_root();
     let architecture = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let mapped = mapped_files(&architecture);
 
     let headings: BTreeSet<String> = mapped.iter().map(|(dir, _)| dir.clone()).collect();
     assert_eq!(headings.len(), mapped.len(), "a member has two headings");
-    let members = workspace_members(&manifest);
-    assert!(members.len() > 20, "{} members read from Cargo.toml", members.len());
+    let members: BTreeSet<String> = workspace_members(&root).into_iter().collect();
     let unmapped: Vec<_> = members.difference(&headings).collect();
     let stale: Vec<_> = headings.difference(&members).collect();
     assert!(unmapped.is_empty(), "workspace members without a heading in docs/architecture.md: {unmapped:?}");
@@ -73,8 +46,10 @@ fn the_architecture_map_lists_every_source_file_of_every_member() {
     let mut problems = Vec::new();
     for (dir, listed) in &mapped {
         let src = root.join(dir).join("src");
-        let mut present = BTreeSet::new();
-        rust_files(&src, &src, &mut present);
+        let present: BTreeSet<String> = rust_files_under(&src)
+            .iter()
+            .map(|path| path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/"))
+            .collect();
         for missing in present.difference(listed) {
             problems.push(format!("{dir}/src/{missing} is not in the map"));
         }

@@ -10,33 +10,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use xplug_fixtures::workspace_root;
+use xplug_tests::{rust_files_under, workspace_members};
 
 /// Module path (`raw::library`, `` for the crate root) to the file's text.
 fn crate_modules(src: &Path) -> BTreeMap<String, String> {
     let mut modules = BTreeMap::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display())) {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|extension| extension != "rs") {
-                continue;
-            }
-            let relative = path.strip_prefix(src).unwrap().with_extension("");
-            let mut parts: Vec<String> =
-                relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
-            if matches!(parts.last().map(String::as_str), Some("lib" | "main" | "mod")) {
-                parts.pop();
-            }
-            // `src/bin/*.rs` are crates of their own.
-            if parts.first().is_some_and(|first| first == "bin") {
-                continue;
-            }
-            modules.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
+    for path in rust_files_under(src) {
+        let relative = path.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: Vec<String> =
+            relative.components().map(|part| part.as_os_str().to_string_lossy().into_owned()).collect();
+        if matches!(parts.last().map(String::as_str), Some("lib" | "main" | "mod")) {
+            parts.pop();
         }
+        // `src/bin/*.rs` are crates of their own.
+        if parts.first().is_some_and(|first| first == "bin") {
+            continue;
+        }
+        modules.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
     }
     modules
 }
@@ -165,18 +155,10 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<Vec<String>> 
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
     let root = workspace_root();
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let start = manifest.find("\nmembers = [").expect("the root manifest lists its members");
-    let list = &manifest[start..];
-    let list = &list[..list.find(']').unwrap()];
-    let members: Vec<&str> =
-        list.lines().filter_map(|line| line.trim().strip_prefix('"')?.split('"').next()).collect();
-    assert!(members.len() > 20, "{} members read from Cargo.toml", members.len());
-
     let mut problems = Vec::new();
     let mut edges_seen = 0;
-    for member in members {
-        let src = root.join(member).join("src");
+    for member in workspace_members(&root) {
+        let src = root.join(&member).join("src");
         if !src.is_dir() {
             continue;
         }

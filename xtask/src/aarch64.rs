@@ -229,7 +229,7 @@ pub struct BinaryRun {
 
 /// The whole run.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub struct Aarch64Report {
     /// Seconds spent building.
     pub build_seconds: f64,
     /// Every binary run.
@@ -238,7 +238,7 @@ pub struct Report {
     pub skipped_targets: Vec<(String, String, &'static str)>,
 }
 
-impl Report {
+impl Aarch64Report {
     /// True when no test failed.
     #[must_use]
     pub fn passed(&self) -> bool {
@@ -498,7 +498,7 @@ fn run_binary(binary: &TestBinary, skips: &[&str]) -> Result<BinaryRun, Aarch64E
 /// # Errors
 /// Missing packages (not root), a failing build, a binary that cannot be
 /// started or runs past [`RUN_TIMEOUT`]. Failing tests are in the report.
-pub fn run_all(root: &Path, mut progress: impl FnMut(&BinaryRun)) -> Result<Report, Aarch64Error> {
+pub fn run_all(root: &Path, mut progress: impl FnMut(&BinaryRun)) -> Result<Aarch64Report, Aarch64Error> {
     ensure_packages(&PACKAGES)?;
     // The x86_64 results the aarch64 run compares its kernels' bits with.
     let mut host = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
@@ -535,7 +535,7 @@ pub fn run_all(root: &Path, mut progress: impl FnMut(&BinaryRun)) -> Result<Repo
         progress(&run);
         runs.push(run);
     }
-    Ok(Report { build_seconds, runs, skipped_targets })
+    Ok(Aarch64Report { build_seconds, runs, skipped_targets })
 }
 
 /// The C++ cross compiler IREE's runtime build needs beside [`PACKAGES`]

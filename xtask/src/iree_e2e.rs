@@ -19,12 +19,12 @@ pub fn report_table(report: &E2eReport) -> String {
         }
     }
     for (file, plugins) in &keys {
-        let group: Vec<&(Case, Outcome)> = report
+        let group: Vec<&(Case, E2eOutcome)> = report
             .results
             .iter()
             .filter(|(case, _)| case.program.file == *file && case.plugins.join(" + ") == *plugins)
             .collect();
-        let passed = group.iter().filter(|(_, outcome)| matches!(outcome, Outcome::Pass)).count();
+        let passed = group.iter().filter(|(_, outcome)| matches!(outcome, E2eOutcome::Pass)).count();
         let sizes: Vec<String> = group.iter().map(|(case, _)| case.size.to_string()).collect();
         let expected: Vec<String> = group[0].0.expected.iter().map(ToString::to_string).collect();
         let verdict =
@@ -43,8 +43,8 @@ pub fn report_table(report: &E2eReport) -> String {
     let mut text = table.render(Style::plain());
     for (case, outcome) in &report.results {
         let detail = match outcome {
-            Outcome::Pass => continue,
-            Outcome::Wrong { detail } | Outcome::Failed { detail } => detail,
+            E2eOutcome::Pass => continue,
+            E2eOutcome::Wrong { detail } | E2eOutcome::Failed { detail } => detail,
         };
         text.push_str(&format!(
             "\n{} with {} at n = {}: {detail}\n",

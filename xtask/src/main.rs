@@ -358,7 +358,7 @@ fn main() -> ExitCode {
             let result = iree_e2e::run(&root, profile, |case, outcome| {
                 done += 1;
                 let verdict = match outcome {
-                    iree_e2e::Outcome::Pass => "ok",
+                    iree_e2e::E2eOutcome::Pass => "ok",
                     _ => "FAILED",
                 };
                 eprintln!(

@@ -7,13 +7,13 @@
 //! access that fails with a message saying so (the test does not skip).
 
 use xplug_fixtures::plugins::PluginProfile;
-use xtask::iree_e2e::{self, Expected, Outcome};
+use xtask::iree_e2e::{self, E2eOutcome, Expected};
 
 #[test]
 fn example_plugins_compute_the_right_results_inside_iree() {
     let root = xplug_fixtures::workspace_root();
     let report = iree_e2e::run(&root, PluginProfile::Debug, |case, outcome| {
-        if !matches!(outcome, Outcome::Pass) {
+        if !matches!(outcome, E2eOutcome::Pass) {
             eprintln!("FAILED: {} with {:?} at n = {}", case.program.file, case.plugins, case.size);
         }
     })
