@@ -79,7 +79,7 @@ const DLOPEN: &str = "loads system-library (.so) plugins with dlopen, which a st
 
 /// Tests that do not run under qemu: (package, test target, test name or
 /// `*` for the whole target, reason).
-pub const SKIPPED: [(&str, &str, &str, &str); 20] = [
+pub const SKIPPED: [(&str, &str, &str, &str); 21] = [
     ("xplug-providers", "dynamic_plugins", "*", DLOPEN),
     ("xplug-providers", "fault_matrix", "*", DLOPEN),
     ("xplug-providers", "load_cycles", "*", DLOPEN),
@@ -137,6 +137,13 @@ pub const SKIPPED: [(&str, &str, &str, &str); 20] = [
         "debugging",
         "the_crash_reporter_names_the_kernel_and_the_process_still_dies_of_the_signal",
         "re-runs the aarch64 test binary as a crashing child (see above)",
+    ),
+    (
+        "xplug-manager",
+        "swap",
+        "every_test_here_is_memcheck_clean",
+        "re-runs the aarch64 test binary under valgrind as a child: the kernel cannot start an aarch64 \
+         child without binfmt_misc (x86_64 runs it)",
     ),
 ];
 
