@@ -547,21 +547,6 @@ struct ScaleArgs {
     out: i32,
 }
 
-/// `simple_mul_workgroup`'s args: IREE's custom-dispatch CPU sample.
-#[repr(C)]
-struct WorkgroupArgs {
-    lhs: *const f32,
-    lhs_offset: usize,
-    rhs: *const f32,
-    rhs_offset: usize,
-    out: *mut f32,
-    out_offset: usize,
-    size: usize,
-    tid: usize,
-    processor_id: u32,
-    processor_data: *const u64,
-}
-
 /// (12) Live swap: one import call through a swappable plugin's
 /// trampoline (`docs/swap.md`) vs the same build loaded as a plain plugin,
 /// whose import resolves to the plugin's own function; both called as (3)
@@ -610,19 +595,10 @@ fn swap_call(_: &mut Criterion) {
     let lhs: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let rhs = vec![1.5f32; 64];
     let (mut plain_out, mut swap_out) = (vec![0f32; 64], vec![0f32; 64]);
-    let args = |out: &mut Vec<f32>| WorkgroupArgs {
-        lhs: lhs.as_ptr(),
-        lhs_offset: 0,
-        rhs: rhs.as_ptr(),
-        rhs_offset: 0,
-        out: out.as_mut_ptr(),
-        out_offset: 0,
-        size: 64,
-        tid: 0,
-        processor_id: 0,
-        processor_data: std::ptr::null(),
-    };
-    let (mut plain_args, mut swap_args) = (args(&mut plain_out), args(&mut swap_out));
+    let (mut plain_args, mut swap_args) = (
+        iree_sample_args::WorkgroupArgs::whole(&lhs, &rhs, &mut plain_out),
+        iree_sample_args::WorkgroupArgs::whole(&lhs, &rhs, &mut swap_out),
+    );
     let (plain_mul, swap_mul) = (plain.import(1).expect("resolved"), swappable.import(1).expect("resolved"));
     let mut plain_call = || {
         for _ in 0..black_box(CALLS) {
