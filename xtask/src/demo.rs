@@ -3,7 +3,7 @@
 //! xplug's manager as the import provider) and check its result against a
 //! plain Rust loop.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
@@ -55,9 +55,10 @@ pub enum DemoError {
     },
 }
 
-/// Builds the example plugins and `xplug` (both optimised unless `debug`),
-/// runs `xplug demo` with `extra` arguments, then the IREE program; returns
-/// the exit status of the first step that did not succeed.
+/// Builds the example plugins and `xplug-static` (both optimised unless
+/// `debug`), runs `xplug-static demo` with `extra` arguments, then the IREE
+/// program through the same binary; returns the exit status of the first
+/// step that did not succeed.
 ///
 /// # Errors
 /// When a build fails, IREE cannot be set up, or the IREE program's result
@@ -66,39 +67,63 @@ pub fn run(root: &Path, debug: bool, extra: &[String]) -> Result<ExitStatus, Dem
     let profile = PluginProfile::from_release_flag(!debug);
     eprintln!("building the example plugins into {} ...", plugins::output_dir(root, profile).display());
     plugins::build(root, profile)?;
-    // cargo shows its own progress while it builds xplug.
-    eprintln!("building and running xplug demo ...");
-    let mut demo = xplug(root, debug);
+    let binary = build_xplug(root, debug)?;
+    eprintln!("running xplug demo ...");
+    let mut demo = Command::new(&binary);
     demo.arg("demo").arg("--plugin-dir").arg(plugins::output_dir(root, profile)).args(extra);
-    let status = demo.status().map_err(|error| cargo_error(&error))?;
+    let io = |context: String| move |source| DemoError::Io { context, source };
+    let status = demo.status().map_err(io(format!("cannot run {}", binary.display())))?;
     if !status.success() {
         return Ok(status);
     }
-    run_iree_program(root, profile, debug)
+    run_iree_program(root, profile, &binary)
 }
 
-fn xplug(root: &Path, debug: bool) -> Command {
+/// The package and binary the demo builds: `xplug` with the example static
+/// plugin linked in (the shipped binary has none), so the demo shows a
+/// dynamic plugin overriding a static one.
+const XPLUG_PACKAGE: &str = "xplug-cli-static";
+const XPLUG_BINARY: &str = "xplug-static";
+
+/// Builds [`XPLUG_BINARY`] with cargo (its progress on stderr) and returns
+/// the binary's path in cargo's target directory (`CARGO_TARGET_DIR` or
+/// `target/`). Every step after this one runs that file, so a step can
+/// never pick up a binary some other build left behind.
+fn build_xplug(root: &Path, debug: bool) -> Result<PathBuf, DemoError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
-    // With the example static plugin linked in (the shipped binary has none),
-    // so the demo shows a dynamic plugin overriding a static one.
-    command.current_dir(root).args(["run", "--quiet", "-p", "xplug-cli-static", "--bin", "xplug-static"]);
+    command.current_dir(root).args(["build", "-p", XPLUG_PACKAGE, "--bin", XPLUG_BINARY]);
     if !debug {
         command.arg("--release");
     }
-    command.arg("--");
-    command
-}
-
-fn cargo_error(error: &std::io::Error) -> PluginBuildError {
-    PluginBuildError::Cargo { command: "cargo run -p xplug-cli-static".to_owned(), detail: error.to_string() }
+    let line = format!(
+        "cargo build -p {XPLUG_PACKAGE} --bin {XPLUG_BINARY}{}",
+        if debug { "" } else { " --release" }
+    );
+    eprintln!("building {XPLUG_BINARY} ({line}) ...");
+    let status = command
+        .status()
+        .map_err(|error| PluginBuildError::Cargo { command: line.clone(), detail: error.to_string() })?;
+    if !status.success() {
+        return Err(PluginBuildError::Cargo { command: line, detail: format!("exited with {status}") }.into());
+    }
+    let binary =
+        xplug_fixtures::target_dir(root).join(if debug { "debug" } else { "release" }).join(XPLUG_BINARY);
+    if !binary.is_file() {
+        return Err(PluginBuildError::Cargo {
+            command: line,
+            detail: format!("it succeeded but left no {}", binary.display()),
+        }
+        .into());
+    }
+    Ok(binary)
 }
 
 /// Compiles `tests/iree/mul_call.mlir` with the pinned `iree-compile`
 /// (cached under `target/iree-demo/`), runs it with `xplug run` on
 /// `local-task` with two example plugins (the newer one, a `.sos`, serves
 /// `simple_mul_workgroup`), and compares every element with `a * b`.
-fn run_iree_program(root: &Path, profile: PluginProfile, debug: bool) -> Result<ExitStatus, DemoError> {
+fn run_iree_program(root: &Path, profile: PluginProfile, binary: &Path) -> Result<ExitStatus, DemoError> {
     println!();
     println!("IREE program: tests/iree/mul_call.mlir, {IREE_DEMO_ELEMENTS} floats, through xplug run");
     let tools = iree_e2e::toolchain(root)?;
@@ -115,8 +140,7 @@ fn run_iree_program(root: &Path, profile: PluginProfile, debug: bool) -> Result<
     let plugin_dir = plugins::output_dir(root, profile);
     // The binary `xplug demo` just ran, called directly so that the time
     // below is xplug's alone.
-    let binary = root.join("target").join(if debug { "debug" } else { "release" }).join("xplug");
-    let mut run = Command::new(&binary);
+    let mut run = Command::new(binary);
     run.arg("run")
         .arg(&module)
         .arg("--function=mul")
