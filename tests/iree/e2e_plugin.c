@@ -9,7 +9,13 @@
  *   -DXPLUG_E2E_MARKER  libxplug_e2e_marker.so exports its own
  *                       `simple_mul_workgroup` computing -(lhs * rhs),
  *                       a result no example gives, so the override test can
- *                       tell whose kernel IREE called.
+ *                       tell whose kernel IREE called;
+ *   -DXPLUG_E2E_PRINT   libxplug_e2e_print.so exports `simple_mul_workgroup`
+ *                       (out = lhs * rhs) and, as IREE's own system plugin
+ *                       sample does, prints every element it computes to C's
+ *                       stdout (and flushes it at unload), so the tests can
+ *                       check that a tool's output and a plugin's printed
+ *                       lines come out in iree-run-module's order.
  *
  * Both take the args of IREE's custom-dispatch sample with IREE's slice
  * convention (docs/dispatch.md): pointer + offset starts this call's slice,
@@ -17,8 +23,16 @@
  */
 #include "iree/hal/local/executable_plugin.h"
 
-#if defined(XPLUG_E2E_SUB) == defined(XPLUG_E2E_MARKER)
-#error "define exactly one of XPLUG_E2E_SUB and XPLUG_E2E_MARKER"
+#if defined(XPLUG_E2E_SUB) + defined(XPLUG_E2E_MARKER) + \
+        defined(XPLUG_E2E_PRINT) != 1
+#error "define exactly one of XPLUG_E2E_SUB, XPLUG_E2E_MARKER, XPLUG_E2E_PRINT"
+#endif
+
+#if defined(XPLUG_E2E_PRINT)
+#include <stdio.h>
+#define E2E_FEATURES 0
+#else
+#define E2E_FEATURES IREE_HAL_EXECUTABLE_PLUGIN_FEATURE_STANDALONE
 #endif
 
 typedef struct {
@@ -38,6 +52,10 @@ typedef struct {
 #define E2E_PLUGIN_NAME "xplug_e2e_sub"
 #define E2E_SYMBOL "e2e_sub_workgroup"
 static float e2e_op(float lhs, float rhs) { return lhs - rhs; }
+#elif defined(XPLUG_E2E_PRINT)
+#define E2E_PLUGIN_NAME "xplug_e2e_print"
+#define E2E_SYMBOL "simple_mul_workgroup"
+static float e2e_op(float lhs, float rhs) { return lhs * rhs; }
 #else
 #define E2E_PLUGIN_NAME "xplug_e2e_marker"
 #define E2E_SYMBOL "simple_mul_workgroup"
@@ -51,7 +69,12 @@ static int e2e_kernel(void* args_ptr, void* context, void* reserved) {
   const float* lhs = p->lhs + p->lhs_offset;
   const float* rhs = p->rhs + p->rhs_offset;
   float* out = p->out + p->out_offset;
-  for (size_t i = 0; i < p->size; ++i) out[i] = e2e_op(lhs[i], rhs[i]);
+  for (size_t i = 0; i < p->size; ++i) {
+    out[i] = e2e_op(lhs[i], rhs[i]);
+#if defined(XPLUG_E2E_PRINT)
+    printf("workgroup %zu: %g * %g = %g\n", p->tid, lhs[i], rhs[i], out[i]);
+#endif
+  }
   return 0;
 }
 
@@ -66,7 +89,12 @@ static iree_hal_executable_plugin_status_t e2e_load(
   return iree_hal_executable_plugin_ok_status();
 }
 
-static void e2e_unload(void* self) { (void)self; }
+static void e2e_unload(void* self) {
+  (void)self;
+#if defined(XPLUG_E2E_PRINT)
+  fflush(stdout);
+#endif
+}
 
 static iree_hal_executable_plugin_status_t e2e_resolve(
     void* self, const iree_hal_executable_plugin_resolve_params_v0_t* params,
@@ -101,7 +129,7 @@ iree_hal_executable_plugin_query(
       .version = IREE_HAL_EXECUTABLE_PLUGIN_VERSION_LATEST,
       .name = E2E_PLUGIN_NAME,
       .description = "xplug end-to-end test plugin (tests/iree/e2e_plugin.c)",
-      .features = IREE_HAL_EXECUTABLE_PLUGIN_FEATURE_STANDALONE,
+      .features = E2E_FEATURES,
       .sanitizer = IREE_HAL_EXECUTABLE_PLUGIN_SANITIZER_KIND,
   };
   static const iree_hal_executable_plugin_v0_t table = {

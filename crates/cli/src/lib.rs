@@ -44,6 +44,7 @@ mod pin;
 mod profile;
 mod resolve;
 mod run;
+mod stdio;
 mod trust;
 
 use std::path::PathBuf;
@@ -671,7 +672,9 @@ fn clap_outcome(error: &clap::Error) -> ExitCode {
 /// `code`, unless a write to stdout failed on the way (a full disk, a
 /// closed descriptor): then the output is incomplete, which is a failure.
 fn finish(code: ExitCode) -> ExitCode {
-    match output::take_stdout_error() {
+    // What C's stdout still buffers goes out now, so that its error is seen.
+    let flushed = output::flush_stdout().err();
+    match output::take_stdout_error().or(flushed) {
         None => code,
         Some(source) => {
             report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });

@@ -23,22 +23,44 @@ pub fn die_on_closed_pipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// Writes `bytes` to stdout and flushes, so a failure is seen now and not
-/// lost at exit. When stdout is a closed pipe (and `SIGPIPE` is blocked,
-/// so the write returned instead of ending the process), the process ends
-/// quietly with the shell's status for `SIGPIPE` (141).
+/// Writes `bytes` to stdout through C's stdio ([`crate::stdio`]), the
+/// stream `iree-run-module` and the plugins it runs share, so that a C
+/// plugin's `printf` lines and xplug's output come out in IREE's order.
+/// Whatever Rust's own stdout still holds is written out first. C
+/// buffers the bytes (by line on a terminal) until [`flush_stdout`], which
+/// `xplug run` calls where `iree-run-module` flushes (after `EXEC @fn`) and
+/// `main` calls last, to write out the rest and report a failure.
+/// When stdout is a closed pipe (and `SIGPIPE` is blocked, so the write
+/// returned instead of ending the process), the process ends quietly with
+/// the shell's status for `SIGPIPE` (141).
 ///
 /// # Errors
-/// Any other write error (`/dev/full`: no space left).
+/// Any other write error (`/dev/full`: no space left) that a write of a
+/// full buffer met.
 pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    let written = stdout.write_all(bytes).and_then(|()| stdout.flush());
-    if let Err(error) = &written
+    let written = std::io::stdout().lock().flush().and_then(|()| crate::stdio::write(bytes));
+    exit_on_closed_pipe(&written);
+    written
+}
+
+/// Writes out what C's stdout (and Rust's) still buffers. `main` calls it
+/// last and turns an error into a failing exit: the error of a buffered
+/// write is seen only there.
+///
+/// # Errors
+/// The write error (`/dev/full`: no space left).
+pub fn flush_stdout() -> std::io::Result<()> {
+    let flushed = std::io::stdout().lock().flush().and_then(|()| crate::stdio::flush());
+    exit_on_closed_pipe(&flushed);
+    flushed
+}
+
+fn exit_on_closed_pipe(result: &std::io::Result<()>) {
+    if let Err(error) = result
         && error.kind() == std::io::ErrorKind::BrokenPipe
     {
         std::process::exit(141);
     }
-    written
 }
 
 /// Prints `value` as the one JSON object of a `--json` run. A failed

@@ -88,10 +88,15 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let runtime = Runtime::new().map_err(iree_error("cannot start IREE's runtime".to_owned()))?;
     let mut modules = Vec::with_capacity(options.modules.len());
     for path in options.modules {
-        modules.push(
+        // `-` is standard input, as iree-run-module takes it.
+        let module = if path.as_os_str() == "-" {
+            Module::from_stdin(&runtime)
+                .map_err(iree_error("cannot load the module from standard input".to_owned()))?
+        } else {
             Module::from_file(&runtime, path)
-                .map_err(iree_error(format!("cannot load {}", path.display())))?,
-        );
+                .map_err(iree_error(format!("cannot load {}", path.display())))?
+        };
+        modules.push(module);
     }
     let module = modules.pop().expect("at least one module");
     if options.list_functions {
@@ -152,7 +157,9 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         let mut line = b"EXEC @".to_vec();
         line.extend_from_slice(function.name());
         line.push(b'\n');
-        write_stdout(&line).map_err(stdout_error)?;
+        // Written out now, as iree-run-module flushes it: a plugin that
+        // prints during the call prints after it, whatever stdout is.
+        write_stdout(&line).and_then(|()| crate::output::flush_stdout()).map_err(stdout_error)?;
     }
     let started = Instant::now();
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;

@@ -4,9 +4,16 @@
 //! before the first byte is read, so `/dev/zero`, a FIFO or a directory is
 //! refused at once instead of growing memory until the process is killed
 //! (`docs/iree-runtime.md`, "Bounded input").
+//!
+//! A module may also come down a pipe, as IREE's tests feed it
+//! (`iree-compile prog.mlir | iree-run-module --module=-`):
+//! [`read_module`] takes a FIFO (`/dev/stdin` on a pipe) and
+//! [`read_stdin`] standard input, both through [`read_stream`], which
+//! stops one byte past the same limit.
 
 use std::fs::File;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -46,6 +53,82 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(read_error)?;
     if bytes.len() as u64 > limit {
         return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Reads the module at `path`: a regular file as [`read_bounded`] does, or
+/// a FIFO (a named pipe, or `/dev/stdin` when standard input is a pipe),
+/// opened for reading as `iree-run-module` opens it (waiting for a writer)
+/// and read to its end through [`read_stream`]. Devices, sockets and
+/// directories are refused as [`read_bounded`] refuses them.
+///
+/// # Errors
+/// As [`read_bounded`], with [`MODULE_LIMIT`] for a pipe too.
+pub fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
+    const WHAT: &str = "the module";
+    match read_bounded(path, WHAT, MODULE_LIMIT) {
+        Err(Error::NotAFile { kind: "a FIFO", .. }) => {
+            // Blocking, this time: a FIFO's reader waits for its writer, and
+            // reads until every writer has closed it.
+            let file = File::open(path).map_err(|source| Error::FileRead {
+                what: WHAT,
+                path: path.to_owned(),
+                source,
+            })?;
+            read_stream(file, WHAT, path, MODULE_LIMIT)
+        }
+        other => other,
+    }
+}
+
+/// Reads standard input to its end, at most `limit` bytes, for `what`
+/// (`--module=-`). Standard input must be a pipe, a socket or a regular
+/// file: a terminal or another device is refused at once, naming what it
+/// is, since reading it would wait for typing or never end.
+///
+/// # Errors
+/// [`Error::NotAFile`] for a terminal or device (the path is `-`),
+/// [`Error::FileTooLarge`] above `limit`, [`Error::FileRead`] when the
+/// read fails.
+pub fn read_stdin(what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
+    let path = Path::new("-");
+    let stdin = std::io::stdin();
+    // The descriptor's type, without taking ownership of it: fstat through
+    // a duplicate, closed on drop.
+    let metadata = stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .and_then(|file| file.metadata())
+        .map_err(|source| Error::FileRead { what, path: path.to_owned(), source })?;
+    let file_type = metadata.file_type();
+    if !(file_type.is_file() || file_type.is_fifo() || file_type.is_socket()) {
+        let kind = if std::io::IsTerminal::is_terminal(&stdin) { "a terminal" } else { file_kind(&metadata) };
+        return Err(Error::NotAFile { what, path: path.to_owned(), kind });
+    }
+    if file_type.is_file() && metadata.len() > limit {
+        return Err(Error::FileTooLarge { what, path: path.to_owned(), limit });
+    }
+    read_stream(stdin.lock(), what, path, limit)
+}
+
+/// Reads `reader` to its end for `what` (named `path` in errors), at most
+/// `limit` bytes: the read stops one byte past the limit, so an endless
+/// stream is refused after `limit + 1` bytes, not when memory runs out.
+///
+/// # Errors
+/// [`Error::FileTooLarge`] above `limit`, [`Error::FileRead`] when a read
+/// fails.
+pub fn read_stream(reader: impl Read, what: &'static str, path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    reader.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|source| Error::FileRead {
+        what,
+        path: path.to_owned(),
+        source,
+    })?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::FileTooLarge { what, path: path.to_owned(), limit });
     }
     Ok(bytes)
 }
@@ -100,6 +183,34 @@ mod tests {
             let text = error.to_string();
             assert!(text.contains(&path.display().to_string()) && text.contains(kind), "{text}");
         }
+    }
+
+    #[test]
+    fn modules_come_down_pipes_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("module.fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let writer = {
+            let fifo = fifo.clone();
+            // Opens the FIFO after the reader may have started to wait.
+            std::thread::spawn(move || std::fs::write(fifo, b"module bytes").unwrap())
+        };
+        assert_eq!(read_module(&fifo).unwrap(), b"module bytes");
+        writer.join().unwrap();
+        // Regular files as before; devices still refused.
+        let file = dir.path().join("m.vmfb");
+        std::fs::write(&file, b"abc").unwrap();
+        assert_eq!(read_module(&file).unwrap(), b"abc");
+        assert!(matches!(
+            read_module(Path::new("/dev/zero")),
+            Err(Error::NotAFile { kind: "a character device", .. })
+        ));
+        // An endless stream stops one byte past the limit.
+        let error = read_stream(std::io::repeat(7), "the module", Path::new("-"), 1000).unwrap_err();
+        assert!(matches!(error, Error::FileTooLarge { limit: 1000, .. }), "{error:?}");
+        assert_eq!(read_stream(&[1u8, 2, 3][..], "the module", Path::new("-"), 3).unwrap(), [1, 2, 3]);
     }
 
     #[test]

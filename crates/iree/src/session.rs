@@ -8,6 +8,15 @@ use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
 use crate::{Element, ElementType, Error, IreeStatus, Tensor, TensorView, Value};
 
+/// A module file's read failure as [`Error::ModuleFile`]; the other
+/// errors of [`crate::files`] as they are.
+fn module_file_error(error: Error) -> Error {
+    match error {
+        Error::FileRead { path, source, .. } => Error::ModuleFile { path, source },
+        other => other,
+    }
+}
+
 /// Alignment IREE's bytecode loader wants for a module's bytes (its
 /// flatbuffer and rodata segments are read in place).
 const MODULE_ALIGNMENT: usize = 64;
@@ -34,23 +43,34 @@ struct ModuleInner {
 }
 
 impl Module {
-    /// Loads the module in the file at `path`.
+    /// Loads the module in the file at `path`: a regular file, or a FIFO
+    /// (a named pipe, `/dev/stdin` on a pipe) read to its end
+    /// ([`crate::files::read_module`]).
     ///
     /// # Errors
     /// [`Error::ModuleFile`] when the file cannot be read,
-    /// [`Error::NotAFile`] or [`Error::FileTooLarge`] when it is not a
-    /// regular file of at most [`crate::files::MODULE_LIMIT`] bytes,
-    /// [`Error::ModuleInvalid`] when IREE refuses its contents.
+    /// [`Error::NotAFile`] or [`Error::FileTooLarge`] when it is neither a
+    /// regular file nor a FIFO, or holds more than
+    /// [`crate::files::MODULE_LIMIT`] bytes, [`Error::ModuleInvalid`] when
+    /// IREE refuses its contents.
     pub fn from_file(runtime: &Runtime, path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
-        let bytes =
-            crate::files::read_bounded(path, "the module", crate::files::MODULE_LIMIT).map_err(|error| {
-                match error {
-                    Error::FileRead { path, source, .. } => Error::ModuleFile { path, source },
-                    other => other,
-                }
-            })?;
+        let bytes = crate::files::read_module(path).map_err(module_file_error)?;
         Self::from_bytes_labelled(runtime, &bytes, path.display().to_string())
+    }
+
+    /// Loads the module piped into standard input, as `iree-run-module
+    /// --module=-` does: `iree-compile prog.mlir | xplug run --module=-`.
+    ///
+    /// # Errors
+    /// [`Error::NotAFile`] when standard input is a terminal or a device,
+    /// [`Error::FileTooLarge`] above [`crate::files::MODULE_LIMIT`],
+    /// [`Error::ModuleFile`] when it cannot be read,
+    /// [`Error::ModuleInvalid`] when IREE refuses its contents.
+    pub fn from_stdin(runtime: &Runtime) -> Result<Self, Error> {
+        let bytes =
+            crate::files::read_stdin("the module", crate::files::MODULE_LIMIT).map_err(module_file_error)?;
+        Self::from_bytes_labelled(runtime, &bytes, "<standard input>".to_owned())
     }
 
     /// Loads a module from its bytes (copied into aligned storage).
