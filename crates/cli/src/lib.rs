@@ -37,6 +37,7 @@ mod demo;
 mod error;
 mod fatelf;
 mod inspect;
+mod iree_flags;
 mod isolate;
 mod new;
 pub mod output;
@@ -100,13 +101,60 @@ impl From<RunOnlyCli> for Cli {
 /// Parses `arguments` (the program name first): `run` lines through
 /// [`RunOnlyCli`] when it accepts them, everything else, and every help
 /// request or error, through [`Cli`].
-fn parse_arguments(arguments: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
-    if arguments.get(1).is_some_and(|command| command == "run")
-        && let Ok(parsed) = RunOnlyCli::try_parse_from(&arguments)
-    {
-        return Ok(parsed.into());
+///
+/// An `xplug run` line first goes through [`iree_flags::prepare_run_arguments`]
+/// (flagfiles, IREE's task flags, refused flags); its errors come back as
+/// [`ParseFailure::Cli`].
+fn parse_arguments(arguments: Vec<std::ffi::OsString>) -> Result<Cli, ParseFailure> {
+    if arguments.get(1).is_some_and(|command| command == "run") {
+        let prepared = iree_flags::prepare_run_arguments(arguments).map_err(ParseFailure::Cli)?;
+        // As in iree-run-module, these answer without a module.
+        if let Some(listing) = prepared.listing {
+            return Err(ParseFailure::Listing(listing));
+        }
+        if prepared.iree.iter().any(|flag| flag.starts_with("--dump_task_topologies")) {
+            // IREE's action prints the topology and exits the process.
+            xplug_iree::set_iree_flags(&prepared.iree).map_err(|source| {
+                ParseFailure::Cli(CliError::Iree {
+                    context: "cannot take IREE's task flags".to_owned(),
+                    source,
+                })
+            })?;
+        }
+        let mut cli = match RunOnlyCli::try_parse_from(&prepared.clap) {
+            Ok(parsed) => Cli::from(parsed),
+            Err(_) => Cli::try_parse_from(&prepared.clap).map_err(ParseFailure::Clap)?,
+        };
+        if let Command::Run(run) = &mut cli.command {
+            run.iree_flags = prepared.iree;
+            run.abort_on_failure = prepared.abort_on_failure;
+        }
+        return Ok(cli);
     }
-    Cli::try_parse_from(arguments)
+    Cli::try_parse_from(arguments).map_err(ParseFailure::Clap)
+}
+
+/// Why a command line was not parsed.
+#[derive(Debug)]
+enum ParseFailure {
+    /// clap's own (help and version requests included).
+    Clap(clap::Error),
+    /// Refused before clap: a refused IREE flag, a bad flagfile.
+    Cli(CliError),
+    /// `--list_drivers`, `--list_devices` or `--dump_devices`: printed
+    /// instead of running, as iree-run-module does.
+    Listing(String),
+}
+
+/// `xplug run --help`'s text after the options: an example, then what
+/// happens to each of `iree-run-module`'s other flags.
+fn run_after_help() -> String {
+    format!(
+        "{}\n\nExample:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy \
+         --plugin=target/plugins/release/libsample_system.so?multiplier=2\n  iree-compile prog.mlir ... | xplug run \
+         --module=- --function=main --input=...",
+        iree_flags::help().trim_end()
+    )
 }
 
 /// The flags every command takes.
@@ -304,9 +352,7 @@ enum Command {
 /// manager resolving every import of its executables. Prints what
 /// iree-run-module prints for the same program, inputs and plugins.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Example:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy --plugin=target/plugins/release/libsample_system.so?multiplier=2"
-)]
+#[command(after_help = run_after_help())]
 struct RunArgs {
     /// The compiled module whose function runs (loaded after every
     /// --module).
@@ -378,9 +424,18 @@ struct RunArgs {
     /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
     #[arg(long, default_value = "local-sync")]
     device: String,
-    /// Worker threads of local-task (default: one per core).
-    #[arg(long = "task_workers", alias = "task-workers", value_name = "N")]
-    task_workers: Option<usize>,
+    /// How modules are read, as iree-run-module takes it: `preload` (read
+    /// whole into memory at start-up, IREE's default and xplug's only
+    /// way); `mmap` is refused.
+    #[arg(long = "module_mode", value_name = "MODE", default_value = "preload")]
+    module_mode: String,
+    /// iree-run-module's task flags (`--task_*`, `--dump_task_topologies`),
+    /// for IREE's parser (set by [`parse_arguments`]).
+    #[arg(skip)]
+    iree_flags: Vec<String>,
+    /// `--task_abort_on_failure` (set by [`parse_arguments`]).
+    #[arg(skip)]
+    abort_on_failure: bool,
     /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
     /// `static:NAME`); repeatable, later ones are asked first. The
     /// XPLUG_PLUGINS environment variable's plugins come before these.
@@ -508,7 +563,9 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             inputs,
             outputs,
             device,
-            task_workers,
+            module_mode,
+            iree_flags,
+            abort_on_failure,
             plugins,
             with_static,
             trace,
@@ -535,15 +592,20 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             } else {
                 xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
             }
-            // Only local-task has workers: the default count (which reads
-            // the cgroup's CPU quota) is not worked out for local-sync.
-            let workers = match task_workers {
-                Some(workers) => *workers,
-                None if device == "local-task" => {
-                    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-                }
-                None => 1,
-            };
+            if module_mode != "preload" {
+                return Err(CliError::Usage {
+                    message: format!(
+                        "--module_mode={module_mode}: xplug run reads every module whole into memory \
+                         (`preload`, iree-run-module's default); mapping modules is not supported"
+                    ),
+                });
+            }
+            // IREE's own task flags, for the local-task executors, which
+            // IREE's task system makes from them (workers 0 below).
+            xplug_iree::set_iree_flags(iree_flags).map_err(|source| CliError::Iree {
+                context: "cannot take IREE's task flags".to_owned(),
+                source,
+            })?;
             run::run(
                 &run::Options {
                     modules: &modules,
@@ -563,7 +625,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                     inputs,
                     outputs,
                     device,
-                    task_workers: workers,
+                    abort_on_failure: *abort_on_failure,
                     plugins,
                     with_static: *with_static,
                     trace: *trace,
@@ -694,7 +756,15 @@ pub fn main() -> ExitCode {
     output::die_on_closed_pipe();
     let cli = match parse_arguments(std::env::args_os().collect()) {
         Ok(cli) => cli,
-        Err(error) => return clap_outcome(&error),
+        Err(ParseFailure::Clap(error)) => return clap_outcome(&error),
+        Err(ParseFailure::Cli(error)) => {
+            report_error(&error);
+            return ExitCode::from(error.exit_code());
+        }
+        Err(ParseFailure::Listing(name)) => {
+            let written = output::write_stdout(iree_flags::listing(&name).as_bytes());
+            return finish(ExitCode::from(u8::from(written.is_err())));
+        }
     };
     finish(outcome(cli))
 }
@@ -744,7 +814,7 @@ mod tests {
                 "--timeout=3",
                 "--in-process",
                 "--device=local-task",
-                "--task_workers=2",
+                "--module_mode=preload",
             ],
             &[
                 "run",
@@ -771,7 +841,7 @@ mod tests {
                 "--output_max_element_count=7",
             ],
             &["run", "--list-functions", "m.vmfb"],
-            &["run", "--list-imports", "m.vmfb", "--task-workers=3"],
+            &["run", "--list-imports", "m.vmfb", "--device=local-sync://"],
         ];
         for words in lines {
             let full = Cli::try_parse_from(line(words)).expect("the full parser accepts the line");
@@ -796,7 +866,9 @@ mod tests {
         ];
         for words in lines {
             let full = Cli::try_parse_from(line(words)).expect_err("the full parser refuses the line");
-            let ours = parse_arguments(line(words)).expect_err("refused");
+            let Err(super::ParseFailure::Clap(ours)) = parse_arguments(line(words)) else {
+                panic!("{words:?}: refused by clap")
+            };
             assert_eq!(ours.kind(), full.kind(), "{words:?}");
             assert_eq!(ours.to_string(), full.to_string(), "{words:?}");
         }

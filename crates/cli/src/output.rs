@@ -69,7 +69,9 @@ fn exit_on_closed_pipe(result: &std::io::Result<()>) {
 pub fn print_json(value: &serde_json::Value) {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned());
     text.push('\n');
-    if let Err(error) = write_stdout(text.as_bytes()) {
+    // Written out at once: the one object is all of stdout, and an error
+    // (a closed pipe) must end the process before anything reaches stderr.
+    if let Err(error) = write_stdout(text.as_bytes()).and_then(|()| flush_stdout()) {
         STDOUT_ERROR.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(error);
     }
 }

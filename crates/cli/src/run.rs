@@ -53,8 +53,8 @@ pub(crate) struct Options<'a> {
     pub(crate) outputs: &'a [String],
     /// `local-sync` or `local-task`.
     pub(crate) device: &'a str,
-    /// Worker threads of `local-task`.
-    pub(crate) task_workers: usize,
+    /// IREE's `--task_abort_on_failure` (`local-task`).
+    pub(crate) abort_on_failure: bool,
     /// Plugin specs, later ones asked first.
     pub(crate) plugins: &'a [String],
     /// Register the plugins linked into xplug first.
@@ -78,7 +78,8 @@ fn stdout_error(source: std::io::Error) -> CliError {
 }
 
 pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> {
-    let kind = DeviceKind::parse(options.device, options.task_workers).ok_or_else(|| CliError::Usage {
+    // local-task's executors come from IREE's task flags, as in IREE's tool.
+    let kind = DeviceKind::parse(options.device, 0).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
     let main_path = *options
@@ -111,7 +112,9 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     } else {
         ImportRecording::Off
     };
-    let mut device = DeviceBuilder::new(&runtime, kind, manager).recording(recording);
+    let mut device = DeviceBuilder::new(&runtime, kind, manager)
+        .recording(recording)
+        .abort_on_failure(options.abort_on_failure);
     if let Some(profile) = &options.profile
         && !options.list_imports
     {

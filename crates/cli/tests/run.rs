@@ -175,7 +175,7 @@ fn xplug_run_profile_counts_every_import_call_on_both_devices() {
     ];
     for device in ["--device=local-sync", "--device=local-task"] {
         let mut plain: Vec<&str> = base.iter().map(String::as_str).collect();
-        plain.extend([device, "--task_workers=2"]);
+        plain.extend([device, "--task_topology_group_count=2"]);
         let unprofiled = xplug(&plain);
         assert!(unprofiled.status.success(), "{}", String::from_utf8_lossy(&unprofiled.stderr));
         let json_flag = format!("--profile-json={}", json_path.display());

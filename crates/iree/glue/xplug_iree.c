@@ -56,8 +56,15 @@ static iree_status_t xplug_iree_loaders_create(
   return status;
 }
 
+// `worker_count` 0 on local-task: executors from IREE's task flags, as
+// IREE's local-task driver makes them (`iree_task_executors_create_from_flags`:
+// by default one worker per physical core of the calling thread's NUMA
+// node; `--task_topology_*` and `--task_worker_*` as
+// xplug_iree_flags_parse set them). Otherwise one executor of that many
+// unpinned workers, with the executor options of the same flags.
+// `abort_on_failure` is IREE's `--task_abort_on_failure`.
 iree_status_t xplug_iree_device_create(
-    int kind, iree_host_size_t worker_count,
+    int kind, iree_host_size_t worker_count, int abort_on_failure,
     iree_async_proactor_pool_t* proactor_pool,
     iree_hal_executable_import_provider_t provider,
     iree_allocator_t host_allocator, iree_hal_device_t** out_device) {
@@ -84,25 +91,45 @@ iree_status_t xplug_iree_device_create(
         XPLUG_IREE_LOADER_COUNT, loaders, device_allocator, host_allocator,
         out_device);
   } else if (iree_status_is_ok(status) && kind == XPLUG_IREE_DEVICE_LOCAL_TASK) {
-    iree_task_topology_t topology;
-    iree_task_topology_initialize(&topology);
-    iree_task_topology_initialize_from_group_count(
-        worker_count ? worker_count : 1, &topology);
-    iree_task_executor_options_t options;
-    iree_task_executor_options_initialize(&options);
-    iree_task_executor_t* executor = NULL;
-    status = iree_task_executor_create(options, &topology, host_allocator,
-                                       &executor);
-    iree_task_topology_deinitialize(&topology);
+    iree_hal_task_device_params_t params;
+    iree_hal_task_device_params_initialize(&params);
+    if (abort_on_failure) {
+      params.queue_scope_flags |= IREE_TASK_SCOPE_FLAG_ABORT_ON_FAILURE;
+    }
+    // As IREE's local-task driver: up to 16 executors (one per NUMA node).
+    iree_task_executor_t* executors[16] = {NULL};
+    iree_host_size_t executor_count = 0;
+    if (worker_count == 0) {
+      status = iree_task_executors_create_from_flags(
+          host_allocator, IREE_ARRAYSIZE(executors), executors,
+          &executor_count);
+    } else {
+      iree_task_executor_options_t options;
+      status = iree_task_executor_options_initialize_from_flags(&options);
+      if (iree_status_is_ok(status)) {
+        iree_task_topology_t topology;
+        iree_task_topology_initialize(&topology);
+        iree_task_topology_initialize_from_group_count(worker_count,
+                                                       &topology);
+        status = iree_task_executor_create(options, &topology, host_allocator,
+                                           &executors[0]);
+        iree_task_topology_deinitialize(&topology);
+        if (iree_status_is_ok(status)) executor_count = 1;
+      }
+    }
+    if (iree_status_is_ok(status) && executor_count == 0) {
+      status = iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                                "the task flags select no CPU for local-task");
+    }
     if (iree_status_is_ok(status)) {
-      iree_hal_task_device_params_t params;
-      iree_hal_task_device_params_initialize(&params);
       status = iree_hal_task_device_create(
-          iree_make_cstring_view("local-task"), &params, /*queue_count=*/1,
-          &executor, XPLUG_IREE_LOADER_COUNT, loaders, device_allocator,
+          iree_make_cstring_view("local-task"), &params, executor_count,
+          executors, XPLUG_IREE_LOADER_COUNT, loaders, device_allocator,
           &create_params, host_allocator, out_device);
     }
-    iree_task_executor_release(executor);
+    for (iree_host_size_t i = 0; i < executor_count; ++i) {
+      iree_task_executor_release(executors[i]);
+    }
   } else if (iree_status_is_ok(status)) {
     status = iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
                               "unknown device kind %d", kind);
@@ -575,6 +602,29 @@ iree_status_t xplug_iree_module_depends_on(iree_vm_module_t* module,
 #include "iree/base/tooling/flags.h"
 #include "iree/tooling/comparison.h"
 
+// Hands `flag_count` NUL-terminated `--name=value` strings to IREE's own
+// flag parser, as IREE's tools hand it their command line: every flag of
+// IREE linked into this library (the task system's `--task_*`, the
+// comparison flags) takes its value, with IREE's syntax, checks and
+// messages; an unknown flag is IREE's "flag 'X' not recognized" error, and
+// a flag with an action (`--dump_task_topologies`) runs it, as in IREE's
+// tools (that one prints to stdout and exits the process). The flags are
+// process-wide, as in IREE's tools.
+iree_status_t xplug_iree_flags_parse(int flag_count, const char** flags) {
+  if (flag_count < 0 || flag_count > 255) {
+    return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
+                            "at most 255 IREE flags at once, not %d",
+                            flag_count);
+  }
+  // iree_flags_parse skips argv[0] and rewrites the array it is given.
+  char* argv_storage[256];
+  argv_storage[0] = (char*)"xplug";
+  for (int i = 0; i < flag_count; ++i) argv_storage[i + 1] = (char*)flags[i];
+  int argc = flag_count + 1;
+  char** argv = argv_storage;
+  return iree_flags_parse(IREE_FLAGS_PARSE_MODE_DEFAULT, &argc, &argv);
+}
+
 // Sets IREE's comparison flags (`--expected_f32_threshold=...` and the
 // others comparison.cc defines; `flag_count` NUL-terminated strings), then
 // compares `expected` with `actual` as iree-run-module does. `*out_text`
@@ -591,18 +641,7 @@ iree_status_t xplug_iree_compare_lists(iree_vm_list_t* expected,
   *out_text = NULL;
   *out_length = 0;
   *out_matched = 0;
-  // iree_flags_parse skips argv[0] and rewrites the array it is given.
-  char* argv_storage[16];
-  if (flag_count < 0 || flag_count > 15) {
-    return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
-                            "at most 15 comparison flags");
-  }
-  argv_storage[0] = (char*)"xplug";
-  for (int i = 0; i < flag_count; ++i) argv_storage[i + 1] = (char*)flags[i];
-  int argc = flag_count + 1;
-  char** argv = argv_storage;
-  IREE_RETURN_IF_ERROR(
-      iree_flags_parse(IREE_FLAGS_PARSE_MODE_DEFAULT, &argc, &argv));
+  IREE_RETURN_IF_ERROR(xplug_iree_flags_parse(flag_count, flags));
   iree_string_builder_t builder;
   iree_string_builder_initialize(host_allocator, &builder);
   bool matched = iree_tooling_compare_variant_lists_and_append(

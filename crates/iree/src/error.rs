@@ -45,6 +45,16 @@ pub enum Error {
         #[source]
         source: IreeStatus,
     },
+    /// IREE's flag parser refused a flag ([`crate::set_iree_flags`]):
+    /// IREE's message names it (`flag 'X' not recognized`, a bad value).
+    #[error("IREE refused the flags {}", flags.join(" "))]
+    IreeFlags {
+        /// The flags given, as given.
+        flags: Vec<String>,
+        /// IREE's status.
+        #[source]
+        source: IreeStatus,
+    },
     /// A module file could not be read.
     #[error("cannot read the IREE module {}; compile one with `iree-compile --iree-hal-target-device=local ...`", path.display())]
     ModuleFile {

@@ -71,6 +71,7 @@
 
 mod error;
 pub mod files;
+mod flags;
 pub mod provider;
 mod runtime;
 mod session;
@@ -78,6 +79,7 @@ mod sys;
 mod tensor;
 
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
+pub use flags::set_iree_flags;
 /// The `half` crate, whose `f16` and `bf16` are IREE's 16-bit float elements
 /// ([`Element`]).
 pub use half;

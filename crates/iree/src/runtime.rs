@@ -1,6 +1,7 @@
 //! The runtime (one VM instance) and devices whose executables import
 //! through xplug's manager.
 
+use std::ffi::c_int;
 use std::sync::Arc;
 
 use xplug_manager::profile::{ImportProfile, ProfileOptions};
@@ -99,7 +100,7 @@ impl Runtime {
             None,
         ));
         let parts = sys::ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
-        let (raw, group) = create_device(self, kind, parts)?;
+        let (raw, group) = create_device(self, kind, false, parts)?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
@@ -118,9 +119,12 @@ impl Runtime {
 pub enum DeviceKind {
     /// IREE's `local-sync`: work runs inline on the calling thread.
     LocalSync,
-    /// IREE's `local-task`: work runs on a pool of `workers` threads.
+    /// IREE's `local-task`: work runs on a pool of worker threads.
     LocalTask {
-        /// Worker threads (at least 1).
+        /// Worker threads, unpinned. 0: the executors IREE's own local-task
+        /// driver makes from its task flags ([`crate::set_iree_flags`]),
+        /// by default one worker per physical core of the calling thread's
+        /// NUMA node, as `iree-run-module` runs.
         workers: usize,
     },
 }
@@ -135,12 +139,13 @@ impl DeviceKind {
         }
     }
 
-    /// Parses IREE's device name; `local-task` gets `workers` threads.
+    /// Parses IREE's device name or URI (`local-task`, `local-task://`);
+    /// `local-task` gets `workers` threads (0: IREE's topology).
     #[must_use]
     pub fn parse(name: &str, workers: usize) -> Option<Self> {
-        match name {
+        match name.strip_suffix("://").unwrap_or(name) {
             "local-sync" => Some(Self::LocalSync),
-            "local-task" => Some(Self::LocalTask { workers: workers.max(1) }),
+            "local-task" => Some(Self::LocalTask { workers }),
             _ => None,
         }
     }
@@ -153,13 +158,29 @@ pub struct DeviceBuilder<'runtime> {
     manager: Arc<Manager>,
     recording: ImportRecording,
     profile: Option<ProfileOptions>,
+    abort_on_failure: bool,
 }
 
 impl<'runtime> DeviceBuilder<'runtime> {
     /// A device of `kind` on `runtime` resolving through `manager`.
     #[must_use]
     pub fn new(runtime: &'runtime Runtime, kind: DeviceKind, manager: Arc<Manager>) -> Self {
-        Self { runtime, kind, manager, recording: ImportRecording::Off, profile: None }
+        Self {
+            runtime,
+            kind,
+            manager,
+            recording: ImportRecording::Off,
+            profile: None,
+            abort_on_failure: false,
+        }
+    }
+
+    /// `local-task` only: aborts the process on the first failure within a
+    /// task queue, IREE's `--task_abort_on_failure`; off by default.
+    #[must_use]
+    pub fn abort_on_failure(mut self, abort: bool) -> Self {
+        self.abort_on_failure = abort;
+        self
     }
 
     /// Whether the device's provider records each executable's imports
@@ -191,7 +212,8 @@ impl<'runtime> DeviceBuilder<'runtime> {
             self.recording,
             self.profile,
         ));
-        let (raw, group) = create_device(self.runtime, self.kind, provider.as_glue_parts())?;
+        let (raw, group) =
+            create_device(self.runtime, self.kind, self.abort_on_failure, provider.as_glue_parts())?;
         Ok(Device {
             inner: Arc::new(DeviceInner {
                 raw,
@@ -209,11 +231,12 @@ impl<'runtime> DeviceBuilder<'runtime> {
 fn create_device(
     runtime: &Runtime,
     kind: DeviceKind,
+    abort_on_failure: bool,
     provider: sys::ProviderParts,
 ) -> Result<(sys::Device, sys::DeviceGroup), Error> {
     let (code, workers) = match kind {
         DeviceKind::LocalSync => (sys::DEVICE_LOCAL_SYNC, 0),
-        DeviceKind::LocalTask { workers } => (sys::DEVICE_LOCAL_TASK, workers.max(1)),
+        DeviceKind::LocalTask { workers } => (sys::DEVICE_LOCAL_TASK, workers),
     };
     let failed = |status: sys::Status| Error::Device { device: kind.name(), source: status.into() };
     let device = sys::create(
@@ -227,6 +250,7 @@ fn create_device(
             sys::xplug_iree_device_create(
                 code,
                 workers,
+                c_int::from(abort_on_failure),
                 runtime.inner.proactor_pool.as_ptr(),
                 provider,
                 sys::system_allocator(),

@@ -71,9 +71,11 @@ unsafe extern "C" {
         host_allocator: Allocator,
         out_pool: *mut *mut iree::iree_async_proactor_pool_t,
     ) -> StatusHandle;
+    pub(crate) fn xplug_iree_flags_parse(flag_count: c_int, flags: *const *const c_char) -> StatusHandle;
     pub(crate) fn xplug_iree_device_create(
         kind: c_int,
         worker_count: usize,
+        abort_on_failure: c_int,
         proactor_pool: *mut iree::iree_async_proactor_pool_t,
         provider: ProviderParts,
         host_allocator: Allocator,
@@ -368,6 +370,20 @@ pub(crate) fn create<T, H>(
 }
 
 /// Turns a returned status into a result.
+/// Hands `flags` to IREE's flag parser (`xplug_iree_flags_parse`). The
+/// strings are leaked: IREE's string flags keep a pointer into their
+/// argument for the rest of the process, as its tools keep `argv`.
+pub(crate) fn parse_iree_flags(flags: Vec<std::ffi::CString>) -> Result<(), Status> {
+    let flags: &'static [std::ffi::CString] = Vec::leak(flags);
+    let pointers: Vec<*const c_char> = flags.iter().map(|flag| flag.as_ptr()).collect();
+    let count = c_int::try_from(pointers.len()).unwrap_or(c_int::MAX);
+    // SAFETY: `pointers` holds `count` (checked by the caller to fit)
+    // pointers to NUL-terminated strings that live for the rest of the
+    // process (leaked above), so the pointers IREE's string flags keep
+    // stay valid; IREE's parser copies the array it rewrites.
+    check(unsafe { xplug_iree_flags_parse(count, pointers.as_ptr()) })
+}
+
 pub(crate) fn check(raw: StatusHandle) -> Result<(), Status> {
     match Status::from_raw(raw) {
         None => Ok(()),
