@@ -11,36 +11,6 @@
 // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
 // against it before anything runs and refuses a shorter or longer `b`
 // (docs/dispatch.md, "Tie the inputs' shapes").
-//
-// Run as IREE runs its own samples: each RUN line pipes the compiler into the
-// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
-// every RUN line twice, with `iree-run-module` and with `xplug run` in its
-// place, and both must pass the same CHECK lines with the same bytes.
-// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
-// plugin `xplug_e2e_print` prints each product with printf, the Rust
-// plugin `print_plugin` with println!, and both tools put the lines
-// between `EXEC` (flushed before the call) and the result.
-//
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-//
-// CHECK: EXEC @mul
-// CHECK-NEXT: workgroup 0: 1 * 2 = 2
-// CHECK-NEXT: workgroup 0: 2 * 2 = 4
-// CHECK-NEXT: workgroup 0: 3 * 2 = 6
-// CHECK-NEXT: workgroup 0: 4 * 2 = 8
-// CHECK-NEXT: result[0]: hal.buffer_view
-// CHECK-NEXT: 4xf32=2 4 6 8
 module @xplug_mul_call {
   stream.executable private @kernels {
     stream.executable.export public @mul_slices workgroups(%n: index) -> (index, index, index) {
@@ -93,3 +63,35 @@ module @xplug_mul_call {
     return %exported : !hal.buffer_view
   }
 }
+
+// Run as IREE runs its own samples: each RUN line pipes the compiler into the
+// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
+// every RUN line twice, with `iree-run-module` and with `xplug run` in its
+// place, and both must pass the same CHECK lines with the same bytes.
+// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
+// plugin `xplug_e2e_print` prints each product with printf, the Rust
+// plugin `print_plugin` with println!, and both tools put the lines
+// between `EXEC` (flushed before the call) and the result. The lines sit at
+// the end so that the program's source locations, and with them the bytes
+// of the compiled module that the flip sweep names by offset, stay put.
+//
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+//
+// CHECK: EXEC @mul
+// CHECK-NEXT: workgroup 0: 1 * 2 = 2
+// CHECK-NEXT: workgroup 0: 2 * 2 = 4
+// CHECK-NEXT: workgroup 0: 3 * 2 = 6
+// CHECK-NEXT: workgroup 0: 4 * 2 = 8
+// CHECK-NEXT: result[0]: hal.buffer_view
+// CHECK-NEXT: 4xf32=2 4 6 8

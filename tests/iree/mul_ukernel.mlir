@@ -11,33 +11,6 @@
 // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
 // against it before anything runs and refuses a shorter or longer `b`
 // (docs/dispatch.md, "Tie the inputs' shapes").
-//
-// Run as IREE runs its own samples: each RUN line pipes the compiler into the
-// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
-// every RUN line twice, with `iree-run-module` and with `xplug run` in its
-// place, and both must pass the same CHECK lines with the same bytes.
-// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
-// plugin `xplug_e2e_print` prints each product with printf, the Rust
-// plugin `print_plugin` with println!, and both tools put the lines
-// between `EXEC` (flushed before the call) and the result.
-//
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-//
-// CHECK: EXEC @mul
-// CHECK-NEXT: workgroup 0: 3 * 5 = 15
-// CHECK-NEXT: result[0]: hal.buffer_view
-// CHECK-NEXT: 1xf32=15
 func.func @mul(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
   %one = arith.constant 1 : index
   %groups = arith.constant 5 : index
@@ -69,3 +42,32 @@ func.func @mul(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buf
   %exported = hal.tensor.export %result "product" : tensor<?xf32>{%n} -> !hal.buffer_view
   return %exported : !hal.buffer_view
 }
+
+// Run as IREE runs its own samples: each RUN line pipes the compiler into the
+// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
+// every RUN line twice, with `iree-run-module` and with `xplug run` in its
+// place, and both must pass the same CHECK lines with the same bytes.
+// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
+// plugin `xplug_e2e_print` prints each product with printf, the Rust
+// plugin `print_plugin` with println!, and both tools put the lines
+// between `EXEC` (flushed before the call) and the result. The lines sit at
+// the end so that the program's source locations, and with them the bytes
+// of the compiled module that the flip sweep names by offset, stay put.
+//
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul --input=1xf32=3 --input=1xf32=5 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+//
+// CHECK: EXEC @mul
+// CHECK-NEXT: workgroup 0: 3 * 5 = 15
+// CHECK-NEXT: result[0]: hal.buffer_view
+// CHECK-NEXT: 1xf32=15

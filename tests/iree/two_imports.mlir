@@ -6,36 +6,6 @@
 // slice of the result, then `e2e_sub_workgroup` (from the test plugin
 // `tests/iree/e2e_plugin.c`) to subtract `b` from that slice in place, both
 // with the args layout of IREE's custom-dispatch sample.
-//
-// Run as IREE runs its own samples: each RUN line pipes the compiler into the
-// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
-// every RUN line twice, with `iree-run-module` and with `xplug run` in its
-// place, and both must pass the same CHECK lines with the same bytes.
-// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
-// plugin `xplug_e2e_print` prints each product with printf, the Rust
-// plugin `print_plugin` with println!, and both tools put the lines
-// between `EXEC` (flushed before the call) and the result.
-//
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-sync --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{xplug_e2e_print} | \
-// RUN:   filecheck %s
-// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
-// RUN:   iree-run-module --device=local-task --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{print_plugin} | \
-// RUN:   filecheck %s
-//
-// CHECK: EXEC @mul_then_sub
-// CHECK-NEXT: workgroup 0: 1 * 2 = 2
-// CHECK-NEXT: workgroup 0: 2 * 2 = 4
-// CHECK-NEXT: workgroup 0: 3 * 2 = 6
-// CHECK-NEXT: workgroup 0: 4 * 2 = 8
-// CHECK-NEXT: result[0]: hal.buffer_view
-// CHECK-NEXT: 4xf32=0 2 4 6
 module @xplug_two_imports {
   stream.executable private @kernels {
     stream.executable.export public @mul_then_sub_slices workgroups(%n: index) -> (index, index, index) {
@@ -102,3 +72,35 @@ module @xplug_two_imports {
     return %exported : !hal.buffer_view
   }
 }
+
+// Run as IREE runs its own samples: each RUN line pipes the compiler into the
+// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
+// every RUN line twice, with `iree-run-module` and with `xplug run` in its
+// place, and both must pass the same CHECK lines with the same bytes.
+// `%s` is this file, `%plugin{NAME}` a plugin built for the tests: the C
+// plugin `xplug_e2e_print` prints each product with printf, the Rust
+// plugin `print_plugin` with println!, and both tools put the lines
+// between `EXEC` (flushed before the call) and the result. The lines sit at
+// the end so that the program's source locations, and with them the bytes
+// of the compiled module that the flip sweep names by offset, stay put.
+//
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --module=- --function=mul_then_sub --input=4xf32=1,2,3,4 --input=4xf32=2,2,2,2 --executable_plugin=%plugin{xplug_e2e_sub} --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+//
+// CHECK: EXEC @mul_then_sub
+// CHECK-NEXT: workgroup 0: 1 * 2 = 2
+// CHECK-NEXT: workgroup 0: 2 * 2 = 4
+// CHECK-NEXT: workgroup 0: 3 * 2 = 6
+// CHECK-NEXT: workgroup 0: 4 * 2 = 8
+// CHECK-NEXT: result[0]: hal.buffer_view
+// CHECK-NEXT: 4xf32=0 2 4 6

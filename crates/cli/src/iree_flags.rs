@@ -95,8 +95,8 @@ pub(crate) const IREE_RUN_MODULE_FLAGS: &[(&str, Handling)] = &[
     (
         "trace_execution",
         Handling::Refused(
-            "xplug's build of IREE's VM traces no execution; run iree-run-module --trace_execution, \
-             or `xplug run --trace` for each executable's imports",
+            "xplug run does not trace VM execution; run iree-run-module --trace_execution, or \
+             `xplug run --trace` for each executable's imports",
         ),
     ),
     ("print_statistics", Handling::Refused(NO_STATISTICS)),
@@ -314,10 +314,19 @@ pub(crate) fn help() -> String {
         names(|handling| handling == Handling::Listing)
     ));
     out.push_str("  refused, with the reason:\n");
+    // One line per reason, its flags in the table's order.
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
     for (name, handling) in IREE_RUN_MODULE_FLAGS {
         if let Handling::Refused(reason) = handling {
-            out.push_str(&format!("    --{name}: {reason}\n"));
+            match reasons.iter_mut().find(|(known, _)| known == reason) {
+                Some((_, names)) => names.push(name),
+                None => reasons.push((reason, vec![name])),
+            }
         }
+    }
+    for (reason, names) in reasons {
+        let names: Vec<String> = names.iter().map(|name| format!("--{name}")).collect();
+        out.push_str(&format!("    {}: {reason}\n", names.join(", ")));
     }
     out
 }
