@@ -433,7 +433,7 @@ impl PluginState for LeakyRelu {{
         // Declared below with its default, so `load` has already refused
         // unknown keys and non-numbers; `parse` sees the default when the
         // key is absent.
-        let slope = params.parse("slope", "a finite number")?.unwrap_or(0.25);
+        let slope = params.parse::<f32>("slope")?.unwrap_or(0.25);
         if !(0.0..=1.0).contains(&slope) {{
             // The message is a `&'static str` (copied into a `String`
             // through the host allocator): `format!` would link the

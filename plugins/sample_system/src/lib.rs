@@ -47,7 +47,7 @@ impl PluginState for SystemState {
     fn load(env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
         // Declared `f32` with a default: `load` has checked the value is a
         // finite number, and an absent key reads as the default.
-        let multiplier: f32 = params.require("multiplier", "a finite number")?;
+        let multiplier: f32 = params.require("multiplier")?;
         Ok(Self {
             multiplier,
             disabled: params.get("disable").map(str::to_owned),
