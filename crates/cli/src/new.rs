@@ -741,9 +741,10 @@ xplug run leaky_relu.vmfb --function=leaky_relu --input="6xf32=-4,-2,0,2,-8,6" \
   --plugin='target/sos/{ident}.sos?slope=0.5'
 ```
 
-A misspelled key (`?slop=0.5`), a value that is not a number
-(`?slope=abc`) or one outside [0, 1] (`?slope=2`) refuses the load with
-the plugin's message.
+A misspelled key (`?slop=0.5`) or a value that is not a number
+(`?slope=abc`) is refused by xplug's loader, from the declaration the
+plugin exports, before `load` runs; one outside [0, 1] (`?slope=2`) by the
+plugin's `load`, with its message.
 
 In the `.sos` build, `alloc` works through the host allocator, but the
 precompiled standard library's formatting (`format!`, `to_string`) links

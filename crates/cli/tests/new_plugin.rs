@@ -366,8 +366,8 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     // exports, with a suggestion.
     let text = refused("slop=0.5");
     assert!(text.contains("`slop`") && text.contains("slope"), "{text}");
-    // A malformed value: refused by the plugin's own `load` (no trap), its
-    // message read from the .sos.
+    // A value not of the declared type: refused by the host from the
+    // declaration the .sos exports, before `load`.
     let text = refused("slope=abc");
     assert!(
         text.contains("load parameter `slope` has the value `abc` but a finite number is expected"),
