@@ -181,7 +181,7 @@ fn the_hosts_check_and_the_plugins_parse_agree_for_every_declared_type() {
                 }
                 (Err(Error::Incompatible { reason, .. }), None) => {
                     assert!(
-                        matches!(&reason, Incompatibility::InvalidParamValue { kind: refused, .. } if *refused == kind.name()),
+                        matches!(&reason, Incompatibility::InvalidParamValue { kind: refused, .. } if *refused == kind),
                         "{shown}: {reason}"
                     );
                 }

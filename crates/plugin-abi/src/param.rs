@@ -9,16 +9,7 @@
 //! ([`FromParam`], what `LoadParams::parse` uses). So a value the host's
 //! check lets through is a value the plugin reads, as the same number.
 //!
-//! The text is taken as it is, with no trimming:
-//! - `str`: any UTF-8, the empty value included;
-//! - `bool`: exactly `true`, `false`, `1` or `0`;
-//! - integers: ASCII decimal digits with an optional `+` (or `-` for the
-//!   signed types), within the type's range (Rust's `from_str`);
-//! - floats: Rust's float syntax (`1`, `-0.5`, `.5`, `2.`, `1e-3`) whose
-//!   value is finite in the type: `inf`, `nan` and values that overflow
-//!   (`1e39` as `f32`) are refused.
-//!
-//! Bytes that are not UTF-8 are no value of any type.
+//! [`ParamKind::parse`] says which text each type accepts.
 
 use core::str::FromStr;
 
@@ -124,8 +115,15 @@ impl ParamKind {
     }
 
     /// Parses `value` as a value of this kind: the one parser of declared
-    /// parameter values (see the [module documentation](self) for the
-    /// accepted text). `None` when it is not one.
+    /// parameter values. `None` when it is not one.
+    ///
+    /// The text is taken as it is, with no trimming: `str` is any UTF-8
+    /// (the empty value included); `bool` is exactly `true`, `false`, `1`
+    /// or `0`; an integer is ASCII decimal digits with an optional `+` (or
+    /// `-` for the signed types) within the type's range; a float is Rust's
+    /// float syntax (`1`, `-0.5`, `.5`, `2.`, `1e-3`) whose value is finite
+    /// in the type (`inf`, `nan` and `1e39` as `f32` are refused). Bytes
+    /// that are not UTF-8 are no value of any type.
     #[must_use]
     pub fn parse(self, value: &[u8]) -> Option<ParamValue<'_>> {
         let text = core::str::from_utf8(value).ok()?;

@@ -166,8 +166,7 @@ pub fn check_params(declared: &[ParamDeclInfo], params: &LoadParamList) -> Resul
                     return Err(Incompatibility::InvalidParamValue {
                         key: param.name.as_str().into(),
                         value: String::from_utf8_lossy(value).into(),
-                        kind: kind.name(),
-                        expected: kind.expected(),
+                        kind,
                     });
                 }
                 _ => continue,
@@ -281,8 +280,7 @@ mod tests {
                         Incompatibility::InvalidParamValue {
                             key: "p".into(),
                             value: String::from_utf8_lossy(value).into(),
-                            kind: kind.name(),
-                            expected: kind.expected(),
+                            kind,
                         }
                     );
                     assert_eq!(refused.code(), StatusCode::INVALID_ARGUMENT);

@@ -128,18 +128,18 @@ pub enum Incompatibility {
     /// A load parameter's value is not of the type the plugin declares
     /// for it.
     #[error(
-        "its load parameter `{key}` has the value `{value}` but {expected} is expected (it declares \
-         `{key}` as `{kind}`); fix the value"
+        "its load parameter `{key}` has the value `{value}` but {} is expected (it declares `{key}` as \
+         `{}`); fix the value",
+        kind.expected(),
+        kind.name()
     )]
     InvalidParamValue {
         /// The key given.
         key: Box<str>,
         /// The value given (invalid UTF-8 shown as U+FFFD).
         value: Box<str>,
-        /// The declared type's name.
-        kind: &'static str,
-        /// What that type accepts ([`xplug_abi::ParamKind::expected`]).
-        expected: &'static str,
+        /// The declared type.
+        kind: xplug_abi::ParamKind,
     },
 }
 
