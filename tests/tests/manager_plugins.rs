@@ -157,8 +157,9 @@ fn a_key_the_plugin_does_not_declare_is_refused_before_its_load_runs() {
 /// `sample_system` linked into this test binary (its `static` feature) and
 /// the same crate as a shared library give the same diagnostics, inside
 /// the `Err`: an undeclared key refused by the host with the closest
-/// declared name, a bad value refused by the plugin's own `load` with its
-/// own message, and a misspelt import name answered with "did you mean".
+/// declared name, a value not of its declared type refused by the host, a
+/// value the plugin's own `load` refuses with its own message, and a
+/// misspelt import name answered with "did you mean".
 /// The messages differ only in where the plugin came from.
 #[test]
 fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
@@ -193,7 +194,13 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
         (
             "multiplier",
             "abc",
-            "the plugin says: load parameter `multiplier` has the value `abc` but a finite number is expected",
+            "its load parameter `multiplier` has the value `abc` but a finite number is expected (it declares \
+             `multiplier` as `f32`)",
+        ),
+        (
+            "disable",
+            "nope",
+            "the plugin says: load parameter `disable` has the value `nope`, which is no import of sample_system",
         ),
     ];
     for (key, value, expected) in cases {

@@ -311,6 +311,13 @@ enum Command {
     },
     /// Create a plugin crate that `cargo build --release` turns into a
     /// loadable shared library (one import and a test that loads it).
+    ///
+    /// Its xplug dependencies resolve on the first `cargo build`: an xplug
+    /// installed from a registry (`cargo install xplug-cli`) writes its own
+    /// version, which that registry has; an xplug built from a checkout
+    /// writes path dependencies on that checkout and says so (the crates
+    /// are not on crates.io yet); `--sdk DIR` names the checkout. It prints
+    /// the commands to run next, in order, from this directory.
     New {
         /// The crate and plugin name (`my_plugin`).
         name: String,
@@ -318,7 +325,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
         /// An xplug checkout for the crate to depend on by path (default:
-        /// the published crates, by this xplug's version).
+        /// the checkout this xplug was built from, or, for an xplug
+        /// installed from a registry, its crates there by version).
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
         /// What the crate holds: `add` (one scalar import, the default) or

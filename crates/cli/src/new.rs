@@ -9,10 +9,15 @@
 //! feature, so `xplug build --sos` also makes it a `.sos`). `--standalone`
 //! asks for a crate that builds as both and selects `workgroup`.
 //!
-//! The crate depends on `xplug-sdk` (and, for its test, `xplug-manager`) by
-//! version, this `xplug`'s own (`0.1.0` from crates.io, or whatever
-//! registry the user's Cargo replaces it with); `--sdk DIR` makes them path
-//! dependencies on the xplug checkout at DIR instead.
+//! The crate depends on `xplug-sdk` (and, for its test, `xplug-manager`)
+//! where this `xplug` came from, a fact of its build (`build.rs`), so the
+//! first `cargo build` resolves them with no network question asked here:
+//! - a packaged `xplug` (`cargo install xplug-cli`, from crates.io or the
+//!   registry the user's Cargo replaces it with): by version, its own,
+//!   which that registry has, as it had this `xplug`;
+//! - an `xplug` built from a checkout: the crates are not on crates.io yet,
+//!   so by path on that checkout, and `xplug new` says so;
+//! - `--sdk DIR`: by path on the checkout at DIR, whatever the build.
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +32,8 @@ pub(crate) struct Options<'a> {
     pub(crate) name: &'a str,
     /// Where to create the crate (default `./NAME`).
     pub(crate) path: Option<&'a Path>,
-    /// The xplug checkout whose crates the new crate depends on by path;
-    /// `None`: by version.
+    /// The xplug checkout whose crates the new crate depends on by path
+    /// (`--sdk`); `None`: where this `xplug` came from ([`BUILT_FROM`]).
     pub(crate) checkout: Option<&'a Path>,
     /// What the crate holds.
     pub(crate) template: Option<Template>,
@@ -77,22 +82,64 @@ pub(crate) fn crate_ident(name: &str) -> Result<String, String> {
     Ok(ident)
 }
 
+/// The xplug checkout this `xplug` was built from, set by `build.rs`;
+/// `None` for a packaged `xplug-cli` (from a registry, which has the
+/// crates of its version).
+const BUILT_FROM: Option<&str> = option_env!("XPLUG_CLI_CHECKOUT");
+
 /// Where a new crate's xplug dependencies come from.
+#[derive(Debug, PartialEq, Eq)]
 enum Source {
     /// A registry, at this `xplug`'s version.
     Version(&'static str),
-    /// The xplug checkout at this (canonical) directory, by path.
-    Checkout(PathBuf),
+    /// The xplug checkout at this (canonical) directory, by path: the one
+    /// `--sdk` names (`named`) or the one this `xplug` was built from.
+    Checkout {
+        /// The checkout's directory.
+        dir: PathBuf,
+        /// Named by `--sdk`.
+        named: bool,
+    },
 }
 
 impl Source {
+    /// Where the crates come from, given `--sdk` (`sdk`) and the checkout
+    /// this `xplug` was built from (`built_from`, [`BUILT_FROM`]).
+    fn choose(sdk: Option<&Path>, built_from: Option<&Path>) -> Result<Self, CliError> {
+        let (dir, named) = match (sdk, built_from) {
+            (Some(sdk), _) => (sdk, true),
+            (None, Some(built_from)) => (built_from, false),
+            (None, None) => return Ok(Self::Version(env!("CARGO_PKG_VERSION"))),
+        };
+        std::fs::canonicalize(dir)
+            .ok()
+            .filter(|dir| dir.join("crates").join("plugin-sdk").join("Cargo.toml").is_file())
+            .map(|dir| Self::Checkout { dir, named })
+            .ok_or_else(|| CliError::Usage {
+                message: if named {
+                    format!(
+                        "the xplug sources are not at {} (no crates/plugin-sdk/Cargo.toml there); pass --sdk \
+                         with the path of an xplug checkout",
+                        dir.display()
+                    )
+                } else {
+                    format!(
+                        "xplug's crates are not on crates.io yet, and the checkout this xplug was built from, \
+                         {}, has no crates/plugin-sdk/Cargo.toml any more; pass --sdk with the path of an xplug \
+                         checkout",
+                        dir.display()
+                    )
+                },
+            })
+    }
+
     /// The TOML inline table of the xplug crate `package` (at `crate_dir`
     /// in a checkout), with `extra` (`, key = value` pairs) appended.
     fn dependency(&self, crate_dir: &str, extra: &str) -> String {
         match self {
             Source::Version(version) => format!("{{ version = \"{version}\"{extra} }}"),
-            Source::Checkout(checkout) => {
-                format!("{{ path = {}{extra} }}", toml_string(&checkout.join("crates").join(crate_dir)))
+            Source::Checkout { dir, .. } => {
+                format!("{{ path = {}{extra} }}", toml_string(&dir.join("crates").join(crate_dir)))
             }
         }
     }
@@ -103,34 +150,71 @@ impl Source {
             Source::Version(_) => {
                 "# xplug's crates from the registry (crates.io unless your Cargo replaces it)."
             }
-            Source::Checkout(_) => "# xplug's crates from a checkout (`xplug new --sdk DIR`).",
+            Source::Checkout { named: true, .. } => {
+                "# xplug's crates from a checkout (`xplug new --sdk DIR`)."
+            }
+            Source::Checkout { named: false, .. } => {
+                "# xplug's crates from the checkout `xplug` was built from (they are not on\n\
+                 # crates.io yet; `xplug new --sdk DIR` names another checkout)."
+            }
         }
     }
+
+    /// What `xplug new` tells the user about the dependencies, when there
+    /// is something to tell: they are not on the registry.
+    fn note(&self) -> Option<String> {
+        match self {
+            Source::Checkout { dir, named: false } => Some(format!(
+                "xplug's crates are not on crates.io yet: the crate depends on them by path, on the checkout \
+                 this xplug was built from ({}); `--sdk DIR` names another checkout",
+                dir.display()
+            )),
+            _ => None,
+        }
+    }
+
+    /// The dependencies for `--json`.
+    fn json(&self) -> serde_json::Value {
+        match self {
+            Source::Version(version) => json!({ "from": "registry", "version": version }),
+            Source::Checkout { dir, named } => json!({
+                "from": if *named { "sdk" } else { "built_from" },
+                "path": dir.display().to_string(),
+                "note": self.note(),
+            }),
+        }
+    }
+}
+
+/// `word` as one shell word: as it is when it needs no quoting, else in
+/// single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./+:,=@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// How the "next:" commands run `xplug`: by the name it was run by when
+/// the shell found it on `PATH`, else by its absolute path (a relative one
+/// would break after the `cd`).
+fn xplug_command() -> String {
+    let invoked = std::env::args_os().next().unwrap_or_default();
+    let invoked = Path::new(&invoked);
+    if invoked.components().count() == 1 && !invoked.as_os_str().is_empty() {
+        return shell_word(&invoked.to_string_lossy());
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|_| invoked.to_path_buf());
+    shell_word(&exe.to_string_lossy())
 }
 
 /// Runs `xplug new`.
 pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
     let ident = crate_ident(options.name).map_err(|message| CliError::Usage { message })?;
     let dir = options.path.map_or_else(|| PathBuf::from(options.name), Path::to_path_buf);
-    let source = match options.checkout {
-        None => Source::Version(env!("CARGO_PKG_VERSION")),
-        Some(checkout) => {
-            let sdk = checkout.join("crates").join("plugin-sdk");
-            Source::Checkout(
-                std::fs::canonicalize(checkout)
-                    .ok()
-                    .filter(|_| sdk.join("Cargo.toml").is_file())
-                    .ok_or_else(|| CliError::Usage {
-                        message: format!(
-                            "the xplug sources are not at {} (no crates/plugin-sdk/Cargo.toml there); \
-                             pass --sdk with the path of an xplug checkout, or leave it out to depend \
-                             on the published crates",
-                            checkout.display()
-                        ),
-                    })?,
-            )
-        }
-    };
+    let source = Source::choose(options.checkout, BUILT_FROM.map(Path::new))?;
     if dir.exists() && std::fs::read_dir(&dir).map_or(true, |mut entries| entries.next().is_some()) {
         return Err(CliError::Usage {
             message: format!(
@@ -172,6 +256,7 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
     let built = Path::new("target").join("release").join(&library);
     let sos = (template == Template::Workgroup)
         .then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
+    let next = next_steps(&dir, &built, sos.as_deref(), &ident);
     if json_output {
         print_json(&json!({
             "ok": true,
@@ -180,8 +265,10 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
             "template": match template { Template::Add => "add", Template::Workgroup => "workgroup" },
             "path": dir.display().to_string(),
             "files": files.iter().map(|(relative, _)| *relative).collect::<Vec<_>>(),
+            "dependencies": source.json(),
             "library": built.display().to_string(),
             "sos": sos.as_ref().map(|sos| sos.display().to_string()),
+            "next": next,
         }));
     } else {
         let style = Style::stdout();
@@ -189,22 +276,41 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         for (relative, _) in &files {
             println!("  {relative}");
         }
+        if let Some(note) = source.note() {
+            eprintln!("{} {note}", Style::stderr().warn("note:"));
+        }
         println!("next:");
-        println!("  cd {} && cargo build --release && cargo test", dir.display());
-        println!("  xplug check {}", dir.join(&built).display());
-        match &sos {
-            None => println!(
-                "  xplug call {} {ident}_add_f32 --field f32:2.5 --field f32:4 --field f32:0",
-                dir.join(&built).display()
-            ),
-            Some(sos) => {
-                println!("  xplug build --sos --manifest-path {}", dir.join("Cargo.toml").display());
-                println!("  xplug inspect {}", dir.join(sos).display());
-                println!("  (README.md: the .mlir program and the IREE commands that run it)");
-            }
+        for line in &next {
+            println!("  {line}");
         }
     }
     Ok(0)
+}
+
+/// The commands to run next, in order, as they work when pasted into a
+/// shell in the directory where `xplug new` ran: `cd` into the crate, then
+/// paths relative to it (`built`: the shared library, `sos`: the `.sos` of
+/// a `workgroup` crate, both under the default target directory).
+fn next_steps(dir: &Path, built: &Path, sos: Option<&Path>, ident: &str) -> Vec<String> {
+    let xplug = xplug_command();
+    let built = shell_word(&built.display().to_string());
+    let mut steps = vec![
+        format!("cd {}", shell_word(&dir.display().to_string())),
+        "cargo build --release".to_owned(),
+        "cargo test".to_owned(),
+        format!("{xplug} check {built}"),
+    ];
+    match sos {
+        None => steps.push(format!(
+            "{xplug} call {built} {ident}_add_f32 --field f32:2.5 --field f32:4 --field f32:0"
+        )),
+        Some(sos) => {
+            steps.push(format!("{xplug} build --sos"));
+            steps.push(format!("{xplug} inspect {}", shell_word(&sos.display().to_string())));
+            steps.push("# README.md: the .mlir program and the IREE commands that run it".to_owned());
+        }
+    }
+    steps
 }
 
 /// The files of the new crate: (path relative to its directory, contents).
@@ -433,7 +539,7 @@ impl PluginState for LeakyRelu {{
         // Declared below with its default, so `load` has already refused
         // unknown keys and non-numbers; `parse` sees the default when the
         // key is absent.
-        let slope = params.parse("slope", "a finite number")?.unwrap_or(0.25);
+        let slope = params.parse::<f32>("slope")?.unwrap_or(0.25);
         if !(0.0..=1.0).contains(&slope) {{
             // The message is a `&'static str` (copied into a `String`
             // through the host allocator): `format!` would link the
@@ -635,9 +741,10 @@ xplug run leaky_relu.vmfb --function=leaky_relu --input="6xf32=-4,-2,0,2,-8,6" \
   --plugin='target/sos/{ident}.sos?slope=0.5'
 ```
 
-A misspelled key (`?slop=0.5`), a value that is not a number
-(`?slope=abc`) or one outside [0, 1] (`?slope=2`) refuses the load with
-the plugin's message.
+A misspelled key (`?slop=0.5`) or a value that is not a number
+(`?slope=abc`) is refused by xplug's loader, from the declaration the
+plugin exports, before `load` runs; one outside [0, 1] (`?slope=2`) by the
+plugin's `load`, with its message.
 
 In the `.sos` build, `alloc` works through the host allocator, but the
 precompiled standard library's formatting (`format!`, `to_string`) links
@@ -707,6 +814,63 @@ mod tests {
         assert!(crate_ident("9lives").unwrap_err().contains("starting with a letter"));
         assert!(crate_ident("a b").is_err());
         assert!(crate_ident("static").unwrap_err().contains("reserved"));
+    }
+
+    /// The checkout this test is built from (this crate's `../..`).
+    fn checkout() -> PathBuf {
+        std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
+    }
+
+    #[test]
+    fn dependencies_come_from_where_this_xplug_came_from() {
+        // A packaged xplug (no checkout recorded): its own version, from
+        // the registry it came from; nothing to tell.
+        let packaged = Source::choose(None, None).unwrap();
+        assert_eq!(packaged, Source::Version(env!("CARGO_PKG_VERSION")));
+        assert_eq!(packaged.note(), None);
+        assert_eq!(
+            packaged.dependency("plugin-sdk", ""),
+            format!("{{ version = \"{}\" }}", env!("CARGO_PKG_VERSION"))
+        );
+
+        // Built from a checkout: by path on it, and a note that says why.
+        let root = checkout();
+        let built = Source::choose(None, Some(&root)).unwrap();
+        assert_eq!(built, Source::Checkout { dir: root.clone(), named: false });
+        let note = built.note().expect("a note");
+        assert!(
+            note.contains("not on crates.io yet") && note.contains(&root.display().to_string()),
+            "{note}"
+        );
+        assert_eq!(
+            built.dependency("manager", ", default-features = false"),
+            format!("{{ path = \"{}\", default-features = false }}", root.join("crates/manager").display())
+        );
+        // This very build records its checkout.
+        assert_eq!(BUILT_FROM.map(PathBuf::from), Some(root.clone()));
+
+        // `--sdk` wins over the build's checkout, with no note.
+        let named = Source::choose(Some(&root), Some(Path::new("/elsewhere"))).unwrap();
+        assert_eq!(named, Source::Checkout { dir: root, named: true });
+        assert_eq!(named.note(), None);
+
+        // A checkout that is gone, or not one, is refused naming what to do.
+        let gone = Source::choose(None, Some(Path::new("/no/such/xplug"))).unwrap_err().to_string();
+        assert!(gone.contains("/no/such/xplug") && gone.contains("pass --sdk"), "{gone}");
+        let not_one = Source::choose(Some(Path::new("/")), None).unwrap_err().to_string();
+        assert!(not_one.contains("no crates/plugin-sdk/Cargo.toml"), "{not_one}");
+    }
+
+    #[test]
+    fn next_steps_are_shell_words_relative_to_the_crate_after_the_cd() {
+        assert_eq!(shell_word("my_plugin"), "my_plugin");
+        assert_eq!(shell_word("/tmp/a b"), "'/tmp/a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+        let steps = next_steps(Path::new("my dir"), Path::new("target/release/libp.so"), None, "p");
+        assert_eq!(steps[..3], ["cd 'my dir'", "cargo build --release", "cargo test"]);
+        assert!(steps[3].ends_with(" check target/release/libp.so"), "{steps:?}");
+        assert!(steps.iter().skip(1).all(|step| !step.contains("my dir")), "{steps:?}");
     }
 
     #[test]

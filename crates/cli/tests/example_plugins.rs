@@ -117,12 +117,26 @@ fn declared_params_are_shown_checked_and_refused_with_a_suggestion() {
     let value = json(&["check", &format!("{system}?multplier=3")], 1);
     assert_eq!(value["error"]["kind"], "unknown_param", "{value}");
     assert!(value["error"]["message"].as_str().unwrap().contains("did you mean `multiplier`?"), "{value}");
-    // A value of the wrong type is the plugin's refusal.
+    // A value not of its declared type is the host's refusal, before
+    // `load`, with the parser the plugin reads values with.
     let value =
         json(&["call", &format!("{system}?multiplier=lots"), "sample_system_calls", "--field", "u64:0"], 1);
     assert_eq!(value["ok"], false, "{value}");
-    assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
-    // The plugin's own message is one of the causes, not only on stderr.
+    assert_eq!(
+        (&value["error"]["kind"], &value["error"]["code"]),
+        (&"incompatible".into(), &"INVALID_ARGUMENT".into())
+    );
     let causes = value["error"]["causes"].to_string();
-    assert!(causes.contains("the plugin says: load parameter `multiplier` has the value `lots`"), "{value}");
+    assert!(
+        causes
+            .contains("its load parameter `multiplier` has the value `lots` but a finite number is expected"),
+        "{value}"
+    );
+    // A value of the declared type the plugin refuses is the plugin's
+    // refusal, its own message one of the causes, not only on stderr.
+    let value =
+        json(&["call", &format!("{system}?disable=nope"), "sample_system_calls", "--field", "u64:0"], 1);
+    assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
+    let causes = value["error"]["causes"].to_string();
+    assert!(causes.contains("the plugin says: load parameter `disable` has the value `nope`"), "{value}");
 }

@@ -1,9 +1,10 @@
 //! `xplug new` end to end, as a plugin author outside this workspace: the
-//! scaffolded crate builds with plain `cargo build --release`, its own test
-//! passes, `xplug check` passes on the library and `xplug call` computes
-//! with real values; a `--standalone` crate builds as a `.sos` with `xplug
-//! build --sos` and runs, with its declared parameter, in xplug and in
-//! IREE's `iree-run-module`.
+//! "next:" steps it prints work when pasted in order (`cd` into the crate,
+//! plain `cargo build --release`, its own test, `xplug check` of the
+//! library, `xplug call`, which computes with real values); a
+//! `--standalone` crate builds as a `.sos` with `xplug build --sos` and
+//! runs, with its declared parameter, in xplug and in IREE's
+//! `iree-run-module`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,27 +18,60 @@ fn shared_target_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/xplug-new-test")
 }
 
-fn cargo(dir: &Path, args: &[&str]) {
-    cargo_in(dir, args, &shared_target_dir());
+/// Runs `xplug new ARGS` in `cwd` as a user would (no `--json`); its
+/// stdout and stderr, after asserting it succeeded.
+fn new_in(cwd: &Path, args: &[&str]) -> (String, String) {
+    let output = Command::new(common::XPLUG)
+        .current_dir(cwd)
+        .arg("new")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("xplug runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(output.status.success(), "xplug new {args:?}:\n{stdout}\n{stderr}");
+    (stdout, stderr)
 }
 
-fn cargo_in(dir: &Path, args: &[&str], target_dir: &Path) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = Command::new(cargo)
-        .current_dir(dir)
-        .args(args)
-        .env("CARGO_TARGET_DIR", target_dir)
-        // The outer `cargo test` must not leak its own build settings into
-        // the scaffolded crate's build.
+/// The commands `xplug new` printed under "next:", in order.
+fn next_steps(stdout: &str) -> Vec<String> {
+    let after = stdout.split_once("\nnext:\n").unwrap_or_else(|| panic!("no \"next:\" in {stdout}")).1;
+    let steps: Vec<String> =
+        after.lines().map(|line| line.strip_prefix("  ").expect("indented").to_owned()).collect();
+    assert!(steps.len() >= 4, "{stdout}");
+    steps
+}
+
+/// Runs `steps` in order in one shell started in `cwd` (where `xplug new`
+/// ran), exactly as printed, as if pasted: the first failing one fails the
+/// test. Cargo finds the crate's default target directory (the paths the
+/// steps name); the outer `cargo test`'s build settings are not passed on.
+fn run_pasted(cwd: &Path, steps: &[String]) {
+    let cargo = PathBuf::from(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    let mut path = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect::<Vec<_>>();
+    if let Some(dir) = cargo.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        path.insert(0, dir.to_path_buf());
+    }
+    let script = format!("set -ex\n{}\n", steps.join("\n"));
+    let output = Command::new("sh")
+        .current_dir(cwd)
+        .args(["-c", &script])
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("NO_COLOR", "1")
+        .env_remove("CARGO_TARGET_DIR")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
         .output()
-        .expect("cargo runs");
+        .expect("sh runs");
     assert!(
         output.status.success(),
-        "cargo {args:?} in {} failed:\n{}",
-        dir.display(),
+        "the \"next:\" steps failed in {}:\n{script}\nstdout:\n{}\nstderr:\n{}",
+        cwd.display(),
+        String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
 }
@@ -45,16 +79,19 @@ fn cargo_in(dir: &Path, args: &[&str], target_dir: &Path) {
 #[test]
 fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("adder");
+    let dir = temp.path().join("new_adder");
     let dir_str = dir.to_str().expect("temporary paths are UTF-8");
 
-    // By path on this checkout: the published crates are the packaged-crates
-    // test's (tests/packaged.rs).
-    let checkout = xplug_fixtures::workspace_root();
-    let checkout = checkout.to_str().expect("the checkout's path is UTF-8");
-    let (code, created) = json_output(&["new", "new_adder", "--path", dir_str, "--sdk", checkout]);
-    assert_eq!(code, Some(0), "{created}");
-    assert_eq!(created["plugin"], "new_adder");
+    // As on a fresh machine: no --path, no --sdk. This xplug is built from
+    // this checkout, whose crates are not on crates.io yet: it says so and
+    // depends on them by path, so the first `cargo build` passes.
+    let (stdout, stderr) = new_in(temp.path(), &["new_adder"]);
+    assert!(stderr.contains("not on crates.io yet"), "{stderr}");
+    let checkout = std::fs::canonicalize(xplug_fixtures::workspace_root()).unwrap();
+    assert!(stderr.contains(&checkout.display().to_string()), "{stderr}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let sdk = checkout.join("crates").join("plugin-sdk");
+    assert!(manifest.contains(&format!("xplug-sdk = {{ path = \"{}\" }}", sdk.display())), "{manifest}");
     for file in ["Cargo.toml", "src/lib.rs", "tests/load.rs"] {
         assert!(dir.join(file).is_file(), "{file} was not created");
     }
@@ -63,8 +100,15 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     assert_eq!(code, Some(2), "{refused}");
     assert_eq!(refused["error"]["kind"], "usage");
 
-    cargo(&dir, &["build", "--release", "--quiet"]);
-    cargo(&dir, &["test", "--quiet"]);
+    // The "next:" steps, pasted in order where `xplug new` ran: `cd`, the
+    // builds, `xplug check` and `xplug call` of the library. The crate's
+    // target directory is a link to one kept between runs, so its
+    // dependencies are compiled once; the steps use it as `target/`.
+    std::fs::create_dir_all(shared_target_dir()).unwrap();
+    std::os::unix::fs::symlink(shared_target_dir(), dir.join("target")).unwrap();
+    let steps = next_steps(&stdout);
+    assert_eq!(steps[..3], ["cd new_adder", "cargo build --release", "cargo test"], "{stdout}");
+    run_pasted(temp.path(), &steps);
     // Its test wrote the C header of its args struct.
     let header = std::fs::read_to_string(dir.join("include/new_adder_args.h")).unwrap();
     assert!(
@@ -126,28 +170,47 @@ fn new_refuses_names_that_are_not_crate_names() {
     assert!(!dir.exists());
 }
 
+/// Where the dependencies come from, as `--json` reports them: this xplug
+/// is built from this checkout, so by path on it (the crates are not on
+/// crates.io yet); `--sdk` names another. A packaged xplug depends by
+/// version: `new`'s unit tests (`Source::choose`) and, with the packaged
+/// crates installed by `cargo install`, tests/packaged.rs.
 #[test]
-fn new_depends_on_the_published_crates_by_version_unless_given_a_checkout() {
+fn new_depends_on_the_checkout_it_was_built_from_unless_given_another() {
     let temp = tempfile::tempdir().unwrap();
-    let version = env!("CARGO_PKG_VERSION");
+    let checkout = std::fs::canonicalize(xplug_fixtures::workspace_root()).unwrap();
+    let sdk = checkout.join("crates").join("plugin-sdk").display().to_string();
+    let manager = checkout.join("crates").join("manager").display().to_string();
     for (template, sdk_line) in [
-        ("add", format!("xplug-sdk = {{ version = \"{version}\" }}")),
-        ("workgroup", format!("xplug-sdk = {{ version = \"{version}\", default-features = false }}")),
+        ("add", format!("xplug-sdk = {{ path = \"{sdk}\" }}")),
+        ("workgroup", format!("xplug-sdk = {{ path = \"{sdk}\", default-features = false }}")),
     ] {
         let dir = temp.path().join(template);
-        common::json(&["new", "p", "--template", template, "--path", dir.to_str().unwrap()], 0);
+        let created = common::json(&["new", "p", "--template", template, "--path", dir.to_str().unwrap()], 0);
+        assert_eq!(created["dependencies"]["from"], "built_from", "{created}");
+        assert_eq!(created["dependencies"]["path"], checkout.display().to_string(), "{created}");
+        assert!(
+            created["dependencies"]["note"].as_str().unwrap().contains("not on crates.io yet"),
+            "{created}"
+        );
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(manifest.contains(&sdk_line), "{template}: {manifest}");
-        assert!(manifest.contains(&format!("xplug-manager = {{ version = \"{version}\" }}")), "{manifest}");
-        assert!(!manifest.contains("path ="), "{template}: {manifest}");
+        assert!(manifest.contains(&format!("xplug-manager = {{ path = \"{manager}\" }}")), "{manifest}");
+        assert!(!manifest.contains("{ version ="), "{template}: {manifest}");
+        // The JSON lists the same steps the text prints.
+        assert_eq!(created["next"][0], format!("cd {}", dir.display()), "{created}");
     }
-    // --sdk: by path on that checkout, refused when it is none.
-    let checkout = std::fs::canonicalize(xplug_fixtures::workspace_root()).unwrap();
+    // --sdk: by path on that checkout (here a link to it, kept as given
+    // only up to its canonical form), refused when it is none.
+    let link = temp.path().join("checkout link");
+    std::os::unix::fs::symlink(&checkout, &link).unwrap();
     let dir = temp.path().join("by_path");
-    common::json(&["new", "p", "--path", dir.to_str().unwrap(), "--sdk", checkout.to_str().unwrap()], 0);
+    let created =
+        common::json(&["new", "p", "--path", dir.to_str().unwrap(), "--sdk", link.to_str().unwrap()], 0);
+    assert_eq!(created["dependencies"]["from"], "sdk", "{created}");
+    assert_eq!(created["dependencies"]["note"], serde_json::Value::Null, "{created}");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let sdk_path = checkout.join("crates").join("plugin-sdk");
-    assert!(manifest.contains(&format!("xplug-sdk = {{ path = \"{}\" }}", sdk_path.display())), "{manifest}");
+    assert!(manifest.contains(&format!("xplug-sdk = {{ path = \"{sdk}\" }}")), "{manifest}");
     let (code, value) =
         json_output(&["new", "p", "--path", temp.path().join("no").to_str().unwrap(), "--sdk", "/"]);
     assert_eq!(code, Some(2), "{value}");
@@ -184,8 +247,10 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     let dir_str = dir.to_str().expect("temporary paths are UTF-8");
     let checkout = xplug_fixtures::workspace_root();
     let checkout = checkout.to_str().expect("the checkout's path is UTF-8");
-    let created = common::json(&["new", "new_relu", "--standalone", "--path", dir_str, "--sdk", checkout], 0);
-    assert_eq!(created["template"], "workgroup", "{created}");
+    // By its absolute path, with --sdk; as a user would, without --json.
+    let (stdout, _) =
+        new_in(temp.path(), &["new_relu", "--standalone", "--path", dir_str, "--sdk", checkout]);
+    assert!(stdout.contains("leaky_relu.mlir"), "{stdout}");
     for file in ["Cargo.toml", "src/lib.rs", "tests/kernel.rs", "leaky_relu.mlir", "README.md"] {
         assert!(dir.join(file).is_file(), "{file} was not created");
     }
@@ -196,14 +261,18 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     );
     assert!(refused["error"]["message"].as_str().unwrap().contains("workgroup"), "{refused}");
 
-    // The crate's own target directory: `xplug build` finds it through
-    // cargo metadata, as it would for the author.
+    // The "next:" steps, pasted in order where `xplug new` ran: `cd` to
+    // the crate, its builds and host test (the kernel over host slices,
+    // `Buffer::from_slice`), `xplug check` of the library, `xplug build
+    // --sos` and `xplug inspect` of the `.sos`. The crate's own target
+    // directory: `xplug build` finds it through cargo metadata, as it would
+    // for the author.
+    let steps = next_steps(&stdout);
+    assert_eq!(steps[0], format!("cd {dir_str}"), "{stdout}");
+    run_pasted(temp.path(), &steps);
     let target = dir.join("target");
-    cargo_in(&dir, &["build", "--release", "--quiet"], &target);
-    // Its host test calls the kernel over host slices (Buffer::from_slice).
-    cargo_in(&dir, &["test", "--quiet"], &target);
 
-    // One command builds the .sos.
+    // One command builds the .sos (again: its JSON report).
     let manifest = dir.join("Cargo.toml");
     let built = common::json(&["build", "--sos", "--manifest-path", manifest.to_str().unwrap()], 0);
     let sos = PathBuf::from(built["sos"].as_str().expect("the .sos path"));
@@ -297,8 +366,8 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     // exports, with a suggestion.
     let text = refused("slop=0.5");
     assert!(text.contains("`slop`") && text.contains("slope"), "{text}");
-    // A malformed value: refused by the plugin's own `load` (no trap), its
-    // message read from the .sos.
+    // A value not of the declared type: refused by the host from the
+    // declaration the .sos exports, before `load`.
     let text = refused("slope=abc");
     assert!(
         text.contains("load parameter `slope` has the value `abc` but a finite number is expected"),

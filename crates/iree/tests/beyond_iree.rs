@@ -86,7 +86,8 @@ fn load_parameters_reach_the_plugin() {
 /// A Rust plugin linked into the binary takes load parameters through a
 /// safe call, and a bad one is refused as a typed error with nothing
 /// registered, carrying the diagnostics its `.so` would give: the host's
-/// own check of the declared keys, and the plugin's own message.
+/// own check of the declared keys and value types, and the plugin's own
+/// message.
 #[test]
 fn a_linked_in_plugin_takes_parameters_without_unsafe() {
     let manager = Arc::new(Manager::new());
@@ -98,9 +99,15 @@ fn a_linked_in_plugin_takes_parameters_without_unsafe() {
         (
             "multiplier",
             "abc",
+            "its load parameter `multiplier` has the value `abc` but a finite number is expected (it declares \
+             `multiplier` as `f32`)",
+        ),
+        (
+            "disable",
+            "nope",
             "its load returned INVALID_ARGUMENT with 1 parameter(s); check the parameters the plugin expects\n  \
-             caused by: the plugin says: load parameter `multiplier` has the value `abc` but a finite number is \
-             expected",
+             caused by: the plugin says: load parameter `disable` has the value `nope`, which is no import of \
+             sample_system",
         ),
         ("multiplierr", "3", "it declares no load parameter `multiplierr` (did you mean `multiplier`?)"),
     ] {

@@ -6,7 +6,9 @@
 //! IREE's own C runtime) read them. It is `#![no_std]`, has no dependencies by
 //! default and contains no logic beyond small, total helpers on the value
 //! types and [`gallop_search`], the sorted-table search every resolver shares,
-//! and [`name_hash`] with the hash-index helpers built on it.
+//! and [`name_hash`] with the hash-index helpers built on it, and
+//! [`ParamKind::parse`], the one parser of declared load parameter values
+//! that hosts and plugins share.
 //!
 //! # Features
 //!
@@ -66,6 +68,7 @@ mod header;
 mod import;
 mod layout;
 mod lookup;
+mod param;
 mod plugin;
 #[cfg(feature = "inventory")]
 mod registration;
@@ -80,6 +83,7 @@ pub use import::{
     ImportFn, ImportThunkFn, bare_name, import_fn_from_ptr, is_optional, is_optional_bytes, strip_optional,
 };
 pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_hash};
+pub use param::{FromParam, ParamKind, ParamValue};
 pub use plugin::{
     EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME,
     ImportLayout, ImportLayoutsFn, LOAD_ERROR_NAME, LoadErrorFn, LoadFnV0, OPTIONAL_EXPORTS,

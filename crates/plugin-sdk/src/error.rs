@@ -6,7 +6,7 @@ use core::num::NonZeroI32;
 
 use xplug_abi::StatusCode;
 
-use crate::TypedParamDecl;
+use crate::{ParamKind, TypedParamDecl};
 
 /// Why a plugin could not be loaded (or could not allocate).
 ///
@@ -66,8 +66,25 @@ pub enum Error {
         key: ParamText,
         /// The value received.
         value: ParamText,
-        /// What the plugin accepts, e.g. "a positive integer".
+        /// What the parameter's type accepts ([`crate::ParamKind::expected`]).
         expected: &'static str,
+    },
+    /// The plugin reads a declared load parameter as another type than
+    /// the one it declares (a bug in the plugin: the check before `load`
+    /// lets through values of the declared type only).
+    #[error(
+        "load parameter `{key}` is declared as `{}` but the plugin reads it as `{}`; make the type in \
+         `params(...)` and the type given to `LoadParams::parse` agree",
+        declared.name(),
+        read.name()
+    )]
+    ParamReadAs {
+        /// The parameter's key.
+        key: ParamText,
+        /// The type `params(...)` declares.
+        declared: ParamKind,
+        /// The type the plugin reads the value as.
+        read: ParamKind,
     },
     /// A load parameter the plugin does not declare (only plugins that
     /// declare their parameters refuse unknown keys).
@@ -107,6 +124,7 @@ impl Error {
             Self::MissingParam { .. } | Self::InvalidParam { .. } | Self::UnknownParam { .. } => {
                 StatusCode::INVALID_ARGUMENT
             }
+            Self::ParamReadAs { .. } => StatusCode::INTERNAL,
             Self::Custom { code, .. } => {
                 if code.is_ok() {
                     StatusCode::UNKNOWN

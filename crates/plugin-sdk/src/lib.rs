@@ -26,7 +26,7 @@
 //!
 //! impl PluginState for Scale {
 //!     fn load(_env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
-//!         Ok(Self { factor: params.parse("factor", "a number")?.unwrap_or(2.0) })
+//!         Ok(Self { factor: params.parse("factor")?.unwrap_or(2.0) })
 //!     }
 //! }
 //!
@@ -81,6 +81,12 @@
 //!     not of the declared type ([`Error::InvalidParam`]);
 //!   - sees the declared default for an absent key in [`LoadParams::get`]
 //!     and friends.
+//!
+//!   Values are read with [`LoadParams::parse`] as the declared type's
+//!   Rust type (`bool`, `u32`, `f32`, `&str`, ...: [`FromParam`]). The
+//!   host's check before `load`, the check in `load` and `parse` all use
+//!   one parser, [`ParamKind::parse`], so a value that passes the checks
+//!   is read as the same value (`verbose=1` is `true` for a `bool`).
 //!
 //!   Without `params`, every key reaches [`PluginState::load`] unchecked.
 //!
@@ -333,8 +339,9 @@ pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError, ParamText};
-pub use params::{Environment, LoadParams, Param, ParamKind, TypedParamDecl};
+pub use params::{Environment, LoadParams, Param, TypedParamDecl};
 pub use xplug_abi as abi;
+pub use xplug_abi::{FromParam, ParamKind, ParamValue};
 pub use xplug_sdk_macros::{ImportArgs, plugin};
 
 /// A plugin's state: created by `load`, shared by reference with every

@@ -1,9 +1,8 @@
 //! The load environment and load parameters, as safe borrowed views.
 
 use core::marker::PhantomData;
-use core::str::FromStr;
 
-use xplug_abi::{StringPair, StringView};
+use xplug_abi::{FromParam, ParamKind, StringPair, StringView};
 
 use crate::{Error, HostAllocator, ParamText};
 
@@ -179,17 +178,34 @@ impl<'a> LoadParams<'a> {
         self.get_bytes(key).and_then(|value| core::str::from_utf8(value).ok())
     }
 
-    /// Parses the value of `key`; `Ok(None)` when the key is absent.
+    /// Reads the value of `key` as a `T` (`bool`, `i32`, `i64`, `u32`,
+    /// `u64`, `usize`, `f32`, `f64` or `&str`); `Ok(None)` when the key is
+    /// absent (and has no declared default).
     ///
-    /// `expected` describes valid values for the error message
-    /// ("a positive integer").
+    /// The value is parsed by [`ParamKind::parse`] as `T`'s kind, the
+    /// parser the host's check and the declared-parameter check of `load`
+    /// use: a value they accept for a parameter declared as that kind is
+    /// read here as the same value.
     ///
     /// # Errors
-    /// [`Error::InvalidParam`] when the value is not UTF-8 or does not parse.
-    pub fn parse<T: FromStr>(&self, key: &str, expected: &'static str) -> Result<Option<T>, Error> {
+    /// [`Error::InvalidParam`] when the value is not one of `T`'s kind;
+    /// [`Error::ParamReadAs`] when the plugin declares `key` as another
+    /// kind than `T`'s (the declaration and the read disagree).
+    pub fn parse<T: FromParam<'a>>(&self, key: &str) -> Result<Option<T>, Error> {
+        if let Some(decl) = self.declared.and_then(|declared| declared.iter().find(|decl| decl.name == key))
+            && decl.kind != T::KIND
+        {
+            return Err(Error::ParamReadAs {
+                key: ParamText::from(decl.name),
+                declared: decl.kind,
+                read: T::KIND,
+            });
+        }
         let Some(raw) = self.get_bytes(key) else { return Ok(None) };
-        core::str::from_utf8(raw).ok().and_then(|text| text.parse().ok()).map(Some).ok_or_else(|| {
-            Error::InvalidParam { key: ParamText::from(key), value: ParamText::new(raw), expected }
+        T::from_param(raw).map(Some).ok_or_else(|| Error::InvalidParam {
+            key: ParamText::from(key),
+            value: ParamText::new(raw),
+            expected: T::KIND.expected(),
         })
     }
 
@@ -197,101 +213,8 @@ impl<'a> LoadParams<'a> {
     ///
     /// # Errors
     /// [`Error::MissingParam`] when absent, else as [`LoadParams::parse`].
-    pub fn require<T: FromStr>(&self, key: &str, expected: &'static str) -> Result<T, Error> {
-        self.parse(key, expected)?.ok_or_else(|| Error::MissingParam { key: ParamText::from(key) })
-    }
-}
-
-/// The type of a declared load parameter's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ParamKind {
-    /// Any UTF-8 text.
-    Str,
-    /// `true`, `false`, `1` or `0`.
-    Bool,
-    /// A 32-bit signed integer.
-    I32,
-    /// A 64-bit signed integer.
-    I64,
-    /// A 32-bit unsigned integer.
-    U32,
-    /// A 64-bit unsigned integer.
-    U64,
-    /// A pointer-sized unsigned integer.
-    Usize,
-    /// A finite 32-bit float.
-    F32,
-    /// A finite 64-bit float.
-    F64,
-}
-
-impl ParamKind {
-    /// Every kind, in declaration order.
-    pub const ALL: [Self; 9] = [
-        Self::Str,
-        Self::Bool,
-        Self::I32,
-        Self::I64,
-        Self::U32,
-        Self::U64,
-        Self::Usize,
-        Self::F32,
-        Self::F64,
-    ];
-
-    /// The name used in `params(...)` and in the exported declaration.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Str => "str",
-            Self::Bool => "bool",
-            Self::I32 => "i32",
-            Self::I64 => "i64",
-            Self::U32 => "u32",
-            Self::U64 => "u64",
-            Self::Usize => "usize",
-            Self::F32 => "f32",
-            Self::F64 => "f64",
-        }
-    }
-
-    /// The kind called `name`, if any.
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
-    }
-
-    /// Describes valid values, for error messages.
-    #[must_use]
-    pub const fn expected(self) -> &'static str {
-        match self {
-            Self::Str => "UTF-8 text",
-            Self::Bool => "`true`, `false`, `1` or `0`",
-            Self::I32 => "a 32-bit signed integer",
-            Self::I64 => "a 64-bit signed integer",
-            Self::U32 => "a 32-bit unsigned integer",
-            Self::U64 => "a 64-bit unsigned integer",
-            Self::Usize => "an unsigned integer",
-            Self::F32 | Self::F64 => "a finite number",
-        }
-    }
-
-    /// Whether `value` is a valid value of this kind.
-    #[must_use]
-    pub fn accepts(self, value: &[u8]) -> bool {
-        let Ok(text) = core::str::from_utf8(value) else { return false };
-        match self {
-            Self::Str => true,
-            Self::Bool => matches!(text, "true" | "false" | "1" | "0"),
-            Self::I32 => text.parse::<i32>().is_ok(),
-            Self::I64 => text.parse::<i64>().is_ok(),
-            Self::U32 => text.parse::<u32>().is_ok(),
-            Self::U64 => text.parse::<u64>().is_ok(),
-            Self::Usize => text.parse::<usize>().is_ok(),
-            Self::F32 => text.parse::<f32>().is_ok_and(f32::is_finite),
-            Self::F64 => text.parse::<f64>().is_ok_and(f64::is_finite),
-        }
+    pub fn require<T: FromParam<'a>>(&self, key: &str) -> Result<T, Error> {
+        self.parse(key)?.ok_or_else(|| Error::MissingParam { key: ParamText::from(key) })
     }
 }
 
@@ -404,7 +327,7 @@ mod tests {
         // SAFETY: as above.
         let params = unsafe { LoadParams::from_pairs(&pairs) }.with_declared(&DECLARED);
         assert_eq!(params.check_declared(&DECLARED), Ok(()));
-        assert_eq!(params.parse::<f32>("multiplier", "a number"), Ok(Some(1.0)));
+        assert_eq!(params.parse::<f32>("multiplier"), Ok(Some(1.0)));
         assert_eq!(params.get("disable"), Some("x"));
         // Without declarations there is no default.
         // SAFETY: as above.
@@ -412,16 +335,123 @@ mod tests {
         assert_eq!(bare.get("multiplier"), None);
     }
 
+    /// For each kind, the check before `load` accepts a value exactly when
+    /// `parse` as the kind's Rust type reads it, as the value
+    /// [`ParamKind::parse`] gives.
     #[test]
-    fn kinds_accept_their_values_only() {
-        assert!(ParamKind::Bool.accepts(b"true") && !ParamKind::Bool.accepts(b"yes"));
-        assert!(ParamKind::U32.accepts(b"7") && !ParamKind::U32.accepts(b"-7"));
-        assert!(ParamKind::I64.accepts(b"-7") && !ParamKind::I64.accepts(b"7.5"));
-        assert!(ParamKind::F64.accepts(b"7.5") && !ParamKind::F64.accepts(b"inf"));
-        assert!(ParamKind::Str.accepts(b"anything") && !ParamKind::Str.accepts(b"\xff"));
-        for kind in ParamKind::ALL {
-            assert_eq!(ParamKind::from_name(kind.name()), Some(kind));
+    fn the_check_and_parse_agree_for_every_kind() {
+        const EDGES: &[&[u8]] = &[
+            b"",
+            b" ",
+            b"true",
+            b"false",
+            b"1",
+            b"0",
+            b"-0",
+            b"+0",
+            b"yes",
+            b"True",
+            b" 1",
+            b"1 ",
+            b"-1",
+            b"+7",
+            b"2147483647",
+            b"2147483648",
+            b"-2147483648",
+            b"-2147483649",
+            b"4294967295",
+            b"4294967296",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"-9223372036854775808",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"0x10",
+            b"1_0",
+            b"7.5",
+            b".5",
+            b"5.",
+            b"1e3",
+            b"-1e-3",
+            b"3.4028235e38",
+            b"3.5e38",
+            b"1e308",
+            b"1e309",
+            b"inf",
+            b"-inf",
+            b"NaN",
+            b"infinity",
+            b"1,5",
+            b"abc",
+            b"\xff",
+            b"\xc3\xa9",
+        ];
+        for &value in EDGES {
+            assert_agree::<&str>(value);
+            assert_agree::<bool>(value);
+            assert_agree::<i32>(value);
+            assert_agree::<i64>(value);
+            assert_agree::<u32>(value);
+            assert_agree::<u64>(value);
+            assert_agree::<usize>(value);
+            assert_agree::<f32>(value);
+            assert_agree::<f64>(value);
         }
+        // The reported bug: a declared `bool` given `1`.
+        let pairs = [pair(b"verbose", b"1")];
+        // SAFETY: the views borrow static byte strings.
+        let params = unsafe { LoadParams::from_pairs(&pairs) }.with_declared(&BOOL);
+        assert_eq!(params.check_declared(&BOOL), Ok(()));
+        assert_eq!(params.parse::<bool>("verbose"), Ok(Some(true)));
+    }
+
+    const BOOL: [TypedParamDecl; 1] = [TypedParamDecl::new("verbose", ParamKind::Bool, None, "")];
+
+    /// `value` passes `check_declared` for a parameter of `T`'s kind
+    /// exactly when `parse::<T>` reads it, as `ParamKind::parse`'s value.
+    fn assert_agree<T: FromParam<'static> + PartialEq + core::fmt::Debug>(value: &'static [u8]) {
+        let declared: &'static [TypedParamDecl] =
+            alloc::boxed::Box::leak(alloc::boxed::Box::new([TypedParamDecl::new("p", T::KIND, None, "")]));
+        let pairs: &'static [StringPair] =
+            alloc::boxed::Box::leak(alloc::boxed::Box::new([pair(b"p", value)]));
+        // SAFETY: the views borrow static byte strings.
+        let params = unsafe { LoadParams::from_pairs(pairs) }.with_declared(declared);
+        let checked = params.check_declared(declared);
+        let parsed = params.parse::<T>("p");
+        let shown = (T::KIND.name(), alloc::string::String::from_utf8_lossy(value));
+        assert_eq!(checked.is_ok(), parsed.is_ok(), "{shown:?}: {checked:?} vs {parsed:?}");
+        match (checked, parsed) {
+            (Ok(()), Ok(read)) => {
+                let read = read.expect("present");
+                assert_eq!(Some(read), T::from_param(value), "{shown:?}");
+                assert!(T::KIND.parse(value).is_some(), "{shown:?}");
+            }
+            (Err(checked), Err(parsed)) => assert_eq!(checked, parsed, "{shown:?}"),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_declared_parameter_is_read_as_its_declared_type_only() {
+        let pairs = [pair(b"multiplier", b"2")];
+        // SAFETY: the views borrow static byte strings.
+        let params = unsafe { LoadParams::from_pairs(&pairs) }.with_declared(&DECLARED);
+        assert_eq!(params.parse::<f32>("multiplier"), Ok(Some(2.0)));
+        let error = params.parse::<u32>("multiplier").unwrap_err();
+        assert_eq!(
+            error,
+            Error::ParamReadAs {
+                key: ParamText::from("multiplier"),
+                declared: ParamKind::F32,
+                read: ParamKind::U32
+            }
+        );
+        assert!(error.to_string().contains("declared as `f32` but the plugin reads it as `u32`"), "{error}");
+        assert_eq!(error.code(), xplug_abi::StatusCode::INTERNAL);
+        // Without declarations any type reads the value.
+        // SAFETY: as above.
+        let bare = unsafe { LoadParams::from_pairs(&pairs) };
+        assert_eq!(bare.parse::<u32>("multiplier"), Ok(Some(2)));
         assert_eq!(xplug_abi::suggest::closest("multplier", ["multiplier", "offset"]), Some("multiplier"));
     }
 
@@ -437,16 +467,16 @@ mod tests {
         let params = unsafe { LoadParams::from_pairs(&pairs) };
         assert_eq!(params.len(), 4);
         assert_eq!(params.get("n"), Some("42"));
-        assert_eq!(params.parse::<u32>("n", "a number"), Ok(Some(42)));
-        assert_eq!(params.parse::<u32>("absent", "a number"), Ok(None));
+        assert_eq!(params.parse::<u32>("n"), Ok(Some(42)));
+        assert_eq!(params.parse::<u32>("absent"), Ok(None));
         assert_eq!(params.get("bad"), None);
         assert_eq!(params.get_bytes("bad"), Some(&b"\xff"[..]));
-        let error = params.require::<u32>("bad", "a number").unwrap_err();
+        let error = params.require::<u32>("bad").unwrap_err();
         assert_eq!(
             error.to_string(),
-            "load parameter `bad` has the value `\u{fffd}` but a number is expected; fix the value"
+            "load parameter `bad` has the value `\u{fffd}` but a 32-bit unsigned integer is expected; fix the value"
         );
-        let missing = params.require::<u32>("multiplier", "a number").unwrap_err();
+        let missing = params.require::<u32>("multiplier").unwrap_err();
         assert!(missing.to_string().contains("`multiplier=VALUE`"), "{missing}");
         assert_eq!(
             params.iter().filter_map(|p| p.key()).collect::<alloc::vec::Vec<_>>(),

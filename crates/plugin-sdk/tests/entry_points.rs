@@ -39,7 +39,7 @@ impl PluginState for Tester {
             panic!("load was told to panic");
         }
         Ok(Self {
-            multiplier: params.parse("multiplier", "an integer")?.unwrap_or(1),
+            multiplier: params.parse("multiplier")?.unwrap_or(1),
             panic_in_resolve: params.get("panic") == Some("resolve"),
             hidden: params.get("hide").map(str::to_owned),
             // A second host allocation owned by the state, freed on unload.

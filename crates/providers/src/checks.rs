@@ -148,15 +148,29 @@ pub fn check_plugin<'h>(
     Ok(header)
 }
 
-/// Every key in `params` is one the plugin declares.
+/// Every key in `params` is one the plugin declares, and every value is
+/// of the declared type: [`xplug_abi::ParamKind::parse`], the parser
+/// `xplug-sdk` plugins read the value with, accepts it. A type this host
+/// does not know (not a [`xplug_abi::ParamKind`] name) is not checked.
 ///
 /// # Errors
-/// [`Incompatibility::UndeclaredParam`] for the first key that is not,
-/// with the closest declared name as a suggestion.
+/// [`Incompatibility::UndeclaredParam`] for the first key that is not
+/// declared, with the closest declared name as a suggestion;
+/// [`Incompatibility::InvalidParamValue`] for the first value that is not
+/// of its declared type.
 pub fn check_params(declared: &[ParamDeclInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
-    for (key, _) in params.iter() {
-        if declared.iter().any(|param| param.name.as_bytes() == key) {
-            continue;
+    for (key, value) in params.iter() {
+        if let Some(param) = declared.iter().find(|param| param.name.as_bytes() == key) {
+            match xplug_abi::ParamKind::from_name(&param.kind) {
+                Some(kind) if !kind.accepts(value) => {
+                    return Err(Incompatibility::InvalidParamValue {
+                        key: param.name.as_str().into(),
+                        value: String::from_utf8_lossy(value).into(),
+                        kind,
+                    });
+                }
+                _ => continue,
+            }
         }
         let key: Box<str> = String::from_utf8_lossy(key).into();
         let names = declared.iter().map(|param| param.name.as_str());
@@ -214,6 +228,80 @@ mod tests {
         assert_eq!(refused.code(), StatusCode::INVALID_ARGUMENT);
         let none = check_params(&declared(&[]), &params).unwrap_err();
         assert!(none.to_string().ends_with("it declares no parameters"), "{none}");
+    }
+
+    /// The host's check accepts a value exactly when the plugin's parser
+    /// does, for every declared type and its edge values: both are
+    /// `ParamKind::parse`, and a type this host does not know is not
+    /// checked.
+    #[test]
+    fn declared_values_are_checked_with_the_plugins_parser() {
+        use xplug_abi::ParamKind;
+        let declared = |kind: &str| {
+            vec![ParamDeclInfo {
+                name: "p".to_owned(),
+                kind: kind.to_owned(),
+                default: None,
+                description: String::new(),
+            }]
+        };
+        let edges: [&[u8]; 22] = [
+            b"",
+            b"1",
+            b"0",
+            b"true",
+            b"yes",
+            b"-1",
+            b"+1",
+            b" 1",
+            b"2147483648",
+            b"4294967296",
+            b"-9223372036854775809",
+            b"18446744073709551616",
+            b"0.5",
+            b"1e39",
+            b"1e309",
+            b"inf",
+            b"nan",
+            b"-0",
+            b"abc",
+            b"\xff",
+            b"\xc3\xa9",
+            b"1 ",
+        ];
+        for kind in ParamKind::ALL {
+            for value in edges {
+                let params = LoadParamList::new().with("p", value);
+                let checked = check_params(&declared(kind.name()), &params);
+                assert_eq!(checked.is_ok(), kind.parse(value).is_some(), "{} {value:?}", kind.name());
+                if let Err(refused) = checked {
+                    assert_eq!(
+                        refused,
+                        Incompatibility::InvalidParamValue {
+                            key: "p".into(),
+                            value: String::from_utf8_lossy(value).into(),
+                            kind,
+                        }
+                    );
+                    assert_eq!(refused.code(), StatusCode::INVALID_ARGUMENT);
+                }
+            }
+        }
+        // The reported bug: `verbose=1` for a declared `bool` passes, and the
+        // plugin's parser reads it as `true`.
+        let params = LoadParamList::new().with("verbose", "1");
+        let mut verbose = declared("bool");
+        verbose[0].name = "verbose".to_owned();
+        assert_eq!(check_params(&verbose, &params), Ok(()));
+        assert_eq!(<bool as xplug_abi::FromParam>::from_param(b"1"), Some(true));
+        let refused = check_params(&declared("u32"), &LoadParamList::new().with("p", "-1")).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "its load parameter `p` has the value `-1` but a 32-bit unsigned integer is expected (it declares `p` \
+             as `u32`); fix the value"
+        );
+        // A type this host does not know: any value passes.
+        assert_eq!(check_params(&declared("complex"), &LoadParamList::new().with("p", "1+2i")), Ok(()));
     }
 
     #[test]

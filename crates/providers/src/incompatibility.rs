@@ -125,6 +125,22 @@ pub enum Incompatibility {
         /// Every declared name.
         declared: Box<[String]>,
     },
+    /// A load parameter's value is not of the type the plugin declares
+    /// for it.
+    #[error(
+        "its load parameter `{key}` has the value `{value}` but {} is expected (it declares `{key}` as \
+         `{}`); fix the value",
+        kind.expected(),
+        kind.name()
+    )]
+    InvalidParamValue {
+        /// The key given.
+        key: Box<str>,
+        /// The value given (invalid UTF-8 shown as U+FFFD).
+        value: Box<str>,
+        /// The declared type.
+        kind: xplug_abi::ParamKind,
+    },
 }
 
 fn sanitizer_advice(found: Sanitizer) -> String {
@@ -152,7 +168,8 @@ impl Incompatibility {
             | Self::NullName
             | Self::InvalidVersion { .. }
             | Self::MissingFunction { .. }
-            | Self::UndeclaredParam { .. } => StatusCode::INVALID_ARGUMENT,
+            | Self::UndeclaredParam { .. }
+            | Self::InvalidParamValue { .. } => StatusCode::INVALID_ARGUMENT,
             Self::NewerVersion { .. }
             | Self::FullStatus
             | Self::UnknownFeatures { .. }

@@ -49,7 +49,7 @@ impl PluginState for ScaledAdd {
     fn load(_env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
         // Declared below with a default: `load` has already refused unknown
         // keys and values that are not numbers.
-        Ok(Self { k: params.require("k", "a finite number")? })
+        Ok(Self { k: params.require("k")? })
     }
 }
 

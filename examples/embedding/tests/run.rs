@@ -37,7 +37,8 @@ fn the_example_computes_a_plus_k_b_on_both_devices_and_prints_every_cause() {
 
     for cause in [
         "it declares no load parameter `kk` (did you mean `k`?); it declares k",
-        "caused by: the plugin says: load parameter `k` has the value `abc` but a finite number is expected",
+        "caused by: its load parameter `k` has the value `abc` but a finite number is expected (it declares `k` as \
+         `f32`); fix the value",
         "call to `scaled_add` failed\n  caused by: ",
         "b shape dimension 0 mismatch; expected 1000 but have 999",
     ] {

@@ -11,7 +11,8 @@
 //! * `multiplier` (`f32`, default 1): `simple_mul_workgroup` computes
 //!   `out = lhs * rhs * multiplier`;
 //! * `disable` (`str`, optional): the plugin declines to resolve that
-//!   import, leaving it to the next provider.
+//!   import, leaving it to the next provider; a name that is none of its
+//!   imports refuses the load with the plugin's own message.
 //!
 //! Imports:
 //! * `simple_mul_workgroup`, with the args of IREE's custom-dispatch
@@ -22,6 +23,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use xplug_sdk::abi::StatusCode;
 use xplug_sdk::{Environment, Error, HostBox, ImportArgs, ImportError, LoadParams, PluginState};
 
 /// Args of `simple_mul_workgroup` (IREE's sample `params_t`).
@@ -47,10 +49,25 @@ impl PluginState for SystemState {
     fn load(env: &Environment<'_>, params: &LoadParams<'_>) -> Result<Self, Error> {
         // Declared `f32` with a default: `load` has checked the value is a
         // finite number, and an absent key reads as the default.
-        let multiplier: f32 = params.require("multiplier", "a finite number")?;
+        let multiplier: f32 = params.require("multiplier")?;
+        // Any text is a `str`, so this check is the plugin's own: a name
+        // that is no import would disable nothing.
+        let disabled = params.get("disable");
+        if let Some(name) = disabled
+            && !PLUGIN.symbols().contains(&name)
+        {
+            return Err(Error::custom(
+                StatusCode::INVALID_ARGUMENT,
+                format!(
+                    "load parameter `disable` has the value `{name}`, which is no import of sample_system; give \
+                     one of {}",
+                    PLUGIN.symbols().join(", ")
+                ),
+            ));
+        }
         Ok(Self {
             multiplier,
-            disabled: params.get("disable").map(str::to_owned),
+            disabled: disabled.map(str::to_owned),
             calls: env.host_allocator().boxed(AtomicU64::new(0))?,
         })
     }

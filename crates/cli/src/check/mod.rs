@@ -51,7 +51,7 @@ pub(crate) fn run_checks(
     let optional = code.optional_exports();
     let declared = optional.and_then(|optional| optional.param_decls());
     if let Some(declared) = &declared {
-        refuse_undeclared(plugin, declared, &params)?;
+        refuse_undeclared_params(plugin, declared, &params)?;
     }
     let mut exports = optional.and_then(|optional| optional.exports()).unwrap_or_default();
     exports.extend(symbols.iter().cloned());
@@ -87,9 +87,10 @@ pub(crate) fn run_checks(
 }
 
 /// Refuses, before any check runs, a load parameter the plugin does not
-/// declare ([`xplug_providers::checks::check_params`], the refusal the
-/// loaders make): every check would fail on it.
-fn refuse_undeclared(
+/// declare or whose value is not of its declared type
+/// ([`xplug_providers::checks::check_params`], the refusal the loaders
+/// make): every check would fail on it.
+fn refuse_undeclared_params(
     plugin: &str,
     declared: &[xplug_providers::raw::ParamDeclInfo],
     params: &LoadParamList,

@@ -6,7 +6,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Attribute, Ident, Item, ItemFn, Lit, LitStr, Token, Type};
-use xplug_abi::{Features, Sanitizer};
+use xplug_abi::{Features, ParamKind, Sanitizer};
 
 /// The arguments of `#[plugin(...)]`.
 #[derive(Default)]
@@ -26,15 +26,11 @@ pub(crate) struct PluginArgs {
     pub(crate) params: Option<Vec<ParamArg>>,
 }
 
-/// The value types a declared parameter may have (the names of
-/// `xplug_sdk::ParamKind`'s variants in lower case).
-pub(crate) const PARAM_KINDS: [&str; 9] = ["str", "bool", "i32", "i64", "u32", "u64", "usize", "f32", "f64"];
-
 /// One `name: kind [= default] "description"` in `params(...)`.
 pub(crate) struct ParamArg {
     /// The key.
     pub(crate) name: Ident,
-    /// The type name (one of [`PARAM_KINDS`]).
+    /// The type name (the name of a [`ParamKind`]).
     pub(crate) kind: Ident,
     /// The default as text, with the span of the literal.
     pub(crate) default: Option<(String, Span)>,
@@ -49,10 +45,13 @@ impl Parse for ParamArg {
             syn::Error::new(error.span(), "write a parameter as `name: type [= default] \"description\"`")
         })?;
         let kind: Ident = input.parse()?;
-        if !PARAM_KINDS.contains(&kind.to_string().as_str()) {
+        if ParamKind::from_name(&kind.to_string()).is_none() {
             return Err(syn::Error::new(
                 kind.span(),
-                format!("unknown parameter type `{kind}`; use one of {}", PARAM_KINDS.join(", ")),
+                format!(
+                    "unknown parameter type `{kind}`; use one of {}",
+                    ParamKind::ALL.map(ParamKind::name).join(", ")
+                ),
             ));
         }
         let default = if input.peek(Token![=]) {
@@ -95,21 +94,10 @@ impl Parse for ParamArg {
     }
 }
 
-/// Whether `text` is a valid value of parameter type `kind` (the rule
-/// `xplug_sdk::ParamKind::accepts` applies at load time).
+/// Whether `text` is a valid value of parameter type `kind`: the parser
+/// hosts and plugins apply at load time, [`xplug_abi::ParamKind::parse`].
 fn default_fits(kind: &str, text: &str) -> bool {
-    match kind {
-        "str" => true,
-        "bool" => matches!(text, "true" | "false" | "1" | "0"),
-        "i32" => text.parse::<i32>().is_ok(),
-        "i64" => text.parse::<i64>().is_ok(),
-        "u32" => text.parse::<u32>().is_ok(),
-        "u64" => text.parse::<u64>().is_ok(),
-        "usize" => text.parse::<u64>().is_ok(),
-        "f32" => text.parse::<f32>().is_ok_and(f32::is_finite),
-        "f64" => text.parse::<f64>().is_ok_and(f64::is_finite),
-        _ => false,
-    }
+    ParamKind::from_name(kind).is_some_and(|kind| kind.accepts(text.as_bytes()))
 }
 
 impl PluginArgs {
