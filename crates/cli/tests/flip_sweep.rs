@@ -98,3 +98,49 @@ fn the_swept_module_is_the_same_in_every_checkout() {
     let directory = directory.to_str().unwrap().as_bytes();
     assert!(bytes.windows(directory.len()).any(|window| window == directory));
 }
+
+/// A damaged executable is refused by xplug's ELF checks before IREE's
+/// loader parses it: at offsets 5274 and 5386 (in the embedded ELF, which
+/// starts at 5152) IREE's parser follows a damaged dynamic-table address
+/// or RELRO range unchecked, and crashed `xplug run` under one memory
+/// layout (docs/iree-runtime.md, "Damaged modules"). Now the run exits 1
+/// naming what lies outside the file, and the undamaged module runs.
+#[test]
+fn a_damaged_executable_is_refused_by_xplugs_elf_checks() {
+    let root = xplug_fixtures::workspace_root();
+    let prepared = iree_e2e::prepare(&root, PluginProfile::Debug).expect("IREE is ready");
+    let module = flip_sweep::compile_module(&root, &prepared, MUL_CALL).expect("the module compiles");
+    let bytes = std::fs::read(&module).unwrap();
+    let elf = bytes.windows(4).position(|window| window == b"\x7fELF").expect("an embedded ELF");
+    assert_eq!(elf, 5152, "the embedded executable starts where the docs say");
+    let flags = Config::mul_flags(MUL_CALL.function, prepared.library("sample_system"));
+    let dir = prepared.work.join("elf-checks");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (offset, reason) in
+        [(None, None), (Some(5274), Some("DT_STRTAB")), (Some(5386), Some("PT_GNU_RELRO"))]
+    {
+        let mut copy = bytes.clone();
+        if let Some(offset) = offset {
+            copy[offset] = 0xff;
+        }
+        let path = dir.join(format!("mul_call-{}.vmfb", offset.unwrap_or(0)));
+        std::fs::write(&path, &copy).unwrap();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_xplug"))
+            .arg("run")
+            .arg(format!("--module={}", path.display()))
+            .args(&flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match reason {
+            None => assert!(output.status.success(), "the undamaged module runs: {stderr}"),
+            Some(reason) => {
+                assert_eq!(output.status.code(), Some(1), "offset {offset:?}: {stderr}");
+                assert!(
+                    stderr.contains("refused before loading (xplug's ELF checks)") && stderr.contains(reason),
+                    "offset {offset:?}: {stderr}"
+                );
+            }
+        }
+    }
+}

@@ -27,51 +27,143 @@
 // system library.
 #define XPLUG_IREE_LOADER_COUNT 2
 
-// Creates the embedded-ELF and system-library loaders with no plugin manager
-// and installs `provider` as their import provider, so every import of every
-// executable they load goes through it: xplug's provider, or any other
-// `{ self, resolve }` pair (IREE's own plugin manager's, the benchmarks'
-// anchor, comes from tests/iree-reference).
+// Checks the bytes of an embedded ELF executable before IREE's loader parses
+// them: 0 when they are fit to load; otherwise non-zero, with a
+// NUL-terminated reason written into `message` (`capacity` bytes).
+typedef int (*xplug_iree_elf_check_fn)(const uint8_t* data,
+                                       iree_host_size_t length, char* message,
+                                       iree_host_size_t capacity);
+
+// IREE's embedded-ELF loader behind a check of every executable's bytes.
+// IREE's ELF parser follows the file's dynamic-table addresses unchecked (a
+// flipped byte in a compiled module makes it read wherever the address
+// points); xplug refuses such an executable with an error status instead,
+// and hands every other call to IREE's loader unchanged.
+typedef struct xplug_iree_checked_loader_t {
+  iree_hal_executable_loader_t base;
+  iree_allocator_t host_allocator;
+  iree_hal_executable_loader_t* inner;
+  xplug_iree_elf_check_fn check;
+} xplug_iree_checked_loader_t;
+
+static void xplug_iree_checked_loader_destroy(
+    iree_hal_executable_loader_t* base_loader) {
+  xplug_iree_checked_loader_t* loader =
+      (xplug_iree_checked_loader_t*)base_loader;
+  iree_allocator_t host_allocator = loader->host_allocator;
+  iree_hal_executable_loader_release(loader->inner);
+  iree_allocator_free(host_allocator, loader);
+}
+
+static iree_status_t xplug_iree_checked_loader_infer_format(
+    iree_hal_executable_loader_t* base_loader,
+    iree_hal_executable_caching_mode_t caching_mode,
+    iree_const_byte_span_t executable_data,
+    iree_host_size_t executable_format_capacity, char* executable_format,
+    iree_host_size_t* out_inferred_size) {
+  xplug_iree_checked_loader_t* loader =
+      (xplug_iree_checked_loader_t*)base_loader;
+  return iree_hal_executable_loader_infer_format(
+      loader->inner, caching_mode, executable_data, executable_format_capacity,
+      executable_format, out_inferred_size);
+}
+
+static bool xplug_iree_checked_loader_query_support(
+    iree_hal_executable_loader_t* base_loader,
+    iree_hal_executable_caching_mode_t caching_mode,
+    iree_string_view_t executable_format) {
+  xplug_iree_checked_loader_t* loader =
+      (xplug_iree_checked_loader_t*)base_loader;
+  return iree_hal_executable_loader_query_support(loader->inner, caching_mode,
+                                                  executable_format);
+}
+
+static iree_status_t xplug_iree_checked_loader_try_load(
+    iree_hal_executable_loader_t* base_loader,
+    const iree_hal_executable_params_t* executable_params,
+    iree_host_size_t worker_capacity, iree_hal_executable_t** out_executable) {
+  xplug_iree_checked_loader_t* loader =
+      (xplug_iree_checked_loader_t*)base_loader;
+  char message[256] = {0};
+  if (loader->check(executable_params->executable_data.data,
+                    executable_params->executable_data.data_length, message,
+                    sizeof(message)) != 0) {
+    message[sizeof(message) - 1] = 0;
+    return iree_make_status(
+        IREE_STATUS_INVALID_ARGUMENT,
+        "embedded ELF executable refused before loading (xplug's ELF "
+        "checks): %s",
+        message);
+  }
+  return iree_hal_executable_loader_try_load(loader->inner, executable_params,
+                                             worker_capacity, out_executable);
+}
+
+static const iree_hal_executable_loader_vtable_t
+    xplug_iree_checked_loader_vtable = {
+        .destroy = xplug_iree_checked_loader_destroy,
+        .infer_format = xplug_iree_checked_loader_infer_format,
+        .query_support = xplug_iree_checked_loader_query_support,
+        .try_load = xplug_iree_checked_loader_try_load,
+};
+
+// Creates the embedded-ELF (behind `elf_check`) and system-library loaders
+// with no plugin manager and installs `provider` as their import provider,
+// so every import of every executable they load goes through it: xplug's
+// provider, or any other `{ self, resolve }` pair (IREE's own plugin
+// manager's, the benchmarks' anchor, comes from tests/iree-reference).
 static iree_status_t xplug_iree_loaders_create(
     iree_hal_executable_import_provider_t provider,
-    iree_allocator_t host_allocator,
+    xplug_iree_elf_check_fn elf_check, iree_allocator_t host_allocator,
     iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT]) {
   memset(loaders, 0, sizeof(loaders[0]) * XPLUG_IREE_LOADER_COUNT);
+  iree_hal_executable_loader_t* embedded = NULL;
   iree_status_t status = iree_hal_embedded_elf_loader_create(
-      /*plugin_manager=*/NULL, host_allocator, &loaders[0]);
+      /*plugin_manager=*/NULL, host_allocator, &embedded);
+  if (iree_status_is_ok(status)) {
+    // IREE's loaders keep their provider in the public base struct and read
+    // it on every executable load.
+    embedded->import_provider = provider;
+    xplug_iree_checked_loader_t* checked = NULL;
+    status = iree_allocator_malloc(host_allocator, sizeof(*checked),
+                                   (void**)&checked);
+    if (iree_status_is_ok(status)) {
+      iree_hal_executable_loader_initialize(&xplug_iree_checked_loader_vtable,
+                                            provider, &checked->base);
+      checked->host_allocator = host_allocator;
+      checked->inner = embedded;  // The checked loader owns the reference.
+      checked->check = elf_check;
+      embedded = NULL;
+      loaders[0] = &checked->base;
+    }
+  }
+  iree_hal_executable_loader_release(embedded);
   if (iree_status_is_ok(status)) {
     status = iree_hal_system_library_loader_create(
         /*plugin_manager=*/NULL, host_allocator, &loaders[1]);
   }
   if (iree_status_is_ok(status)) {
-    // The loaders keep their provider in the public base struct and read it
-    // on every executable load.
-    loaders[0]->import_provider = provider;
     loaders[1]->import_provider = provider;
   }
   if (!iree_status_is_ok(status)) {
     iree_hal_executable_loader_release(loaders[0]);
     iree_hal_executable_loader_release(loaders[1]);
+    loaders[0] = NULL;
+    loaders[1] = NULL;
   }
   return status;
 }
 
-// `worker_count` 0 on local-task: executors from IREE's task flags, as
-// IREE's local-task driver makes them (`iree_task_executors_create_from_flags`:
-// by default one worker per physical core of the calling thread's NUMA
-// node; `--task_topology_*` and `--task_worker_*` as
-// xplug_iree_flags_parse set them). Otherwise one executor of that many
-// unpinned workers, with the executor options of the same flags.
-// `abort_on_failure` is IREE's `--task_abort_on_failure`.
 iree_status_t xplug_iree_device_create(
     int kind, iree_host_size_t worker_count, int abort_on_failure,
     iree_async_proactor_pool_t* proactor_pool,
     iree_hal_executable_import_provider_t provider,
+    xplug_iree_elf_check_fn elf_check,
     iree_allocator_t host_allocator, iree_hal_device_t** out_device) {
   *out_device = NULL;
   iree_hal_executable_loader_t* loaders[XPLUG_IREE_LOADER_COUNT];
   IREE_RETURN_IF_ERROR(
-      xplug_iree_loaders_create(provider, host_allocator, loaders));
+      xplug_iree_loaders_create(provider, elf_check, host_allocator, loaders));
 
   iree_hal_allocator_t* device_allocator = NULL;
   iree_status_t status = iree_hal_allocator_create_heap(

@@ -253,6 +253,7 @@ fn create_device(
                 c_int::from(abort_on_failure),
                 runtime.inner.proactor_pool.as_ptr(),
                 provider,
+                sys::check_embedded_elf,
                 sys::system_allocator(),
                 out,
             )

@@ -78,6 +78,7 @@ unsafe extern "C" {
         abort_on_failure: c_int,
         proactor_pool: *mut iree::iree_async_proactor_pool_t,
         provider: ProviderParts,
+        elf_check: ElfCheckFn,
         host_allocator: Allocator,
         out_device: *mut *mut iree::iree_hal_device_t,
     ) -> StatusHandle;
@@ -370,6 +371,57 @@ pub(crate) fn create<T, H>(
 }
 
 /// Turns a returned status into a result.
+/// The glue's `xplug_iree_elf_check_fn`: checks an embedded ELF
+/// executable's bytes before IREE's loader parses them.
+pub(crate) type ElfCheckFn =
+    unsafe extern "C" fn(data: *const u8, length: usize, message: *mut c_char, capacity: usize) -> c_int;
+
+/// Every executable the embedded-ELF loader is given passes xplug-elf's
+/// checks first ([`xplug_elf::validate_for`], for this host, with IREE's
+/// executable-library query symbol), the checks every plugin ELF gets:
+/// each address and size the file names lies within it. IREE's own parser
+/// follows the dynamic table's addresses unchecked, so a damaged module
+/// would make it read arbitrary memory; refused here, the load fails with
+/// the reason in IREE's status. Returns 0 to load, 1 to refuse (reason in
+/// `message`, NUL-terminated, cut to `capacity`).
+///
+/// # Safety
+/// `data` is null or valid for `length` reads for the call; `message` is
+/// valid for `capacity` writes.
+pub(crate) unsafe extern "C" fn check_embedded_elf(
+    data: *const u8,
+    length: usize,
+    message: *mut c_char,
+    capacity: usize,
+) -> c_int {
+    let bytes: &[u8] = if data.is_null() || length == 0 {
+        &[]
+    } else {
+        // SAFETY: the glue passes the executable's data span, valid for
+        // `length` reads while the load runs (this call is part of it).
+        unsafe { std::slice::from_raw_parts(data, length) }
+    };
+    let verdict = std::panic::catch_unwind(|| {
+        let target = xplug_elf::ElfTarget::host()?.with_query_symbol(xplug_elf::LIBRARY_QUERY_SYMBOL);
+        xplug_elf::validate_for(bytes, target).map(drop)
+    });
+    let reason = match verdict {
+        Ok(Ok(())) => return 0,
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => "xplug's ELF checks panicked".to_owned(),
+    };
+    if !message.is_null() && capacity > 0 {
+        let length = reason.len().min(capacity - 1);
+        // SAFETY: `message` is valid for `capacity` writes and `length + 1`
+        // is at most `capacity`; the source is a live String.
+        unsafe {
+            std::ptr::copy_nonoverlapping(reason.as_ptr().cast::<c_char>(), message, length);
+            message.add(length).write(0);
+        }
+    }
+    1
+}
+
 /// Hands `flags` to IREE's flag parser (`xplug_iree_flags_parse`). The
 /// strings are leaked: IREE's string flags keep a pointer into their
 /// argument for the rest of the process, as its tools keep `argv`.
