@@ -59,3 +59,34 @@ module @xplug_mul_weights {
     return %result : tensor<1000xf32>
   }
 }
+
+// Run as IREE runs its own samples: each RUN line pipes the compiler into the
+// runtime and the output into filecheck. crates/cli/tests/piped.rs runs
+// every RUN line twice, with `iree-run-module` and with `xplug run` in its
+// place, and both must pass the same CHECK lines with the same bytes.
+// `%s` is this file, `%plugin{NAME}` a plugin built for the tests (the C
+// plugin `xplug_e2e_print` prints each product with printf, the Rust
+// plugin `print_plugin` with println!), `%weights-irpa` an archive whose
+// `weights` are 1000 twos. local-task runs one worker, so the 16
+// workgroups print in order (the last, workgroup 15, has 40 elements). The lines sit at the end so that the
+// program's source locations stay put.
+//
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul_weights --parameters=model=%weights-irpa --input=1000xf32=3 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-sync --module=- --function=mul_weights --parameters=model=%weights-irpa --input=1000xf32=3 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --task_topology_group_count=1 --module=- --function=mul_weights --parameters=model=%weights-irpa --input=1000xf32=3 --executable_plugin=%plugin{xplug_e2e_print} | \
+// RUN:   filecheck %s
+// RUN: iree-compile %s --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=generic | \
+// RUN:   iree-run-module --device=local-task --task_topology_group_count=1 --module=- --function=mul_weights --parameters=model=%weights-irpa --input=1000xf32=3 --executable_plugin=%plugin{print_plugin} | \
+// RUN:   filecheck %s
+//
+// CHECK: EXEC @mul_weights
+// CHECK-NEXT: workgroup 0: 3 * 2 = 6
+// CHECK-COUNT-64: workgroup 14: 3 * 2 = 6
+// CHECK-COUNT-40: workgroup 15: 3 * 2 = 6
+// CHECK-NEXT: result[0]: hal.buffer_view
+// CHECK-NEXT: 1000xf32=6 6 6 6 6 6 6 6

@@ -58,6 +58,10 @@ fn cargo() -> Command {
         "CMAKE",
         "LIBCLANG_PATH",
         "CLANG_PATH",
+        // Set by xplug-cli's build script for this checkout's build, and so
+        // in this test's environment: a packaged build must not inherit it
+        // (`option_env!` reads rustc's environment).
+        "XPLUG_CLI_CHECKOUT",
     ] {
         command.env_remove(variable);
     }

@@ -18,7 +18,8 @@ use xplug_fixtures::plugins::PluginProfile;
 
 /// The programs with RUN lines, and how many each must have (a program
 /// that loses its RUN lines fails here instead of passing vacuously).
-const PROGRAMS: [(&str, usize); 3] = [("mul_call.mlir", 4), ("mul_ukernel.mlir", 4), ("two_imports.mlir", 4)];
+const PROGRAMS: [(&str, usize); 4] =
+    [("mul_call.mlir", 4), ("mul_ukernel.mlir", 4), ("two_imports.mlir", 4), ("mul_weights.mlir", 4)];
 
 /// The RUN lines of `source`, each continued line (`\` at its end) joined
 /// to the next as lit joins them.
@@ -40,14 +41,18 @@ fn run_lines(source: &str) -> Vec<String> {
     commands
 }
 
-/// `command` with lit's `%s` and the tests' `%plugin{NAME}` replaced.
+/// `command` with lit's `%s`, the tests' `%plugin{NAME}` and
+/// `%weights-irpa` replaced.
 fn substitute(command: &str, source: &Path, prepared: &Prepared) -> String {
     let mut out = String::new();
     let mut rest = command;
     while let Some(at) = rest.find('%') {
         out.push_str(&rest[..at]);
         let tail = &rest[at..];
-        if let Some(after) = tail.strip_prefix("%s") {
+        if let Some(after) = tail.strip_prefix("%weights-irpa") {
+            out.push_str(&weights_archive(prepared).display().to_string());
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("%s") {
             out.push_str(&source.display().to_string());
             rest = after;
         } else if let Some(after) = tail.strip_prefix("%plugin{") {
@@ -60,6 +65,18 @@ fn substitute(command: &str, source: &Path, prepared: &Prepared) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The archive `mul_weights.mlir`'s RUN lines give: parameter `weights`
+/// of 1000 twos, written once with IREE's Python package.
+fn weights_archive(prepared: &Prepared) -> PathBuf {
+    let path = prepared.work.join("piped-weights").join("weights.irpa");
+    if !path.is_file() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        xplug_fixtures::models::write_archive(&prepared.tools, &path, &[("weights", &[2.0; 1000])], 0)
+            .expect("the archive is written");
+    }
+    path
 }
 
 /// A plugin a RUN line names: the end-to-end plugins of `prepared`, or a
