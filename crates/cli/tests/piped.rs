@@ -8,7 +8,7 @@
 //! `iree-run-module` is `exec xplug run "$@"`, which is how a script
 //! switches tools. Both must pass `filecheck`, and the tool's whole output
 //! (the pipeline up to `filecheck`) must be the same bytes from both, on a
-//! pipe and written to a file.
+//! pipe, written to a file and on a terminal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -121,6 +121,22 @@ fn xplug_shim(prepared: &Prepared) -> PathBuf {
     dir
 }
 
+/// util-linux's `script`, which runs a command on a pseudo-terminal, when
+/// installed (Debian's essential `bsdutils`); without it the terminal
+/// comparison is skipped with a note.
+fn terminal_runner() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let found = *FOUND.get_or_init(|| {
+        let found =
+            Command::new("script").arg("--version").output().is_ok_and(|output| output.status.success());
+        if !found {
+            eprintln!("note: util-linux's `script` is missing; the terminal comparison is skipped");
+        }
+        found
+    });
+    found.then_some("script")
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -161,6 +177,22 @@ fn iree_style_piped_runs_pass_with_either_tool() {
             let [theirs, ours_file] = files.map(|file| std::fs::read(file).unwrap());
             assert_eq!(text(&ours_file), text(&theirs), "{program}: written to a file: {command}");
             assert_eq!(ours_file, iree.stdout, "{program}: a file holds what the pipe did: {command}");
+            // On a terminal (util-linux's `script` runs the tool on a
+            // pseudo-terminal; C's stdout is then line-buffered): the same
+            // bytes from both tools again.
+            if let Some(script) = terminal_runner() {
+                let [theirs, ours] = [None, Some(shim.as_path())].map(|path_first| {
+                    let quoted = tool_part.replace('\'', "'\\''");
+                    let run = shell(&format!("{script} -qec '{quoted}' /dev/null"), path_first, &prepared);
+                    assert!(
+                        run.status.success(),
+                        "{program}: {command} on a terminal\n{}",
+                        text(&run.stderr)
+                    );
+                    run.stdout
+                });
+                assert_eq!(text(&ours), text(&theirs), "{program}: on a terminal: {command}");
+            }
             for (tool, path_first) in [("iree-run-module", None), ("xplug run", Some(shim.as_path()))] {
                 let checked = shell(&line, path_first, &prepared);
                 assert!(
