@@ -205,9 +205,10 @@ impl Lto {
 /// Optimised builds are CMake's `Release` (`-O3`), as IREE's pip packages
 /// build the runtime (`RelWithDebInfo` would append `-O2` after the
 /// profile's flags); their debug info comes from the profile's flags (`cc`
-/// adds `-g` when the profile has any, and frame pointers with it), so
-/// crash reports keep file and line. With GCC they are also IREE's `lto`
-/// optimisation profile (`-flto` on the runtime's sources), as the pip
+/// adds `-g` when the profile has any), so crash reports keep file and
+/// line, but not the frame pointers `cc` would force with it (IREE's
+/// `Release` omits them; unwind tables still walk the stack). With GCC
+/// they are also IREE's `lto` optimisation profile (`-flto` on the runtime's sources), as the pip
 /// packages are with Clang: the VM's per-call helpers (reference
 /// counting, stack frames, argument marshalling) live in other files than
 /// their callers, and only link-time optimisation inlines them.
@@ -222,7 +223,13 @@ fn compiler_arguments() -> (Vec<String>, Option<Lto>) {
     let mut lto = None;
     for (language, cpp) in [("C", false), ("CXX", true)] {
         // No `-Wall -Wextra`: IREE chooses its own warnings (and `-Werror`).
-        let build = cc::Build::new().cpp(cpp).warnings(false).inherit_rustflags(false).clone();
+        let mut build = cc::Build::new();
+        build.cpp(cpp).warnings(false).inherit_rustflags(false);
+        if opt_level != "0" {
+            // `cc` forces frame pointers wherever there is debug info;
+            // IREE's `Release` omits them (its CFI unwinds the stack).
+            build.force_frame_pointer(false);
+        }
         let compiler = build.get_compiler();
         let flags: Vec<String> = compiler
             .args()
