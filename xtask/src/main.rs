@@ -98,6 +98,11 @@ enum Command {
         /// (comma-separated; e.g. `dispatch-bound,compute-bound`).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Instead of timing, count instructions per dispatch under
+        /// callgrind (many_dispatches.mlir with 1 000 and 3 000 dispatches;
+        /// needs valgrind).
+        #[arg(long)]
+        instructions: bool,
     },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
@@ -344,7 +349,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::ModelBench { archive_mib, runs, seconds, device, task_workers, only } => {
+        Command::ModelBench { archive_mib, runs, seconds, device, task_workers, only, instructions } => {
             let root = xtask::workspace_root();
             let options = xtask::model_bench::Options {
                 devices: device,
@@ -356,6 +361,23 @@ fn main() -> ExitCode {
                 budget: std::time::Duration::from_secs_f64(seconds.max(0.0)),
                 only,
             };
+            if instructions {
+                let result = xtask::model_bench::build_xplug(&root)
+                    .and_then(|xplug| xtask::model_bench::instructions(&root, &xplug, &options));
+                return match result {
+                    Ok(costs) => {
+                        println!(
+                            "\nInstructions per dispatch (callgrind; many_dispatches.mlir, {:?} dispatches), xplug run \
+                             (release) vs iree-run-module (IREE {})\n",
+                            xtask::model_bench::COUNTED_DISPATCHES,
+                            xplug_fixtures::iree_e2e::IREE_VERSION,
+                        );
+                        print!("{}", xtask::model_bench::instructions_table(&costs));
+                        ExitCode::SUCCESS
+                    }
+                    Err(error) => failure(&error),
+                };
+            }
             let result = xtask::model_bench::build_xplug(&root)
                 .and_then(|xplug| xtask::model_bench::run(&root, &xplug, &options));
             match result {

@@ -30,6 +30,10 @@
 //! tools get the same worker count (`--task-workers`, by default one per
 //! CPU): xplug's `--task_workers=N`, iree-run-module's
 //! `--task_topology_group_count=N`.
+//!
+//! With `--instructions`, nothing is timed: [`instructions`] counts the
+//! instructions each tool executes per dispatch under callgrind, which the
+//! machine's load does not change.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -372,6 +376,102 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
         }
     }
     Ok(rows)
+}
+
+/// The dispatch counts of the instruction count ([`instructions`]): the
+/// difference between the two runs is what the extra dispatches cost.
+pub const COUNTED_DISPATCHES: [usize; 2] = [1_000, 3_000];
+
+/// Instructions per dispatch of both tools on one device
+/// ([`instructions`]).
+#[derive(Clone, Debug)]
+pub struct DispatchCost {
+    /// The device (with the worker count on `local-task`).
+    pub device: String,
+    /// `iree-run-module`'s instructions per dispatch.
+    pub iree: f64,
+    /// `xplug run`'s instructions per dispatch.
+    pub xplug: f64,
+}
+
+/// Counts the instructions per dispatch of both tools under callgrind on
+/// each of `options.devices`: `many_dispatches.mlir` run with each of
+/// [`COUNTED_DISPATCHES`], the difference in instructions over the
+/// difference in dispatches, so start-up and module loading cancel out.
+/// Instructions do not depend on the machine's load, where times do. Under
+/// valgrind IREE's proactor takes its POSIX path in both tools
+/// (`xplug_fixtures::valgrind::callgrind_command`).
+///
+/// # Errors
+/// When IREE cannot be set up, the program does not compile, valgrind is
+/// missing or a run fails.
+pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<DispatchCost>, E2eError> {
+    let tools: IreeTools = iree_e2e::toolchain(root)?;
+    let work = root.join("target").join("model-bench");
+    std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
+    let module = work.join("many_dispatches.vmfb");
+    iree_e2e::compile_file(&tools, &root.join("tests/iree/many_dispatches.mlir"), &module)?;
+    let iree_run_module = native_run_module(&tools)?;
+    let program_args = |dispatches: usize| {
+        vec![
+            format!("--module={}", module.display()),
+            "--input=16x16xf32=1".to_owned(),
+            "--input=16x16xf32=0.0625".to_owned(),
+            format!("--input={dispatches}"),
+        ]
+    };
+    let count = |program: &Path, leading: &[String], dispatches: usize| -> Result<u64, E2eError> {
+        let out = work.join("callgrind.out");
+        let mut command = xplug_fixtures::valgrind::callgrind_command(program, &out)
+            .map_err(|reason| E2eError::Tool { command: "valgrind".to_owned(), stderr: reason })?;
+        command.args(leading).args(program_args(dispatches));
+        let line = format!("{command:?}");
+        let output = command.stdin(Stdio::null()).output().map_err(io(format!("cannot run {line}")))?;
+        if !output.status.success() {
+            return Err(E2eError::Tool {
+                command: line,
+                stderr: String::from_utf8_lossy(&output.stderr).into(),
+            });
+        }
+        let profile = std::fs::read_to_string(&out).map_err(io(format!("cannot read {}", out.display())))?;
+        xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Tool {
+            command: line,
+            stderr: format!("{} has no total", out.display()),
+        })
+    };
+    let [low, high] = COUNTED_DISPATCHES;
+    let mut costs = Vec::new();
+    for device in &options.devices {
+        let label = device_label(device, options.task_workers);
+        eprintln!("model-bench: instructions per dispatch, {label} ...");
+        let (xplug_device, iree_device) = device_args(device, options.task_workers);
+        let xplug_leading: Vec<String> = ["run".to_owned()].into_iter().chain(xplug_device).collect();
+        let per_dispatch = |program: &Path, leading: &[String]| -> Result<f64, E2eError> {
+            let (few, many) = (count(program, leading, low)?, count(program, leading, high)?);
+            Ok((many as f64 - few as f64) / (high - low) as f64)
+        };
+        costs.push(DispatchCost {
+            device: label,
+            iree: per_dispatch(&iree_run_module, &iree_device)?,
+            xplug: per_dispatch(xplug, &xplug_leading)?,
+        });
+    }
+    Ok(costs)
+}
+
+/// The table of [`instructions`].
+#[must_use]
+pub fn instructions_table(costs: &[DispatchCost]) -> String {
+    let mut table = xplug_table::Table::new(["device", "iree-run-module", "xplug run", "ratio"]);
+    for cost in costs {
+        table.row([
+            cost.device.clone(),
+            format!("{:.0}", cost.iree),
+            format!("{:.0}", cost.xplug),
+            format!("{:.3}x", cost.xplug / cost.iree),
+        ]);
+    }
+    table.render(xplug_table::Style::stdout())
 }
 
 /// The table `model-bench` prints.
