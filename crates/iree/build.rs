@@ -208,10 +208,11 @@ impl Lto {
 /// adds `-g` when the profile has any), so crash reports keep file and
 /// line, but not the frame pointers `cc` would force with it (IREE's
 /// `Release` omits them; unwind tables still walk the stack). With GCC
-/// they are also IREE's `lto` optimisation profile (`-flto` on the runtime's sources), as the pip
-/// packages are with Clang: the VM's per-call helpers (reference
-/// counting, stack frames, argument marshalling) live in other files than
-/// their callers, and only link-time optimisation inlines them.
+/// they are also IREE's `lto` optimisation profile (`-flto` on the
+/// runtime's sources), as the pip packages are with Clang: the VM's
+/// per-call helpers (reference counting, stack frames, argument
+/// marshalling) live in other files than their callers, and only
+/// link-time optimisation inlines them.
 fn compiler_arguments() -> (Vec<String>, Option<Lto>) {
     let opt_level = std::env::var("OPT_LEVEL").unwrap_or_default();
     let build_type = match opt_level.as_str() {
