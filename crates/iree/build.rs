@@ -30,8 +30,10 @@ use std::process::Command;
 use xplug_iree_build::tools::{FileLock, ToolCache};
 
 /// IREE's runtime options, as eerie-sys 0.5.0's build script sets them for
-/// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices).
-const IREE_OPTIONS: [(&str, &str); 18] = [
+/// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices),
+/// but for `IREE_RUNTIME_OPTIMIZATION_PROFILE`, which
+/// [`compiler_arguments`] chooses.
+const IREE_OPTIONS: [(&str, &str); 17] = [
     ("IREE_ENABLE_LIBBACKTRACE", "OFF"),
     ("IREE_BUILD_COMPILER", "OFF"),
     ("IREE_BUILD_PYTHON_BINDINGS", "OFF"),
@@ -39,7 +41,6 @@ const IREE_OPTIONS: [(&str, &str); 18] = [
     ("IREE_HAL_DRIVER_AMDGPU", "OFF"),
     ("IREE_HAL_DRIVER_HIP", "OFF"),
     ("IREE_HAL_DRIVER_NULL", "OFF"),
-    ("IREE_RUNTIME_OPTIMIZATION_PROFILE", ""),
     ("IREE_BUILD_TESTS", "OFF"),
     ("IREE_BUILD_BENCHMARKS", "OFF"),
     ("IREE_BUILD_SAMPLES", "OFF"),
@@ -94,7 +95,8 @@ fn main() {
         None => arguments.extend(["-G".into(), "Unix Makefiles".into()]),
     }
     arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
-    arguments.extend(compiler_arguments());
+    let (compiler_arguments, lto) = compiler_arguments();
+    arguments.extend(compiler_arguments);
     let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
 
     // The build tree is keyed by CMake and its arguments, beside the
@@ -129,7 +131,14 @@ fn main() {
     // Tools that build IREE's own targets in this tree find it here.
     xplug_iree_build::record_linked_tree(&build_dir);
 
-    println!("cargo::rustc-link-search=native={}", build_dir.display());
+    // With LTO, the archive's objects are GCC's intermediate code, which
+    // Rust's linker cannot read: one partial link optimises them together
+    // into a single object, archived on its own and linked in its place.
+    let archive_dir = match &lto {
+        Some(lto) => lto.link(&build_dir),
+        None => build_dir.clone(),
+    };
+    println!("cargo::rustc-link-search=native={}", archive_dir.display());
     println!(
         "cargo::rustc-link-search=native={}",
         build_dir.join("iree/build_tools/third_party/flatcc").display()
@@ -140,23 +149,89 @@ fn main() {
     println!("cargo::rustc-link-lib=stdc++");
 }
 
+/// The partial link that turns an archive of GCC LTO objects into one
+/// optimised object ([`Lto::link`]).
+struct Lto {
+    /// The C compiler (GCC), which runs the link-time optimiser.
+    compiler: PathBuf,
+    /// Its flags, as the runtime was compiled with them.
+    flags: Vec<String>,
+    /// The archiver.
+    archiver: PathBuf,
+}
+
+impl Lto {
+    /// Optimises `libxplug_iree_runtime.a` of `build_dir` as one program
+    /// (GCC's `-flto` with `-r`: a relocatable object, all of the
+    /// archive's global symbols kept) and archives the result alone in
+    /// `build_dir/lto/`, which it returns. Skipped when that archive is
+    /// newer than the runtime's.
+    fn link(&self, build_dir: &std::path::Path) -> PathBuf {
+        let archive = build_dir.join(format!("lib{RUNTIME_LIBRARY}.a"));
+        let lto_dir = build_dir.join("lto");
+        let lto_archive = lto_dir.join(format!("lib{RUNTIME_LIBRARY}.a"));
+        let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
+        if let (Some(linked), Some(built)) = (modified(&lto_archive), modified(&archive))
+            && linked > built
+        {
+            return lto_dir;
+        }
+        std::fs::create_dir_all(&lto_dir)
+            .unwrap_or_else(|error| panic!("cannot create {}: {error}", lto_dir.display()));
+        let object = lto_dir.join(format!("{RUNTIME_LIBRARY}.o"));
+        let jobs = std::env::var("NUM_JOBS").unwrap_or_else(|_| "auto".to_owned());
+        run(
+            Command::new(&self.compiler)
+                .args(&self.flags)
+                .arg(format!("-flto={jobs}"))
+                .args(["-r", "-nostdlib", "-flinker-output=nolto-rel", "-Wl,--whole-archive"])
+                .arg(&archive)
+                .arg("-Wl,--no-whole-archive")
+                .arg("-o")
+                .arg(&object),
+            "optimise IREE's runtime at link time",
+        );
+        let _ = std::fs::remove_file(&lto_archive);
+        run(Command::new(&self.archiver).arg("crs").arg(&lto_archive).arg(&object), "archive IREE's runtime");
+        lto_dir
+    }
+}
+
 /// The C and C++ compilers and flags `cc` picks for this target and
 /// profile (honouring `CC`, `CFLAGS` and the like), the CMake build type
-/// the profile stands for, and `NDEBUG` (see the module docs).
-fn compiler_arguments() -> Vec<String> {
+/// the profile stands for, `NDEBUG` (see the module docs), and IREE's
+/// optimisation profile; with the partial link LTO needs, when it is on.
+///
+/// Optimised builds are CMake's `Release` (`-O3`), as IREE's pip packages
+/// build the runtime (`RelWithDebInfo` would append `-O2` after the
+/// profile's flags); their debug info comes from the profile's flags (`cc`
+/// adds `-g` when the profile has any), so crash reports keep file and
+/// line, but not the frame pointers `cc` would force with it (IREE's
+/// `Release` omits them; unwind tables still walk the stack). With GCC
+/// they are also IREE's `lto` optimisation profile (`-flto` on the
+/// runtime's sources), as the pip packages are with Clang: the VM's
+/// per-call helpers (reference counting, stack frames, argument
+/// marshalling) live in other files than their callers, and only
+/// link-time optimisation inlines them.
+fn compiler_arguments() -> (Vec<String>, Option<Lto>) {
     let opt_level = std::env::var("OPT_LEVEL").unwrap_or_default();
-    let debug = std::env::var("DEBUG").is_ok_and(|value| value != "false" && value != "0" && value != "none");
-    // As the `cmake` crate (and so eerie-sys's build) chooses it.
-    let build_type = match (opt_level.as_str(), debug) {
-        ("0", _) => "Debug",
-        ("s" | "z", _) => "MinSizeRel",
-        (_, true) => "RelWithDebInfo",
-        (_, false) => "Release",
+    let build_type = match opt_level.as_str() {
+        "0" => "Debug",
+        "s" | "z" => "MinSizeRel",
+        _ => "Release",
     };
     let mut arguments = vec![format!("-DCMAKE_BUILD_TYPE={build_type}")];
+    let mut lto = None;
     for (language, cpp) in [("C", false), ("CXX", true)] {
         // No `-Wall -Wextra`: IREE chooses its own warnings (and `-Werror`).
-        let compiler = cc::Build::new().cpp(cpp).warnings(false).inherit_rustflags(false).get_compiler();
+        let mut build = cc::Build::new();
+        build.cpp(cpp).warnings(false).inherit_rustflags(false);
+        if opt_level != "0" {
+            // `cc` forces frame pointers wherever there is debug info;
+            // IREE's `Release` omits them (its CFI unwinds the stack).
+            build.force_frame_pointer(false);
+        }
+        let compiler = build.get_compiler();
         let flags: Vec<String> = compiler
             .args()
             .iter()
@@ -177,9 +252,15 @@ fn compiler_arguments() -> Vec<String> {
             if cpp { "CXX" } else { "CC" },
         );
         arguments.push(format!("-DCMAKE_{language}_COMPILER={}", compiler.path().display()));
+        if !cpp && opt_level != "0" && compiler.is_like_gnu() && !compiler.is_like_clang() {
+            let archiver = build.get_archiver().get_program().into();
+            lto = Some(Lto { compiler: compiler.path().to_owned(), flags: flags.clone(), archiver });
+        }
         arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
     }
-    arguments
+    let profile = if lto.is_some() { "lto" } else { "" };
+    arguments.push(format!("-DIREE_RUNTIME_OPTIMIZATION_PROFILE={profile}"));
+    (arguments, lto)
 }
 
 /// Runs a CMake step, stopping the build with its output when it fails.

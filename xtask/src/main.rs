@@ -67,24 +67,42 @@ enum Command {
         #[arg(long, default_value_t = 1.5, value_parser = xtask::layouts::parse_seconds)]
         seconds: f64,
     },
-    /// `xplug run` against `iree-run-module`, whole processes side by side:
-    /// wall time and peak memory on the ONNX CNN (weights inline and in an
-    /// .irpa) and on loading a large parameter archive made on the fly.
+    /// `xplug run` against `iree-run-module`, whole processes side by side
+    /// in alternating pairs: wall time, CPU time and peak memory on the
+    /// ONNX CNN (weights inline and in an .irpa), on loading a large
+    /// parameter archive made on the fly, and on a dispatch-bound and a
+    /// compute-bound program (tests/iree/many_dispatches.mlir,
+    /// large_matmul.mlir), on each device given.
     ModelBench {
         /// Size of the large archive, MiB.
         #[arg(long, default_value_t = 256)]
         archive_mib: usize,
-        /// Measured pairs (one run of each tool) per scenario, at least
-        /// (medians reported).
+        /// Measured pairs (one run of each tool) per scenario and device,
+        /// at least (medians reported).
         #[arg(long, default_value_t = 7)]
         runs: usize,
-        /// Seconds per scenario: short scenarios run more pairs until
-        /// they have passed (at most 1001 pairs).
+        /// Seconds per scenario and device: short scenarios run more pairs
+        /// until they have passed (at most 1001 pairs).
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
-        /// The device both tools run on.
-        #[arg(long, default_value = "local-sync")]
-        device: String,
+        /// The devices both tools run every scenario on, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = ["local-sync".to_owned(), "local-task".to_owned()],
+              value_parser = ["local-sync", "local-task"])]
+        device: Vec<String>,
+        /// Worker threads on local-task, the same for both tools (xplug's
+        /// --task_workers, iree-run-module's --task_topology_group_count);
+        /// default: one per CPU.
+        #[arg(long)]
+        task_workers: Option<usize>,
+        /// Only the scenarios whose name contains one of these words
+        /// (comma-separated; e.g. `dispatch-bound,compute-bound`).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Instead of timing, count instructions per dispatch under
+        /// callgrind (many_dispatches.mlir with 1 000 and 3 000 dispatches;
+        /// needs valgrind).
+        #[arg(long)]
+        instructions: bool,
     },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
@@ -331,18 +349,44 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::ModelBench { archive_mib, runs, seconds, device } => {
+        Command::ModelBench { archive_mib, runs, seconds, device, task_workers, only, instructions } => {
             let root = xtask::workspace_root();
-            let budget = std::time::Duration::from_secs_f64(seconds.max(0.0));
-            let result = xtask::model_bench::build_xplug(&root).and_then(|xplug| {
-                xtask::model_bench::run(&root, &xplug, &device, archive_mib, runs.max(1), budget)
-            });
+            let options = xtask::model_bench::Options {
+                devices: device,
+                task_workers: task_workers
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+                    .max(1),
+                archive_mib,
+                runs: runs.max(1),
+                budget: std::time::Duration::from_secs_f64(seconds.max(0.0)),
+                only,
+            };
+            if instructions {
+                let result = xtask::model_bench::build_xplug(&root)
+                    .and_then(|xplug| xtask::model_bench::instructions(&root, &xplug, &options));
+                return match result {
+                    Ok(costs) => {
+                        println!(
+                            "\nInstructions per dispatch (callgrind; many_dispatches.mlir, {:?} dispatches), xplug run \
+                             (release) vs iree-run-module (IREE {})\n",
+                            xtask::model_bench::COUNTED_DISPATCHES,
+                            xplug_fixtures::iree_e2e::IREE_VERSION,
+                        );
+                        print!("{}", xtask::model_bench::instructions_table(&costs));
+                        ExitCode::SUCCESS
+                    }
+                    Err(error) => failure(&error),
+                };
+            }
+            let result = xtask::model_bench::build_xplug(&root)
+                .and_then(|xplug| xtask::model_bench::run(&root, &xplug, &options));
             match result {
                 Ok(rows) => {
                     println!(
-                        "\nxplug run (release) vs iree-run-module (IREE {}), --device={device}, medians of at least \
-                         {runs} alternating pairs per scenario, more within {seconds} s\n",
-                        xplug_fixtures::iree_e2e::IREE_VERSION
+                        "\nxplug run (release) vs iree-run-module (IREE {}), medians of at least {runs} alternating \
+                         pairs per scenario and device, more within {seconds} s; {}\n",
+                        xplug_fixtures::iree_e2e::IREE_VERSION,
+                        xtask::bench::machine(),
                     );
                     print!("{}", xtask::model_bench::table(&rows));
                     ExitCode::SUCCESS

@@ -14,12 +14,26 @@
 //!
 //! The models are the tests' own (`xplug_fixtures::models`): the ONNX CNN
 //! imported by `iree-import-onnx`, with its weights inline and in an
-//! `.irpa`; and a program that reads one parameter of `--archive-mib` MiB
+//! `.irpa`; a program that reads one parameter of `--archive-mib` MiB
 //! (256 by default) from an archive written on the fly into
 //! `target/model-bench/` (never committed), which measures loading a
 //! large archive: with each tool's default parameter mode (xplug maps the
 //! archive, iree-run-module reads it with `file`), then with both in
-//! `--parameter_mode=file` and both in `preload`.
+//! `--parameter_mode=file` and both in `preload`; and two programs of
+//! `tests/iree/` at the extremes of what the runtime costs per unit of
+//! work: `many_dispatches.mlir`, [`DISPATCHES`] 16x16 matrix products one
+//! dispatch each (the runtime's cost per dispatch: VM, HAL command
+//! buffers, task system), and `large_matmul.mlir`, one 1024x1024 matrix
+//! product (the compiled kernel's time, the same code in both tools).
+//!
+//! Every scenario runs on each `--device` given. On `local-task` both
+//! tools get the same worker count (`--task-workers`, by default one per
+//! CPU) through the same flag, IREE's `--task_topology_group_count=N`,
+//! which `xplug run` hands to IREE's task system as iree-run-module does.
+//!
+//! With `--instructions`, nothing is timed: [`instructions`] counts the
+//! instructions each tool executes per dispatch under callgrind, which the
+//! machine's load does not change.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,6 +58,9 @@ pub struct Sample {
 pub struct Row {
     /// What runs.
     pub scenario: String,
+    /// The device both tools ran it on (with the worker count on
+    /// `local-task`).
+    pub device: String,
     /// Measured pairs (one run of each tool).
     pub pairs: usize,
     /// Pairs in which xplug's run took less wall time than IREE's.
@@ -145,6 +162,45 @@ impl Scenario {
     }
 }
 
+/// The 16x16 matrix products `many_dispatches.mlir` runs in the
+/// dispatch-bound scenario, one dispatch each.
+pub const DISPATCHES: usize = 50_000;
+
+/// What `model-bench` measures, beyond the scenarios' own arguments.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The devices every scenario runs on, in order.
+    pub devices: Vec<String>,
+    /// Worker threads on `local-task`, the same for both tools.
+    pub task_workers: usize,
+    /// Size of the large archive, MiB.
+    pub archive_mib: usize,
+    /// Measured pairs per scenario and device, at least.
+    pub runs: usize,
+    /// Time per scenario and device: short scenarios run more pairs until
+    /// it has passed.
+    pub budget: Duration,
+    /// Only the scenarios whose name contains one of these (all when
+    /// empty).
+    pub only: Vec<String>,
+}
+
+/// The device arguments of each tool, `(xplug's, iree-run-module's)`: the
+/// device, and on `local-task` the same worker count, in the one spelling
+/// both tools take.
+fn device_args(device: &str, task_workers: usize) -> (Vec<String>, Vec<String>) {
+    let mut flags = vec![format!("--device={device}")];
+    if device == "local-task" {
+        flags.push(format!("--task_topology_group_count={task_workers}"));
+    }
+    (flags.clone(), flags)
+}
+
+/// The device as the table names it.
+fn device_label(device: &str, task_workers: usize) -> String {
+    if device == "local-task" { format!("{device}, {task_workers} workers") } else { device.to_owned() }
+}
+
 /// The program reading one `elements`-long f32 parameter, `zeros` of
 /// scope `model`, and returning its first four elements plus the input.
 fn large_parameter_program(elements: usize) -> String {
@@ -181,21 +237,16 @@ fn native_run_module(tools: &IreeTools) -> Result<PathBuf, E2eError> {
     })
 }
 
-/// Measures every scenario in pairs (see the module docs): at least
-/// `runs` pairs, and more until `budget` has passed, with the `xplug`
-/// binary at `xplug` on `device`.
+/// Measures every scenario on every device in pairs (see the module
+/// docs): at least `options.runs` pairs, and more until `options.budget`
+/// has passed, with the `xplug` binary at `xplug`.
 ///
 /// # Errors
 /// When IREE cannot be set up, a model does not import or compile, or a
 /// run fails.
-pub fn run(
-    root: &Path,
-    xplug: &Path,
-    device: &str,
-    archive_mib: usize,
-    runs: usize,
-    budget: Duration,
-) -> Result<Vec<Row>, E2eError> {
+pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2eError> {
+    let Options { devices, task_workers, archive_mib, runs, budget, only } = options;
+    let (task_workers, archive_mib, runs, budget) = (*task_workers, *archive_mib, (*runs).max(1), *budget);
     let tools: IreeTools = iree_e2e::toolchain(root)?;
     let work = root.join("target").join("model-bench");
     std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
@@ -215,6 +266,14 @@ pub fn run(
         eprintln!("model-bench: writing {} ({archive_mib} MiB) ...", archive.display());
         models::write_archive(&tools, &archive, &[], elements * 4)?;
     }
+
+    let program = |file: &str| -> Result<PathBuf, E2eError> {
+        let module = work.join(file.replace(".mlir", ".vmfb"));
+        iree_e2e::compile_file(&tools, &root.join("tests").join("iree").join(file), &module)?;
+        Ok(module)
+    };
+    let many_dispatches = program("many_dispatches.mlir")?;
+    let large_matmul = program("large_matmul.mlir")?;
 
     let cnn_input = format!("--input={}", cnn.inputs[0]);
     let large = vec![
@@ -252,39 +311,163 @@ pub fn run(
             &format!("{archive_mib} MiB archive, both --parameter_mode=preload"),
             with(&large, "--parameter_mode=preload"),
         ),
+        Scenario::same(
+            &format!("dispatch-bound: {DISPATCHES} dispatches of a 16x16 matmul (many_dispatches)"),
+            vec![
+                format!("--module={}", many_dispatches.display()),
+                "--input=16x16xf32=1".to_owned(),
+                "--input=16x16xf32=0.0625".to_owned(),
+                format!("--input={DISPATCHES}"),
+            ],
+        ),
+        Scenario::same(
+            "compute-bound: one 1024x1024 matmul (large_matmul)",
+            vec![
+                format!("--module={}", large_matmul.display()),
+                "--input=1024x1024xf32=1".to_owned(),
+                "--input=1024x1024xf32=0.5".to_owned(),
+            ],
+        ),
     ];
     let iree_run_module = native_run_module(&tools)?;
     let mut rows = Vec::new();
-    for Scenario { name, args } in scenarios {
-        eprintln!("model-bench: {name} (at least {runs} pairs, {:.0} s) ...", budget.as_secs_f64());
-        let device_flag = format!("--device={device}");
-        let run_iree = || measure(Command::new(&iree_run_module).arg(&device_flag).args(&args));
-        let run_xplug = || measure(Command::new(xplug).arg("run").arg(&device_flag).args(&args));
-        // One unmeasured run each (page cache, lazy binding).
-        run_iree()?;
-        run_xplug()?;
-        let (mut iree, mut ours) = (Vec::new(), Vec::new());
-        let start = Instant::now();
-        while iree.len() < MAX_PAIRS && (iree.len() < runs || start.elapsed() < budget) {
-            // Alternate which tool goes first.
-            if iree.len() % 2 == 0 {
-                iree.push(run_iree()?);
-                ours.push(run_xplug()?);
-            } else {
-                ours.push(run_xplug()?);
-                iree.push(run_iree()?);
+    let chosen = scenarios
+        .iter()
+        .filter(|scenario| only.is_empty() || only.iter().any(|part| scenario.name.contains(part)));
+    for Scenario { name, args } in chosen {
+        for device in devices {
+            let label = device_label(device, task_workers);
+            eprintln!(
+                "model-bench: {name}, {label} (at least {runs} pairs, {:.0} s) ...",
+                budget.as_secs_f64()
+            );
+            let (xplug_device, iree_device) = device_args(device, task_workers);
+            let run_iree = || measure(Command::new(&iree_run_module).args(&iree_device).args(args));
+            let run_xplug = || measure(Command::new(xplug).arg("run").args(&xplug_device).args(args));
+            // One unmeasured run each (page cache, lazy binding).
+            run_iree()?;
+            run_xplug()?;
+            let (mut iree, mut ours) = (Vec::new(), Vec::new());
+            let start = Instant::now();
+            while iree.len() < MAX_PAIRS && (iree.len() < runs || start.elapsed() < budget) {
+                // Alternate which tool goes first.
+                if iree.len() % 2 == 0 {
+                    iree.push(run_iree()?);
+                    ours.push(run_xplug()?);
+                } else {
+                    ours.push(run_xplug()?);
+                    iree.push(run_iree()?);
+                }
             }
+            let xplug_faster =
+                iree.iter().zip(&ours).filter(|(iree, ours)| ours.seconds < iree.seconds).count();
+            rows.push(Row {
+                scenario: name.clone(),
+                device: label,
+                pairs: iree.len(),
+                xplug_faster,
+                iree: median(&iree),
+                xplug: median(&ours),
+            });
         }
-        let xplug_faster = iree.iter().zip(&ours).filter(|(iree, ours)| ours.seconds < iree.seconds).count();
-        rows.push(Row {
-            scenario: name,
-            pairs: iree.len(),
-            xplug_faster,
-            iree: median(&iree),
-            xplug: median(&ours),
-        });
     }
     Ok(rows)
+}
+
+/// The dispatch counts of the instruction count ([`instructions`]): the
+/// difference between the two runs is what the extra dispatches cost.
+pub const COUNTED_DISPATCHES: [usize; 2] = [1_000, 3_000];
+
+/// Instructions per dispatch of both tools on one device
+/// ([`instructions`]).
+#[derive(Clone, Debug)]
+pub struct DispatchCost {
+    /// The device (with the worker count on `local-task`).
+    pub device: String,
+    /// `iree-run-module`'s instructions per dispatch.
+    pub iree: f64,
+    /// `xplug run`'s instructions per dispatch.
+    pub xplug: f64,
+}
+
+/// Counts the instructions per dispatch of both tools under callgrind on
+/// each of `options.devices`: `many_dispatches.mlir` run with each of
+/// [`COUNTED_DISPATCHES`], the difference in instructions over the
+/// difference in dispatches, so start-up and module loading cancel out.
+/// Instructions do not depend on the machine's load, where times do. Under
+/// valgrind IREE's proactor takes its POSIX path in both tools
+/// (`xplug_fixtures::valgrind::callgrind_command`).
+///
+/// # Errors
+/// When IREE cannot be set up, the program does not compile, valgrind is
+/// missing or a run fails.
+pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<DispatchCost>, E2eError> {
+    let tools: IreeTools = iree_e2e::toolchain(root)?;
+    let work = root.join("target").join("model-bench");
+    std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
+    let module = work.join("many_dispatches.vmfb");
+    iree_e2e::compile_file(&tools, &root.join("tests/iree/many_dispatches.mlir"), &module)?;
+    let iree_run_module = native_run_module(&tools)?;
+    let program_args = |dispatches: usize| {
+        vec![
+            format!("--module={}", module.display()),
+            "--input=16x16xf32=1".to_owned(),
+            "--input=16x16xf32=0.0625".to_owned(),
+            format!("--input={dispatches}"),
+        ]
+    };
+    let count = |program: &Path, leading: &[String], dispatches: usize| -> Result<u64, E2eError> {
+        let out = work.join("callgrind.out");
+        let mut command = xplug_fixtures::valgrind::callgrind_command(program, &out)
+            .map_err(|reason| E2eError::Tool { command: "valgrind".to_owned(), stderr: reason })?;
+        command.args(leading).args(program_args(dispatches));
+        let line = format!("{command:?}");
+        let output = command.stdin(Stdio::null()).output().map_err(io(format!("cannot run {line}")))?;
+        if !output.status.success() {
+            return Err(E2eError::Tool {
+                command: line,
+                stderr: String::from_utf8_lossy(&output.stderr).into(),
+            });
+        }
+        let profile = std::fs::read_to_string(&out).map_err(io(format!("cannot read {}", out.display())))?;
+        xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Tool {
+            command: line,
+            stderr: format!("{} has no total", out.display()),
+        })
+    };
+    let [low, high] = COUNTED_DISPATCHES;
+    let mut costs = Vec::new();
+    for device in &options.devices {
+        let label = device_label(device, options.task_workers);
+        eprintln!("model-bench: instructions per dispatch, {label} ...");
+        let (xplug_device, iree_device) = device_args(device, options.task_workers);
+        let xplug_leading: Vec<String> = ["run".to_owned()].into_iter().chain(xplug_device).collect();
+        let per_dispatch = |program: &Path, leading: &[String]| -> Result<f64, E2eError> {
+            let (few, many) = (count(program, leading, low)?, count(program, leading, high)?);
+            Ok((many as f64 - few as f64) / (high - low) as f64)
+        };
+        costs.push(DispatchCost {
+            device: label,
+            iree: per_dispatch(&iree_run_module, &iree_device)?,
+            xplug: per_dispatch(xplug, &xplug_leading)?,
+        });
+    }
+    Ok(costs)
+}
+
+/// The table of [`instructions`].
+#[must_use]
+pub fn instructions_table(costs: &[DispatchCost]) -> String {
+    let mut table = xplug_table::Table::new(["device", "iree-run-module", "xplug run", "ratio"]);
+    for cost in costs {
+        table.row([
+            cost.device.clone(),
+            format!("{:.0}", cost.iree),
+            format!("{:.0}", cost.xplug),
+            format!("{:.3}x", cost.xplug / cost.iree),
+        ]);
+    }
+    table.render(xplug_table::Style::stdout())
 }
 
 /// The table `model-bench` prints.
@@ -292,6 +475,7 @@ pub fn run(
 pub fn table(rows: &[Row]) -> String {
     let mut table = xplug_table::Table::new([
         "scenario",
+        "device",
         "iree-run-module",
         "xplug run",
         "time ratio",
@@ -304,6 +488,7 @@ pub fn table(rows: &[Row]) -> String {
     for row in rows {
         table.row([
             row.scenario.clone(),
+            row.device.clone(),
             format!("{:.1} ms", row.iree.seconds * 1e3),
             format!("{:.1} ms", row.xplug.seconds * 1e3),
             format!("{:.2}x", row.time_ratio()),
