@@ -23,7 +23,7 @@ pub fn die_on_closed_pipe() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
-/// Writes `bytes` to stdout through C's stdio ([`crate::stdio`]), the
+/// Writes `bytes` to stdout through C's stdio (`crate::stdio`, private), the
 /// stream `iree-run-module` and the plugins it runs share, so that a C
 /// plugin's `printf` lines and xplug's output come out in IREE's order.
 /// Whatever Rust's own stdout still holds is written out first. C
