@@ -61,6 +61,11 @@ impl Sha256Digest {
         Ok(Self(bytes))
     }
 
+    /// The hash whose 32 bytes are `bytes`.
+    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
     /// The 32 bytes.
     #[must_use]
     pub fn as_bytes(&self) -> &[u8; 32] {
@@ -299,7 +304,7 @@ pub unsafe fn open_verified(
     check: &CodeCheck<'_>,
 ) -> Result<Code, Error> {
     let bytes = loader.read(target)?;
-    let found = Sha256Digest::of(&bytes);
+    let found = *bytes.sha256();
     check.verify(target, &found)?;
     // SAFETY: forwarded to the caller.
     let code = unsafe { loader.open_bytes(target, &bytes) }?;

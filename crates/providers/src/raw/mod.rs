@@ -58,6 +58,7 @@ mod elf;
 mod instance;
 mod library;
 mod optional;
+mod sealed;
 mod stage;
 
 use std::ffi::{CStr, c_char};
@@ -66,7 +67,6 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
-pub(crate) use elf::{read_elf_file, read_plugin_file};
 pub use instance::RawInstance;
 pub(crate) use library::is_bare_name;
 pub use library::{RawLibrary, SymbolKind};
@@ -74,6 +74,7 @@ pub use optional::{
     FieldInfo, ImportLayoutInfo, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS, MAX_LISTED_EXPORTS, MAX_PARAM_DECLS,
     OptionalExports, ParamDeclInfo,
 };
+pub use sealed::{CodeBytes, CodeView};
 pub use stage::{Stage, set_stage_hook};
 
 use crate::incompatibility::Incompatibility;
