@@ -327,6 +327,16 @@ pub enum Error {
         /// What is wrong, and what to write.
         reason: String,
     },
+    /// The variable naming the allow-list is set but empty: an allow-list
+    /// fails closed, so this refuses every load rather than allowing all.
+    #[error(
+        "{var} is set but empty: it must name an allow-list file (`xplug pin --allow-list PLUGIN... > \
+         FILE` writes one); unset it to load plugins without an allow-list"
+    )]
+    AllowListUnnamed {
+        /// The variable ([`crate::ALLOW_LIST_VAR`]).
+        var: &'static str,
+    },
     /// A plugin file is larger than a plugin file may be; it was refused
     /// before any of it was read.
     #[error(
@@ -417,7 +427,7 @@ impl Error {
             Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::ImageUnsupported { .. } | Self::PinUnsupported { .. } => StatusCode::UNIMPLEMENTED,
             Self::HashMismatch { .. } | Self::NotAllowed { .. } => StatusCode::PERMISSION_DENIED,
-            Self::AllowListInvalid { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::AllowListInvalid { .. } | Self::AllowListUnnamed { .. } => StatusCode::INVALID_ARGUMENT,
             Self::FileTooLarge { .. } => StatusCode::OUT_OF_RANGE,
             Self::CodeSubstituted { .. } => StatusCode::PERMISSION_DENIED,
         }

@@ -142,17 +142,23 @@ impl AllowList {
     }
 
     /// The allow-list named by [`ALLOW_LIST_VAR`] (`XPLUG_ALLOWED_PLUGINS`),
-    /// or `None` when the variable is unset or empty.
+    /// or `None` when the variable is unset. Set, it must name a file: set
+    /// but empty (or only whitespace) is refused, never read as "no list"
+    /// (an allow-list fails closed).
     ///
     /// # Errors
-    /// As [`AllowList::read`].
+    /// [`Error::AllowListUnnamed`] when the variable is set but empty; as
+    /// [`AllowList::read`] otherwise.
     ///
     /// # Thread-safety
     /// Reads the environment; do not call while another thread modifies it.
     pub fn from_env() -> Result<Option<Self>, Error> {
         match std::env::var_os(ALLOW_LIST_VAR) {
-            Some(path) if !path.is_empty() => Self::read(PathBuf::from(path)).map(Some),
-            _ => Ok(None),
+            None => Ok(None),
+            Some(path) if path.to_string_lossy().trim().is_empty() => {
+                Err(Error::AllowListUnnamed { var: ALLOW_LIST_VAR })
+            }
+            Some(path) => Self::read(PathBuf::from(path)).map(Some),
         }
     }
 
