@@ -161,7 +161,9 @@ impl PluginSpec {
     ///
     /// # Errors
     /// [`Error::InvalidSpec`], quoting the spec, when it is empty, has an
-    /// empty path, an empty parameter, an empty key or a bad `%` escape.
+    /// empty path, an empty parameter, an empty key, a bad `%` escape, a
+    /// malformed `sha256`, or a key that spells a reserved key
+    /// ([`SHA256_KEY`], [`SWAPPABLE_KEY`]) other than exactly.
     pub fn parse(spec: &str) -> Result<Self, Error> {
         Self::parse_with(spec, &xplug_providers::loaders())
     }
@@ -327,7 +329,8 @@ impl PluginSpec {
     ///
     /// # Errors
     /// As [`PluginSpec::open_checked`]; the allow-list's error when it
-    /// cannot be read or is malformed (nothing is opened).
+    /// cannot be read or is malformed, or when the variable is set but
+    /// empty (nothing is opened).
     ///
     /// # Safety
     /// As [`Loader::open`].

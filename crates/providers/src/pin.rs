@@ -3,10 +3,12 @@
 //! one routine that reads, hashes, checks and maps ([`open_verified`]).
 //!
 //! The hash is taken of exactly the bytes that are mapped: the loader reads
-//! its file once ([`Loader::read`]), the bytes are hashed and checked, and
+//! its file once ([`Loader::read`]: in chunks, hashed as they are read, into
+//! a sealed in-memory file, [`crate::CodeBytes`]), the hash is checked, and
 //! those same bytes are mapped ([`Loader::open_bytes`]); a shared library is
-//! opened from a sealed in-memory file, never from its path again. So a
-//! file replaced after the check changes nothing
+//! opened from the sealed file, never from its path again, and refused
+//! unless the OS loader mapped that very file. So a file replaced after the
+//! check, or a library loaded earlier, changes nothing
 //! (`docs/loading.md#pinned-plugins`).
 
 use std::fmt;

@@ -58,7 +58,7 @@ mod elf;
 mod instance;
 mod library;
 mod optional;
-mod sealed;
+pub(crate) mod sealed;
 mod stage;
 
 use std::ffi::{CStr, c_char};
@@ -74,7 +74,6 @@ pub use optional::{
     FieldInfo, ImportLayoutInfo, MAX_IMPORT_LAYOUTS, MAX_LAYOUT_FIELDS, MAX_LISTED_EXPORTS, MAX_PARAM_DECLS,
     OptionalExports, ParamDeclInfo,
 };
-pub use sealed::{CodeBytes, CodeView};
 pub use stage::{Stage, set_stage_hook};
 
 use crate::incompatibility::Incompatibility;
