@@ -233,23 +233,34 @@ fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
 }
 
-/// Where bytes are written before they are sealed.
+/// Where bytes are written before they are sealed: an in-memory file,
+/// its runs of zero bytes left as holes (read back as zeros, holding no
+/// memory), so a sparse file stays small.
 #[cfg(target_os = "linux")]
-struct Store(std::fs::File);
+struct Store {
+    file: std::fs::File,
+    written: u64,
+}
 
 #[cfg(target_os = "linux")]
 impl Store {
     fn new(name: &str) -> Result<Self, (&'static str, std::io::Error)> {
-        memfd::create(name).map(Self)
+        memfd::create(name).map(|file| Self { file, written: 0 })
     }
 
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        std::io::Write::write_all(&mut self.0, bytes)
+        use std::os::unix::fs::FileExt as _;
+        if bytes.iter().any(|&byte| byte != 0) {
+            self.file.write_all_at(bytes, self.written)?;
+        }
+        self.written += bytes.len() as u64;
+        Ok(())
     }
 
     fn finish(self, sha256: Sha256Digest, len: u64) -> Result<CodeBytes, (&'static str, std::io::Error)> {
-        memfd::seal(&self.0)?;
-        Ok(CodeBytes { file: self.0, len, sha256 })
+        self.file.set_len(len).map_err(|error| ("size the in-memory file", error))?;
+        memfd::seal(&self.file)?;
+        Ok(CodeBytes { file: self.file, len, sha256 })
     }
 }
 
@@ -412,6 +423,32 @@ mod tests {
         assert!(code.is_empty());
         assert_eq!(code.sha256(), &Sha256Digest::of(b""));
         assert!(code.map("empty.so").unwrap().is_empty());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_sparse_file_stays_sparse_in_memory() {
+        use std::os::unix::fs::MetadataExt as _;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.so");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(16 << 20).unwrap();
+        // One non-zero byte in the middle of a chunk, far into the file.
+        std::os::unix::fs::FileExt::write_all_at(&file, b"\x01", (10 << 20) + 5).unwrap();
+        let code = CodeBytes::read_file(&path, "plugin library").unwrap();
+        let mut expected = vec![0u8; 16 << 20];
+        expected[(10 << 20) + 5] = 1;
+        assert_eq!(code.sha256(), &Sha256Digest::of(&expected));
+        assert_eq!(code.len(), 16 << 20);
+        // The in-memory file holds the one chunk written (512-byte blocks).
+        let allocated = code.file.metadata().unwrap().blocks() * 512;
+        assert!(allocated <= CHUNK as u64, "{allocated} bytes allocated for a sparse 16 MiB file");
+        let view = code.map("sparse.so").unwrap();
+        assert_eq!(view.len(), 16 << 20);
+        assert!(view[..(10 << 20) + 5].iter().all(|&byte| byte == 0));
+        assert_eq!(view[(10 << 20) + 5], 1);
+        assert_eq!(*view.last().unwrap(), 0);
     }
 
     #[test]
