@@ -880,10 +880,72 @@ mod loaded {
         }
     }
 
-    /// The device (major, minor) and inode of the file mapped at `address`,
-    /// read from `/proc/self/maps`.
-    fn mapping_file(address: usize) -> Option<(u32, u32, u64)> {
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    /// The device (major, minor) and inode of the file mapped at `address`:
+    /// asked of `/proc/self/maps` with one `PROCMAP_QUERY` (Linux 6.11 and
+    /// later), else read from its text.
+    pub(super) fn mapping_file(address: usize) -> Option<(u32, u32, u64)> {
+        let maps = std::fs::File::open("/proc/self/maps").ok()?;
+        match procmap_query(&maps, address) {
+            Some(found) => found,
+            None => mapping_file_in_text(maps, address),
+        }
+    }
+
+    /// `struct procmap_query` (`<linux/fs.h>`, Linux 6.11).
+    #[repr(C)]
+    #[derive(Default)]
+    struct ProcmapQuery {
+        size: u64,
+        query_flags: u64,
+        query_addr: u64,
+        vma_start: u64,
+        vma_end: u64,
+        vma_flags: u64,
+        vma_page_size: u64,
+        vma_offset: u64,
+        inode: u64,
+        dev_major: u32,
+        dev_minor: u32,
+        vma_name_size: u32,
+        build_id_size: u32,
+        vma_name_addr: u64,
+        build_id_addr: u64,
+    }
+
+    /// `PROCMAP_QUERY`: `_IOWR('f', 17, struct procmap_query)`.
+    const PROCMAP_QUERY: u64 =
+        (3 << 30) | ((size_of::<ProcmapQuery>() as u64) << 16) | ((b'f' as u64) << 8) | 17;
+
+    /// The mapping at `address` through `PROCMAP_QUERY`: `None` when the
+    /// kernel has no such request, `Some(None)` when nothing is mapped
+    /// there.
+    #[expect(clippy::option_option, reason = "unsupported, unmapped and mapped are three answers")]
+    pub(super) fn procmap_query(maps: &std::fs::File, address: usize) -> Option<Option<(u32, u32, u64)>> {
+        let mut query = ProcmapQuery {
+            size: size_of::<ProcmapQuery>() as u64,
+            query_addr: address as u64,
+            ..ProcmapQuery::default()
+        };
+        // SAFETY: `PROCMAP_QUERY` reads and writes one `struct
+        // procmap_query` whose `size` is set; no name or build ID buffer is
+        // given (their sizes are 0). A kernel without the request answers
+        // ENOTTY or EINVAL and writes nothing.
+        let status = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
+        if status == 0 {
+            return Some(Some((query.dev_major, query.dev_minor, query.inode)));
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENOENT) => Some(None),
+            _ => None,
+        }
+    }
+
+    /// The device and inode of the file mapped at `address`, from the text
+    /// of `/proc/self/maps`.
+    pub(super) fn mapping_file_in_text(mut maps: std::fs::File, address: usize) -> Option<(u32, u32, u64)> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut maps, &mut text).ok()?;
+        let maps = text;
         maps.lines().find_map(|line| {
             let mut fields = line.split_ascii_whitespace();
             let (start, end) = fields.next()?.split_once('-')?;
@@ -902,6 +964,20 @@ mod loaded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_mapping_query_and_the_maps_text_agree() {
+        let code = elf_symbol_kind as fn(*const ()) -> SymbolKind as *const ();
+        let maps = || std::fs::File::open("/proc/self/maps").unwrap();
+        let from_text = loaded::mapping_file_in_text(maps(), code.addr());
+        assert!(from_text.is_some_and(|(_, _, inode)| inode != 0), "the test binary is mapped from a file");
+        if let Some(queried) = loaded::procmap_query(&maps(), code.addr()) {
+            assert_eq!(queried, from_text);
+            assert_eq!(loaded::procmap_query(&maps(), 8), Some(None), "nothing is mapped at 8");
+        }
+        assert_eq!(loaded::mapping_file(code.addr()), from_text);
+    }
 
     static NOT_CODE: [u8; 16] = [0xcc; 16];
 
