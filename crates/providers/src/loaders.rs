@@ -274,12 +274,14 @@ impl Loader for EmbeddedElfLoader {
     ///
     /// # Errors
     /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
-    /// read; [`Error::EmbeddedElf`] (its source says why) when the image is
+    /// read; [`Error::FileTooLarge`] over [`CodeBytes::LIMIT`];
+    /// [`Error::EmbeddedElf`] (its source says why) when the image is
     /// refused or cannot be mapped.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
-        let code = self.read(target)?;
-        // SAFETY: forwarded to the caller.
-        unsafe { self.open_bytes(target, &code) }
+        let path = Path::new(target);
+        let bytes = CodeBytes::read_unchecked(path, "embedded ELF plugin")?;
+        let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        elf_code(&bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
     }
 
     /// Validates and maps the bytes of a `.sos`; they are copied.
@@ -288,8 +290,9 @@ impl Loader for EmbeddedElfLoader {
         elf_code(bytes, origin.clone(), &origin.to_string(), Some(name))
     }
 
-    /// Reads the `.sos` at `target` as [`Loader::open`] does
-    /// ([`CodeBytes::read_file`]).
+    /// Reads the `.sos` at `target` for a pinned open
+    /// ([`CodeBytes::read_file`]: into a sealed in-memory file, hashed as
+    /// it is read; [`Loader::open`] reads it into memory, unhashed).
     fn read(&self, target: &str) -> Result<CodeBytes, Error> {
         CodeBytes::read_file(Path::new(target), "embedded ELF plugin")
     }

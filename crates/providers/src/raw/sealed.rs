@@ -68,15 +68,8 @@ impl CodeBytes {
     /// reading a file that grows); [`Error::Io`] naming the file.
     pub fn read_file(path: &Path, what: &'static str) -> Result<Self, Error> {
         let io_error = Error::reading(what, path);
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-        let file = options.open(path).map_err(&io_error)?;
+        let file = open_regular(path, &io_error)?;
         let metadata = file.metadata().map_err(&io_error)?;
-        if !metadata.is_file() {
-            return Err(super::library::not_a_regular_file(path, &metadata));
-        }
         let too_large =
             |size: u64| Error::FileTooLarge { path: path.to_path_buf(), size, limit: Self::LIMIT };
         if metadata.len() > Self::LIMIT {
@@ -87,7 +80,7 @@ impl CodeBytes {
         })?;
         let mut hasher = Sha256::new();
         let mut len = 0u64;
-        let mut chunk = vec![0u8; CHUNK];
+        let mut chunk = vec![0u8; CHUNK.min(usize::try_from(metadata.len()).unwrap_or(CHUNK) + 1)];
         // One byte past the limit is read to see a file that grew past it.
         let mut reader = file.take(Self::LIMIT + 1);
         loop {
@@ -109,6 +102,29 @@ impl CodeBytes {
         store.finish(Sha256Digest::from_bytes(hasher.finalize().into()), len).map_err(|(doing, error)| {
             Error::io(format!("cannot {doing} for {what} {}", path.display()), error)
         })
+    }
+
+    /// The bytes of the regular file at `path` in the process's memory,
+    /// for an open that is not checked (an unpinned `.sos`, which is mapped
+    /// from memory anyway): opened and bounded as [`CodeBytes::read_file`]
+    /// opens and bounds it, in one read, not hashed.
+    pub(crate) fn read_unchecked(path: &Path, what: &'static str) -> Result<Vec<u8>, Error> {
+        let io_error = Error::reading(what, path);
+        let file = open_regular(path, &io_error)?;
+        let size = file.metadata().map_err(&io_error)?.len();
+        if size > Self::LIMIT {
+            return Err(Error::FileTooLarge { path: path.to_path_buf(), size, limit: Self::LIMIT });
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.take(Self::LIMIT + 1).read_to_end(&mut bytes).map_err(&io_error)?;
+        if bytes.len() as u64 > Self::LIMIT {
+            return Err(Error::FileTooLarge {
+                path: path.to_path_buf(),
+                size: bytes.len() as u64,
+                limit: Self::LIMIT,
+            });
+        }
+        Ok(bytes)
     }
 
     /// A copy of `bytes` (an image called `name`, for messages), hashed.
@@ -226,6 +242,21 @@ impl std::fmt::Debug for CodeView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodeView").field("len", &self.len()).finish()
     }
+}
+
+/// Opens the regular file at `path` for reading, non-blocking (a FIFO is
+/// refused, never waited on); symbolic links are followed.
+fn open_regular(path: &Path, io_error: &impl Fn(std::io::Error) -> Error) -> Result<std::fs::File, Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(io_error)?;
+    let metadata = file.metadata().map_err(io_error)?;
+    if !metadata.is_file() {
+        return Err(super::library::not_a_regular_file(path, &metadata));
+    }
+    Ok(file)
 }
 
 /// The last component of `path`, to name an in-memory file.
@@ -463,5 +494,8 @@ mod tests {
             "{error}"
         );
         assert!(error.to_string().contains("huge.so"), "{error}");
+        // An unchecked read (an unpinned `.sos`) is bounded the same way.
+        let error = CodeBytes::read_unchecked(&path, "embedded ELF plugin").unwrap_err();
+        assert!(matches!(&error, Error::FileTooLarge { size, .. } if *size == 3 << 30), "{error}");
     }
 }
