@@ -344,6 +344,9 @@ impl CliError {
                     LoadError::NotAllowed { .. } => "not_allowed",
                     LoadError::PinUnsupported { .. } => "pin_unsupported",
                     LoadError::AllowListInvalid { .. } => "allow_list_invalid",
+                    LoadError::AllowListUnnamed { .. } => "allow_list_unnamed",
+                    LoadError::FileTooLarge { .. } => "plugin_file_too_large",
+                    LoadError::CodeSubstituted { .. } => "code_substituted",
                     _ => "load",
                 });
             }

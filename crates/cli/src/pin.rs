@@ -46,7 +46,7 @@ pub(crate) fn code_hash(spec: &PluginSpec, opened: Option<&Code>) -> Result<Code
     let target = spec.target();
     match target.loader().read(target.as_str()) {
         Ok(bytes) => {
-            let found = Sha256Digest::of(&bytes);
+            let found = *bytes.sha256();
             let allow_list = AllowList::from_env().map_err(|source| CliError::load(spec.as_str(), source))?;
             // A pin or list that refuses the file makes every load fail,
             // and that error is the command's report: only a file that
@@ -81,7 +81,7 @@ pub(crate) fn run(plugins: &[String], allow_list: bool, json: bool) -> Result<u8
             .map_err(|source| CliError::Manager { context: format!("cannot pin `{plugin}`"), source })?;
         let target = spec.target();
         let bytes = target.loader().read(target.as_str()).map_err(|source| CliError::load(plugin, source))?;
-        let sha256 = Sha256Digest::of(&bytes);
+        let sha256 = *bytes.sha256();
         pins.push((spec.pinned(&sha256), sha256, target.as_str().to_owned()));
     }
     if json {

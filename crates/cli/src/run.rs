@@ -82,6 +82,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let kind = DeviceKind::parse(options.device, 0).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
+    distinct_output_files(options)?;
     let main_path = *options
         .modules
         .last()
@@ -319,6 +320,66 @@ fn write_results(
         }
     }
     Ok(reported)
+}
+
+/// Refuses a run whose output files clash, before anything runs:
+/// `--profile-json`, `--profile-trace` and the `--output=@FILE`/`+FILE`
+/// files must be different files (one would overwrite another). Several
+/// `--output`s may name one file among themselves, as iree-run-module
+/// allows (`@F` then `+F` appends the next result to it).
+fn distinct_output_files(options: &Options<'_>) -> Result<(), CliError> {
+    let mut files: Vec<(String, &Path)> = Vec::new();
+    if let Some(profile) = &options.profile {
+        files.extend(profile.json.map(|path| ("--profile-json".to_owned(), path)));
+        files.extend(profile.trace.map(|path| ("--profile-trace".to_owned(), path)));
+    }
+    for spec in options.outputs {
+        if let Some(path) = spec.strip_prefix('@').or_else(|| spec.strip_prefix('+')) {
+            files.push((format!("--output={spec}"), Path::new(path)));
+        }
+    }
+    let identities: Vec<FileIdentity> = files.iter().map(|(_, path)| FileIdentity::of(path)).collect();
+    for (later, identity) in identities.iter().enumerate() {
+        for earlier in 0..later {
+            let both_outputs =
+                files[earlier].0.starts_with("--output=") && files[later].0.starts_with("--output=");
+            if !both_outputs && identities[earlier] == *identity {
+                return Err(CliError::Usage {
+                    message: format!(
+                        "{} and {} name the same file ({}); give each its own file",
+                        files[earlier].0,
+                        files[later].0,
+                        safe(&files[later].1.display().to_string())
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What makes two paths the same file: the device and inode of a file
+/// that exists, else the absolute path through its parent's canonical
+/// path (symbolic links and `..` resolved).
+#[derive(PartialEq, Eq)]
+enum FileIdentity {
+    Existing(u64, u64),
+    New(std::path::PathBuf),
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        if let Ok(metadata) = std::fs::metadata(path) {
+            return Self::Existing(metadata.dev(), metadata.ino());
+        }
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let canonical = match (absolute.parent().map(std::fs::canonicalize), absolute.file_name()) {
+            (Some(Ok(parent)), Some(name)) => parent.join(name),
+            _ => absolute,
+        };
+        Self::New(canonical)
+    }
 }
 
 /// Writes result `index` to `path` as iree-run-module does: NumPy's format

@@ -305,3 +305,57 @@ fn a_bare_library_name_is_searched_like_dlopen_searches() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+#[test]
+fn run_refuses_two_outputs_naming_the_same_file_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    // No module is read: the clash is found first.
+    let module = dir.path().join("absent.vmfb");
+    let file = dir.path().join("out.json");
+    let same =
+        format!("{}/../{}/out.json", dir.path().display(), dir.path().file_name().unwrap().to_string_lossy());
+    let existing = dir.path().join("existing.bin");
+    std::fs::write(&existing, b"keep").unwrap();
+    let link = dir.path().join("link.bin");
+    std::os::unix::fs::symlink(&existing, &link).unwrap();
+    let cases: [(Vec<String>, &str, &str); 4] = [
+        (
+            vec![format!("--profile-json={}", file.display()), format!("--profile-trace={}", file.display())],
+            "--profile-json",
+            "--profile-trace",
+        ),
+        (
+            vec![format!("--profile-json={}", file.display()), format!("--profile-trace={same}")],
+            "--profile-json",
+            "--profile-trace",
+        ),
+        (
+            vec![format!("--profile-trace={}", existing.display()), format!("--output=@{}", link.display())],
+            "--profile-trace",
+            "--output=@",
+        ),
+        (
+            vec![format!("--output=+{}", file.display()), format!("--profile-json={}", file.display())],
+            "--profile-json",
+            "--output=+",
+        ),
+    ];
+    for (flags, first, second) in cases {
+        let mut args = vec!["run".to_owned(), module.display().to_string()];
+        args.extend(flags);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let value = json(&args, 2);
+        let message = value["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(value["error"]["kind"], "usage", "{value}");
+        assert!(message.contains(first) && message.contains(second), "{args:?}: {message}");
+        assert!(message.contains("name the same file"), "{message}");
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep", "nothing was written");
+    assert!(!file.exists(), "nothing was written");
+    // Several --output files may share one file, as iree-run-module allows:
+    // the run goes on to read the module.
+    let output = format!("--output=@{}", file.display());
+    let append = format!("--output=+{}", file.display());
+    let value = json(&["run", path_str(&module), &output, &append], 1);
+    assert_ne!(value["error"]["kind"], "usage", "{value}");
+}

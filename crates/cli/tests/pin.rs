@@ -102,3 +102,51 @@ fn the_allow_list_in_the_environment_refuses_unlisted_plugins() {
     assert!(causes.contains(&format!("{} line 2 is malformed", list.display())), "{value}");
     assert_eq!(value["error"]["kind"], "allow_list_invalid", "{value}");
 }
+
+#[test]
+fn an_allow_list_variable_set_but_empty_refuses_every_load() {
+    let listed = library("c_sample");
+    for empty in ["", " "] {
+        let output: Output = Command::new(XPLUG)
+            .args(["--json", "inspect", &listed])
+            .env("NO_COLOR", "1")
+            .env("XPLUG_ALLOWED_PLUGINS", empty)
+            .output()
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{empty:?}: {value}");
+        assert_eq!(value["error"]["kind"], "allow_list_unnamed", "{value}");
+        assert!(value["error"]["causes"].to_string().contains("is set but empty"), "{value}");
+    }
+}
+
+#[test]
+fn a_reserved_key_in_another_spelling_is_refused_never_passed_to_the_plugin() {
+    let plugin = library("c_sample");
+    let other = Sha256Digest::of(b"another build");
+    // `c_sample` declares no parameters and ignores unknown ones: a pin
+    // passed on as a parameter would load it unchecked.
+    for key in ["SHA256", "sha256%20", "Sha-256"] {
+        let value = json(&["inspect", &format!("{plugin}?{key}={other}")], 1);
+        assert!(
+            value["error"]["causes"].to_string().contains("reads as the reserved key `sha256`"),
+            "{value}"
+        );
+        assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{value}");
+    }
+    // Percent-encoded exactly, it is the key: the pin is checked.
+    let value = json(&["inspect", &format!("{plugin}?sha%32%35%36={other}")], 1);
+    assert_eq!(value["error"]["kind"], "hash_mismatch", "{value}");
+}
+
+#[test]
+fn pinning_a_file_over_the_size_limit_is_refused_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("libhuge.so");
+    std::fs::File::create(&huge).unwrap().set_len(3 << 30).unwrap();
+    let huge = huge.display().to_string();
+    for args in [&["pin", huge.as_str()][..], &["inspect", &format!("{huge}?sha256={}", "ab".repeat(32))]] {
+        let value = json(args, 1);
+        assert_eq!(value["error"]["kind"], "plugin_file_too_large", "{args:?}: {value}");
+    }
+}

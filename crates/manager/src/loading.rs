@@ -282,7 +282,8 @@ impl Manager {
     /// Plugins linked into the program ([`Manager::load_static`],
     /// [`Manager::with_static_plugins`], `static:` specs) are excepted. The
     /// list named by `XPLUG_ALLOWED_PLUGINS`, when set, applies as well: a
-    /// plugin must be on both.
+    /// plugin must be on both (set but empty, the variable refuses every
+    /// load: [`AllowList::from_env`](xplug_providers::AllowList::from_env)).
     ///
     /// ```
     /// use xplug_manager::providers::{AllowList, Error as LoadError};

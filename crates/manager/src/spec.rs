@@ -30,6 +30,11 @@
 //!   the bytes it maps and refuses others ([`PluginSpec::sha256`],
 //!   `docs/specs.md#pinned-plugins`). Given twice, or not 64 hex digits,
 //!   the spec is refused.
+//! - A key that spells a reserved key (`sha256`, `swappable`) any other
+//!   way, judged by its letters and digits alone in any case after
+//!   percent-decoding (`SHA256`, `sha256%20`, `sha-256`), is refused: a
+//!   pin is never passed to the plugin as a parameter by mistake.
+//!   (`sha%32%35%36` decodes to `sha256` exactly, so it is the key.)
 //! - A pair without `=` has an empty value (a flag). Keys must not be empty.
 //!   Empty pairs (`a=1&&b=2`, a trailing `&` or `?`) are rejected rather
 //!   than guessed at. Repeated keys are kept, in order.
@@ -156,7 +161,9 @@ impl PluginSpec {
     ///
     /// # Errors
     /// [`Error::InvalidSpec`], quoting the spec, when it is empty, has an
-    /// empty path, an empty parameter, an empty key or a bad `%` escape.
+    /// empty path, an empty parameter, an empty key, a bad `%` escape, a
+    /// malformed `sha256`, or a key that spells a reserved key
+    /// ([`SHA256_KEY`], [`SWAPPABLE_KEY`]) other than exactly.
     pub fn parse(spec: &str) -> Result<Self, Error> {
         Self::parse_with(spec, &xplug_providers::loaders())
     }
@@ -200,6 +207,16 @@ impl PluginSpec {
                 }
                 let key = percent_decode(key).map_err(&invalid)?;
                 let value = percent_decode(value).map_err(&invalid)?;
+                if let Some(reserved) = reserved_spelling(&key)
+                    && key != reserved.as_bytes()
+                {
+                    return Err(invalid(format!(
+                        "parameter key `{}` reads as the reserved key `{reserved}` (keys are compared by \
+                         their letters and digits alone, in any case, so a pin is never passed to the \
+                         plugin by mistake); write it exactly `{reserved}`",
+                        String::from_utf8_lossy(&key).escape_debug()
+                    )));
+                }
                 if key == SHA256_KEY.as_bytes() {
                     if sha256.is_some() {
                         return Err(invalid("`sha256` is given twice; pin one hash".into()));
@@ -312,7 +329,8 @@ impl PluginSpec {
     ///
     /// # Errors
     /// As [`PluginSpec::open_checked`]; the allow-list's error when it
-    /// cannot be read or is malformed (nothing is opened).
+    /// cannot be read or is malformed, or when the variable is set but
+    /// empty (nothing is opened).
     ///
     /// # Safety
     /// As [`Loader::open`].
@@ -362,6 +380,17 @@ impl PluginSpec {
 }
 
 /// Decodes `%XX` escapes; every other byte (including `+`) is kept.
+/// The reserved key ([`SHA256_KEY`], [`SWAPPABLE_KEY`]) a decoded `key`
+/// names by its ASCII letters and digits alone, in any case (`SHA256`,
+/// `sha256 `, `sha-256`, `Swappable%00`): a spec that spells a reserved key
+/// any other way than exactly is refused, so a pin is never silently
+/// passed to the plugin as a parameter.
+fn reserved_spelling(key: &[u8]) -> Option<&'static str> {
+    let normal: Vec<u8> =
+        key.iter().filter(|byte| byte.is_ascii_alphanumeric()).map(u8::to_ascii_lowercase).collect();
+    [SHA256_KEY, SWAPPABLE_KEY].into_iter().find(|reserved| normal == reserved.as_bytes())
+}
+
 fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -543,6 +572,42 @@ mod tests {
         assert!(reason("p.so?a=%zz").contains("bad escape `%zz`"));
         assert!(reason("p.so?%g1=1").contains("bad escape"));
         assert!(reason("p.so?a=%é").contains("bad escape"), "a non-ASCII byte after `%` is no escape");
+    }
+
+    #[test]
+    fn a_reserved_key_spelled_any_other_way_is_refused_never_passed_on() {
+        let hex = "ab".repeat(32);
+        // Percent-encoding is the grammar's: the decoded key is the key.
+        let encoded = PluginSpec::parse(&format!("p.so?sha%32%35%36={hex}")).unwrap();
+        assert_eq!(encoded.sha256().map(ToString::to_string), Some(hex.clone()));
+        assert!(encoded.params().is_empty());
+        assert!(PluginSpec::parse("p.so?swapp%61ble").unwrap().is_swappable());
+        for key in [
+            "SHA256",
+            "Sha256",
+            "sha256%20",
+            "%20sha256",
+            "sha%20256",
+            "sha256%09",
+            "sha256%00",
+            "SHA%32%35%36",
+            "sha256%E2%80%8B",
+            "%EF%BB%BFsha256",
+            "sha-256",
+            "sha_256",
+        ] {
+            let reason = reason(&format!("p.so?{key}={hex}"));
+            assert!(reason.contains("reads as the reserved key `sha256`"), "{key}: {reason}");
+        }
+        for key in ["SWAPPABLE", "swappable%20", "Swappable%00"] {
+            let reason = reason(&format!("p.so?{key}"));
+            assert!(reason.contains("reads as the reserved key `swappable`"), "{key}: {reason}");
+        }
+        // Other keys are the plugin's, whatever their case.
+        assert_eq!(
+            pairs("p.so?Sha=1&sha2567=2"),
+            [("Sha".into(), "1".into()), ("sha2567".into(), "2".into())]
+        );
     }
 
     #[test]

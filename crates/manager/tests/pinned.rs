@@ -270,3 +270,102 @@ fn an_allow_list_that_is_not_a_small_regular_file_is_refused_without_waiting() {
     let message = xplug_manager::providers::Report::from(AllowList::read(&large).unwrap_err()).to_string();
     assert!(message.contains("larger than 4 MiB"), "{message}");
 }
+
+/// `swap_scale_i32`'s args (`tests/c/swap_plugin.c`).
+#[repr(C)]
+struct ScaleArgs {
+    value: i32,
+    out: i32,
+}
+
+/// Calls `swap_scale_i32` (import 0 of `imports`) on `value`.
+fn scale(imports: &xplug_manager::ResolvedImports, value: i32) -> i32 {
+    let import = imports.import(0).expect("resolved");
+    let mut args = ScaleArgs { value, out: 0 };
+    // SAFETY: `swap_scale_i32` takes a `ScaleArgs`.
+    assert_eq!(unsafe { import.call(&mut args) }, 0);
+    args.out
+}
+
+/// Builds of `tests/c/swap_plugin.c` multiplying by 2, 3, 4 and 5 (each
+/// both a `.so` and a valid `.sos`), each under its own file name.
+fn swap_builds(dir: &Path) -> Vec<(i32, PathBuf)> {
+    (2..=5)
+        .map(|factor| {
+            (factor, xplug_fixtures::build_swap_plugin(dir, &format!("swap_x{factor}"), factor, &[]))
+        })
+        .collect()
+}
+
+/// Swaps a pinned plugin through every build, then back to the first:
+/// each call runs the code of the build just swapped in. `spec` writes a
+/// build's spec.
+fn swap_through(
+    manager: &std::sync::Arc<Manager>,
+    builds: &[(i32, PathBuf)],
+    spec: impl Fn(&Path) -> String,
+) {
+    // SAFETY: the swap builds are well-formed v0 plugins.
+    let handle = unsafe { manager.load_swappable(&spec(&builds[0].1)) }.unwrap();
+    let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
+    assert_eq!(scale(&imports, 7), 7 * builds[0].0);
+    for (factor, path) in builds[1..].iter().chain(&builds[..1]) {
+        // SAFETY: as above.
+        let swapped = unsafe { manager.replace(&handle, &spec(path)) }.unwrap();
+        assert_eq!(scale(&imports, 7), 7 * factor, "after the swap to {} ({swapped:?})", path.display());
+    }
+}
+
+#[test]
+fn pinned_versions_swapped_in_turn_each_run_their_own_checked_code() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let builds = swap_builds(dir.path());
+    // Each replaced `.so` stays mapped (`docs/swap.md`), and its in-memory
+    // file is closed: the next version must not be taken for it.
+    swap_through(&std::sync::Arc::new(Manager::new()), &builds, |path| spec(path, &sha256(path)));
+    swap_through(&std::sync::Arc::new(Manager::new()), &builds, |path| {
+        format!("embedded:{}", spec(path, &sha256(path)))
+    });
+    let list_path = dir.path().join("allowed.txt");
+    let lines: String =
+        builds.iter().map(|(_, path)| format!("{}  {}\n", sha256(path), path.display())).collect();
+    std::fs::write(&list_path, lines).unwrap();
+    let listed = || std::sync::Arc::new(Manager::new().allow_only(AllowList::read(&list_path).unwrap()));
+    swap_through(&listed(), &builds, |path| path.display().to_string());
+    swap_through(&listed(), &builds, |path| format!("embedded:{}", path.display()));
+}
+
+#[test]
+fn a_pinned_load_after_other_plugins_were_loaded_and_dropped_gets_its_own_code() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let examples = xplug_fixtures::plugins::built_for_tests();
+    // A Rust plugin is never unmapped (`docs/loading.md#unload-policy`), so
+    // its in-memory file's descriptor number is free again once it is
+    // dropped while its library stays loaded.
+    let rust = examples.join(xplug_fixtures::plugins::library_file_name("sample_system"));
+    let c_example = examples.join(xplug_fixtures::plugins::library_file_name("c_sample"));
+    let first = plugin(dir.path(), "first", "first", &[]);
+    let second = plugin(dir.path(), "second", "second", &[]);
+    let expected: [(&Path, &str); 5] = [
+        (&rust, "sample_system"),
+        (&first, "first"),
+        (&c_example, "c_sample"),
+        (&second, "second"),
+        (&first, "first"),
+    ];
+    for (path, name) in expected {
+        assert_eq!(load(&spec(path, &sha256(path))).unwrap(), [name], "{}", path.display());
+    }
+    let list_path = dir.path().join("allowed.txt");
+    let lines: String =
+        expected.iter().map(|(path, _)| format!("{}  {}\n", sha256(path), path.display())).collect();
+    std::fs::write(&list_path, lines).unwrap();
+    for (path, name) in expected.iter().rev() {
+        let manager = Manager::new().allow_only(AllowList::read(&list_path).unwrap());
+        // SAFETY: the plugins are well-formed v0 plugins.
+        unsafe { manager.load_spec(&path.display().to_string()) }.unwrap();
+        assert_eq!(manager.providers(), [*name], "{}", path.display());
+    }
+}

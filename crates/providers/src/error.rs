@@ -327,6 +327,44 @@ pub enum Error {
         /// What is wrong, and what to write.
         reason: String,
     },
+    /// The variable naming the allow-list is set but empty: an allow-list
+    /// fails closed, so this refuses every load rather than allowing all.
+    #[error(
+        "{var} is set but empty: it must name an allow-list file (`xplug pin --allow-list PLUGIN... > \
+         FILE` writes one); unset it to load plugins without an allow-list"
+    )]
+    AllowListUnnamed {
+        /// The variable ([`crate::ALLOW_LIST_VAR`]).
+        var: &'static str,
+    },
+    /// A plugin file is larger than a plugin file may be; it was refused
+    /// before any of it was read.
+    #[error(
+        "plugin file {} is {size} bytes, more than the {limit}-byte limit of a plugin file; pass the \
+         plugin itself (a `.so` or `.sos` file)",
+        path.display()
+    )]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size when opened.
+        size: u64,
+        /// The largest plugin file read ([`crate::CodeBytes::LIMIT`]).
+        limit: u64,
+    },
+    /// The OS loader answered a pinned or allow-listed open with a library
+    /// other than the checked bytes (an object it had loaded before); it was
+    /// closed again and nothing of it was run.
+    #[error(
+        "the OS loader did not map the checked bytes of plugin {}: {reason}; the library was refused",
+        path.display()
+    )]
+    CodeSubstituted {
+        /// The plugin file (or image name).
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
     /// An I/O error around a plugin file (reading bytes, creating a memfd).
     #[error("{context}")]
     Io {
@@ -389,7 +427,9 @@ impl Error {
             Self::StaticPluginNotFound { .. } => StatusCode::NOT_FOUND,
             Self::ImageUnsupported { .. } | Self::PinUnsupported { .. } => StatusCode::UNIMPLEMENTED,
             Self::HashMismatch { .. } | Self::NotAllowed { .. } => StatusCode::PERMISSION_DENIED,
-            Self::AllowListInvalid { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::AllowListInvalid { .. } | Self::AllowListUnnamed { .. } => StatusCode::INVALID_ARGUMENT,
+            Self::FileTooLarge { .. } => StatusCode::OUT_OF_RANGE,
+            Self::CodeSubstituted { .. } => StatusCode::PERMISSION_DENIED,
         }
     }
 }

@@ -131,6 +131,7 @@ pub use params::LoadParamList;
 pub use pin::{ALLOW_LIST_VAR, AllowList, CodeCheck, Sha256Digest, open_verified};
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
+pub use raw::sealed::{CodeBytes, CodeView};
 pub use request::{RequestSlots, ResolveRequest, SymbolName};
 pub use source::{Origin, PluginSource};
 

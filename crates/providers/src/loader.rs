@@ -116,16 +116,19 @@ pub trait Loader: Send + Sync + 'static {
 
     /// Reads the bytes of the code `target` names, exactly the bytes
     /// [`Loader::open_bytes`] maps, for a pinned open
-    /// ([`crate::open_verified`]): the hash is taken of them. Loaders whose
-    /// code is not a file answer [`Error::PinUnsupported`] (the default).
+    /// ([`crate::open_verified`]), hashing them as they are read
+    /// ([`CodeBytes::read_file`](crate::CodeBytes::read_file): in chunks,
+    /// at most [`CodeBytes::LIMIT`](crate::CodeBytes::LIMIT) bytes). Loaders
+    /// whose code is not a file answer [`Error::PinUnsupported`] (the
+    /// default).
     ///
     /// # Errors
     /// [`Error::PinUnsupported`], or the read's error naming `target`.
-    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
+    fn read(&self, target: &str) -> Result<crate::CodeBytes, Error> {
         Err(Error::PinUnsupported { loader: self.name(), target: target.to_owned(), reason: NOT_A_FILE })
     }
 
-    /// Opens `bytes`, read from `target` by [`Loader::read`], mapping
+    /// Opens `code`, read from `target` by [`Loader::read`], mapping
     /// those bytes and never `target` again; messages name `target`. The
     /// default opens them as an image ([`Loader::open_image`]).
     ///
@@ -134,9 +137,10 @@ pub trait Loader: Send + Sync + 'static {
     ///
     /// # Safety
     /// As [`Loader::open`].
-    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+    unsafe fn open_bytes(&'static self, target: &str, code: &crate::CodeBytes) -> Result<Code, Error> {
+        let bytes = code.map(target)?;
         // SAFETY: forwarded to the caller.
-        unsafe { self.open_image(target, bytes) }
+        unsafe { self.open_image(target, &bytes) }
     }
 }
 

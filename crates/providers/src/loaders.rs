@@ -21,9 +21,9 @@ use xplug_elf::ElfImage;
 use crate::loader::{CodeDetail, MappedCode, file_stem};
 use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
 use crate::{
-    Code, CountingAllocator, EMBEDDED_ELF, EmbeddedElfLoader, Error, LoadParamList, Loader, Origin, Plugin,
-    PluginInfo, PluginMessage, ProviderName, STATIC, SYSTEM_LIBRARY, StaticLoader, StaticPluginRegistration,
-    SystemLibraryLoader, checks,
+    Code, CodeBytes, CountingAllocator, EMBEDDED_ELF, EmbeddedElfLoader, Error, LoadParamList, Loader,
+    Origin, Plugin, PluginInfo, PluginMessage, ProviderName, STATIC, SYSTEM_LIBRARY, StaticLoader,
+    StaticPluginRegistration, SystemLibraryLoader, checks,
 };
 
 /// The prefix that selects the embedded ELF loader.
@@ -205,10 +205,11 @@ impl Loader for SystemLibraryLoader {
         library_code(unsafe { RawLibrary::open_image(name, bytes) }?)
     }
 
-    /// Reads the library file at `target` whole (a regular file; symbolic
-    /// links are followed). A bare name (`libfoo.so`, which the OS loader
-    /// searches for) is refused: [`Error::PinUnsupported`].
-    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
+    /// Reads the library file at `target` ([`CodeBytes::read_file`]: a
+    /// regular file; symbolic links are followed). A bare name
+    /// (`libfoo.so`, which the OS loader searches for) is refused:
+    /// [`Error::PinUnsupported`].
+    fn read(&self, target: &str) -> Result<CodeBytes, Error> {
         let path = Path::new(target);
         if raw::is_bare_name(path) {
             return Err(Error::PinUnsupported {
@@ -218,14 +219,16 @@ impl Loader for SystemLibraryLoader {
                          the file's path (`./NAME` for a file here)",
             });
         }
-        raw::read_plugin_file(path, "plugin library")
+        CodeBytes::read_file(path, "plugin library")
     }
 
-    /// Opens the bytes read from `target` from a sealed in-memory file
-    /// (`docs/loading.md#pinned-plugins`); the library's origin is the file.
-    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+    /// Opens the bytes read from `target` from their sealed in-memory file
+    /// (`docs/loading.md#pinned-plugins`), under a name no earlier open used,
+    /// and refuses any object the OS loader hands out but that file
+    /// ([`Error::CodeSubstituted`]); the library's origin is the file.
+    unsafe fn open_bytes(&'static self, target: &str, code: &CodeBytes) -> Result<Code, Error> {
         // SAFETY: forwarded to the caller.
-        library_code(unsafe { RawLibrary::open_file_bytes(Path::new(target), bytes) }?)
+        library_code(unsafe { RawLibrary::open_file_bytes(Path::new(target), code) }?)
     }
 }
 
@@ -271,12 +274,14 @@ impl Loader for EmbeddedElfLoader {
     ///
     /// # Errors
     /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
-    /// read; [`Error::EmbeddedElf`] (its source says why) when the image is
+    /// read; [`Error::FileTooLarge`] over [`CodeBytes::LIMIT`];
+    /// [`Error::EmbeddedElf`] (its source says why) when the image is
     /// refused or cannot be mapped.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
-        let bytes = self.read(target)?;
-        // SAFETY: forwarded to the caller.
-        unsafe { self.open_bytes(target, &bytes) }
+        let path = Path::new(target);
+        let bytes = CodeBytes::read_unchecked(path, "embedded ELF plugin")?;
+        let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        elf_code(&bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
     }
 
     /// Validates and maps the bytes of a `.sos`; they are copied.
@@ -285,17 +290,21 @@ impl Loader for EmbeddedElfLoader {
         elf_code(bytes, origin.clone(), &origin.to_string(), Some(name))
     }
 
-    /// Reads the `.sos` at `target` as [`Loader::open`] does.
-    fn read(&self, target: &str) -> Result<Vec<u8>, Error> {
-        raw::read_elf_file(Path::new(target))
+    /// Reads the `.sos` at `target` for a pinned open
+    /// ([`CodeBytes::read_file`]: into a sealed in-memory file, hashed as
+    /// it is read; [`Loader::open`] reads it into memory, unhashed).
+    fn read(&self, target: &str) -> Result<CodeBytes, Error> {
+        CodeBytes::read_file(Path::new(target), "embedded ELF plugin")
     }
 
     /// Validates and maps the bytes read from `target` (the same routine
-    /// as [`Loader::open`], which reads them itself).
-    unsafe fn open_bytes(&'static self, target: &str, bytes: &[u8]) -> Result<Code, Error> {
+    /// as [`Loader::open`], which reads them itself), through a read-only
+    /// mapping of their sealed in-memory file.
+    unsafe fn open_bytes(&'static self, target: &str, code: &CodeBytes) -> Result<Code, Error> {
         let path = Path::new(target);
         let shown = path.file_name().map(|name| name.to_string_lossy().into_owned());
-        elf_code(bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
+        let bytes = code.map(target)?;
+        elf_code(&bytes, Origin::File(path.to_path_buf()), &file_stem(path), shown.as_deref())
     }
 }
 

@@ -3,10 +3,12 @@
 //! one routine that reads, hashes, checks and maps ([`open_verified`]).
 //!
 //! The hash is taken of exactly the bytes that are mapped: the loader reads
-//! its file once ([`Loader::read`]), the bytes are hashed and checked, and
+//! its file once ([`Loader::read`]: in chunks, hashed as they are read, into
+//! a sealed in-memory file, [`crate::CodeBytes`]), the hash is checked, and
 //! those same bytes are mapped ([`Loader::open_bytes`]); a shared library is
-//! opened from a sealed in-memory file, never from its path again. So a
-//! file replaced after the check changes nothing
+//! opened from the sealed file, never from its path again, and refused
+//! unless the OS loader mapped that very file. So a file replaced after the
+//! check, or a library loaded earlier, changes nothing
 //! (`docs/loading.md#pinned-plugins`).
 
 use std::fmt;
@@ -59,6 +61,11 @@ impl Sha256Digest {
             format!("`{hex}` is not a SHA-256 hash: it holds a character that is not a hex digit")
         })?;
         Ok(Self(bytes))
+    }
+
+    /// The hash whose 32 bytes are `bytes`.
+    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
     }
 
     /// The 32 bytes.
@@ -137,17 +144,23 @@ impl AllowList {
     }
 
     /// The allow-list named by [`ALLOW_LIST_VAR`] (`XPLUG_ALLOWED_PLUGINS`),
-    /// or `None` when the variable is unset or empty.
+    /// or `None` when the variable is unset. Set, it must name a file: set
+    /// but empty (or only whitespace) is refused, never read as "no list"
+    /// (an allow-list fails closed).
     ///
     /// # Errors
-    /// As [`AllowList::read`].
+    /// [`Error::AllowListUnnamed`] when the variable is set but empty; as
+    /// [`AllowList::read`] otherwise.
     ///
     /// # Thread-safety
     /// Reads the environment; do not call while another thread modifies it.
     pub fn from_env() -> Result<Option<Self>, Error> {
         match std::env::var_os(ALLOW_LIST_VAR) {
-            Some(path) if !path.is_empty() => Self::read(PathBuf::from(path)).map(Some),
-            _ => Ok(None),
+            None => Ok(None),
+            Some(path) if path.to_string_lossy().trim().is_empty() => {
+                Err(Error::AllowListUnnamed { var: ALLOW_LIST_VAR })
+            }
+            Some(path) => Self::read(PathBuf::from(path)).map(Some),
         }
     }
 
@@ -299,7 +312,7 @@ pub unsafe fn open_verified(
     check: &CodeCheck<'_>,
 ) -> Result<Code, Error> {
     let bytes = loader.read(target)?;
-    let found = Sha256Digest::of(&bytes);
+    let found = *bytes.sha256();
     check.verify(target, &found)?;
     // SAFETY: forwarded to the caller.
     let code = unsafe { loader.open_bytes(target, &bytes) }?;

@@ -11,7 +11,7 @@ use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 use super::RawQuery;
 use super::optional::{ImportLayoutInfo, OptionalExports, ParamDeclInfo};
 use super::stage::{self, Stage};
-use crate::{CountingAllocator, Error, LoaderError, Origin};
+use crate::{CodeBytes, CountingAllocator, Error, LoaderError, Origin};
 
 /// The hint attached to a missing query export.
 const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
@@ -185,22 +185,21 @@ impl RawLibrary {
     pub unsafe fn open_image(name: &str, bytes: &[u8]) -> Result<Self, Error> {
         let shown = PathBuf::from(format!("memory image `{name}`"));
         check_image(&shown, bytes)?;
-        open_memory_image(name, Origin::Memory(name.to_owned()), shown, bytes)
+        let code = CodeBytes::copy_of(name, bytes)?;
+        open_memory_image(&code, Origin::Memory(name.to_owned()), shown)
     }
 
-    /// Opens `bytes`, read from the file at `path`, as
-    /// [`RawLibrary::open_image`] opens an image (a sealed in-memory file on
-    /// Linux): the file is never opened again, so replacing it changes
-    /// nothing. The library's origin and messages name `path`.
+    /// Opens `code`, read from the file at `path` ([`CodeBytes::read_file`]),
+    /// as [`RawLibrary::open_image`] opens an image (the sealed in-memory
+    /// file on Linux): the file is never opened again, so replacing it
+    /// changes nothing. The library's origin and messages name `path`.
     ///
     /// # Safety
     /// As [`Self::open`].
-    pub(crate) unsafe fn open_file_bytes(path: &Path, bytes: &[u8]) -> Result<Self, Error> {
-        check_image(path, bytes)?;
-        let name = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
-        open_memory_image(&name, Origin::File(path.to_path_buf()), path.to_path_buf(), bytes)
+    pub(crate) unsafe fn open_file_bytes(path: &Path, code: &CodeBytes) -> Result<Self, Error> {
+        let head = code.head(64).map_err(Error::reading("plugin library", path))?;
+        check_image(path, &head)?;
+        open_memory_image(code, Origin::File(path.to_path_buf()), path.to_path_buf())
     }
 
     /// True when the library was opened from an in-memory file sealed
@@ -211,7 +210,7 @@ impl RawLibrary {
     pub fn is_sealed(&self) -> bool {
         #[cfg(target_os = "linux")]
         {
-            self._memory_file.as_ref().is_some_and(memfd::is_sealed)
+            self._memory_file.as_ref().is_some_and(super::sealed::memfd::is_sealed)
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -724,22 +723,22 @@ fn check_image(path: &Path, head: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes `bytes` to an anonymous in-memory file, seals it against every
-/// change and opens it.
+/// Opens the sealed in-memory file holding `code` through a name no
+/// earlier open has used, then checks that the loader mapped that file
+/// ([`loaded::verify`]): the checked bytes are the loaded bytes, whatever
+/// the process loaded before.
 #[cfg(target_os = "linux")]
-fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
-    use std::os::fd::AsRawFd;
-
-    let io = |what: &str, error: std::io::Error| {
-        Error::io(format!("cannot {what} for plugin {}", shown.display()), error)
-    };
-    let file = memfd::sealed_file(name, bytes).map_err(|(what, error)| io(what, error))?;
-    let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+fn open_memory_image(code: &CodeBytes, origin: Origin, shown: PathBuf) -> Result<RawLibrary, Error> {
+    let file = code.sealed_file().map_err(|error| {
+        Error::io(format!("cannot open the in-memory file of plugin {}", shown.display()), error)
+    })?;
+    let proc_path = loaded::unique_fd_path(&file);
     stage::enter(Stage::Open);
     let library = open_now(&proc_path).map_err(|error| refusal(&shown, &error))?;
-    // The descriptor stays open as long as the library: while it is, no
-    // other image gets its number, so the loader never mistakes a new image
-    // for this already-open one.
+    loaded::verify(&library, &file, &proc_path)
+        .map_err(|reason| Error::CodeSubstituted { path: shown.clone(), reason })?;
+    // The descriptor stays open as long as the library: `is_sealed` reads
+    // its seals, and `pin` reopens the library by the same name.
     Ok(RawLibrary {
         query_address: None,
         crash: None,
@@ -753,22 +752,23 @@ fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -
     .announced_to_crash_reports())
 }
 
-/// Writes `bytes` to a temporary file and opens it.
+/// Writes `code` to a temporary file and opens it.
 #[cfg(not(target_os = "linux"))]
-fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -> Result<RawLibrary, Error> {
+fn open_memory_image(code: &CodeBytes, origin: Origin, shown: PathBuf) -> Result<RawLibrary, Error> {
     use std::io::Write;
 
     let io = |what: &str, error: std::io::Error| {
         Error::io(format!("cannot {what} for plugin {}", shown.display()), error)
     };
     let suffix = format!(".{}", std::env::consts::DLL_EXTENSION);
+    let name = shown.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let safe_name: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let mut file = tempfile::Builder::new()
         .prefix(&format!("xplug-{safe_name}-"))
         .suffix(&suffix)
         .tempfile()
         .map_err(|error| io("create a temporary file", error))?;
-    file.write_all(bytes).map_err(|error| io("write the temporary file", error))?;
+    file.write_all(code.bytes()).map_err(|error| io("write the temporary file", error))?;
     file.flush().map_err(|error| io("write the temporary file", error))?;
     stage::enter(Stage::Open);
     let library = open_now(file.path()).map_err(|error| refusal(&shown, &error))?;
@@ -785,51 +785,179 @@ fn open_memory_image(name: &str, origin: Origin, shown: PathBuf, bytes: &[u8]) -
     .announced_to_crash_reports())
 }
 
-/// Sealed in-memory files (`memfd_create`, `F_ADD_SEALS`): the FFI of
-/// serving a library from bytes no one can change.
+/// Which object the OS loader handed out for an in-memory file: the FFI
+/// of `dlinfo(RTLD_DI_LINKMAP)` and the mappings in `/proc/self/maps`.
 #[cfg(target_os = "linux")]
-mod memfd {
-    use std::io::Write;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+mod loaded {
+    use std::ffi::{CStr, c_char, c_int, c_void};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    /// Every seal: no write, no growth, no shrinking, no seal removed.
-    const ALL_SEALS: libc::c_int =
-        libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    use dlopen2::raw::Library;
 
-    /// An anonymous in-memory file called `xplug:NAME` holding `bytes`,
-    /// sealed with [`ALL_SEALS`]; on failure, what was being done and the
-    /// OS error.
-    pub(super) fn sealed_file(
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<std::fs::File, (&'static str, std::io::Error)> {
-        let memfd_name = std::ffi::CString::new(format!("xplug:{}", name.replace('\0', "_")))
-            .unwrap_or_else(|_| std::ffi::CString::from(c"xplug:plugin"));
-        // SAFETY: `memfd_name` is a valid NUL-terminated string; the call has
-        // no other preconditions.
-        let fd =
-            unsafe { libc::memfd_create(memfd_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-        if fd < 0 {
-            return Err(("create an in-memory file (memfd_create)", std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a freshly created descriptor owned by nobody else.
-        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        file.write_all(bytes).map_err(|error| ("write the in-memory file", error))?;
-        // SAFETY: `F_ADD_SEALS` takes an int of seal bits on a descriptor
-        // this function owns; nothing is mapped from it yet (a shared
-        // writable mapping would make `F_SEAL_WRITE` fail, not misbehave).
-        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, ALL_SEALS) } != 0 {
-            return Err(("seal the in-memory file (F_ADD_SEALS)", std::io::Error::last_os_error()));
-        }
-        Ok(file)
+    /// glibc's and musl's `RTLD_DI_LINKMAP` (`<dlfcn.h>`).
+    const RTLD_DI_LINKMAP: c_int = 2;
+
+    /// The public head of `struct link_map` (`<link.h>`), the same in
+    /// glibc and musl.
+    #[repr(C)]
+    struct LinkMap {
+        l_addr: usize,
+        l_name: *const c_char,
+        l_ld: *const c_void,
+        l_next: *const LinkMap,
+        l_prev: *const LinkMap,
     }
 
-    /// True when `file` carries every seal of [`ALL_SEALS`].
-    pub(super) fn is_sealed(file: &std::fs::File) -> bool {
-        // SAFETY: `F_GET_SEALS` only reads the seals of a descriptor `file`
-        // keeps open; it answers -1 for a file that cannot be sealed.
-        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
-        seals >= 0 && seals & ALL_SEALS == ALL_SEALS
+    unsafe extern "C" {
+        /// `dlinfo` (glibc, musl).
+        fn dlinfo(handle: *mut c_void, request: c_int, info: *mut c_void) -> c_int;
+    }
+
+    /// Opens so far, numbering the names of [`unique_fd_path`].
+    static OPENS: AtomicU64 = AtomicU64::new(0);
+
+    /// `/proc/self/fd/N` for `file`, spelled as no earlier call spelled it.
+    ///
+    /// The OS loader hands out an already loaded object for a name it has
+    /// seen, and a descriptor number is reused once closed while a library
+    /// opened through it stays mapped (Rust plugins are never unmapped).
+    /// So the name carries a number of its own: the bits of a counter,
+    /// least significant first, as path steps that change nothing (`./`
+    /// for 1, an empty step `/` for 0) between `/proc/self/` and `fd/N`.
+    /// Distinct counters give distinct names (the last step of a non-zero
+    /// counter is `./`), at most 128 characters longer.
+    pub(super) fn unique_fd_path(file: &std::fs::File) -> PathBuf {
+        let mut count = OPENS.fetch_add(1, Ordering::Relaxed);
+        let mut path = String::from("/proc/self/");
+        while count != 0 {
+            path.push_str(if count & 1 == 1 { "./" } else { "/" });
+            count >>= 1;
+        }
+        path.push_str(&format!("fd/{}", file.as_raw_fd()));
+        PathBuf::from(path)
+    }
+
+    /// Checks that `library` is a new object, opened by the name `opened_as`
+    /// just now, whose mapped file is `file`: its link map's name is
+    /// `opened_as`, and the mapping holding its dynamic section has `file`'s
+    /// device and inode. On refusal, what was found instead.
+    pub(super) fn verify(library: &Library, file: &std::fs::File, opened_as: &Path) -> Result<(), String> {
+        let mut map: *const LinkMap = std::ptr::null();
+        // SAFETY: the handle is a live `dlopen` handle owned by `library`;
+        // `RTLD_DI_LINKMAP` writes one `struct link_map *` to `map`.
+        let status = unsafe { dlinfo(library.into_raw(), RTLD_DI_LINKMAP, (&raw mut map).cast()) };
+        if status != 0 || map.is_null() {
+            return Err("the loader cannot say which object it opened (dlinfo failed)".to_owned());
+        }
+        // SAFETY: `map` is the loader's link map of the open library, valid
+        // while `library` is open; only its public head is read.
+        let (name, dynamic) = unsafe {
+            let map = &*map;
+            let name = if map.l_name.is_null() { c"" } else { CStr::from_ptr(map.l_name) };
+            (name.to_bytes().to_vec(), map.l_ld.addr())
+        };
+        if name != opened_as.as_os_str().as_bytes() {
+            return Err(format!(
+                "it handed out an object it had already loaded (`{}`)",
+                String::from_utf8_lossy(&name)
+            ));
+        }
+        let metadata =
+            file.metadata().map_err(|error| format!("the in-memory file cannot be read: {error}"))?;
+        let expected = (libc::major(metadata.dev()), libc::minor(metadata.dev()), metadata.ino());
+        match mapping_file(dynamic) {
+            Some(found) if found == expected => Ok(()),
+            Some((major, minor, inode)) => Err(format!(
+                "its code is mapped from device {major:x}:{minor:x} inode {inode}, not from the checked \
+                 in-memory file (inode {})",
+                expected.2
+            )),
+            None => Err("the mapping of its code is not in /proc/self/maps".to_owned()),
+        }
+    }
+
+    /// The device (major, minor) and inode of the file mapped at `address`:
+    /// asked of `/proc/self/maps` with one `PROCMAP_QUERY` (Linux 6.11 and
+    /// later), else read from its text.
+    pub(super) fn mapping_file(address: usize) -> Option<(u32, u32, u64)> {
+        let maps = std::fs::File::open("/proc/self/maps").ok()?;
+        match procmap_query(&maps, address) {
+            Some(found) => found,
+            None => mapping_file_in_text(maps, address),
+        }
+    }
+
+    /// `struct procmap_query` (`<linux/fs.h>`, Linux 6.11).
+    #[repr(C)]
+    #[derive(Default)]
+    struct ProcmapQuery {
+        size: u64,
+        query_flags: u64,
+        query_addr: u64,
+        vma_start: u64,
+        vma_end: u64,
+        vma_flags: u64,
+        vma_page_size: u64,
+        vma_offset: u64,
+        inode: u64,
+        dev_major: u32,
+        dev_minor: u32,
+        vma_name_size: u32,
+        build_id_size: u32,
+        vma_name_addr: u64,
+        build_id_addr: u64,
+    }
+
+    /// `PROCMAP_QUERY`: `_IOWR('f', 17, struct procmap_query)`.
+    const PROCMAP_QUERY: u64 =
+        (3 << 30) | ((size_of::<ProcmapQuery>() as u64) << 16) | ((b'f' as u64) << 8) | 17;
+
+    /// The mapping at `address` through `PROCMAP_QUERY`: `None` when the
+    /// kernel has no such request, `Some(None)` when nothing is mapped
+    /// there.
+    #[expect(clippy::option_option, reason = "unsupported, unmapped and mapped are three answers")]
+    pub(super) fn procmap_query(maps: &std::fs::File, address: usize) -> Option<Option<(u32, u32, u64)>> {
+        let mut query = ProcmapQuery {
+            size: size_of::<ProcmapQuery>() as u64,
+            query_addr: address as u64,
+            ..ProcmapQuery::default()
+        };
+        // SAFETY: `PROCMAP_QUERY` reads and writes one `struct
+        // procmap_query` whose `size` is set; no name or build ID buffer is
+        // given (their sizes are 0). A kernel without the request answers
+        // ENOTTY or EINVAL and writes nothing.
+        let status = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
+        if status == 0 {
+            return Some(Some((query.dev_major, query.dev_minor, query.inode)));
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ENOENT) => Some(None),
+            _ => None,
+        }
+    }
+
+    /// The device and inode of the file mapped at `address`, from the text
+    /// of `/proc/self/maps`.
+    pub(super) fn mapping_file_in_text(mut maps: std::fs::File, address: usize) -> Option<(u32, u32, u64)> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut maps, &mut text).ok()?;
+        let maps = text;
+        maps.lines().find_map(|line| {
+            let mut fields = line.split_ascii_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let range = usize::from_str_radix(start, 16).ok()?..usize::from_str_radix(end, 16).ok()?;
+            if !range.contains(&address) {
+                return None;
+            }
+            let (_perms, _offset) = (fields.next()?, fields.next()?);
+            let (major, minor) = fields.next()?.split_once(':')?;
+            let inode = fields.next()?.parse().ok()?;
+            Some((u32::from_str_radix(major, 16).ok()?, u32::from_str_radix(minor, 16).ok()?, inode))
+        })
     }
 }
 
@@ -839,21 +967,16 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn memory_files_are_sealed_against_every_change() {
-        use std::io::Write;
-        use std::os::fd::AsRawFd;
-
-        let file = memfd::sealed_file("unit", b"bytes").unwrap();
-        assert!(memfd::is_sealed(&file));
-        // Reopened for writing through /proc, as an attacker in this
-        // process's user could: every change is refused.
-        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-        let mut writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        assert_eq!(writer.write(b"X").unwrap_err().raw_os_error(), Some(libc::EPERM));
-        assert_eq!(writer.set_len(1).unwrap_err().raw_os_error(), Some(libc::EPERM));
-        assert_eq!(std::fs::read(&path).unwrap(), b"bytes");
-        let unsealed = tempfile::tempfile().unwrap();
-        assert!(!memfd::is_sealed(&unsealed), "a plain file has no seals");
+    fn the_mapping_query_and_the_maps_text_agree() {
+        let code = elf_symbol_kind as fn(*const ()) -> SymbolKind as *const ();
+        let maps = || std::fs::File::open("/proc/self/maps").unwrap();
+        let from_text = loaded::mapping_file_in_text(maps(), code.addr());
+        assert!(from_text.is_some_and(|(_, _, inode)| inode != 0), "the test binary is mapped from a file");
+        if let Some(queried) = loaded::procmap_query(&maps(), code.addr()) {
+            assert_eq!(queried, from_text);
+            assert_eq!(loaded::procmap_query(&maps(), 8), Some(None), "nothing is mapped at 8");
+        }
+        assert_eq!(loaded::mapping_file(code.addr()), from_text);
     }
 
     static NOT_CODE: [u8; 16] = [0xcc; 16];

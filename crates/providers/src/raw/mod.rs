@@ -58,6 +58,7 @@ mod elf;
 mod instance;
 mod library;
 mod optional;
+pub(crate) mod sealed;
 mod stage;
 
 use std::ffi::{CStr, c_char};
@@ -66,7 +67,6 @@ use std::sync::Arc;
 
 use xplug_abi::{EnvironmentV0, Features, Header, PluginV0, QueryFn, Sanitizer, StatusCode, Version};
 
-pub(crate) use elf::{read_elf_file, read_plugin_file};
 pub use instance::RawInstance;
 pub(crate) use library::is_bare_name;
 pub use library::{RawLibrary, SymbolKind};
