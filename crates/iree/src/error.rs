@@ -295,6 +295,28 @@ pub enum Error {
         #[source]
         source: IreeStatus,
     },
+    /// A parameter archive whose structures or entries lie outside it,
+    /// wrap past 2^64, overlap its header or are misaligned: xplug checks
+    /// every archive before IREE reads its parameters, and refuses it with
+    /// the status code IREE's parsers give such faults (`code`).
+    #[error(
+        "the parameter archive {} (scope {scope:?}) is damaged{}: {problem}; xplug refuses it before IREE reads \
+         it, rewrite it with the tool that made it",
+        path.display(),
+        key.as_ref().map(|key| format!(" at parameter {key:?}")).unwrap_or_default()
+    )]
+    ParameterLayout {
+        /// The archive.
+        path: PathBuf,
+        /// The scope it was given for.
+        scope: String,
+        /// The key of the entry at fault, when one is.
+        key: Option<String>,
+        /// What is wrong, with the byte range.
+        problem: String,
+        /// IREE's status code for it (`OUT_OF_RANGE`, `INVALID_ARGUMENT`).
+        code: u32,
+    },
     /// The program reads parameters of a scope no archive was given for.
     #[error(
         "module `{module}` reads parameters of scope `{scope}`, but {}; give --parameters={scope}=FILE",

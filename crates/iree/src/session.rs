@@ -4,6 +4,7 @@ use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::archive;
 use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
 use crate::{Element, ElementType, Error, IreeStatus, Tensor, TensorView, Value};
@@ -560,26 +561,131 @@ fn index_parameters(parameters: &[(String, PathBuf)], mode: ParameterMode) -> Re
             }
         };
         let entry = &mut scopes[position];
-        let bytes = path.as_os_str().as_encoded_bytes();
-        // SAFETY: the index is live; the path bytes are valid for the call
-        // (IREE copies what it keeps).
-        sys::check(unsafe {
-            sys::xplug_iree_parameter_index_append_file(
-                entry.index.as_ptr(),
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                mode.code(),
-                allocator,
-            )
-        })
-        .map_err(|status| Error::ParameterArchive {
+        let archive_error = |status: sys::Status| Error::ParameterArchive {
             path: path.clone(),
             scope: scope.clone(),
             source: status.into(),
-        })?;
+        };
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let mut length = 0u64;
+        let handle = sys::create(
+            // SAFETY: the path bytes are valid for the call (IREE copies
+            // what it keeps); `out` and `length` are valid out pointers.
+            |out| unsafe {
+                sys::xplug_iree_parameter_file_open(
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    mode.code(),
+                    allocator,
+                    out,
+                    &mut length,
+                )
+            },
+            sys::FileHandle::from_raw,
+        )
+        .map_err(archive_error)?;
+        let archive = OpenArchive { handle: &handle, length };
+        let format = archive::Format::of(path);
+        let damaged = |fault: archive::Fault| Error::ParameterLayout {
+            path: path.clone(),
+            scope: scope.clone(),
+            key: fault.key,
+            problem: fault.problem,
+            code: fault.code.0,
+        };
+        let regions = archive::layout(format, &archive).map_err(damaged)?;
+        let first = entry_count(&entry.index);
+        // SAFETY: the index and the handle are live; the path bytes are
+        // valid for the call.
+        sys::check(unsafe {
+            sys::xplug_iree_parameter_index_parse(
+                entry.index.as_ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                handle.as_ptr(),
+                allocator,
+            )
+        })
+        .map_err(archive_error)?;
+        let indexed = (first..entry_count(&entry.index))
+            .map(|i| index_entry(&entry.index, i, &handle))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(archive_error)?;
+        archive::check_entries(length, &regions, &indexed).map_err(damaged)?;
         entry.archives.push(path.clone());
     }
     Ok(scopes)
+}
+
+/// An archive IREE opened, read by xplug's checks through IREE's handle.
+struct OpenArchive<'a> {
+    handle: &'a sys::FileHandle,
+    length: u64,
+}
+
+impl archive::Source for OpenArchive<'_> {
+    fn len(&self) -> u64 {
+        self.length
+    }
+
+    fn read(&self, offset: u64, buffer: &mut [u8]) -> Result<(), archive::Fault> {
+        // SAFETY: the handle is live; `buffer` is valid for `buffer.len()`
+        // bytes, which the glue writes at most.
+        sys::check(unsafe {
+            sys::xplug_iree_parameter_file_read(
+                self.handle.as_ptr(),
+                self.length,
+                offset,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        })
+        .map_err(|status| archive::Fault {
+            code: xplug_manager::providers::abi::StatusCode(status.code()),
+            key: None,
+            problem: status.text(),
+        })
+    }
+}
+
+/// The number of entries in `index`.
+fn entry_count(index: &sys::ParameterIndex) -> usize {
+    // SAFETY: the index is live.
+    unsafe { sys::xplug_iree_parameter_index_count(index.as_ptr()) }
+}
+
+/// Entry `i` of `index`, whose archive is `handle`.
+fn index_entry(
+    index: &sys::ParameterIndex,
+    i: usize,
+    handle: &sys::FileHandle,
+) -> Result<archive::Entry, sys::Status> {
+    let (mut key, mut key_length) = (std::ptr::null(), 0usize);
+    let (mut in_file, mut in_archive): (c_int, c_int) = (0, 0);
+    let (mut offset, mut length) = (0u64, 0u64);
+    // SAFETY: the index and handle are live; every out pointer is valid.
+    sys::check(unsafe {
+        sys::xplug_iree_parameter_index_entry(
+            index.as_ptr(),
+            i,
+            handle.as_ptr(),
+            &mut key,
+            &mut key_length,
+            &mut in_file,
+            &mut in_archive,
+            &mut offset,
+            &mut length,
+        )
+    })?;
+    let key = if key.is_null() || key_length == 0 {
+        String::new()
+    } else {
+        // SAFETY: IREE's entry holds `key_length` bytes at `key`, alive
+        // as long as the index.
+        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(key.cast::<u8>(), key_length) })
+            .into_owned()
+    };
+    Ok(archive::Entry { key, in_file: in_file != 0, in_archive: in_archive != 0, offset, length })
 }
 
 /// Whether `module` imports from the module named `name`.

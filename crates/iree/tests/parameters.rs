@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use xplug_fixtures::iree_e2e::{self, Prepared};
-use xplug_fixtures::models;
 use xplug_fixtures::plugins::PluginProfile;
+use xplug_fixtures::{archives, models};
 use xplug_iree::{Device, DeviceKind, Error, Module, ParameterMode, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 
@@ -37,46 +37,10 @@ fn fixture() -> &'static Fixture {
         models::write_archive(&prepared.tools, &dir.join("weights.irpa"), &[("weights", &weights)], 0)
             .unwrap();
         models::write_archive(&prepared.tools, &dir.join("other.irpa"), &[("other", &weights)], 0).unwrap();
-        std::fs::write(dir.join("weights.safetensors"), safetensors("weights", &weights)).unwrap();
-        std::fs::write(dir.join("weights.gguf"), gguf("weights", &weights)).unwrap();
+        std::fs::write(dir.join("weights.safetensors"), archives::safetensors("weights", &weights)).unwrap();
+        std::fs::write(dir.join("weights.gguf"), archives::gguf_one("weights", &weights)).unwrap();
         Fixture { _prepared: prepared, dir, module, weights }
     })
-}
-
-/// A safetensors file holding one F32 tensor.
-fn safetensors(key: &str, values: &[f32]) -> Vec<u8> {
-    let data: Vec<u8> = values.iter().flat_map(|value| value.to_le_bytes()).collect();
-    let mut header = format!(
-        "{{\"{key}\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[0,{}]}}}}",
-        values.len(),
-        data.len()
-    );
-    while header.len() % 8 != 0 {
-        header.push(' ');
-    }
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend_from_slice(header.as_bytes());
-    file.extend_from_slice(&data);
-    file
-}
-
-/// A GGUF (version 3) file holding one F32 tensor, no metadata.
-fn gguf(key: &str, values: &[f32]) -> Vec<u8> {
-    let mut file = b"GGUF".to_vec();
-    file.extend_from_slice(&3u32.to_le_bytes());
-    file.extend_from_slice(&1u64.to_le_bytes()); // tensors
-    file.extend_from_slice(&0u64.to_le_bytes()); // metadata pairs
-    file.extend_from_slice(&(key.len() as u64).to_le_bytes());
-    file.extend_from_slice(key.as_bytes());
-    file.extend_from_slice(&1u32.to_le_bytes()); // dimensions
-    file.extend_from_slice(&(values.len() as u64).to_le_bytes());
-    file.extend_from_slice(&0u32.to_le_bytes()); // GGML_TYPE_F32
-    file.extend_from_slice(&0u64.to_le_bytes()); // offset in the data
-    while !file.len().is_multiple_of(32) {
-        file.push(0);
-    }
-    file.extend(values.iter().flat_map(|value| value.to_le_bytes()));
-    file
 }
 
 fn runtime() -> &'static Runtime {
@@ -181,6 +145,66 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     // Without any archive, the program's scope is named.
     let error = Session::new(&device, &module).err().expect("no archive");
     assert!(matches!(&error, Error::ParameterScope { given, .. } if given.is_empty()), "{error:?}");
+}
+
+#[test]
+fn damaged_archives_are_refused_before_iree_reads_them_in_every_mode() {
+    let _serial = serial();
+    let fixture = fixture();
+    let module = Module::from_file(runtime(), &fixture.module).unwrap();
+    let device = device(DeviceKind::LocalSync);
+    let corpus = archives::hostile_corpus("weights", &fixture.weights);
+    let case = |name: &str| {
+        let case = corpus.iter().find(|case| case.name == name).expect("in the corpus");
+        let path = fixture.dir.join(&case.file_name);
+        std::fs::write(&path, &case.bytes).unwrap();
+        path
+    };
+    // The archive: an entry 2^64 - 0x2000 into a storage segment
+    // whose length wraps IREE's check.
+    let wrapped = case("irpa-wrapped-offset-2");
+    let misaligned = case("irpa-misaligned");
+    let beyond = case("gguf-alignment-past-end");
+    let before = open_descriptors();
+    for mode in ParameterMode::ALL {
+        let attempt = |path: &Path| {
+            Session::builder(&device, &module)
+                .parameters("model", path)
+                .parameter_mode(mode)
+                .build()
+                .err()
+                .expect("the session fails")
+        };
+        match attempt(&wrapped) {
+            Error::ParameterLayout { path, scope, key, problem, code } => {
+                assert_eq!((path, scope.as_str(), key), (wrapped.clone(), "model", None), "{mode:?}");
+                assert_eq!(code, xplug_manager::providers::abi::StatusCode::OUT_OF_RANGE.0, "{mode:?}");
+                assert!(
+                    problem.contains("storage segment at [") && problem.contains("past 2^64"),
+                    "{problem}"
+                );
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+        match attempt(&misaligned) {
+            Error::ParameterLayout { key, problem, code, .. } => {
+                assert_eq!((key.as_deref(), code), (Some("weights"), 3), "{mode:?}: {problem}");
+                assert!(problem.contains("not aligned to the 64 bytes"), "{problem}");
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+        // IREE's GGUF parser puts this tensor 2 GiB into an 8 KiB file;
+        // xplug's check of IREE's index refuses it.
+        let error = attempt(&beyond);
+        let Error::ParameterLayout { key, problem, code, .. } = &error else { panic!("{mode:?}: {error:?}") };
+        assert_eq!((key.as_deref(), *code), (Some("weights"), 11), "{mode:?}: {problem}");
+        assert!(problem.contains("[2147483648, 2147487648) is past the end"), "{problem}");
+        let message = error.to_string();
+        assert!(message.contains("at parameter \"weights\""), "{message}");
+        assert!(message.contains(&beyond.display().to_string()), "{message}");
+    }
+    assert_eq!(open_descriptors(), before, "every refused archive is closed");
+    assert_eq!(mappings_of(&fixture.dir), Vec::<String>::new(), "and unmapped");
 }
 
 /// The other tests of this file again, under valgrind (memcheck, IREE's
