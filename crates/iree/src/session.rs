@@ -311,8 +311,8 @@ pub struct Session {
 /// The context holds, in this order: IREE's HAL module over the device,
 /// IREE's `io_parameters` module when a module imports from it or
 /// archives were given (one index provider per scope, each archive opened
-/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: mapped
-/// by default), the
+/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: read
+/// with IREE's file API by default), the
 /// modules given to [`SessionBuilder::module`] in order, then the
 /// session's module, whose functions [`Session::invoke`] calls.
 pub struct SessionBuilder<'a> {
@@ -330,25 +330,31 @@ pub struct SessionBuilder<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ParameterMode {
-    /// Map each archive (private, copy-on-write) and let IREE import the
-    /// mapped range of each parameter as its device buffer: nothing is
-    /// copied, only the pages the program touches are read, and they stay
-    /// shared with the page cache. Not one of the pinned iree-run-module's
-    /// modes. The archive must not shrink while the session lives (a
-    /// truncated mapping faults).
-    #[default]
-    Mmap,
     /// iree-run-module's default: IREE's file API reads each parameter the
-    /// program loads into a device buffer of its own.
+    /// program loads into a device buffer of its own, when the session is
+    /// built (a program's parameters load in its initialisers). The
+    /// session keeps the bytes it read: a later rewrite or truncation of
+    /// the archive changes nothing.
+    #[default]
     File,
     /// iree-run-module's `preload`: each archive is read whole into memory
-    /// when the session is built, and IREE imports from that copy.
+    /// when the session is built, and IREE imports from that copy; later
+    /// changes to the file change nothing.
     Preload,
+    /// xplug's opt-in, not one of the pinned iree-run-module's modes: map
+    /// each archive (private, copy-on-write) and let IREE import the
+    /// mapped range of each parameter as its device buffer: nothing is
+    /// copied, only the pages the program touches are read, and they stay
+    /// shared with the page cache. The archive must not change while the
+    /// session lives: the program computes with bytes rewritten in place,
+    /// and a truncated archive faults (SIGBUS) when the program touches a
+    /// page past its new end.
+    Mmap,
 }
 
 impl ParameterMode {
     /// Every mode, in the order `xplug run --help` lists them.
-    pub const ALL: [Self; 3] = [Self::Mmap, Self::File, Self::Preload];
+    pub const ALL: [Self; 3] = [Self::File, Self::Preload, Self::Mmap];
 
     /// The mode named `name` (`mmap`, `file`, `preload`), as
     /// `--parameter_mode` takes it.
@@ -403,7 +409,7 @@ impl SessionBuilder<'_> {
         self
     }
 
-    /// Opens every archive in `mode` (default: [`ParameterMode::Mmap`]), as
+    /// Opens every archive in `mode` (default: [`ParameterMode::File`]), as
     /// `iree-run-module --parameter_mode=MODE`.
     #[must_use]
     pub fn parameter_mode(mut self, mode: ParameterMode) -> Self {
@@ -709,9 +715,16 @@ fn depends_on(module: &Module, name: &[u8]) -> Result<bool, sys::Status> {
 /// index provider a key no archive of the scope holds.
 fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) -> Option<Error> {
     let text = status.text();
+    // IREE quotes the name as '%.*s' and may follow it with annotations
+    // ("; while invoking ..."): the name ends at the first quote that
+    // ends the text, its line or its message, so a name may hold quotes.
     let quoted = |prefix: &str| {
         let rest = &text[text.find(prefix)? + prefix.len()..];
-        Some(rest[..rest.find('\'')?].to_owned())
+        let end = rest.match_indices('\'').map(|(at, _)| at).find(|&at| {
+            let after = &rest[at + 1..];
+            after.is_empty() || after.starts_with(';') || after.starts_with('\n')
+        })?;
+        Some(rest[..end].to_owned())
     };
     if let Some(scope) = quoted("no provider registered that handles scopes like '") {
         return Some(Error::ParameterScope {
@@ -722,8 +735,9 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
         });
     }
     let key = quoted("no parameter found in index with key '")?;
-    // The scope whose archives lack the key: the only one given, or the
-    // ones that do not hold it.
+    // The scopes whose archives lack the key: IREE's message does not say
+    // which one the program asked, so each that may be is named, with its
+    // archives, each once.
     let lacking: Vec<&ScopeIndex> = scopes
         .iter()
         .filter(|entry| {
@@ -734,14 +748,16 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
             .is_err()
         })
         .collect();
-    let (scope, archives) = match lacking.as_slice() {
-        [entry] => (Some(entry.scope.clone()), entry.archives.clone()),
-        _ => (None, lacking.iter().flat_map(|entry| entry.archives.iter().cloned()).collect()),
-    };
+    let mut archives: Vec<PathBuf> = Vec::new();
+    for path in lacking.iter().flat_map(|entry| &entry.archives) {
+        if !archives.contains(path) {
+            archives.push(path.clone());
+        }
+    }
     Some(Error::ParameterMissing {
         module: module.to_owned(),
         key,
-        scope,
+        scopes: lacking.iter().map(|entry| entry.scope.clone()).collect(),
         archives: archives.into_boxed_slice(),
         source: IreeStatus { code: status.code(), text },
     })

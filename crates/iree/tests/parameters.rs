@@ -3,6 +3,8 @@
 //! `.gguf` file and whose hot loop is a Rust plugin's, each giving the
 //! plain product; and failures that leave nothing open behind them.
 
+use std::os::unix::fs::FileExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -128,8 +130,8 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     for mode in ParameterMode::ALL.into_iter().cycle().take(21) {
         let attempt = |scope: &str, archive: &Path| attempt(scope, archive, mode);
         match attempt("model", &fixture.dir.join("other.irpa")) {
-            Error::ParameterMissing { key, scope, archives, .. } => {
-                assert_eq!((key.as_str(), scope.as_deref()), ("weights", Some("model")));
+            Error::ParameterMissing { key, scopes, archives, .. } => {
+                assert_eq!((key.as_str(), &*scopes), ("weights", ["model".to_owned()].as_slice()));
                 assert_eq!(&*archives, [fixture.dir.join("other.irpa")]);
             }
             other => panic!("{other:?}"),
@@ -145,6 +147,47 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     // Without any archive, the program's scope is named.
     let error = Session::new(&device, &module).err().expect("no archive");
     assert!(matches!(&error, Error::ParameterScope { given, .. } if given.is_empty()), "{error:?}");
+}
+
+/// A missing key is named whole, whatever its characters; when several
+/// scopes' archives lack it, each scope is named and each archive once.
+#[test]
+fn missing_keys_are_named_whole_with_every_scope_that_may_lack_them() {
+    let _serial = serial();
+    let fixture = fixture();
+    let root = xplug_fixtures::workspace_root();
+    let source = std::fs::read_to_string(root.join("tests/iree/mul_weights.mlir")).unwrap();
+    let quoted = fixture.dir.join("mul_quoted_key.mlir");
+    std::fs::write(&quoted, source.replace(r#""model"::"weights""#, r#""model"::"it's; 'x'""#)).unwrap();
+    let compiled = fixture.dir.join("mul_quoted_key.vmfb");
+    iree_e2e::compile_file(&fixture._prepared.tools, &quoted, &compiled).unwrap();
+    let device = device(DeviceKind::LocalSync);
+    let module = Module::from_file(runtime(), &compiled).unwrap();
+    let weights = fixture.dir.join("weights.irpa");
+    let error =
+        Session::builder(&device, &module).parameters("model", &weights).build().err().expect("missing");
+    let Error::ParameterMissing { key, scopes, archives, .. } = &error else { panic!("{error:?}") };
+    assert_eq!(
+        (key.as_str(), &**scopes, &**archives),
+        ("it's; 'x'", ["model".to_owned()].as_slice(), [weights.clone()].as_slice())
+    );
+    assert!(error.to_string().contains(r#"needs parameter "it's; 'x'" of scope "model""#), "{error}");
+    // Two scopes lack `weights`, one archive serving both.
+    let module = Module::from_file(runtime(), &fixture.module).unwrap();
+    let other = fixture.dir.join("other.irpa");
+    let error = Session::builder(&device, &module)
+        .parameters("model", &other)
+        .parameters("extra", &other)
+        .build()
+        .err()
+        .expect("missing");
+    let Error::ParameterMissing { key, scopes, archives, .. } = &error else { panic!("{error:?}") };
+    assert_eq!(key, "weights");
+    assert_eq!(&**scopes, ["model".to_owned(), "extra".to_owned()]);
+    assert_eq!(&**archives, [other.clone()]);
+    let message = error.to_string();
+    assert!(message.contains(r#"of one of the scopes "model", "extra", which"#), "{message}");
+    assert_eq!(message.matches("other.irpa").count(), 1, "{message}");
 }
 
 #[test]
@@ -205,6 +248,86 @@ fn damaged_archives_are_refused_before_iree_reads_them_in_every_mode() {
     }
     assert_eq!(open_descriptors(), before, "every refused archive is closed");
     assert_eq!(mappings_of(&fixture.dir), Vec::<String>::new(), "and unmapped");
+}
+
+/// What each mode does when the archive changes under a live session
+/// (README "Parameter archives", docs/iree-runtime.md "Parameters"):
+/// `file` (the default, as iree-run-module's) and `preload` keep the bytes
+/// read at start-up through an in-place rewrite and a truncation; `mmap`
+/// computes with rewritten bytes, and its mapping of a truncated archive
+/// faults (SIGBUS), shown in a child process.
+#[test]
+fn archives_changed_under_a_session_keep_their_start_up_bytes_unless_mapped() {
+    const CHILD: &str = "XPLUG_TEST_TRUNCATE_MAPPED";
+    let _serial = serial();
+    let fixture = fixture();
+    let module = Module::from_file(runtime(), &fixture.module).unwrap();
+    let device = device(DeviceKind::LocalSync);
+    let (a, _) = iree_e2e::inputs(N);
+    let doubled: Vec<f32> = fixture.weights.iter().map(|weight| weight * 2.0).collect();
+    let archive = |weights: &[f32]| {
+        let length = (weights.len() * 4) as u64;
+        archives::irpa(&[archives::IrpaEntry::new("weights", 0, length)], &archives::f32_bytes(weights))
+    };
+    let (original, rewritten) = (archive(&fixture.weights), archive(&doubled));
+    assert_eq!(original.len(), rewritten.len(), "the same layout, other values");
+    let product = |session: &Session| -> Vec<u32> {
+        let results = session.call("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+        let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
+        product.to_f32().unwrap().iter().map(|value| value.to_bits()).collect()
+    };
+    let expected =
+        |weights: &[f32]| -> Vec<u32> { a.iter().zip(weights).map(|(a, w)| (a * w).to_bits()).collect() };
+    let session = |path: &Path, mode: ParameterMode| {
+        Session::builder(&device, &module).parameters("model", path).parameter_mode(mode).build().unwrap()
+    };
+    if std::env::var_os(CHILD).is_some() {
+        let path = fixture.dir.join("truncated-while-mapped.irpa");
+        std::fs::write(&path, &original).unwrap();
+        let mapped = session(&path, ParameterMode::Mmap);
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        // Faults before it returns.
+        let _ = product(&mapped);
+        return;
+    }
+    assert_eq!(ParameterMode::default(), ParameterMode::File, "iree-run-module's default");
+    for mode in ParameterMode::ALL {
+        let path = fixture.dir.join(format!("changing-{}.irpa", mode.name()));
+        std::fs::write(&path, &original).unwrap();
+        let live = session(&path, mode);
+        // In place, as `dd conv=notrunc` writes.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&rewritten, 0).unwrap();
+        let seen = if mode == ParameterMode::Mmap { &doubled } else { &fixture.weights };
+        assert_eq!(product(&live), expected(seen), "{mode:?} after an in-place rewrite");
+        if mode != ParameterMode::Mmap {
+            std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+            assert_eq!(product(&live), expected(&fixture.weights), "{mode:?} after a truncation");
+        }
+        drop(live);
+        std::fs::remove_file(&path).unwrap();
+    }
+    // The child shares this process's prepared IREE without its lock, as
+    // the valgrind rerun does; under that rerun there is no child.
+    if std::env::var_os(xplug_fixtures::valgrind::RERUN_ENV).is_some() {
+        return;
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "archives_changed_under_a_session_keep_their_start_up_bytes_unless_mapped",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env(xplug_fixtures::valgrind::RERUN_ENV, "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        child.status.signal(),
+        Some(7),
+        "a mapped archive truncated under a session faults with SIGBUS: {:?}\n{}",
+        child.status,
+        String::from_utf8_lossy(&child.stderr)
+    );
 }
 
 /// The other tests of this file again, under valgrind (memcheck, IREE's
