@@ -111,16 +111,16 @@ pub(crate) fn layout(format: Format, source: &(impl Source + ?Sized)) -> Result<
         Format::Safetensors => {
             let mut prefix = [0; 8];
             if len < 8 {
-                return Ok(vec![0..len]);
+                return Ok(one(0..len));
             }
             source.read(0, &mut prefix)?;
             let header = u64::from_le_bytes(prefix);
             // IREE refuses a header longer than the file itself.
-            Ok(vec![8u64.checked_add(header).filter(|start| *start <= len).unwrap_or(0)..len])
+            Ok(one(8u64.checked_add(header).filter(|start| *start <= len).unwrap_or(0)..len))
         }
         // IREE's GGUF parser bounds each tensor by the data that follows
         // the header with checked sums; the length check covers the rest.
-        Format::Gguf | Format::Other => Ok(vec![0..len]),
+        Format::Gguf | Format::Other => Ok(one(0..len)),
     }
 }
 
@@ -308,8 +308,13 @@ fn irpa_layout(source: &(impl Source + ?Sized)) -> Result<Vec<Range<u64>>, Fault
     }
 }
 
+/// A list of one region.
+fn one(region: Range<u64>) -> Vec<Range<u64>> {
+    std::iter::once(region).collect()
+}
+
 fn regions_or_all(regions: Vec<Range<u64>>, len: u64) -> Vec<Range<u64>> {
-    if regions.is_empty() { vec![0..len] } else { regions }
+    if regions.is_empty() { one(0..len) } else { regions }
 }
 
 /// One entry of IREE's index, as [`check_entries`] checks it.
@@ -370,7 +375,7 @@ mod tests {
 
     #[test]
     fn entries_are_checked_with_sums_that_do_not_wrap() {
-        let regions = [64..4096];
+        let regions = one(64..4096);
         assert_eq!(check_entries(4096, &regions, &[entry("a", 64, 4032)]), Ok(()));
         let wrapped =
             check_entries(4096, &regions, &[entry("it's", u64::MAX - 4095, 4096 + 128)]).unwrap_err();
@@ -403,9 +408,9 @@ mod tests {
         let mut file = 16u64.to_le_bytes().to_vec();
         file.extend_from_slice(&[b' '; 16]);
         file.extend_from_slice(&[0; 8]);
-        assert_eq!(layout(Format::Safetensors, file.as_slice()), Ok(vec![24..32]));
+        assert_eq!(layout(Format::Safetensors, file.as_slice()), Ok(one(24..32)));
         // A header longer than the file: IREE's parser refuses it.
         file[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert_eq!(layout(Format::Safetensors, file.as_slice()), Ok(vec![0..32]));
+        assert_eq!(layout(Format::Safetensors, file.as_slice()), Ok(one(0..32)));
     }
 }

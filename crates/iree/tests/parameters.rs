@@ -184,7 +184,7 @@ fn missing_keys_are_named_whole_with_every_scope_that_may_lack_them() {
     let Error::ParameterMissing { key, scopes, archives, .. } = &error else { panic!("{error:?}") };
     assert_eq!(key, "weights");
     assert_eq!(&**scopes, ["model".to_owned(), "extra".to_owned()]);
-    assert_eq!(&**archives, [other.clone()]);
+    assert_eq!(&**archives, std::slice::from_ref(&other));
     let message = error.to_string();
     assert!(message.contains(r#"of one of the scopes "model", "extra", which"#), "{message}");
     assert_eq!(message.matches("other.irpa").count(), 1, "{message}");
