@@ -145,6 +145,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 /// the entry table (its size, name, metadata and, for data, storage) and
 /// the link to the next header. Returns the storage segments.
 fn irpa_layout(source: &(impl Source + ?Sized)) -> Result<Vec<Range<u64>>, Fault> {
+    let source = &Window::new(source);
     let len = source.len();
     let file = 0..len;
     let mut regions = Vec::new();
@@ -235,7 +236,11 @@ fn irpa_layout(source: &(impl Source + ?Sized)) -> Result<Vec<Range<u64>>, Fault
             let reference = |at: usize, what: &str| {
                 let (offset, length) = (u64_at(&entry, at), u64_at(&entry, at + 8));
                 let segment_length = metadata.end - metadata.start;
-                if length != 0 && inside(offset, length, &(0..segment_length)).is_none() {
+                // IREE ignores an empty reference, whatever its offset.
+                if length == 0 {
+                    return Ok((metadata.start, 0));
+                }
+                if inside(offset, length, &(0..segment_length)).is_none() {
                     return Err(fault(
                         StatusCode::OUT_OF_RANGE,
                         format!(
@@ -305,6 +310,55 @@ fn irpa_layout(source: &(impl Source + ?Sized)) -> Result<Vec<Range<u64>>, Fault
         if regions.len() as u64 > len / IRPA_V0_HEADER {
             return Err(fault(StatusCode::OUT_OF_RANGE, "its headers link in a loop".to_owned()));
         }
+    }
+}
+
+/// Reads a [`Source`] through a window of [`Window::SIZE`] bytes, so that
+/// walking an entry table reads the archive once per window, not once per
+/// field.
+struct Window<'a, S: Source + ?Sized> {
+    source: &'a S,
+    at: std::cell::Cell<u64>,
+    bytes: std::cell::RefCell<Vec<u8>>,
+}
+
+impl<'a, S: Source + ?Sized> Window<'a, S> {
+    const SIZE: u64 = 64 << 10;
+
+    fn new(source: &'a S) -> Self {
+        Self { source, at: std::cell::Cell::new(0), bytes: std::cell::RefCell::new(Vec::new()) }
+    }
+}
+
+impl<S: Source + ?Sized> Source for Window<'_, S> {
+    fn len(&self) -> u64 {
+        self.source.len()
+    }
+
+    fn read(&self, offset: u64, buffer: &mut [u8]) -> Result<(), Fault> {
+        let length = buffer.len() as u64;
+        let within = |at: u64, held: usize| {
+            offset
+                .checked_sub(at)
+                .filter(|start| start.checked_add(length).is_some_and(|end| end <= held as u64))
+        };
+        if within(self.at.get(), self.bytes.borrow().len()).is_none() {
+            let end = self.len();
+            if length > Self::SIZE || offset > end {
+                return self.source.read(offset, buffer);
+            }
+            let mut bytes = vec![0; Self::SIZE.min(end - offset) as usize];
+            self.source.read(offset, &mut bytes)?;
+            self.at.set(offset);
+            *self.bytes.borrow_mut() = bytes;
+        }
+        let bytes = self.bytes.borrow();
+        let Some(start) = within(self.at.get(), bytes.len()) else {
+            return Err(past_end(offset, length, self.len()));
+        };
+        let start = start as usize;
+        buffer.copy_from_slice(&bytes[start..start + buffer.len()]);
+        Ok(())
     }
 }
 
@@ -388,6 +442,57 @@ mod tests {
         // Splats read no file.
         let splat = Entry { in_file: false, ..entry("s", u64::MAX, u64::MAX) };
         assert_eq!(check_entries(4096, &regions, &[splat]), Ok(()));
+    }
+
+    /// IREE's `.irpa` writer's layout, and faults the fuzzer and the
+    /// issue found.
+    #[test]
+    fn irpa_references_are_checked_as_iree_reads_them() {
+        use xplug_fixtures::archives::{IrpaEntry, irpa, irpa_at};
+        let put = |bytes: &mut Vec<u8>, at: usize, value: u64| {
+            bytes[at..at + 8].copy_from_slice(&value.to_le_bytes())
+        };
+        let good = irpa(&[IrpaEntry::new("w", 0, 64)], &[7; 64]);
+        let storage = u64::from_le_bytes(good[irpa_at::STORAGE_SEGMENT..][..8].try_into().unwrap());
+        assert_eq!(layout(Format::Irpa, good.as_slice()), Ok(one(storage..storage + 64)));
+        // An empty name far away is no name, as IREE reads it (found by
+        // the fuzzer: the sum overflowed).
+        let mut bytes = good.clone();
+        put(&mut bytes, irpa_at::FIRST_ENTRY + irpa_at::ENTRY_NAME, u64::MAX);
+        put(&mut bytes, irpa_at::FIRST_ENTRY + irpa_at::ENTRY_NAME + 8, 0);
+        assert_eq!(layout(Format::Irpa, bytes.as_slice()), Ok(one(storage..storage + 64)));
+        // A name whose reference wraps.
+        put(&mut bytes, irpa_at::FIRST_ENTRY + irpa_at::ENTRY_NAME + 8, 2);
+        let fault = layout(Format::Irpa, bytes.as_slice()).unwrap_err();
+        assert!(fault.problem.contains("entry 0's name"), "{}", fault.problem);
+        // Data 2^64 - 0x2000 into a segment whose length wraps.
+        let mut bytes = good.clone();
+        put(&mut bytes, irpa_at::STORAGE_SEGMENT + 8, 0u64.wrapping_sub(storage));
+        put(&mut bytes, irpa_at::FIRST_ENTRY + irpa_at::ENTRY_STORAGE, 0u64.wrapping_sub(0x2000));
+        let fault = layout(Format::Irpa, bytes.as_slice()).unwrap_err();
+        assert_eq!(fault.code, StatusCode::OUT_OF_RANGE);
+        assert!(
+            fault.problem.contains("storage segment") && fault.problem.contains("past 2^64"),
+            "{}",
+            fault.problem
+        );
+    }
+
+    #[test]
+    fn a_window_reads_what_its_source_holds() {
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let window = Window::new(bytes.as_slice());
+        for (offset, length) in
+            [(0, 8), (65_530, 12), (65_536, 60), (10, 70_000), (199_990, 10), (131_000, 4096)]
+        {
+            let mut buffer = vec![0; length];
+            window.read(offset, &mut buffer).unwrap();
+            assert_eq!(buffer, bytes[offset as usize..offset as usize + length], "{offset} {length}");
+        }
+        let mut buffer = [0; 16];
+        let past = window.read(199_990, &mut buffer).unwrap_err();
+        assert_eq!(past.code, StatusCode::OUT_OF_RANGE);
+        assert!(window.read(u64::MAX - 4, &mut buffer).is_err());
     }
 
     #[test]
