@@ -153,7 +153,7 @@ fn host_target() -> Result<String, HardeningError> {
 }
 
 /// The `cargo fuzz` targets under `fuzz/`.
-pub const FUZZ_TARGETS: [&str; 3] = ["spec", "env_list", "resolve"];
+pub const FUZZ_TARGETS: [&str; 4] = ["spec", "env_list", "resolve", "archive"];
 
 /// `cargo xtask fuzz --seconds N`: each target of [`FUZZ_TARGETS`] for
 /// `seconds` under `cargo +nightly fuzz run`, starting from its seed corpus

@@ -297,6 +297,7 @@ impl CliError {
             Self::Iree { source: xplug_iree::Error::Argument { .. }, .. } => "argument",
             Self::Iree { source: xplug_iree::Error::ParameterFile { .. }, .. } => "parameter_file",
             Self::Iree { source: xplug_iree::Error::ParameterArchive { .. }, .. } => "parameter_archive",
+            Self::Iree { source: xplug_iree::Error::ParameterLayout { .. }, .. } => "parameter_layout",
             Self::Iree { source: xplug_iree::Error::ParameterScope { .. }, .. } => "parameter_scope",
             Self::Iree { source: xplug_iree::Error::ParameterMissing { .. }, .. } => "parameter_missing",
             Self::Iree { .. } | Self::Input { .. } => "iree",
@@ -495,6 +496,7 @@ fn iree_code(error: &xplug_iree::Error) -> StatusCode {
         }
         IreeError::ParameterFile { .. } => StatusCode::UNAVAILABLE,
         IreeError::ParameterArchive { .. } => StatusCode::INVALID_ARGUMENT,
+        IreeError::ParameterLayout { code, .. } => StatusCode(*code),
         IreeError::ParameterScope { .. } | IreeError::ParameterMissing { .. } => StatusCode::NOT_FOUND,
         other => {
             let mut next: Option<&(dyn std::error::Error + 'static)> = Some(other);

@@ -381,11 +381,13 @@ struct RunArgs {
     /// scope), as iree-run-module takes it; repeatable.
     #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
     parameters: Vec<String>,
-    /// How the archives are opened: `mmap` (mapped, nothing copied;
-    /// xplug's default), `file` (iree-run-module's default: each
-    /// parameter read into a buffer of its own) or `preload` (each
-    /// archive read whole at start-up). The results are the same.
-    #[arg(long = "parameter_mode", default_value = "mmap", value_name = "MODE",
+    /// How the archives are opened: `file` (the default, as
+    /// iree-run-module's: each parameter read into a buffer of its own at
+    /// start-up), `preload` (each archive read whole at start-up) or
+    /// `mmap` (mapped, nothing copied; the archive must not change while
+    /// the program runs: it computes with bytes rewritten in place, and a
+    /// truncation kills it with SIGBUS). The results are the same.
+    #[arg(long = "parameter_mode", default_value = "file", value_name = "MODE",
           value_parser = parameter_mode)]
     parameter_mode: xplug_iree::ParameterMode,
     /// List the functions of the module (names and signatures) instead
@@ -483,8 +485,10 @@ struct RunArgs {
     #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES as u32,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     profile_slices: u32,
-    /// Elements printed per tensor.
-    #[arg(long = "output_max_element_count", default_value_t = 1024, value_name = "N")]
+    /// Elements printed per tensor; a negative count prints them all, as
+    /// iree-run-module takes it.
+    #[arg(long = "output_max_element_count", default_value = "1024", value_name = "N",
+          value_parser = element_count, allow_hyphen_values = true)]
     max_elements: usize,
     /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
     /// plugin, function and offset to stderr before dying of the
@@ -697,6 +701,15 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
     }
 }
 
+/// `--output_max_element_count`'s value: a count, or a negative number
+/// for all (iree-run-module reads the flag as an `int32` and converts it
+/// to a size, so `-1` prints every element).
+fn element_count(text: &str) -> Result<usize, String> {
+    let count: i64 =
+        text.parse().map_err(|_| format!("`{text}` is not a whole number of elements (-1: all)"))?;
+    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+}
+
 /// `--parameter_mode`'s value.
 fn parameter_mode(name: &str) -> Result<xplug_iree::ParameterMode, String> {
     xplug_iree::ParameterMode::parse(name).ok_or_else(|| {
@@ -850,6 +863,8 @@ mod tests {
             ],
             &["run", "--list-functions", "m.vmfb"],
             &["run", "--list-imports", "m.vmfb", "--device=local-sync://"],
+            &["run", "m.vmfb", "--output_max_element_count=-1"],
+            &["run", "m.vmfb", "--output_max_element_count", "-1"],
         ];
         for words in lines {
             let full = Cli::try_parse_from(line(words)).expect("the full parser accepts the line");
@@ -869,6 +884,7 @@ mod tests {
             &["run", "m.vmfb", "--bogus"],
             &["run", "m.vmfb", "--timeout=0"],
             &["run", "m.vmfb", "--parameter_mode=copy"],
+            &["run", "m.vmfb", "--output_max_element_count=x"],
             &["run", "--version"],
             &["--json", "run", "--nope"],
         ];
@@ -880,6 +896,23 @@ mod tests {
             assert_eq!(ours.kind(), full.kind(), "{words:?}");
             assert_eq!(ours.to_string(), full.to_string(), "{words:?}");
         }
+    }
+
+    /// A negative element count prints every element, as iree-run-module
+    /// takes it; the default is its 1024.
+    #[test]
+    fn element_counts_are_taken_as_iree_run_module_takes_them() {
+        let count = |words: &[&str]| match Cli::try_parse_from(line(words)).expect("parses").command {
+            super::Command::Run(run) => run.max_elements,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(count(&["run", "m.vmfb"]), 1024);
+        assert_eq!(count(&["run", "m.vmfb", "--output_max_element_count=7"]), 7);
+        assert_eq!(count(&["run", "m.vmfb", "--output_max_element_count=-1"]), usize::MAX);
+        assert_eq!(count(&["run", "m.vmfb", "--output_max_element_count", "-2"]), usize::MAX);
+        let error =
+            Cli::try_parse_from(line(&["run", "m.vmfb", "--output_max_element_count=x"])).unwrap_err();
+        assert!(error.to_string().contains("`x` is not a whole number of elements (-1: all)"), "{error}");
     }
 
     #[test]

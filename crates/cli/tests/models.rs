@@ -103,7 +103,7 @@ fn every_parameter_mode_prints_what_iree_run_module_prints() {
         let mut preload = args.clone();
         preload.push("--parameter_mode=preload".to_owned());
         assert_eq!(iree_run_module(&prepared, &preload), theirs, "{}", model.name);
-        // xplug's default (mmap) first, then each mode by name.
+        // xplug's default (file, as IREE's) first, then each mode by name.
         xplug_run_prints(&args, &theirs);
         for mode in ["mmap", "file", "preload"] {
             let mut ours = args.clone();
@@ -117,7 +117,7 @@ fn every_parameter_mode_prints_what_iree_run_module_prints() {
     let output = xplug(&["run", &module, "--parameter_mode=mapped"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("`mapped` is not a parameter mode; give one of mmap, file, preload"), "{stderr}");
+    assert!(stderr.contains("`mapped` is not a parameter mode; give one of file, preload, mmap"), "{stderr}");
     let failure = json(&["run", &module, "--parameter_mode="], 2);
     assert_eq!(failure["error"]["kind"], "usage", "{failure}");
 }
@@ -149,7 +149,7 @@ fn each_bad_parameter_input_has_its_named_error() {
         (
             format!("--parameters=model={}", prepared.work.join("no-such.irpa").display()),
             "parameter_file",
-            vec!["no-such.irpa".into(), "scope `model`".into()],
+            vec!["no-such.irpa".into(), "scope \"model\"".into()],
         ),
         (
             // An ONNX file is no archive IREE reads.
@@ -160,12 +160,12 @@ fn each_bad_parameter_input_has_its_named_error() {
         (
             format!("--parameters=model={}", gather.archive.display()),
             "parameter_missing",
-            vec!["needs parameter `conv_w` of scope `model`".into(), "gather.irpa".into()],
+            vec!["needs parameter \"conv_w\" of scope \"model\"".into(), "gather.irpa".into()],
         ),
         (
             format!("--parameters=weights={}", cnn.archive.display()),
             "parameter_scope",
-            vec!["scope `model`".into(), "only for scope(s) `weights`".into()],
+            vec!["scope \"model\"".into(), "only for scope(s) \"weights\"".into()],
         ),
     ];
     // Every mode opens the archive its own way; each names the same error.
@@ -173,7 +173,8 @@ fn each_bad_parameter_input_has_its_named_error() {
         for (flag, kind, words) in &cases {
             let failure = json(&["run", &module, flag, &input, mode], 1);
             assert_eq!(failure["error"]["kind"], *kind, "{flag} {mode}: {failure}");
-            let text = failure["error"].to_string();
+            // The JSON text, its quotes unescaped: keys and scopes are quoted.
+            let text = failure["error"].to_string().replace("\\\"", "\"");
             for word in words {
                 assert!(text.contains(word.as_str()), "{flag} {mode}: `{word}` missing from {failure}");
             }
@@ -222,6 +223,12 @@ fn weights_from_an_archive_feed_a_plugins_hot_loop() {
     ];
     let theirs = iree_run_module(&prepared, &args);
     xplug_run_prints(&args, &theirs);
+    // A negative element count prints them all, as iree-run-module does.
+    let mut all_elements = args.clone();
+    all_elements.push("--output_max_element_count=-1".to_owned());
+    let every = iree_run_module(&prepared, &all_elements);
+    assert_eq!(every, theirs, "all 1000 elements, as the default (1024) prints them");
+    xplug_run_prints(&all_elements, &every);
     // The result is the plain product, bit for bit.
     let out = work.join("out.npy");
     let mut all: Vec<&str> = vec!["run"];

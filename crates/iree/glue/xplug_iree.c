@@ -514,6 +514,10 @@ iree_status_t xplug_iree_list_push_buffer_of_view(
 // `io_parameters` module.
 //===----------------------------------------------------------------------===//
 
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "iree/io/file_handle.h"
 #include "iree/io/formats/parser_registry.h"
 #include "iree/io/parameter_index.h"
@@ -578,14 +582,18 @@ static iree_status_t xplug_iree_parameter_file_map(
   return status;
 }
 
-// Opens the file at `path` (`path_length` bytes) in `mode` and adds its
-// parameters to `index`; the index keeps the file open (or mapped, or read)
-// while it holds any of them. `file` and `preload` are iree-run-module's
-// `--parameter_mode` values, opened as its tooling/parameter_util.c opens
-// them; `mmap` is xplug's (see xplug_iree_parameter_file_map).
-iree_status_t xplug_iree_parameter_index_append_file(
-    iree_io_parameter_index_t* index, const char* path,
-    iree_host_size_t path_length, int mode, iree_allocator_t host_allocator) {
+// Opens the archive at `path` (`path_length` bytes) in `mode`: `file` and
+// `preload` are iree-run-module's `--parameter_mode` values, opened as its
+// tooling/parameter_util.c opens them; `mmap` is xplug's (see
+// xplug_iree_parameter_file_map). `*out_length` is the archive's length as
+// the handle holds it: the mapping's or the copy's length, or the open
+// file's size, which every entry IREE's parser indexes must lie within.
+iree_status_t xplug_iree_parameter_file_open(
+    const char* path, iree_host_size_t path_length, int mode,
+    iree_allocator_t host_allocator, iree_io_file_handle_t** out_handle,
+    uint64_t* out_length) {
+  *out_handle = NULL;
+  *out_length = 0;
   iree_string_view_t path_view = iree_make_string_view(path, path_length);
   iree_io_file_handle_t* file_handle = NULL;
   switch (mode) {
@@ -608,10 +616,127 @@ iree_status_t xplug_iree_parameter_index_append_file(
       return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,
                               "unknown parameter mode %d", mode);
   }
-  iree_status_t status =
-      iree_io_parse_file_index(path_view, file_handle, index, host_allocator);
-  iree_io_file_handle_release(file_handle);
+  iree_io_file_handle_primitive_t primitive =
+      iree_io_file_handle_primitive(file_handle);
+  iree_status_t status = iree_ok_status();
+  switch (primitive.type) {
+    case IREE_IO_FILE_HANDLE_TYPE_HOST_ALLOCATION:
+      *out_length = primitive.value.host_allocation.data_length;
+      break;
+    case IREE_IO_FILE_HANDLE_TYPE_FD: {
+      struct stat info;
+      if (fstat(primitive.value.fd, &info) != 0) {
+        status = iree_make_status(iree_status_code_from_errno(errno),
+                                  "cannot stat the open archive");
+      } else {
+        *out_length = (uint64_t)info.st_size;
+      }
+      break;
+    }
+    default:
+      status = iree_make_status(IREE_STATUS_UNIMPLEMENTED,
+                                "unknown file handle type %d",
+                                (int)primitive.type);
+      break;
+  }
+  if (iree_status_is_ok(status)) {
+    *out_handle = file_handle;
+  } else {
+    iree_io_file_handle_release(file_handle);
+  }
   return status;
+}
+
+void xplug_iree_parameter_file_release(iree_io_file_handle_t* handle) {
+  iree_io_file_handle_release(handle);
+}
+
+// Copies `length` bytes at `offset` of the archive `handle` holds (bytes
+// `[offset, offset + length)` of at most `archive_length`, which
+// xplug_iree_parameter_file_open reported) into `buffer`: xplug reads the
+// archive's header through the very handle IREE's parser reads.
+iree_status_t xplug_iree_parameter_file_read(iree_io_file_handle_t* handle,
+                                             uint64_t archive_length,
+                                             uint64_t offset, void* buffer,
+                                             iree_host_size_t length) {
+  if (offset > archive_length || length > archive_length - offset) {
+    return iree_make_status(IREE_STATUS_OUT_OF_RANGE,
+                            "read of %" PRIhsz " bytes at %" PRIu64
+                            " is past the archive's %" PRIu64 " bytes",
+                            length, offset, archive_length);
+  }
+  iree_io_file_handle_primitive_t primitive =
+      iree_io_file_handle_primitive(handle);
+  switch (primitive.type) {
+    case IREE_IO_FILE_HANDLE_TYPE_HOST_ALLOCATION:
+      if (archive_length > primitive.value.host_allocation.data_length) {
+        return iree_make_status(IREE_STATUS_OUT_OF_RANGE,
+                                "the archive's length changed");
+      }
+      memcpy(buffer, primitive.value.host_allocation.data + offset, length);
+      return iree_ok_status();
+    case IREE_IO_FILE_HANDLE_TYPE_FD: {
+      uint8_t* bytes = (uint8_t*)buffer;
+      while (length > 0) {
+        ssize_t count = pread(primitive.value.fd, bytes, length, (off_t)offset);
+        if (count < 0 && errno == EINTR) continue;
+        if (count < 0) {
+          return iree_make_status(iree_status_code_from_errno(errno),
+                                  "cannot read the archive at %" PRIu64, offset);
+        }
+        if (count == 0) {
+          return iree_make_status(IREE_STATUS_OUT_OF_RANGE,
+                                  "the archive ends before byte %" PRIu64
+                                  " (it shrank while it was read)",
+                                  offset);
+        }
+        bytes += count;
+        offset += (uint64_t)count;
+        length -= (iree_host_size_t)count;
+      }
+      return iree_ok_status();
+    }
+    default:
+      return iree_make_status(IREE_STATUS_UNIMPLEMENTED,
+                              "unknown file handle type %d",
+                              (int)primitive.type);
+  }
+}
+
+// Adds the parameters of the archive `handle` holds (opened from `path`,
+// whose extension picks IREE's parser) to `index`; the index keeps the
+// handle while it holds any of them.
+iree_status_t xplug_iree_parameter_index_parse(iree_io_parameter_index_t* index,
+                                               const char* path,
+                                               iree_host_size_t path_length,
+                                               iree_io_file_handle_t* handle,
+                                               iree_allocator_t host_allocator) {
+  return iree_io_parse_file_index(iree_make_string_view(path, path_length),
+                                  handle, index, host_allocator);
+}
+
+iree_host_size_t xplug_iree_parameter_index_count(
+    iree_io_parameter_index_t* index) {
+  return iree_io_parameter_index_count(index);
+}
+
+// Entry `i` of `index`, as xplug checks it: its key, whether it is stored
+// in a file (else a splat), whether that file is `handle`, and its range.
+iree_status_t xplug_iree_parameter_index_entry(
+    iree_io_parameter_index_t* index, iree_host_size_t i,
+    iree_io_file_handle_t* handle, const char** out_key,
+    iree_host_size_t* out_key_length, int* out_in_file, int* out_in_handle,
+    uint64_t* out_offset, uint64_t* out_length) {
+  const iree_io_parameter_index_entry_t* entry = NULL;
+  IREE_RETURN_IF_ERROR(iree_io_parameter_index_get(index, i, &entry));
+  *out_key = entry->key.data;
+  *out_key_length = entry->key.size;
+  *out_length = entry->length;
+  *out_in_file =
+      entry->type == IREE_IO_PARAMETER_INDEX_ENTRY_STORAGE_TYPE_FILE;
+  *out_in_handle = *out_in_file && entry->storage.file.handle == handle;
+  *out_offset = *out_in_file ? entry->storage.file.offset : 0;
+  return iree_ok_status();
 }
 
 // Looks up `key` in `index`: OK when present, IREE's NOT_FOUND otherwise.

@@ -266,7 +266,7 @@ pub enum Error {
     },
     /// A parameter archive given to a session cannot be opened.
     #[error(
-        "cannot open the parameter archive {} (scope `{scope}`); give an existing .irpa, .gguf or .safetensors file",
+        "cannot open the parameter archive {} (scope {scope:?}); give an existing .irpa, .gguf or .safetensors file",
         path.display()
     )]
     ParameterFile {
@@ -282,7 +282,7 @@ pub enum Error {
     /// runtime reads (by the extension: `.irpa`, `.gguf`, `.safetensors`),
     /// or not a valid file of that format.
     #[error(
-        "{} (scope `{scope}`) is not a parameter archive IREE reads; give an .irpa, .gguf or .safetensors file \
+        "{} (scope {scope:?}) is not a parameter archive IREE reads; give an .irpa, .gguf or .safetensors file \
          (`iree-create-parameters` or `iree-import-onnx --externalize-params` make .irpa)",
         path.display()
     )]
@@ -295,11 +295,33 @@ pub enum Error {
         #[source]
         source: IreeStatus,
     },
+    /// A parameter archive whose structures or entries lie outside it,
+    /// wrap past 2^64, overlap its header or are misaligned: xplug checks
+    /// every archive before IREE reads its parameters, and refuses it with
+    /// the status code IREE's parsers give such faults (`code`).
+    #[error(
+        "the parameter archive {} (scope {scope:?}) is damaged{}: {problem}; xplug refuses it before IREE reads \
+         it, rewrite it with the tool that made it",
+        path.display(),
+        key.as_ref().map(|key| format!(" at parameter {key:?}")).unwrap_or_default()
+    )]
+    ParameterLayout {
+        /// The archive.
+        path: PathBuf,
+        /// The scope it was given for.
+        scope: String,
+        /// The key of the entry at fault, when one is.
+        key: Option<String>,
+        /// What is wrong, with the byte range.
+        problem: String,
+        /// IREE's status code for it (`OUT_OF_RANGE`, `INVALID_ARGUMENT`).
+        code: u32,
+    },
     /// The program reads parameters of a scope no archive was given for.
     #[error(
-        "module `{module}` reads parameters of scope `{scope}`, but {}; give --parameters={scope}=FILE",
+        "module `{module}` reads parameters of scope {scope:?}, but {}; give --parameters={scope}=FILE",
         if given.is_empty() { "no parameter archive was given".to_owned() }
-        else { format!("archives were given only for scope(s) {}", given.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", ")) }
+        else { format!("archives were given only for scope(s) {}", given.iter().map(|scope| format!("{scope:?}")).collect::<Vec<_>>().join(", ")) }
     )]
     ParameterScope {
         /// Where the module came from.
@@ -314,19 +336,25 @@ pub enum Error {
     },
     /// The program reads a parameter that no archive of its scope holds.
     #[error(
-        "module `{module}` needs parameter `{key}`{}, which {} does not hold; give the archive the program was \
+        "module `{module}` needs parameter {key:?}{}, which {} {} not hold; give the archive the program was \
          compiled for",
-        scope.as_ref().map(|scope| format!(" of scope `{scope}`")).unwrap_or_default(),
-        archives.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+        match scopes.as_ref() {
+            [] => String::new(),
+            [scope] => format!(" of scope {scope:?}"),
+            several => format!(" of one of the scopes {}", several.iter().map(|scope| format!("{scope:?}")).collect::<Vec<_>>().join(", ")),
+        },
+        archives.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", "),
+        if archives.len() == 1 { "does" } else { "do" }
     )]
     ParameterMissing {
         /// Where the module came from.
         module: String,
         /// The parameter's key.
         key: String,
-        /// Its scope, when one scope's archives are known to lack it.
-        scope: Option<String>,
-        /// The archives that lack it.
+        /// The scopes whose archives lack it: the program's scope is one
+        /// of them (IREE does not say which when several lack it).
+        scopes: Box<[String]>,
+        /// The archives of those scopes, each once.
         archives: Box<[PathBuf]>,
         /// IREE's status.
         #[source]

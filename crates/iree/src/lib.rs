@@ -69,6 +69,7 @@
 //! command that installs it. Linux only (`docs/iree-runtime.md`, "Building
 //! IREE's runtime").
 
+mod archive;
 mod error;
 pub mod files;
 mod flags;

@@ -4,6 +4,7 @@ use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::archive;
 use crate::runtime::{Device, Runtime};
 use crate::sys::{self, iree};
 use crate::{Element, ElementType, Error, IreeStatus, Tensor, TensorView, Value};
@@ -310,8 +311,8 @@ pub struct Session {
 /// The context holds, in this order: IREE's HAL module over the device,
 /// IREE's `io_parameters` module when a module imports from it or
 /// archives were given (one index provider per scope, each archive opened
-/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: mapped
-/// by default), the
+/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: read
+/// with IREE's file API by default), the
 /// modules given to [`SessionBuilder::module`] in order, then the
 /// session's module, whose functions [`Session::invoke`] calls.
 pub struct SessionBuilder<'a> {
@@ -329,25 +330,31 @@ pub struct SessionBuilder<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ParameterMode {
-    /// Map each archive (private, copy-on-write) and let IREE import the
-    /// mapped range of each parameter as its device buffer: nothing is
-    /// copied, only the pages the program touches are read, and they stay
-    /// shared with the page cache. Not one of the pinned iree-run-module's
-    /// modes. The archive must not shrink while the session lives (a
-    /// truncated mapping faults).
-    #[default]
-    Mmap,
     /// iree-run-module's default: IREE's file API reads each parameter the
-    /// program loads into a device buffer of its own.
+    /// program loads into a device buffer of its own, when the session is
+    /// built (a program's parameters load in its initialisers). The
+    /// session keeps the bytes it read: a later rewrite or truncation of
+    /// the archive changes nothing.
+    #[default]
     File,
     /// iree-run-module's `preload`: each archive is read whole into memory
-    /// when the session is built, and IREE imports from that copy.
+    /// when the session is built, and IREE imports from that copy; later
+    /// changes to the file change nothing.
     Preload,
+    /// xplug's opt-in, not one of the pinned iree-run-module's modes: map
+    /// each archive (private, copy-on-write) and let IREE import the
+    /// mapped range of each parameter as its device buffer: nothing is
+    /// copied, only the pages the program touches are read, and they stay
+    /// shared with the page cache. The archive must not change while the
+    /// session lives: the program computes with bytes rewritten in place,
+    /// and a truncated archive faults (SIGBUS) when the program touches a
+    /// page past its new end.
+    Mmap,
 }
 
 impl ParameterMode {
     /// Every mode, in the order `xplug run --help` lists them.
-    pub const ALL: [Self; 3] = [Self::Mmap, Self::File, Self::Preload];
+    pub const ALL: [Self; 3] = [Self::File, Self::Preload, Self::Mmap];
 
     /// The mode named `name` (`mmap`, `file`, `preload`), as
     /// `--parameter_mode` takes it.
@@ -402,7 +409,7 @@ impl SessionBuilder<'_> {
         self
     }
 
-    /// Opens every archive in `mode` (default: [`ParameterMode::Mmap`]), as
+    /// Opens every archive in `mode` (default: [`ParameterMode::File`]), as
     /// `iree-run-module --parameter_mode=MODE`.
     #[must_use]
     pub fn parameter_mode(mut self, mode: ParameterMode) -> Self {
@@ -560,26 +567,131 @@ fn index_parameters(parameters: &[(String, PathBuf)], mode: ParameterMode) -> Re
             }
         };
         let entry = &mut scopes[position];
-        let bytes = path.as_os_str().as_encoded_bytes();
-        // SAFETY: the index is live; the path bytes are valid for the call
-        // (IREE copies what it keeps).
-        sys::check(unsafe {
-            sys::xplug_iree_parameter_index_append_file(
-                entry.index.as_ptr(),
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                mode.code(),
-                allocator,
-            )
-        })
-        .map_err(|status| Error::ParameterArchive {
+        let archive_error = |status: sys::Status| Error::ParameterArchive {
             path: path.clone(),
             scope: scope.clone(),
             source: status.into(),
-        })?;
+        };
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let mut length = 0u64;
+        let handle = sys::create(
+            // SAFETY: the path bytes are valid for the call (IREE copies
+            // what it keeps); `out` and `length` are valid out pointers.
+            |out| unsafe {
+                sys::xplug_iree_parameter_file_open(
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    mode.code(),
+                    allocator,
+                    out,
+                    &mut length,
+                )
+            },
+            sys::FileHandle::from_raw,
+        )
+        .map_err(archive_error)?;
+        let archive = OpenArchive { handle: &handle, length };
+        let format = archive::Format::of(path);
+        let damaged = |fault: archive::Fault| Error::ParameterLayout {
+            path: path.clone(),
+            scope: scope.clone(),
+            key: fault.key,
+            problem: fault.problem,
+            code: fault.code.0,
+        };
+        let regions = archive::layout(format, &archive).map_err(damaged)?;
+        let first = entry_count(&entry.index);
+        // SAFETY: the index and the handle are live; the path bytes are
+        // valid for the call.
+        sys::check(unsafe {
+            sys::xplug_iree_parameter_index_parse(
+                entry.index.as_ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                handle.as_ptr(),
+                allocator,
+            )
+        })
+        .map_err(archive_error)?;
+        let indexed = (first..entry_count(&entry.index))
+            .map(|i| index_entry(&entry.index, i, &handle))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(archive_error)?;
+        archive::check_entries(length, &regions, &indexed).map_err(damaged)?;
         entry.archives.push(path.clone());
     }
     Ok(scopes)
+}
+
+/// An archive IREE opened, read by xplug's checks through IREE's handle.
+struct OpenArchive<'a> {
+    handle: &'a sys::FileHandle,
+    length: u64,
+}
+
+impl archive::Source for OpenArchive<'_> {
+    fn len(&self) -> u64 {
+        self.length
+    }
+
+    fn read(&self, offset: u64, buffer: &mut [u8]) -> Result<(), archive::Fault> {
+        // SAFETY: the handle is live; `buffer` is valid for `buffer.len()`
+        // bytes, which the glue writes at most.
+        sys::check(unsafe {
+            sys::xplug_iree_parameter_file_read(
+                self.handle.as_ptr(),
+                self.length,
+                offset,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        })
+        .map_err(|status| archive::Fault {
+            code: xplug_manager::providers::abi::StatusCode(status.code()),
+            key: None,
+            problem: status.text(),
+        })
+    }
+}
+
+/// The number of entries in `index`.
+fn entry_count(index: &sys::ParameterIndex) -> usize {
+    // SAFETY: the index is live.
+    unsafe { sys::xplug_iree_parameter_index_count(index.as_ptr()) }
+}
+
+/// Entry `i` of `index`, whose archive is `handle`.
+fn index_entry(
+    index: &sys::ParameterIndex,
+    i: usize,
+    handle: &sys::FileHandle,
+) -> Result<archive::Entry, sys::Status> {
+    let (mut key, mut key_length) = (std::ptr::null(), 0usize);
+    let (mut in_file, mut in_archive): (c_int, c_int) = (0, 0);
+    let (mut offset, mut length) = (0u64, 0u64);
+    // SAFETY: the index and handle are live; every out pointer is valid.
+    sys::check(unsafe {
+        sys::xplug_iree_parameter_index_entry(
+            index.as_ptr(),
+            i,
+            handle.as_ptr(),
+            &mut key,
+            &mut key_length,
+            &mut in_file,
+            &mut in_archive,
+            &mut offset,
+            &mut length,
+        )
+    })?;
+    let key = if key.is_null() || key_length == 0 {
+        String::new()
+    } else {
+        // SAFETY: IREE's entry holds `key_length` bytes at `key`, alive
+        // as long as the index.
+        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(key.cast::<u8>(), key_length) })
+            .into_owned()
+    };
+    Ok(archive::Entry { key, in_file: in_file != 0, in_archive: in_archive != 0, offset, length })
 }
 
 /// Whether `module` imports from the module named `name`.
@@ -603,9 +715,16 @@ fn depends_on(module: &Module, name: &[u8]) -> Result<bool, sys::Status> {
 /// index provider a key no archive of the scope holds.
 fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) -> Option<Error> {
     let text = status.text();
+    // IREE quotes the name as '%.*s' and may follow it with annotations
+    // ("; while invoking ..."): the name ends at the first quote that
+    // ends the text, its line or its message, so a name may hold quotes.
     let quoted = |prefix: &str| {
         let rest = &text[text.find(prefix)? + prefix.len()..];
-        Some(rest[..rest.find('\'')?].to_owned())
+        let end = rest.match_indices('\'').map(|(at, _)| at).find(|&at| {
+            let after = &rest[at + 1..];
+            after.is_empty() || after.starts_with(';') || after.starts_with('\n')
+        })?;
+        Some(rest[..end].to_owned())
     };
     if let Some(scope) = quoted("no provider registered that handles scopes like '") {
         return Some(Error::ParameterScope {
@@ -616,8 +735,9 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
         });
     }
     let key = quoted("no parameter found in index with key '")?;
-    // The scope whose archives lack the key: the only one given, or the
-    // ones that do not hold it.
+    // The scopes whose archives lack the key: IREE's message does not say
+    // which one the program asked, so each that may be is named, with its
+    // archives, each once.
     let lacking: Vec<&ScopeIndex> = scopes
         .iter()
         .filter(|entry| {
@@ -628,14 +748,16 @@ fn parameter_error(status: &sys::Status, module: &str, scopes: &[ScopeIndex]) ->
             .is_err()
         })
         .collect();
-    let (scope, archives) = match lacking.as_slice() {
-        [entry] => (Some(entry.scope.clone()), entry.archives.clone()),
-        _ => (None, lacking.iter().flat_map(|entry| entry.archives.iter().cloned()).collect()),
-    };
+    let mut archives: Vec<PathBuf> = Vec::new();
+    for path in lacking.iter().flat_map(|entry| &entry.archives) {
+        if !archives.contains(path) {
+            archives.push(path.clone());
+        }
+    }
     Some(Error::ParameterMissing {
         module: module.to_owned(),
         key,
-        scope,
+        scopes: lacking.iter().map(|entry| entry.scope.clone()).collect(),
         archives: archives.into_boxed_slice(),
         source: IreeStatus { code: status.code(), text },
     })

@@ -166,12 +166,40 @@ unsafe extern "C" {
         out_index: *mut *mut ParameterIndexRaw,
     ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameter_index_release(index: *mut ParameterIndexRaw);
-    pub(crate) fn xplug_iree_parameter_index_append_file(
-        index: *mut ParameterIndexRaw,
+    pub(crate) fn xplug_iree_parameter_file_open(
         path: *const c_char,
         path_length: usize,
         mode: c_int,
         host_allocator: Allocator,
+        out_handle: *mut *mut FileHandleRaw,
+        out_length: *mut u64,
+    ) -> StatusHandle;
+    pub(crate) fn xplug_iree_parameter_file_release(handle: *mut FileHandleRaw);
+    pub(crate) fn xplug_iree_parameter_file_read(
+        handle: *mut FileHandleRaw,
+        archive_length: u64,
+        offset: u64,
+        buffer: *mut c_void,
+        length: usize,
+    ) -> StatusHandle;
+    pub(crate) fn xplug_iree_parameter_index_parse(
+        index: *mut ParameterIndexRaw,
+        path: *const c_char,
+        path_length: usize,
+        handle: *mut FileHandleRaw,
+        host_allocator: Allocator,
+    ) -> StatusHandle;
+    pub(crate) fn xplug_iree_parameter_index_count(index: *mut ParameterIndexRaw) -> usize;
+    pub(crate) fn xplug_iree_parameter_index_entry(
+        index: *mut ParameterIndexRaw,
+        i: usize,
+        handle: *mut FileHandleRaw,
+        out_key: *mut *const c_char,
+        out_key_length: *mut usize,
+        out_in_file: *mut c_int,
+        out_in_handle: *mut c_int,
+        out_offset: *mut u64,
+        out_length: *mut u64,
     ) -> StatusHandle;
     pub(crate) fn xplug_iree_parameter_index_lookup(
         index: *mut ParameterIndexRaw,
@@ -208,6 +236,13 @@ unsafe extern "C" {
 /// `iree_bindings.rs` is generated from), only ever behind a pointer.
 #[repr(C)]
 pub(crate) struct ParameterIndexRaw {
+    _opaque: [u8; 0],
+}
+
+/// IREE's `iree_io_file_handle_t` (its header is not among those
+/// `iree_bindings.rs` is generated from), only ever behind a pointer.
+#[repr(C)]
+pub(crate) struct FileHandleRaw {
     _opaque: [u8; 0],
 }
 
@@ -355,6 +390,10 @@ handle!(
 handle!(
     /// `iree_io_parameter_index_t`.
     ParameterIndex, ParameterIndexRaw, xplug_iree_parameter_index_release
+);
+handle!(
+    /// `iree_io_file_handle_t` of a parameter archive.
+    FileHandle, FileHandleRaw, xplug_iree_parameter_file_release
 );
 
 /// Runs an IREE call that returns a status and an object through an out
