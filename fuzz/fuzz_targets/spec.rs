@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xplug_manager::spec::{EMBEDDED_PREFIX, PluginSpec, STATIC_PREFIX, SpecTarget};
+use xplug_manager::spec::{EMBEDDED_PREFIX, PluginSpec, STATIC_PREFIX};
 
 fn encode(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("%{byte:02X}")).collect()
@@ -21,12 +21,12 @@ fuzz_target!(|data: &[u8]| {
             assert!(spec.params().iter().all(|(key, _)| !key.is_empty()));
             // Render with every byte escaped and parse again.
             let mut rendered = String::new();
-            match spec.target() {
-                SpecTarget::EmbeddedElf { .. } if text.starts_with(EMBEDDED_PREFIX) => {
-                    rendered.push_str(EMBEDDED_PREFIX);
+            // The prefix that chose the loader, kept (a `.sos` suffix
+            // chooses the embedded-ELF loader by itself).
+            for prefix in [EMBEDDED_PREFIX, STATIC_PREFIX] {
+                if text.starts_with(prefix) {
+                    rendered.push_str(prefix);
                 }
-                SpecTarget::Static { .. } => rendered.push_str(STATIC_PREFIX),
-                _ => {}
             }
             rendered.push_str(named);
             for (index, (key, value)) in spec.params().iter().enumerate() {
