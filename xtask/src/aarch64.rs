@@ -79,7 +79,7 @@ const DLOPEN: &str = "loads system-library (.so) plugins with dlopen, which a st
 
 /// Tests that do not run under qemu: (package, test target, test name or
 /// `*` for the whole target, reason).
-pub const SKIPPED: [(&str, &str, &str, &str); 21] = [
+pub const SKIPPED: [(&str, &str, &str, &str); 22] = [
     ("xplug-providers", "dynamic_plugins", "*", DLOPEN),
     ("xplug-providers", "fault_matrix", "*", DLOPEN),
     ("xplug-providers", "load_cycles", "*", DLOPEN),
@@ -87,6 +87,13 @@ pub const SKIPPED: [(&str, &str, &str, &str); 21] = [
     ("xplug-providers", "raw_layer", "*", DLOPEN),
     ("xplug-providers", "unload_policy", "*", DLOPEN),
     ("xplug-manager", "imports", "a_c_host_resolves_and_calls_through_the_provider_struct", DLOPEN),
+    (
+        "xplug-manager",
+        "pinned",
+        "a_pinned_load_after_other_plugins_were_loaded_and_dropped_gets_its_own_code",
+        "loads the Rust example plugin sample_system as a .so, which this step does not build for aarch64 \
+         (the example plugins' directory keeps the host's); x86_64 runs it",
+    ),
     ("xplug-tests", "manager_plugins", "*", DLOPEN),
     ("xplug-tests", "manager_env", "*", DLOPEN),
     ("static_runtime", "providers", "sample_system_library_counts_and_frees_its_allocations", DLOPEN),
