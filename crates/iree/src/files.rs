@@ -45,16 +45,10 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
     if !metadata.is_file() {
         return Err(Error::NotAFile { what, path: path.to_owned(), kind: file_kind(&metadata) });
     }
-    let too_large = || Error::FileTooLarge { what, path: path.to_owned(), limit };
     if metadata.len() > limit {
-        return Err(too_large());
+        return Err(Error::FileTooLarge { what, path: path.to_owned(), limit });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(read_error)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    read_stream(file, what, path, limit)
 }
 
 /// Reads the module at `path`: a regular file as [`read_bounded`] does, or
@@ -65,7 +59,7 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
 ///
 /// # Errors
 /// As [`read_bounded`], with [`MODULE_LIMIT`] for a pipe too.
-pub fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
     const WHAT: &str = "the module";
     match read_bounded(path, WHAT, MODULE_LIMIT) {
         Err(Error::NotAFile { kind: "a FIFO", .. }) => {
@@ -91,7 +85,7 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
 /// [`Error::NotAFile`] for a terminal or device (the path is `-`),
 /// [`Error::FileTooLarge`] above `limit`, [`Error::FileRead`] when the
 /// read fails.
-pub fn read_stdin(what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_stdin(what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
     let path = Path::new("-");
     let stdin = std::io::stdin();
     // The descriptor's type, without taking ownership of it: fstat through
@@ -120,7 +114,7 @@ pub fn read_stdin(what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
 /// # Errors
 /// [`Error::FileTooLarge`] above `limit`, [`Error::FileRead`] when a read
 /// fails.
-pub fn read_stream(reader: impl Read, what: &'static str, path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_stream(reader: impl Read, what: &'static str, path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
     reader.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|source| Error::FileRead {
         what,

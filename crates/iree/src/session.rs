@@ -46,7 +46,7 @@ struct ModuleInner {
 impl Module {
     /// Loads the module in the file at `path`: a regular file, or a FIFO
     /// (a named pipe, `/dev/stdin` on a pipe) read to its end
-    /// ([`crate::files::read_module`]).
+    /// (bounded by [`crate::files::MODULE_LIMIT`]).
     ///
     /// # Errors
     /// [`Error::ModuleFile`] when the file cannot be read,

@@ -440,13 +440,17 @@ pub(crate) unsafe extern "C" fn check_embedded_elf(
         // `length` reads while the load runs (this call is part of it).
         unsafe { std::slice::from_raw_parts(data, length) }
     };
+    // Everything that could panic, the error's text included, runs inside
+    // `catch_unwind`: nothing unwinds into the C loader.
     let verdict = std::panic::catch_unwind(|| {
-        let target = xplug_elf::ElfTarget::host()?.with_query_symbol(xplug_elf::LIBRARY_QUERY_SYMBOL);
-        xplug_elf::validate_for(bytes, target).map(drop)
+        xplug_elf::ElfTarget::host()
+            .and_then(|host| xplug_elf::validate_for(bytes, host.with_query_symbol(xplug_elf::LIBRARY_QUERY_SYMBOL)))
+            .map(drop)
+            .map_err(|error| error.to_string())
     });
     let reason = match verdict {
         Ok(Ok(())) => return 0,
-        Ok(Err(error)) => error.to_string(),
+        Ok(Err(reason)) => reason,
         Err(_) => "xplug's ELF checks panicked".to_owned(),
     };
     if !message.is_null() && capacity > 0 {
