@@ -89,9 +89,9 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_values_t = ["local-sync".to_owned(), "local-task".to_owned()],
               value_parser = ["local-sync", "local-task"])]
         device: Vec<String>,
-        /// Worker threads on local-task, the same for both tools (xplug's
-        /// --task_workers, iree-run-module's --task_topology_group_count);
-        /// default: one per CPU.
+        /// Worker threads on local-task, the same for both tools (IREE's
+        /// --task_topology_group_count, which both take); default: one per
+        /// CPU.
         #[arg(long)]
         task_workers: Option<usize>,
         /// Only the scenarios whose name contains one of these words

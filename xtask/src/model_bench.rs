@@ -187,18 +187,16 @@ pub struct Options {
     pub only: Vec<String>,
 }
 
-/// The device arguments of each tool, `(xplug's, iree-run-module's)`: the
-/// device, and on `local-task` the same worker count, in the one spelling
-/// both tools take.
-fn device_args(device: &str, task_workers: usize) -> (Vec<String>, Vec<String>) {
+/// The device arguments both tools take: the device, and on `local-task`
+/// the worker count, in the one spelling both take.
+fn device_args(device: &str, task_workers: usize) -> Vec<String> {
     let mut flags = vec![format!("--device={device}")];
     if device == "local-task" {
         flags.push(format!("--task_topology_group_count={task_workers}"));
     }
-    (flags.clone(), flags)
+    flags
 }
 
-/// The device as the table names it.
 fn device_label(device: &str, task_workers: usize) -> String {
     if device == "local-task" { format!("{device}, {task_workers} workers") } else { device.to_owned() }
 }
@@ -346,10 +344,10 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
                 "model-bench: {name}, {label} (at least {runs} pairs, {:.0} s) ...",
                 budget.as_secs_f64()
             );
-            let (xplug_device, iree_device) = device_args(device, task_workers);
-            let run_iree = || measure(Command::new(&iree_run_module).args(&iree_device).args(args));
+            let device_flags = device_args(device, task_workers);
+            let run_iree = || measure(Command::new(&iree_run_module).args(&device_flags).args(args));
             let run_xplug =
-                || measure(Command::new(xplug).arg("run").args(&xplug_device).args(args).args(xplug_only));
+                || measure(Command::new(xplug).arg("run").args(&device_flags).args(args).args(xplug_only));
             // One unmeasured run each (page cache, lazy binding).
             run_iree()?;
             run_xplug()?;
@@ -446,15 +444,16 @@ pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<
     for device in &options.devices {
         let label = device_label(device, options.task_workers);
         eprintln!("model-bench: instructions per dispatch, {label} ...");
-        let (xplug_device, iree_device) = device_args(device, options.task_workers);
-        let xplug_leading: Vec<String> = ["run".to_owned()].into_iter().chain(xplug_device).collect();
+        let device_flags = device_args(device, options.task_workers);
+        let xplug_leading: Vec<String> =
+            ["run".to_owned()].into_iter().chain(device_flags.iter().cloned()).collect();
         let per_dispatch = |program: &Path, leading: &[String]| -> Result<f64, E2eError> {
             let (few, many) = (count(program, leading, low)?, count(program, leading, high)?);
             Ok((many as f64 - few as f64) / (high - low) as f64)
         };
         costs.push(DispatchCost {
             device: label,
-            iree: per_dispatch(&iree_run_module, &iree_device)?,
+            iree: per_dispatch(&iree_run_module, &device_flags)?,
             xplug: per_dispatch(xplug, &xplug_leading)?,
         });
     }

@@ -112,21 +112,17 @@ fn parse_arguments(arguments: Vec<std::ffi::OsString>) -> Result<Cli, ParseFailu
         if let Some(listing) = prepared.listing {
             return Err(ParseFailure::Listing(listing));
         }
-        if prepared.iree.iter().any(|flag| flag.starts_with("--dump_task_topologies")) {
-            // IREE's action prints the topology and exits the process.
-            xplug_iree::set_iree_flags(&prepared.iree).map_err(|source| {
-                ParseFailure::Cli(CliError::Iree {
-                    context: "cannot take IREE's task flags".to_owned(),
-                    source,
-                })
-            })?;
-        }
+        // IREE's task flags are process-wide: set once, here, as
+        // iree-run-module parses them at start-up (`--dump_task_topologies`
+        // then prints the topology and exits, without a module).
+        xplug_iree::set_iree_flags(&prepared.iree).map_err(|source| {
+            ParseFailure::Cli(CliError::Iree { context: "cannot take IREE's task flags".to_owned(), source })
+        })?;
         let mut cli = match RunOnlyCli::try_parse_from(&prepared.clap) {
             Ok(parsed) => Cli::from(parsed),
             Err(_) => Cli::try_parse_from(&prepared.clap).map_err(ParseFailure::Clap)?,
         };
         if let Command::Run(run) = &mut cli.command {
-            run.iree_flags = prepared.iree;
             run.abort_on_failure = prepared.abort_on_failure;
         }
         return Ok(cli);
@@ -147,15 +143,16 @@ enum ParseFailure {
 }
 
 /// `xplug run --help`'s text after the options: an example, then what
-/// happens to each of `iree-run-module`'s other flags.
-fn run_after_help() -> String {
+/// happens to each of `iree-run-module`'s other flags. Made once, when
+/// clap first builds the `run` command.
+static RUN_AFTER_HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "{}\n\nExample:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy \
          --plugin=target/plugins/release/libsample_system.so?multiplier=2\n  iree-compile prog.mlir ... | xplug run \
          --module=- --function=main --input=...",
         iree_flags::help().trim_end()
     )
-}
+});
 
 /// The flags every command takes.
 #[derive(Debug, clap::Args)]
@@ -360,7 +357,7 @@ enum Command {
 /// manager resolving every import of its executables. Prints what
 /// iree-run-module prints for the same program, inputs and plugins.
 #[derive(Debug, clap::Args)]
-#[command(after_help = run_after_help())]
+#[command(after_help = RUN_AFTER_HELP.as_str())]
 struct RunArgs {
     /// The compiled module whose function runs (loaded after every
     /// --module).
@@ -437,12 +434,8 @@ struct RunArgs {
     /// How modules are read, as iree-run-module takes it: `preload` (read
     /// whole into memory at start-up, IREE's default and xplug's only
     /// way); `mmap` is refused.
-    #[arg(long = "module_mode", value_name = "MODE", default_value = "preload")]
+    #[arg(long = "module_mode", value_name = "MODE", default_value = "preload", value_parser = ["preload"])]
     module_mode: String,
-    /// iree-run-module's task flags (`--task_*`, `--dump_task_topologies`),
-    /// for IREE's parser (set by [`parse_arguments`]).
-    #[arg(skip)]
-    iree_flags: Vec<String>,
     /// `--task_abort_on_failure` (set by [`parse_arguments`]).
     #[arg(skip)]
     abort_on_failure: bool,
@@ -575,8 +568,7 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             inputs,
             outputs,
             device,
-            module_mode,
-            iree_flags,
+            module_mode: _,
             abort_on_failure,
             plugins,
             with_static,
@@ -604,20 +596,6 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             } else {
                 xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
             }
-            if module_mode != "preload" {
-                return Err(CliError::Usage {
-                    message: format!(
-                        "--module_mode={module_mode}: xplug run reads every module whole into memory \
-                         (`preload`, iree-run-module's default); mapping modules is not supported"
-                    ),
-                });
-            }
-            // IREE's own task flags, for the local-task executors, which
-            // IREE's task system makes from them (workers 0 below).
-            xplug_iree::set_iree_flags(iree_flags).map_err(|source| CliError::Iree {
-                context: "cannot take IREE's task flags".to_owned(),
-                source,
-            })?;
             run::run(
                 &run::Options {
                     modules: &modules,

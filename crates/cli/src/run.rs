@@ -79,7 +79,7 @@ fn stdout_error(source: std::io::Error) -> CliError {
 
 pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> {
     // local-task's executors come from IREE's task flags, as in IREE's tool.
-    let kind = DeviceKind::parse(options.device, 0).ok_or_else(|| CliError::Usage {
+    let kind = DeviceKind::parse(options.device).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
     distinct_output_files(options)?;
@@ -328,21 +328,21 @@ fn write_results(
 /// `--output`s may name one file among themselves, as iree-run-module
 /// allows (`@F` then `+F` appends the next result to it).
 fn distinct_output_files(options: &Options<'_>) -> Result<(), CliError> {
-    let mut files: Vec<(String, &Path)> = Vec::new();
+    // (flag as given, file, whether it is an `--output`)
+    let mut files: Vec<(String, &Path, bool)> = Vec::new();
     if let Some(profile) = &options.profile {
-        files.extend(profile.json.map(|path| ("--profile-json".to_owned(), path)));
-        files.extend(profile.trace.map(|path| ("--profile-trace".to_owned(), path)));
+        files.extend(profile.json.map(|path| ("--profile-json".to_owned(), path, false)));
+        files.extend(profile.trace.map(|path| ("--profile-trace".to_owned(), path, false)));
     }
     for spec in options.outputs {
         if let Some(path) = spec.strip_prefix('@').or_else(|| spec.strip_prefix('+')) {
-            files.push((format!("--output={spec}"), Path::new(path)));
+            files.push((format!("--output={spec}"), Path::new(path), true));
         }
     }
-    let identities: Vec<FileIdentity> = files.iter().map(|(_, path)| FileIdentity::of(path)).collect();
+    let identities: Vec<FileIdentity> = files.iter().map(|(_, path, _)| FileIdentity::of(path)).collect();
     for (later, identity) in identities.iter().enumerate() {
         for earlier in 0..later {
-            let both_outputs =
-                files[earlier].0.starts_with("--output=") && files[later].0.starts_with("--output=");
+            let both_outputs = files[earlier].2 && files[later].2;
             if !both_outputs && identities[earlier] == *identity {
                 return Err(CliError::Usage {
                     message: format!(

@@ -11,14 +11,10 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::xplug;
+use common::{text, xplug};
 use xplug_fixtures::archives::{self, Verdict};
 use xplug_fixtures::iree_e2e;
 use xplug_fixtures::plugins::PluginProfile;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[test]
 fn hostile_archives_are_refused_or_read_as_iree_reads_them_in_every_mode() {

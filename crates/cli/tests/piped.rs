@@ -10,9 +10,12 @@
 //! (the pipeline up to `filecheck`) must be the same bytes from both, on a
 //! pipe, written to a file and on a terminal.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::text;
 use xplug_fixtures::iree_e2e::{self, Prepared};
 use xplug_fixtures::plugins::PluginProfile;
 
@@ -135,10 +138,6 @@ fn terminal_runner() -> Option<&'static str> {
         found
     });
     found.then_some("script")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]

@@ -10,8 +10,11 @@
 //! valgrind is required: `.ci/run` installs it. Without it the test fails,
 //! naming the package.
 
+mod common;
+
 use std::process::Output;
 
+use common::text;
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_fixtures::valgrind;
@@ -22,10 +25,6 @@ fn xplug_under_valgrind(args: &[String]) -> Output {
     let mut command = valgrind::command(env!("CARGO_BIN_EXE_xplug")).expect("a seccomp filter for this host");
     command.args(args).env("NO_COLOR", "1");
     command.output().expect("valgrind runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// One run: the expected exit code, and valgrind's report when it found an

@@ -219,6 +219,11 @@ iree_status_t xplug_iree_device_create(
           executors, XPLUG_IREE_LOADER_COUNT, loaders, device_allocator,
           &create_params, host_allocator, out_device);
     }
+    // On failure IREE has released what it made, and may report more
+    // executors than the array holds (OUT_OF_RANGE): release only ours.
+    if (!iree_status_is_ok(status) && executor_count > IREE_ARRAYSIZE(executors)) {
+      executor_count = 0;
+    }
     for (iree_host_size_t i = 0; i < executor_count; ++i) {
       iree_task_executor_release(executors[i]);
     }

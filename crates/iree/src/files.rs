@@ -114,7 +114,12 @@ pub(crate) fn read_stdin(what: &'static str, limit: u64) -> Result<Vec<u8>, Erro
 /// # Errors
 /// [`Error::FileTooLarge`] above `limit`, [`Error::FileRead`] when a read
 /// fails.
-pub(crate) fn read_stream(reader: impl Read, what: &'static str, path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
+pub(crate) fn read_stream(
+    reader: impl Read,
+    what: &'static str,
+    path: &Path,
+    limit: u64,
+) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
     reader.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|source| Error::FileRead {
         what,

@@ -8,7 +8,7 @@
 //! so a flag means here exactly what it means to `iree-run-module`, with
 //! IREE's syntax, checks and messages.
 
-use std::ffi::{CString, c_int};
+use std::ffi::CString;
 
 use crate::{Error, IreeStatus, sys};
 
@@ -38,22 +38,26 @@ use crate::{Error, IreeStatus, sys};
 /// bad value, a string holding NUL), naming it. Flags parsed before the
 /// bad one keep their new values, as in IREE's tools.
 pub fn set_iree_flags<S: AsRef<str>>(flags: &[S]) -> Result<(), Error> {
-    let refused = |text: String| Error::IreeFlags {
+    let refused = |source: IreeStatus| Error::IreeFlags {
         flags: flags.iter().map(|flag| flag.as_ref().to_owned()).collect(),
-        source: IreeStatus { code: xplug_manager::providers::abi::StatusCode::INVALID_ARGUMENT.0, text },
+        source,
     };
+    let invalid = |text: String| IreeStatus {
+        code: xplug_manager::providers::abi::StatusCode::INVALID_ARGUMENT.0,
+        text,
+    };
+    if flags.is_empty() {
+        return Ok(());
+    }
+    if flags.len() > sys::MAX_IREE_FLAGS {
+        return Err(refused(invalid(format!("at most {} flags at once", sys::MAX_IREE_FLAGS))));
+    }
     let strings = flags
         .iter()
         .map(|flag| {
-            CString::new(flag.as_ref()).map_err(|_| refused(format!("`{}` holds a NUL byte", flag.as_ref())))
+            CString::new(flag.as_ref())
+                .map_err(|_| refused(invalid(format!("`{}` holds a NUL byte", flag.as_ref()))))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if c_int::try_from(strings.len()).is_err() {
-        return Err(refused("too many flags".to_owned()));
-    }
-    let status = sys::parse_iree_flags(strings);
-    status.map_err(|status| Error::IreeFlags {
-        flags: flags.iter().map(|flag| flag.as_ref().to_owned()).collect(),
-        source: status.into(),
-    })
+    sys::parse_iree_flags(strings).map_err(|status| refused(status.into()))
 }

@@ -139,13 +139,14 @@ impl DeviceKind {
         }
     }
 
-    /// Parses IREE's device name or URI (`local-task`, `local-task://`);
-    /// `local-task` gets `workers` threads (0: IREE's topology).
+    /// Parses IREE's device name or URI (`local-task`, `local-task://`), as
+    /// `iree-run-module --device=` takes it: `local-task` gets the executors
+    /// of IREE's task flags (`workers: 0`).
     #[must_use]
-    pub fn parse(name: &str, workers: usize) -> Option<Self> {
+    pub fn parse(name: &str) -> Option<Self> {
         match name.strip_suffix("://").unwrap_or(name) {
             "local-sync" => Some(Self::LocalSync),
-            "local-task" => Some(Self::LocalTask { workers }),
+            "local-task" => Some(Self::LocalTask { workers: 0 }),
             _ => None,
         }
     }

@@ -409,7 +409,6 @@ pub(crate) fn create<T, H>(
     Ok(wrap(raw).expect("IREE returned OK without the object it creates"))
 }
 
-/// Turns a returned status into a result.
 /// The glue's `xplug_iree_elf_check_fn`: checks an embedded ELF
 /// executable's bytes before IREE's loader parses them.
 pub(crate) type ElfCheckFn =
@@ -444,7 +443,9 @@ pub(crate) unsafe extern "C" fn check_embedded_elf(
     // `catch_unwind`: nothing unwinds into the C loader.
     let verdict = std::panic::catch_unwind(|| {
         xplug_elf::ElfTarget::host()
-            .and_then(|host| xplug_elf::validate_for(bytes, host.with_query_symbol(xplug_elf::LIBRARY_QUERY_SYMBOL)))
+            .and_then(|host| {
+                xplug_elf::validate_for(bytes, host.with_query_symbol(xplug_elf::LIBRARY_QUERY_SYMBOL))
+            })
             .map(drop)
             .map_err(|error| error.to_string())
     });
@@ -471,14 +472,19 @@ pub(crate) unsafe extern "C" fn check_embedded_elf(
 pub(crate) fn parse_iree_flags(flags: Vec<std::ffi::CString>) -> Result<(), Status> {
     let flags: &'static [std::ffi::CString] = Vec::leak(flags);
     let pointers: Vec<*const c_char> = flags.iter().map(|flag| flag.as_ptr()).collect();
-    let count = c_int::try_from(pointers.len()).unwrap_or(c_int::MAX);
-    // SAFETY: `pointers` holds `count` (checked by the caller to fit)
-    // pointers to NUL-terminated strings that live for the rest of the
-    // process (leaked above), so the pointers IREE's string flags keep
-    // stay valid; IREE's parser copies the array it rewrites.
+    // The caller keeps to MAX_IREE_FLAGS, which fits.
+    let count = c_int::try_from(pointers.len()).expect("at most MAX_IREE_FLAGS flags");
+    // SAFETY: `pointers` holds `count` pointers to NUL-terminated strings
+    // that live for the rest of the process (leaked above), so the
+    // pointers IREE's string flags keep stay valid; IREE's parser copies
+    // the array it rewrites.
     check(unsafe { xplug_iree_flags_parse(count, pointers.as_ptr()) })
 }
 
+/// The most flags `xplug_iree_flags_parse` takes in one call.
+pub(crate) const MAX_IREE_FLAGS: usize = 255;
+
+/// Turns a returned status into a result.
 pub(crate) fn check(raw: StatusHandle) -> Result<(), Status> {
     match Status::from_raw(raw) {
         None => Ok(()),

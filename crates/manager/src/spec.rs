@@ -379,7 +379,6 @@ impl PluginSpec {
     }
 }
 
-/// Decodes `%XX` escapes; every other byte (including `+`) is kept.
 /// The reserved key ([`SHA256_KEY`], [`SWAPPABLE_KEY`]) a decoded `key`
 /// names by its ASCII letters and digits alone, in any case (`SHA256`,
 /// `sha256 `, `sha-256`, `Swappable%00`): a spec that spells a reserved key
@@ -391,6 +390,7 @@ fn reserved_spelling(key: &[u8]) -> Option<&'static str> {
     [SHA256_KEY, SWAPPABLE_KEY].into_iter().find(|reserved| normal == reserved.as_bytes())
 }
 
+/// Decodes `%XX` escapes; every other byte (including `+`) is kept.
 fn percent_decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

@@ -65,3 +65,8 @@ pub fn library(name: &str) -> String {
         .display()
         .to_string()
 }
+
+/// A process's output as text, invalid UTF-8 replaced.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

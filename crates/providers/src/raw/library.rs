@@ -945,8 +945,7 @@ mod loaded {
     pub(super) fn mapping_file_in_text(mut maps: std::fs::File, address: usize) -> Option<(u32, u32, u64)> {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut maps, &mut text).ok()?;
-        let maps = text;
-        maps.lines().find_map(|line| {
+        text.lines().find_map(|line| {
             let mut fields = line.split_ascii_whitespace();
             let (start, end) = fields.next()?.split_once('-')?;
             let range = usize::from_str_radix(start, 16).ok()?..usize::from_str_radix(end, 16).ok()?;
