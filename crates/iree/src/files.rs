@@ -7,9 +7,9 @@
 //!
 //! A module may also come down a pipe, as IREE's tests feed it
 //! (`iree-compile prog.mlir | iree-run-module --module=-`):
-//! [`read_module`] takes a FIFO (`/dev/stdin` on a pipe) and
-//! [`read_stdin`] standard input, both through [`read_stream`], which
-//! stops one byte past the same limit.
+//! [`crate::Module::from_file`] takes a FIFO (`/dev/stdin` on a pipe) and
+//! [`crate::Module::from_stdin`] standard input, both read through the
+//! same bounded read, which stops one byte past [`MODULE_LIMIT`].
 
 use std::fs::File;
 use std::io::Read;
