@@ -39,9 +39,42 @@ pub const INPUT_LIMIT: u64 = 1 << 30;
 /// [`Error::FileTooLarge`] above `limit`; [`Error::FileRead`] when the
 /// file cannot be opened or read.
 pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u8>, Error> {
+    read_file(path, what, limit, Pipes::Refuse)
+}
+
+/// Whether [`read_file`] reads a FIFO.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pipes {
+    Refuse,
+    Read,
+}
+
+/// Reads the module at `path`: a regular file as [`read_bounded`] does, or
+/// a FIFO (a named pipe, or `/dev/stdin` when standard input is a pipe),
+/// opened for reading as `iree-run-module` opens it (waiting for a writer)
+/// and read to its end. Devices, sockets and directories are refused as
+/// [`read_bounded`] refuses them.
+///
+/// # Errors
+/// As [`read_bounded`], with [`MODULE_LIMIT`] for a pipe too.
+pub(crate) fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
+    read_file(path, "the module", MODULE_LIMIT, Pipes::Read)
+}
+
+/// The one bounded read of a named file: opened without blocking (a FIFO
+/// with no writer does not hang the open), its type and size checked on
+/// the open descriptor, then read through [`read_stream`]. A FIFO, when
+/// `pipes` allows it, is opened again, blocking: its reader waits for a
+/// writer and reads until every writer has closed it (a non-blocking
+/// descriptor would read an empty pipe as its end).
+fn read_file(path: &Path, what: &'static str, limit: u64, pipes: Pipes) -> Result<Vec<u8>, Error> {
     let read_error = |source| Error::FileRead { what, path: path.to_owned(), source };
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
+    if pipes == Pipes::Read && metadata.file_type().is_fifo() {
+        drop(file);
+        return read_stream(File::open(path).map_err(read_error)?, what, path, limit);
+    }
     if !metadata.is_file() {
         return Err(Error::NotAFile { what, path: path.to_owned(), kind: file_kind(&metadata) });
     }
@@ -49,31 +82,6 @@ pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Vec<u
         return Err(Error::FileTooLarge { what, path: path.to_owned(), limit });
     }
     read_stream(file, what, path, limit)
-}
-
-/// Reads the module at `path`: a regular file as [`read_bounded`] does, or
-/// a FIFO (a named pipe, or `/dev/stdin` when standard input is a pipe),
-/// opened for reading as `iree-run-module` opens it (waiting for a writer)
-/// and read to its end through [`read_stream`]. Devices, sockets and
-/// directories are refused as [`read_bounded`] refuses them.
-///
-/// # Errors
-/// As [`read_bounded`], with [`MODULE_LIMIT`] for a pipe too.
-pub(crate) fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
-    const WHAT: &str = "the module";
-    match read_bounded(path, WHAT, MODULE_LIMIT) {
-        Err(Error::NotAFile { kind: "a FIFO", .. }) => {
-            // Blocking, this time: a FIFO's reader waits for its writer, and
-            // reads until every writer has closed it.
-            let file = File::open(path).map_err(|source| Error::FileRead {
-                what: WHAT,
-                path: path.to_owned(),
-                source,
-            })?;
-            read_stream(file, WHAT, path, MODULE_LIMIT)
-        }
-        other => other,
-    }
 }
 
 /// Reads standard input to its end, at most `limit` bytes, for `what`
