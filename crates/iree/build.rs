@@ -29,6 +29,9 @@ use std::process::Command;
 
 use xplug_iree_build::tools::{FileLock, ToolCache};
 
+#[path = "build/iree_patches.rs"]
+mod iree_patches;
+
 /// IREE's runtime options, as eerie-sys 0.5.0's build script sets them for
 /// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices),
 /// but for `IREE_RUNTIME_OPTIMIZATION_PROFILE`, which
@@ -63,6 +66,7 @@ fn main() {
     // of the packaged crate (whose fingerprints it drops before packaging).
     println!("cargo::rerun-if-changed={}", manifest_dir.join("build.rs").display());
     println!("cargo::rerun-if-changed={}", manifest_dir.join("glue").display());
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("build").display());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").expect("cargo sets CARGO_CFG_TARGET_OS");
     assert!(
         target_os == "linux",
@@ -112,12 +116,17 @@ fn main() {
     // Configure when this tree was never configured to the end (the stamp
     // is written last), else only build: Ninja then has nothing to do for
     // an unchanged tree.
+    // xplug's patches to IREE's sources are applied to copies in the tree
+    // on every run: Ninja recompiles a copy whose text changed, and
+    // reconfigures when the list of patched files did.
     let stamp = build_dir.join("xplug-configure-arguments.txt");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        if build_dir.exists() {
-            std::fs::remove_dir_all(&build_dir)
-                .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
-        }
+    let configure = std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str());
+    if configure && build_dir.exists() {
+        std::fs::remove_dir_all(&build_dir)
+            .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
+    }
+    iree_patches::apply(&runtime_src, &build_dir.join("xplug-patched"));
+    if configure {
         run(Command::new(&cmake).args(&arguments).arg("-B").arg(&build_dir), "configure IREE's runtime");
         std::fs::write(&stamp, &wanted)
             .unwrap_or_else(|error| panic!("cannot write {}: {error}", stamp.display()));
