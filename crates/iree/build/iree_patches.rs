@@ -21,26 +21,158 @@ pub struct Patch {
     pub edits: &'static [(&'static str, &'static str)],
 }
 
+/// The checks of the library table's pointers (the embedded-ELF loader's
+/// patch): C inserted before `iree_hal_elf_executable_query_library`.
+macro_rules! library_checks {
+    () => {
+        r#"#include <string.h>
+
+// xplug: the library an executable's query function returns is data of the
+// image, and the loader and the dispatcher follow its pointers unchecked; in a
+// damaged module (a flipped relocation addend or export count) they point
+// anywhere. Each pointer they follow must lie, with the bytes read through
+// it, in one loaded segment of the image (an executable one for an entry
+// point), and each string must end in that segment. The segments come from
+// the ELF's program headers, which xplug's ELF checks have already vetted.
+typedef struct xplug_library_image_t {
+  const iree_elf_module_t* module;
+  iree_const_byte_span_t elf;
+} xplug_library_image_t;
+
+// The end of the loaded segment holding |ptr| (executable ones only, when
+// asked), or 0.
+static uintptr_t xplug_library_segment_end(const xplug_library_image_t* image,
+                                           const void* ptr, bool executable) {
+  iree_elf_ehdr_t ehdr;
+  if (image->elf.data_length < sizeof(ehdr)) return 0;
+  memcpy(&ehdr, image->elf.data, sizeof(ehdr));
+  for (iree_host_size_t i = 0; i < ehdr.e_phnum; ++i) {
+    iree_host_size_t at = (iree_host_size_t)ehdr.e_phoff + i * ehdr.e_phentsize;
+    iree_elf_phdr_t phdr;
+    if (at > image->elf.data_length ||
+        image->elf.data_length - at < sizeof(phdr)) {
+      return 0;
+    }
+    memcpy(&phdr, image->elf.data + at, sizeof(phdr));
+    if (phdr.p_type != IREE_ELF_PT_LOAD) continue;
+    if (executable && !(phdr.p_flags & IREE_ELF_PF_X)) continue;
+    uintptr_t start = (uintptr_t)image->module->vaddr_bias + phdr.p_vaddr;
+    uintptr_t address = (uintptr_t)ptr;
+    if (address >= start && address - start < phdr.p_memsz) {
+      return start + phdr.p_memsz;
+    }
+  }
+  return 0;
+}
+
+// Whether |count| elements of |size| bytes at |ptr| lie in one segment.
+static bool xplug_library_holds(const xplug_library_image_t* image,
+                                const void* ptr, iree_host_size_t count,
+                                iree_host_size_t size) {
+  uintptr_t end = xplug_library_segment_end(image, ptr, false);
+  if (!end) return false;
+  iree_host_size_t available = end - (uintptr_t)ptr;
+  return size == 0 || count <= available / size;
+}
+
+// Whether |string| and its NUL lie in one segment.
+static bool xplug_library_string(const xplug_library_image_t* image,
+                                 const char* string) {
+  uintptr_t end = xplug_library_segment_end(image, string, false);
+  return end && memchr(string, 0, end - (uintptr_t)string) != NULL;
+}
+
+static iree_status_t xplug_library_check(
+    const xplug_library_image_t* image,
+    const iree_hal_executable_library_header_t* const* header_ptr) {
+#define XPLUG_LIBRARY_REFUSE(what)                                         \
+  return iree_make_status(IREE_STATUS_INVALID_ARGUMENT,                    \
+                          "executable library's %s lies outside its image " \
+                          "(xplug's check of the library's pointers)",     \
+                          what)
+  const iree_hal_executable_library_v0_t* library =
+      (const iree_hal_executable_library_v0_t*)header_ptr;
+  if (!xplug_library_holds(image, library, 1, sizeof(*library))) {
+    XPLUG_LIBRARY_REFUSE("table");
+  }
+  if (!xplug_library_holds(image, library->header, 1,
+                           sizeof(*library->header))) {
+    XPLUG_LIBRARY_REFUSE("header");
+  }
+  if (!xplug_library_string(image, library->header->name)) {
+    XPLUG_LIBRARY_REFUSE("name");
+  }
+  const iree_hal_executable_import_table_v0_t* imports = &library->imports;
+  if (imports->count) {
+    if (!xplug_library_holds(image, imports->symbols, imports->count,
+                             sizeof(*imports->symbols))) {
+      XPLUG_LIBRARY_REFUSE("import table");
+    }
+    for (uint32_t i = 0; i < imports->count; ++i) {
+      if (!xplug_library_string(image, imports->symbols[i])) {
+        XPLUG_LIBRARY_REFUSE("import name");
+      }
+    }
+  }
+  const iree_hal_executable_export_table_v0_t* exports = &library->exports;
+  if (exports->count) {
+    if (!xplug_library_holds(image, exports->ptrs, exports->count,
+                             sizeof(*exports->ptrs))) {
+      XPLUG_LIBRARY_REFUSE("export table");
+    }
+    for (uint32_t i = 0; i < exports->count; ++i) {
+      if (!xplug_library_segment_end(image, (const void*)exports->ptrs[i],
+                                     true)) {
+        XPLUG_LIBRARY_REFUSE("entry point");
+      }
+    }
+    if (exports->attrs &&
+        !xplug_library_holds(image, exports->attrs, exports->count,
+                             sizeof(*exports->attrs))) {
+      XPLUG_LIBRARY_REFUSE("dispatch attribute table");
+    }
+    if (exports->names) {
+      if (!xplug_library_holds(image, exports->names, exports->count,
+                               sizeof(*exports->names))) {
+        XPLUG_LIBRARY_REFUSE("export name table");
+      }
+      for (uint32_t i = 0; i < exports->count; ++i) {
+        if (exports->names[i] &&
+            !xplug_library_string(image, exports->names[i])) {
+          XPLUG_LIBRARY_REFUSE("export name");
+        }
+      }
+    }
+  }
+#undef XPLUG_LIBRARY_REFUSE
+  return iree_ok_status();
+}
+
+"#
+    };
+}
+
 /// The patches, in the order they are applied.
-pub const PATCHES: &[Patch] = &[Patch {
-    file: "iree/vm/bytecode/verifier.c",
-    target: "iree_vm_bytecode_module.objects",
-    why: "the bytecode verifier checks every register ordinal and type id it decodes, against the registers \
+pub const PATCHES: &[Patch] = &[
+    Patch {
+        file: "iree/vm/bytecode/verifier.c",
+        target: "iree_vm_bytecode_module.objects",
+        why: "the bytecode verifier checks every register ordinal and type id it decodes, against the registers \
           a frame has",
-    edits: &[
-        (
-            // IREE's shared op decoder (`utils/isa_decoder.inl`) checks each
-            // register ordinal and type id it decodes through the
-            // `IREE_VM_ISA_VALIDATE_*` hooks, which default to nothing. The
-            // verifier defines its checks as `IREE_VM_ISA_VERIFY_REG_*` and
-            // `IREE_VM_ISA_VERIFY_TYPE_ID`, names the decoder never uses, so
-            // no single register operand or result, and no type id, was
-            // checked: a module whose `vm.const.i32` writes `%i32 65280`
-            // passed verification and wrote past the frame (offset 2983 of
-            // the flip sweep's module). Binding the hooks to the checks
-            // makes the verifier check what it was written to check.
-            "#include \"iree/vm/bytecode/utils/isa_decoder.inl\"\n",
-            "// xplug: isa_decoder.inl checks what it decodes through the
+        edits: &[
+            (
+                // IREE's shared op decoder (`utils/isa_decoder.inl`) checks each
+                // register ordinal and type id it decodes through the
+                // `IREE_VM_ISA_VALIDATE_*` hooks, which default to nothing. The
+                // verifier defines its checks as `IREE_VM_ISA_VERIFY_REG_*` and
+                // `IREE_VM_ISA_VERIFY_TYPE_ID`, names the decoder never uses, so
+                // no single register operand or result, and no type id, was
+                // checked: a module whose `vm.const.i32` writes `%i32 65280`
+                // passed verification and wrote past the frame (offset 2983 of
+                // the flip sweep's module). Binding the hooks to the checks
+                // makes the verifier check what it was written to check.
+                "#include \"iree/vm/bytecode/utils/isa_decoder.inl\"\n",
+                "// xplug: isa_decoder.inl checks what it decodes through the
 // IREE_VM_ISA_VALIDATE_* hooks (no-ops unless defined); the checks above are
 // named IREE_VM_ISA_VERIFY_*, so bind the hooks to them.
 #define IREE_VM_ISA_VALIDATE_TYPE_ID(type_id) \\
@@ -56,19 +188,19 @@ pub const PATCHES: &[Patch] = &[Patch {
   IREE_VM_ISA_VERIFY_REG_REF_NO_MOVE(ordinal)
 
 #include \"iree/vm/bytecode/utils/isa_decoder.inl\"\n",
-        ),
-        (
-            // IREE's verifier accepts any ordinal below the function's register
-            // count rounded up to a power of two, but the dispatcher
-            // (`iree_vm_bytecode_function_enter`, dispatch.c) gives a frame
-            // only `align(count * size, 16)` bytes of registers: with 9 i32
-            // registers, ordinals 12 to 15 pass and read or write past the
-            // frame, on the C stack.
-            "  verify_state.i32_register_count = iree_math_round_up_to_pow2_u32(
+            ),
+            (
+                // IREE's verifier accepts any ordinal below the function's register
+                // count rounded up to a power of two, but the dispatcher
+                // (`iree_vm_bytecode_function_enter`, dispatch.c) gives a frame
+                // only `align(count * size, 16)` bytes of registers: with 9 i32
+                // registers, ordinals 12 to 15 pass and read or write past the
+                // frame, on the C stack.
+                "  verify_state.i32_register_count = iree_math_round_up_to_pow2_u32(
       iree_max(1, function_descriptor->i32_register_count));
   verify_state.ref_register_count = iree_math_round_up_to_pow2_u32(
       iree_max(1, function_descriptor->ref_register_count));",
-            "  // xplug: the registers the frame has, as iree_vm_bytecode_function_enter
+                "  // xplug: the registers the frame has, as iree_vm_bytecode_function_enter
   // (dispatch.c) sizes its storage, not the count rounded up to a power of
   // two, which let ordinals past the frame through.
   verify_state.i32_register_count = (uint32_t)(
@@ -79,10 +211,48 @@ pub const PATCHES: &[Patch] = &[Patch {
       iree_host_align(
           function_descriptor->ref_register_count * sizeof(iree_vm_ref_t), 16) /
       sizeof(iree_vm_ref_t));",
-        ),
-    ],
-}];
-
+            ),
+        ],
+    },
+    Patch {
+        file: "iree/hal/local/loaders/embedded_elf_loader.c",
+        target: "iree_hal_local_loaders_embedded_elf_loader.objects",
+        why: "the pointers of an executable's library table are checked to lie in its image before they are followed",
+        edits: &[
+            (
+                // The checks, before the function that queries the library; it
+                // gets the executable's bytes for the program headers.
+                "static iree_status_t iree_hal_elf_executable_query_library(
+    iree_hal_elf_executable_t* executable) {",
+                concat!(
+                    library_checks!(),
+                    "static iree_status_t iree_hal_elf_executable_query_library(
+    iree_hal_elf_executable_t* executable,
+    iree_const_byte_span_t executable_data) {"
+                ),
+            ),
+            (
+                // Checked before IREE reads the header through the pointer.
+                "        IREE_HAL_EXECUTABLE_LIBRARY_VERSION_LATEST);
+  }
+  const iree_hal_executable_library_header_t* header =",
+                "        IREE_HAL_EXECUTABLE_LIBRARY_VERSION_LATEST);
+  }
+  // xplug: the library's pointers lie in the image (see above).
+  const xplug_library_image_t xplug_image = {&executable->module,
+                                             executable_data};
+  IREE_RETURN_IF_ERROR(
+      xplug_library_check(&xplug_image, executable->library.header));
+  const iree_hal_executable_library_header_t* header =",
+            ),
+            (
+                "    status = iree_hal_elf_executable_query_library(executable);",
+                "    status = iree_hal_elf_executable_query_library(
+        executable, executable_params->executable_data);",
+            ),
+        ],
+    },
+];
 /// Applies every patch to its file under `runtime_src`, writing the
 /// patched copies under `out` (same relative paths, rewritten only when
 /// their text changes, so an unchanged build recompiles nothing) and
