@@ -19,7 +19,13 @@
 //! builds keep `-g` and no optimisation (docs/iree-runtime.md, "Damaged
 //! modules").
 //!
-//! The script reruns only when this file, `glue/`, or the tools' and
+//! xplug's patches to IREE's sources (`build/iree_patches.rs`: holes
+//! through which a damaged module crashed IREE's runtime) are applied to
+//! copies under the CMake build tree, which `glue/CMakeLists.txt` compiles
+//! in place of the originals (docs/iree-runtime.md, "Building IREE's
+//! runtime").
+//!
+//! The script reruns only when this file, `build/`, `glue/`, or the tools' and
 //! compiler's environment variables change (the IREE tree is a registry
 //! package, immutable), so a `cargo build` with nothing changed neither
 //! runs CMake nor rebuilds the crates above this one.
@@ -115,10 +121,10 @@ fn main() {
 
     // Configure when this tree was never configured to the end (the stamp
     // is written last), else only build: Ninja then has nothing to do for
-    // an unchanged tree.
-    // xplug's patches to IREE's sources are applied to copies in the tree
-    // on every run: Ninja recompiles a copy whose text changed, and
-    // reconfigures when the list of patched files did.
+    // an unchanged tree. xplug's patches to IREE's sources
+    // (build/iree_patches.rs) are applied to copies in the tree on every
+    // run, before configuring: Ninja recompiles a copy whose text changed,
+    // and reconfigures when the list of patched files did.
     let stamp = build_dir.join("xplug-configure-arguments.txt");
     let configure = std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str());
     if configure && build_dir.exists() {
