@@ -19,7 +19,13 @@
 //! builds keep `-g` and no optimisation (docs/iree-runtime.md, "Damaged
 //! modules").
 //!
-//! The script reruns only when this file, `glue/`, or the tools' and
+//! xplug's patches to IREE's sources (`build/iree_patches.rs`: holes
+//! through which a damaged module crashed IREE's runtime) are applied to
+//! copies under the CMake build tree, which `glue/CMakeLists.txt` compiles
+//! in place of the originals (docs/iree-runtime.md, "Building IREE's
+//! runtime").
+//!
+//! The script reruns only when this file, `build/`, `glue/`, or the tools' and
 //! compiler's environment variables change (the IREE tree is a registry
 //! package, immutable), so a `cargo build` with nothing changed neither
 //! runs CMake nor rebuilds the crates above this one.
@@ -28,6 +34,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use xplug_iree_build::tools::{FileLock, ToolCache};
+
+#[path = "build/iree_patches.rs"]
+mod iree_patches;
 
 /// IREE's runtime options, as eerie-sys 0.5.0's build script sets them for
 /// a hosted target (its `RUNTIME_CMAKE_DEFINITIONS` and driver choices),
@@ -63,6 +72,7 @@ fn main() {
     // of the packaged crate (whose fingerprints it drops before packaging).
     println!("cargo::rerun-if-changed={}", manifest_dir.join("build.rs").display());
     println!("cargo::rerun-if-changed={}", manifest_dir.join("glue").display());
+    println!("cargo::rerun-if-changed={}", manifest_dir.join("build").display());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").expect("cargo sets CARGO_CFG_TARGET_OS");
     assert!(
         target_os == "linux",
@@ -111,13 +121,18 @@ fn main() {
 
     // Configure when this tree was never configured to the end (the stamp
     // is written last), else only build: Ninja then has nothing to do for
-    // an unchanged tree.
+    // an unchanged tree. xplug's patches to IREE's sources
+    // (build/iree_patches.rs) are applied to copies in the tree on every
+    // run, before configuring: Ninja recompiles a copy whose text changed,
+    // and reconfigures when the list of patched files did.
     let stamp = build_dir.join("xplug-configure-arguments.txt");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        if build_dir.exists() {
-            std::fs::remove_dir_all(&build_dir)
-                .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
-        }
+    let configure = std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str());
+    if configure && build_dir.exists() {
+        std::fs::remove_dir_all(&build_dir)
+            .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
+    }
+    iree_patches::apply(&runtime_src, &build_dir.join("xplug-patched"));
+    if configure {
         run(Command::new(&cmake).args(&arguments).arg("-B").arg(&build_dir), "configure IREE's runtime");
         std::fs::write(&stamp, &wanted)
             .unwrap_or_else(|error| panic!("cannot write {}: {error}", stamp.display()));

@@ -33,6 +33,8 @@ mod host {
     pub const OTHER: (u16, &str) = (183, "aarch64");
     /// The 64-bit absolute relocation.
     pub const ABS64: u64 = 1;
+    /// The relative relocation.
+    pub const RELATIVE: u64 = 8;
     pub const TLS: (u64, &str) = (18, "R_X86_64_TPOFF64");
     pub const REFUSED: [(u64, &str); 2] = [(37, "R_X86_64_IRELATIVE"), (5, "R_X86_64_COPY")];
     pub fn target(page_size: u64) -> xplug_elf::ElfTarget {
@@ -47,6 +49,7 @@ mod host {
     pub const MACHINE: u16 = 183;
     pub const OTHER: (u16, &str) = (62, "x86_64");
     pub const ABS64: u64 = 257; // R_AARCH64_ABS64
+    pub const RELATIVE: u64 = 1027; // R_AARCH64_RELATIVE
     pub const TLS: (u64, &str) = (1030, "R_AARCH64_TLS_TPREL64");
     pub const REFUSED: [(u64, &str); 2] = [(1032, "R_AARCH64_IRELATIVE"), (1024, "R_AARCH64_COPY")];
     pub fn target(page_size: u64) -> xplug_elf::ElfTarget {
@@ -443,6 +446,10 @@ fn overlapping_segments_are_refused() {
     let first_vaddr = u64_at(&elf, loads[0] + 16);
     let last = *loads.last().unwrap();
     put_u64(&mut elf, last + 16, first_vaddr + 8);
+    // Its file offset moved to match modulo its alignment, which is checked
+    // first.
+    let (offset, align) = (u64_at(&elf, last + 8), u64_at(&elf, last + 48));
+    put_u64(&mut elf, last + 8, offset - offset % align + (first_vaddr + 8) % align);
     assert!(matches!(refused(&elf), EmbeddedElfError::SegmentsOverlap { how: "overlap", .. }));
 }
 
@@ -523,6 +530,61 @@ fn relocations_outside_the_image_are_refused() {
     let end = u64_at(&elf, last + 16) + u64_at(&elf, last + 40);
     put_u64(&mut elf, rela, end - 7);
     assert!(matches!(refused(&elf), EmbeddedElfError::RelocationOutOfImage { .. }));
+}
+
+#[test]
+fn relative_relocations_pointing_outside_the_image_are_refused() {
+    let elf = rust_elf();
+    let last = *phdr_of_type(&elf, 1).last().unwrap();
+    let end = u64_at(&elf, last + 16) + u64_at(&elf, last + 40);
+    let rela = first_rela(&elf);
+    assert_eq!(u64_at(&elf, rela + 8) & 0xffff_ffff, host::RELATIVE, "the first entry is relative");
+    // One past the end is still a pointer into the image (an end marker).
+    let mut copy = elf.clone();
+    put_u64(&mut copy, rela + 16, end);
+    validate(&copy).expect("a pointer one past the image's end is valid");
+    for target in [end + 1, 0x00ff_0000_0000_0000, u64::MAX] {
+        let mut copy = elf.clone();
+        put_u64(&mut copy, rela + 16, target);
+        let error = refused(&copy);
+        assert!(
+            matches!(&error, EmbeddedElfError::RelocationTargetOutOfImage { target: found, .. }
+                if *found as u64 == target),
+            "{target:#x}: {error}"
+        );
+        assert!(error.to_string().contains("outside the image"), "{error}");
+    }
+}
+
+#[test]
+fn a_segment_whose_offset_and_address_disagree_is_refused() {
+    let mut elf = rust_elf();
+    // The executable segment: its file bytes would land shifted in memory.
+    let text = phdr_of_type(&elf, 1).into_iter().find(|&at| u32_at(&elf, at + 4) & 1 != 0).unwrap();
+    let offset = u64_at(&elf, text + 8);
+    put_u64(&mut elf, text + 8, offset + 1);
+    assert!(matches!(refused(&elf), EmbeddedElfError::SegmentOffsetMismatch { .. }));
+}
+
+#[test]
+fn a_dynamic_section_whose_address_names_other_bytes_is_refused() {
+    let elf = rust_elf();
+    let dynamic = phdr_of_type(&elf, 2)[0];
+    let address = u64_at(&elf, dynamic + 16);
+    let mut copy = elf.clone();
+    put_u64(&mut copy, dynamic + 16, address + 0xff_0000);
+    assert!(matches!(refused(&copy), EmbeddedElfError::AddressNotInFile { .. }));
+    let mut copy = elf.clone();
+    put_u64(&mut copy, dynamic + 16, address - 16);
+    assert!(matches!(refused(&copy), EmbeddedElfError::DynamicAddressMismatch { .. }));
+}
+
+#[test]
+fn relocation_sizes_without_their_table_are_refused() {
+    let mut elf = rust_elf();
+    // DT_RELA's tag damaged: its size and entry size remain.
+    set_dynamic(&mut elf, 7, 0x7fff_0000, 0);
+    assert!(matches!(refused(&elf), EmbeddedElfError::MissingDynamicEntry { tag: "DT_RELA" }));
 }
 
 #[test]
@@ -762,8 +824,17 @@ fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::checks::Incompatibil
     }
 }
 
-/// An address no image of this test comes near: 1 GiB past the image base.
+/// An address no image of this test comes near: 1 GiB.
 const FAR: u64 = 1 << 30;
+
+/// Makes the relocation at `rela` write the absolute address [`FAR`]: a
+/// 64-bit absolute relocation without a symbol. (A relative one pointing
+/// outside the image is refused by the ELF checks, before the header is
+/// read: `relative_relocations_pointing_outside_the_image_are_refused`.)
+fn far_pointer(elf: &mut [u8], rela: usize) {
+    put_u64(elf, rela + 8, host::ABS64);
+    put_u64(elf, rela + 16, FAR);
+}
 
 #[test]
 fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
@@ -773,7 +844,7 @@ fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
         // The RELATIVE relocation that writes the field's pointer.
         let rela =
             relas.into_iter().find(|&rela| u64_at(&elf, rela) == header + offset).expect("its relocation");
-        put_u64(&mut elf, rela + 16, FAR);
+        far_pointer(&mut elf, rela);
         let (reason, message) = header_refusal(&elf);
         assert!(
             matches!(reason, Incompatibility::HeaderStringOutsideImage { field: found, .. } if found == field),
@@ -824,7 +895,7 @@ fn a_table_header_pointer_outside_the_image_is_refused() {
     let (mut elf, header, relas) = c_header_and_relas();
     // The RELATIVE relocation that writes the table's header pointer.
     let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela + 16) == header).expect("its relocation");
-    put_u64(&mut elf, rela + 16, FAR);
+    far_pointer(&mut elf, rela);
     let (reason, message) = header_refusal(&elf);
     assert!(matches!(reason, Incompatibility::HeaderOutsideImage { .. }), "{reason:?}");
     assert!(message.contains("header pointer"), "{message}");

@@ -263,7 +263,7 @@ fn main() -> ExitCode {
             match xtask::flip_sweep::run(&xtask::workspace_root(), &options) {
                 Ok(report) => {
                     print!("\n{}", report.table());
-                    if report.findings().is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                    if report.passed() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
                 }
                 Err(error) => failure(&error),
             }

@@ -244,6 +244,38 @@ pub enum EmbeddedElfError {
         /// Bytes written.
         width: u64,
     },
+    /// A relative relocation points outside the image.
+    RelocationTargetOutOfImage {
+        /// The type's name.
+        name: &'static str,
+        /// `r_offset`.
+        address: u64,
+        /// The address it points at (`r_addend`).
+        target: i64,
+        /// The image's size.
+        image_size: u64,
+    },
+    /// A loadable segment's file offset and address disagree modulo its
+    /// alignment.
+    SegmentOffsetMismatch {
+        /// Its index in the program header table.
+        index: usize,
+        /// `p_offset`.
+        offset: u64,
+        /// `p_vaddr`.
+        vaddr: u64,
+        /// `p_align`.
+        align: u64,
+    },
+    /// The dynamic section's address and file offset name different bytes.
+    DynamicAddressMismatch {
+        /// `PT_DYNAMIC`'s `p_vaddr`.
+        address: u64,
+        /// Its `p_offset`.
+        offset: u64,
+        /// The file offset its address maps to.
+        mapped: u64,
+    },
     /// A relocated value does not fit its field at the load address.
     RelocationOverflow {
         /// The type's name.
@@ -427,6 +459,21 @@ impl fmt::Display for EmbeddedElfError {
                 f,
                 "relocation at address {address:#x} writes {width} bytes outside every loaded segment; \
          the file is corrupt or hostile"
+            ),
+            Self::RelocationTargetOutOfImage { name, address, target, image_size, .. } => write!(
+                f,
+                "relocation {name} at address {address:#x} points at {target:#x}, outside the image \
+         (0x0..{image_size:#x} from its base); the file is corrupt or hostile"
+            ),
+            Self::SegmentOffsetMismatch { index, offset, vaddr, align, .. } => write!(
+                f,
+                "loadable segment {index} has file offset {offset:#x} and address {vaddr:#x}, which differ \
+         modulo its alignment {align:#x}; the file is corrupt"
+            ),
+            Self::DynamicAddressMismatch { address, offset, mapped, .. } => write!(
+                f,
+                "the dynamic section (PT_DYNAMIC) is at file offset {offset:#x} but its address {address:#x} \
+         maps to file offset {mapped:#x}; the file is corrupt"
             ),
             Self::RelocationOverflow { address, name, value, width, .. } => write!(
                 f,

@@ -29,7 +29,7 @@ use object::pod::{self, Pod};
 use crate::error::EmbeddedElfError;
 use crate::fatelf;
 use crate::plan::{ElfPlan, PlannedSegment, SegmentFlags, SymbolHashTable};
-use crate::relocation::{PlannedRelocation, SymbolValue, relocation_kind};
+use crate::relocation::{PlannedRelocation, RelocationKind, SymbolValue, relocation_kind};
 use crate::symbols::{GnuHash, HashLookup, Symbols, SysvHash, string_at};
 use crate::target::ElfTarget;
 
@@ -161,7 +161,7 @@ impl Reader<'_> {
         let extent = self.extent(&loads)?;
         self.refuse_tls_segment(phdrs)?;
         let relro = self.relro(phdrs, &loads, extent.base_vaddr)?;
-        let dynamic = self.dynamic(phdrs)?;
+        let dynamic = self.dynamic(phdrs, &loads)?;
         let strings = self.strings(&loads, &dynamic)?;
         let (hash_table, lookup, symbols) = self.symbols(&loads, &dynamic, strings)?;
         self.refuse_imports(&symbols)?;
@@ -371,6 +371,16 @@ impl Reader<'_> {
     ) -> Result<Vec<PlannedRelocation>, EmbeddedElfError> {
         let rela_size = size_u64::<Rela64<Endianness>>();
         let mut relocations = Vec::new();
+        // A table's size or entry size without the table itself: the
+        // table's tag was damaged, and the image would run unrelocated.
+        if dynamic.rela.is_none()
+            && (dynamic.relasz.is_some_and(|size| size != 0) || dynamic.relaent.is_some())
+        {
+            return Err(EmbeddedElfError::MissingDynamicEntry { tag: "DT_RELA" });
+        }
+        if dynamic.jmprel.is_none() && dynamic.pltrelsz.is_some_and(|size| size != 0) {
+            return Err(EmbeddedElfError::MissingDynamicEntry { tag: "DT_JMPREL" });
+        }
         if let Some(rela) = dynamic.rela {
             let size = dynamic.relasz.ok_or(EmbeddedElfError::MissingDynamicEntry { tag: "DT_RELASZ" })?;
             let entry = dynamic.relaent.ok_or(EmbeddedElfError::MissingDynamicEntry { tag: "DT_RELAENT" })?;
@@ -514,6 +524,20 @@ impl Reader<'_> {
                 });
             }
             self.slice::<u8>("segment file bytes", segment.offset, segment.file_size)?;
+            // A segment's file offset and address agree modulo its alignment
+            // (the ELF specification's rule for loadable segments): a loader
+            // that maps or copies whole pages, as IREE's does, would
+            // otherwise put other bytes of the file at the segment's
+            // addresses, code included.
+            let align = phdr.p_align.get(e);
+            if align > 1 && segment.offset % align != segment.vaddr % align {
+                return Err(EmbeddedElfError::SegmentOffsetMismatch {
+                    index,
+                    offset: segment.offset,
+                    vaddr: segment.vaddr,
+                    align,
+                });
+            }
             if segment.flags & PF_W != 0 && segment.flags & PF_X != 0 {
                 return Err(EmbeddedElfError::WritableAndExecutable { index, flags: segment.flags });
             }
@@ -586,7 +610,7 @@ impl Reader<'_> {
 
     /// The tags of the `PT_DYNAMIC` segment the loader uses, refusing
     /// those it does not support.
-    fn dynamic(&self, phdrs: &[ProgramHeader]) -> Result<Dynamic, EmbeddedElfError> {
+    fn dynamic(&self, phdrs: &[ProgramHeader], loads: &[LoadSegment]) -> Result<Dynamic, EmbeddedElfError> {
         let e = self.endian;
         let phdr = phdrs
             .iter()
@@ -595,6 +619,27 @@ impl Reader<'_> {
         let size = phdr.p_filesz.get(e);
         let entries: &[Dyn64<Endianness>] =
             self.slice("dynamic section", phdr.p_offset.get(e), size / size_u64::<Dyn64<Endianness>>())?;
+        // Loaders find the table by its address (IREE's does), this check by
+        // its file offset: both must name the same bytes of one segment.
+        let (address, offset) = (phdr.p_vaddr.get(e), phdr.p_offset.get(e));
+        let segment = loads
+            .iter()
+            .find(|segment| {
+                address >= segment.vaddr
+                    && address.checked_add(size).is_some_and(|end| end <= segment.vaddr + segment.file_size)
+            })
+            .ok_or(EmbeddedElfError::AddressNotInFile {
+                what: "the dynamic section (PT_DYNAMIC)",
+                address,
+                size,
+            })?;
+        if segment.offset + (address - segment.vaddr) != offset {
+            return Err(EmbeddedElfError::DynamicAddressMismatch {
+                address,
+                offset,
+                mapped: segment.offset + (address - segment.vaddr),
+            });
+        }
         let mut dynamic = Dynamic::default();
         let mut init_array_size = None;
         let mut preinit_array_size = None;
@@ -874,11 +919,25 @@ impl Reader<'_> {
                     SymbolValue::ImageOffset(value - base_vaddr)
                 }
             };
+            let addend = entry.r_addend.get(e);
+            // A relative relocation stores the image's address of its addend:
+            // a pointer into the image, at most one past its end.
+            if kind == RelocationKind::Relative {
+                let image_end = loads.iter().map(|s| s.vaddr + s.mem_size).max().unwrap_or(0);
+                if !u64::try_from(addend).is_ok_and(|target| (base_vaddr..=image_end).contains(&target)) {
+                    return Err(EmbeddedElfError::RelocationTargetOutOfImage {
+                        name,
+                        address: r_offset,
+                        target: addend,
+                        image_size: image_end - base_vaddr,
+                    });
+                }
+            }
             out.push(PlannedRelocation {
                 image_offset: r_offset - base_vaddr,
                 kind,
                 name,
-                addend: entry.r_addend.get(e),
+                addend,
                 symbol,
                 address: r_offset,
             });
