@@ -8,7 +8,8 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use crate::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{self, PluginBuildError, PluginProfile};
+use xplug_fixtures::PluginBuildError;
+use xplug_fixtures::plugins::{self, PluginProfile};
 
 /// Elements of the IREE program's inputs.
 pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use xplug_fixtures::PluginBuildError;
 use xplug_fixtures::flip_sweep::{self, Config, SweepError, SweepReport};
 use xplug_fixtures::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{PluginBuildError, PluginProfile};
+use xplug_fixtures::plugins::PluginProfile;
 
 /// What `flip-sweep` is asked to do.
 #[derive(Clone, Debug)]

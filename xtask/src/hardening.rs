@@ -38,7 +38,7 @@ pub enum HardeningError {
     Build {
         /// Why.
         #[source]
-        source: plugins::PluginBuildError,
+        source: xplug_fixtures::PluginBuildError,
     },
 }
 
