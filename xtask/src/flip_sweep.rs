@@ -144,13 +144,7 @@ fn build_xplug(root: &Path, release: bool) -> Result<PathBuf, PluginBuildError> 
     if release {
         command.arg("--release");
     }
-    let shown = format!("{command:?}");
-    let status = command
-        .status()
-        .map_err(|error| PluginBuildError::Cargo { command: shown.clone(), detail: error.to_string() })?;
-    if !status.success() {
-        return Err(PluginBuildError::Cargo { command: shown, detail: status.to_string() });
-    }
+    xplug_fixtures::command::status(&mut command).map_err(|source| PluginBuildError::Command { source })?;
     Ok(xplug_fixtures::target_dir(root).join(if release { "release" } else { "debug" }).join("xplug"))
 }
 
