@@ -20,6 +20,13 @@
  * Load parameter `unloaded=HEX`: the address of an int32 in the host that
  * `unload` increments (so a test sees when the old version's unload ran).
  *
+ * Load parameter `hold=HEX`: the address of a host `int32_t[3]`
+ * { armed, held, last_factor } that `simple_mul_workgroup` reports to:
+ * every call stores FACTOR in last_factor when done; the one call that
+ * finds `armed` set (and clears it) sets `held`, then waits until another
+ * version stored its factor, so a test holds a dispatch inside this
+ * version until a swap has reached the other version's calls.
+ *
  * Build switches (the refusals a swap must make):
  *   -DFACTOR=N            the version's factor (default 2);
  *   -DOMIT_SCALE          no swap_scale_i32 (an import in use is missing);
@@ -67,8 +74,15 @@ typedef struct {
 } call_back_args_t;
 
 typedef struct {
+  int32_t armed;
+  int32_t held;
+  int32_t last_factor;
+} hold_point_t;
+
+typedef struct {
   iree_hal_executable_plugin_allocator_t host_allocator;
   int32_t* unloaded;
+  hold_point_t* hold;
 } state_t;
 
 #ifndef OMIT_SCALE
@@ -82,12 +96,22 @@ static int swap_scale(void* args_ptr, void* context, void* reserved) {
 #endif
 
 static int swap_mul(void* args_ptr, void* context, void* reserved) {
-  (void)context;
   (void)reserved;
+  hold_point_t* hold = context ? ((state_t*)context)->hold : NULL;
+  if (hold != NULL && __atomic_exchange_n(&hold->armed, 0, __ATOMIC_SEQ_CST)) {
+    __atomic_store_n(&hold->held, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+      int32_t last = __atomic_load_n(&hold->last_factor, __ATOMIC_SEQ_CST);
+      if (last != 0 && last != FACTOR) break;
+    }
+  }
   const workgroup_args_t* p = (const workgroup_args_t*)args_ptr;
   for (size_t i = 0; i < p->size; ++i) {
     p->out[p->out_offset + i] = p->lhs[p->lhs_offset + i] *
                                 p->rhs[p->rhs_offset + i] * (float)FACTOR;
+  }
+  if (hold != NULL) {
+    __atomic_store_n(&hold->last_factor, FACTOR, __ATOMIC_SEQ_CST);
   }
   return 0;
 }
@@ -149,9 +173,12 @@ static iree_hal_executable_plugin_status_t plugin_load(
   if (!iree_hal_executable_plugin_status_is_ok(status)) return status;
   state->host_allocator = environment->host_allocator;
   state->unloaded = NULL;
+  state->hold = NULL;
   for (size_t i = 0; i < param_count; ++i) {
     if (key_is(params[i].key, "unloaded")) {
       state->unloaded = (int32_t*)parse_hex(params[i].value);
+    } else if (key_is(params[i].key, "hold")) {
+      state->hold = (hold_point_t*)parse_hex(params[i].value);
     }
   }
   *out_self = state;
@@ -169,7 +196,6 @@ static void plugin_unload(void* self) {
 static iree_hal_executable_plugin_status_t plugin_resolve(
     void* self, const iree_hal_executable_plugin_resolve_params_v0_t* params,
     iree_hal_executable_plugin_resolution_t* out_resolution) {
-  (void)self;
   *out_resolution = 0;
   bool missing_required = false;
   for (size_t i = 0; i < params->count; ++i) {
@@ -183,8 +209,10 @@ static iree_hal_executable_plugin_status_t plugin_resolve(
       function = (void*)swap_scale;
     }
 #endif
+    void* context = NULL;
     if (iree_hal_executable_plugin_strcmp(name, "simple_mul_workgroup") == 0) {
       function = (void*)swap_mul;
+      context = self;
     } else if (iree_hal_executable_plugin_strcmp(name, "swap_hold_i32") == 0) {
       function = (void*)swap_hold;
     } else if (iree_hal_executable_plugin_strcmp(name, "swap_call_back") ==
@@ -193,7 +221,7 @@ static iree_hal_executable_plugin_status_t plugin_resolve(
     }
     if (function != NULL) {
       params->out_fn_ptrs[i] = function;
-      params->out_fn_contexts[i] = NULL;
+      params->out_fn_contexts[i] = context;
     } else if (optional) {
       *out_resolution |= IREE_HAL_EXECUTABLE_PLUGIN_RESOLUTION_MISSING_OPTIONAL;
     } else {

@@ -47,22 +47,33 @@ pub fn assert_code_synchronized(name: &str, image: &ElfImage) {
     }
 }
 
-/// The workspace's members, as directories relative to its root: the
-/// root manifest's `members` list (the layout tests' one reading of it).
+/// The workspace's members, as directories relative to its root, sorted:
+/// `cargo metadata`'s list (the layout tests' one reading of it).
 ///
 /// # Panics
-/// When `Cargo.toml` under `root` cannot be read or lists no members.
+/// When `cargo metadata` fails on `root`'s manifest or lists few members.
 #[must_use]
 pub fn workspace_members(root: &Path) -> Vec<String> {
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("the root manifest");
-    let start = manifest.find("\nmembers = [").expect("the root manifest lists its members");
-    let list = &manifest[start..];
-    let list = &list[..list.find(']').expect("the members list ends")];
-    let members: Vec<String> = list
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix('"')?.split('"').next().map(str::to_owned))
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(root.join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .unwrap_or_else(|error| panic!("cargo metadata on {}: {error}", root.display()));
+    let root = metadata.workspace_root.as_std_path();
+    let mut members: Vec<String> = metadata
+        .workspace_packages()
+        .iter()
+        .map(|package| {
+            let dir = package.manifest_path.parent().expect("a manifest has a directory");
+            dir.as_std_path()
+                .strip_prefix(root)
+                .expect("a member lies under the workspace root")
+                .display()
+                .to_string()
+        })
         .collect();
-    assert!(members.len() > 20, "{} members read from Cargo.toml", members.len());
+    members.sort();
+    assert!(members.len() > 20, "{} members listed by cargo metadata", members.len());
     members
 }
 

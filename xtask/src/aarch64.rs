@@ -33,6 +33,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use xplug_fixtures::command::{self, CommandError};
+
 /// The target the tests are built for.
 pub const TARGET: &str = "aarch64-unknown-linux-gnu";
 
@@ -174,22 +176,12 @@ pub enum Aarch64Error {
         #[source]
         source: xplug_fixtures::packages::PackagesError,
     },
-    /// A tool could not be started.
-    #[error("cannot run `{command}`")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// Why.
+    /// A tool could not be started, or ran and failed.
+    #[error("an aarch64 step failed")]
+    Command {
+        /// Which, and how.
         #[source]
-        source: std::io::Error,
-    },
-    /// A tool ran and failed.
-    #[error("`{command}` failed ({status})")]
-    Failed {
-        /// The command line.
-        command: String,
-        /// How it ended.
-        status: std::process::ExitStatus,
+        source: CommandError,
     },
     /// cargo's JSON messages could not be read.
     #[error("cannot read cargo's message `{line}`")]
@@ -314,9 +306,12 @@ pub fn ensure_packages(packages: &[&str]) -> Result<(), Aarch64Error> {
 }
 
 fn run(mut command: Command) -> Result<(), Aarch64Error> {
-    let line = format!("{command:?}");
-    let status = command.status().map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?;
-    if status.success() { Ok(()) } else { Err(Aarch64Error::Failed { command: line, status }) }
+    command::status(&mut command).map_err(|source| Aarch64Error::Command { source })
+}
+
+/// An [`Aarch64Error::Command`] for `command`, which could not start.
+fn start_error(command: &Command) -> impl FnOnce(std::io::Error) -> Aarch64Error {
+    move |source| Aarch64Error::Command { source: CommandError::start(command, source) }
 }
 
 /// One test executable cargo built.
@@ -362,7 +357,7 @@ fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
     command.stdout(Stdio::piped());
     let line = format!("{command:?}");
     eprintln!("$ {line}");
-    let output = command.output().map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?;
+    let output = command.output().map_err(start_error(&command))?;
     if !output.status.success() {
         // The compiler's diagnostics are in the JSON messages on stdout.
         for message in String::from_utf8_lossy(&output.stdout).lines() {
@@ -372,7 +367,8 @@ fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
                 eprint!("{rendered}");
             }
         }
-        return Err(Aarch64Error::Failed { command: line, status: output.status });
+        let source = CommandError::Failed { command: line, status: output.status, stderr: String::new() };
+        return Err(Aarch64Error::Command { source });
     }
     let mut binaries = Vec::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
@@ -459,10 +455,8 @@ fn run_binary(binary: &TestBinary, skips: &[&str]) -> Result<BinaryRun, Aarch64E
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let line = format!("{command:?}");
     let started = Instant::now();
-    let mut child =
-        command.spawn().map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?;
+    let mut child = command.spawn().map_err(start_error(&command))?;
     // Read both pipes on threads so a chatty test cannot block on a full
     // pipe while this side waits.
     let mut stdout = child.stdout.take().expect("piped");
@@ -476,9 +470,7 @@ fn run_binary(binary: &TestBinary, skips: &[&str]) -> Result<BinaryRun, Aarch64E
         std::io::Read::read_to_string(&mut stderr, &mut text).map(|_| text).unwrap_or_default()
     });
     let status = loop {
-        if let Some(status) =
-            child.try_wait().map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?
-        {
+        if let Some(status) = child.try_wait().map_err(start_error(&command))? {
             break status;
         }
         if started.elapsed() > RUN_TIMEOUT {
@@ -670,14 +662,8 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
                     command.args(["--input", input]);
                 }
                 command.arg("--plugin").arg(plugin_dir.join(plugin)).current_dir(root);
-                let line = format!("{command:?}");
-                let output = command
-                    .output()
-                    .map_err(|source| Aarch64Error::Spawn { command: line.clone(), source })?;
-                if !output.status.success() {
-                    eprint!("{}", String::from_utf8_lossy(&output.stderr));
-                    return Err(Aarch64Error::Failed { command: line, status: output.status });
-                }
+                let output =
+                    command::output(&mut command).map_err(|source| Aarch64Error::Command { source })?;
                 Ok(String::from_utf8_lossy(&output.stdout).into_owned())
             });
         let [x86_64, aarch64] = outputs;

@@ -5,23 +5,18 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xplug_fixtures::command::{self, CommandError};
 use xplug_table::format_ns;
 
 /// What can go wrong.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BenchError {
-    /// `cargo bench` could not run or failed.
-    Cargo {
-        /// What happened.
-        detail: String,
-    },
-    /// A measuring program (`resolve_loop`) could not run or failed.
-    Measure {
-        /// The command line.
-        command: String,
-        /// What happened.
-        detail: String,
+    /// `cargo bench`, a build or a measuring program (`resolve_loop`)
+    /// could not start or failed.
+    Command {
+        /// Which, and how.
+        source: CommandError,
     },
     /// A criterion result file is missing or unreadable.
     Estimate {
@@ -35,8 +30,7 @@ pub enum BenchError {
 impl std::fmt::Display for BenchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Cargo { detail } => write!(f, "`cargo bench -p xplug-benches` failed: {detail}"),
-            Self::Measure { command, detail } => write!(f, "`{command}` failed: {detail}"),
+            Self::Command { .. } => write!(f, "a benchmark command failed"),
             Self::Estimate { path, detail } => write!(
                 f,
                 "cannot read benchmark result {}: {detail}; run `cargo xtask bench` without filters",
@@ -46,7 +40,14 @@ impl std::fmt::Display for BenchError {
     }
 }
 
-impl std::error::Error for BenchError {}
+impl std::error::Error for BenchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Command { source } => Some(source),
+            Self::Estimate { .. } => None,
+        }
+    }
+}
 
 /// Runs `cargo bench -p xplug-benches` (the `xplug`, `anchor`,
 /// `iree_runtime` and `pinned` benches),
@@ -56,7 +57,8 @@ impl std::error::Error for BenchError {}
 /// When cargo cannot start or the benchmarks fail.
 pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo)
+    let mut bench = Command::new(&cargo);
+    bench
         .current_dir(root)
         .args([
             "bench",
@@ -72,10 +74,8 @@ pub fn run_benches(root: &Path, extra: &[String]) -> Result<(), BenchError> {
             "pinned",
             "--",
         ])
-        .args(extra)
-        .status()
-        .map_err(|error| BenchError::Cargo { detail: error.to_string() })?;
-    if status.success() { Ok(()) } else { Err(BenchError::Cargo { detail: format!("exited with {status}") }) }
+        .args(extra);
+    command::status(&mut bench).map_err(|source| BenchError::Command { source })
 }
 
 /// Criterion's output directory.

@@ -8,7 +8,8 @@ use std::process::{Command, ExitStatus};
 use std::time::Instant;
 
 use crate::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{self, PluginBuildError, PluginProfile};
+use xplug_fixtures::PluginBuildError;
+use xplug_fixtures::plugins::{self, PluginProfile};
 
 /// Elements of the IREE program's inputs.
 pub const IREE_DEMO_ELEMENTS: usize = 1 << 20;
@@ -101,20 +102,11 @@ fn build_xplug(root: &Path, debug: bool) -> Result<PathBuf, DemoError> {
         if debug { "" } else { " --release" }
     );
     eprintln!("building {XPLUG_BINARY} ({line}) ...");
-    let status = command
-        .status()
-        .map_err(|error| PluginBuildError::Cargo { command: line.clone(), detail: error.to_string() })?;
-    if !status.success() {
-        return Err(PluginBuildError::Cargo { command: line, detail: format!("exited with {status}") }.into());
-    }
+    xplug_fixtures::command::status(&mut command).map_err(|source| PluginBuildError::Command { source })?;
     let binary =
         xplug_fixtures::target_dir(root).join(if debug { "debug" } else { "release" }).join(XPLUG_BINARY);
     if !binary.is_file() {
-        return Err(PluginBuildError::Cargo {
-            command: line,
-            detail: format!("it succeeded but left no {}", binary.display()),
-        }
-        .into());
+        return Err(PluginBuildError::NoOutput { command: line, path: binary }.into());
     }
     Ok(binary)
 }

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use xplug_fixtures::PluginBuildError;
 use xplug_fixtures::flip_sweep::{self, Config, SweepError, SweepReport};
 use xplug_fixtures::iree_e2e::{self, E2eError, MUL_CALL};
-use xplug_fixtures::plugins::{PluginBuildError, PluginProfile};
+use xplug_fixtures::plugins::PluginProfile;
 
 /// What `flip-sweep` is asked to do.
 #[derive(Clone, Debug)]
@@ -143,13 +144,7 @@ fn build_xplug(root: &Path, release: bool) -> Result<PathBuf, PluginBuildError> 
     if release {
         command.arg("--release");
     }
-    let shown = format!("{command:?}");
-    let status = command
-        .status()
-        .map_err(|error| PluginBuildError::Cargo { command: shown.clone(), detail: error.to_string() })?;
-    if !status.success() {
-        return Err(PluginBuildError::Cargo { command: shown, detail: status.to_string() });
-    }
+    xplug_fixtures::command::status(&mut command).map_err(|source| PluginBuildError::Command { source })?;
     Ok(xplug_fixtures::target_dir(root).join(if release { "release" } else { "debug" }).join("xplug"))
 }
 

@@ -8,47 +8,45 @@
 use std::path::Path;
 use std::process::Command;
 
+use xplug_fixtures::command::{self, CommandError};
 use xplug_fixtures::plugins::{self, PluginProfile};
 
 /// What can go wrong in a hardening run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HardeningError {
-    /// A tool could not be started.
-    #[error("cannot run `{command}`; {hint}")]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// What to install or set.
-        hint: &'static str,
+    /// A tool could not be started, or ran and failed.
+    #[error("a hardening step failed")]
+    Command {
+        /// Which, and how.
+        #[source]
+        source: CommandError,
+    },
+    /// `rustc -vV` printed no `host:` line.
+    #[error("`rustc -vV` printed no `host:` line; is the `rustc` on PATH a Rust compiler?")]
+    NoHost,
+    /// A work directory could not be made.
+    #[error("cannot create {}; check that the directory above it is writable", path.display())]
+    Directory {
+        /// The directory.
+        path: std::path::PathBuf,
         /// The operating system's reason.
         #[source]
         source: std::io::Error,
-    },
-    /// A tool ran and failed.
-    #[error("`{command}` failed ({status})")]
-    Failed {
-        /// The command line.
-        command: String,
-        /// How it ended.
-        status: std::process::ExitStatus,
     },
     /// The example plugins could not be built.
     #[error("cannot build the example plugins")]
     Build {
         /// Why.
         #[source]
-        source: plugins::PluginBuildError,
+        source: xplug_fixtures::PluginBuildError,
     },
 }
 
 /// Runs `command`, failing on a non-zero exit.
 fn run(mut command: Command, hint: &'static str) -> Result<(), HardeningError> {
-    let line = format!("{command:?}");
-    eprintln!("$ {line}");
-    let status =
-        command.status().map_err(|source| HardeningError::Spawn { command: line.clone(), hint, source })?;
-    if status.success() { Ok(()) } else { Err(HardeningError::Failed { command: line, status }) }
+    eprintln!("$ {command:?}");
+    command::status(&mut command).map_err(|error| HardeningError::Command { source: error.with_hint(hint) })
 }
 
 fn cargo(root: &Path) -> Command {
@@ -142,14 +140,15 @@ pub fn asan(root: &Path) -> Result<(), HardeningError> {
 /// The host's target triple (`rustc -vV`'s `host:` line), which `cargo
 /// xtask asan` builds the instrumented tests for.
 fn host_target() -> Result<String, HardeningError> {
-    let spawn =
-        |source| HardeningError::Spawn { command: "rustc -vV".to_owned(), hint: "is rustc on PATH?", source };
-    let output = Command::new("rustc").arg("-vV").output().map_err(spawn)?;
+    let mut rustc = Command::new("rustc");
+    rustc.arg("-vV");
+    let output = command::output(&mut rustc)
+        .map_err(|error| HardeningError::Command { source: error.with_hint("is rustc on PATH?") })?;
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .find_map(|line| line.strip_prefix("host: "))
         .map(str::to_owned)
-        .ok_or_else(|| spawn(std::io::Error::other("no `host:` line in its output")))
+        .ok_or(HardeningError::NoHost)
 }
 
 /// The `cargo fuzz` targets under `fuzz/`.
@@ -167,11 +166,8 @@ pub fn fuzz(root: &Path, seconds: u32) -> Result<(), HardeningError> {
     let fuzz_dir = root.join("fuzz");
     for target in FUZZ_TARGETS {
         let work = fuzz_dir.join("corpus-work").join(target);
-        std::fs::create_dir_all(&work).map_err(|source| HardeningError::Spawn {
-            command: format!("mkdir {}", work.display()),
-            hint: "check that the fuzz/ directory is writable",
-            source,
-        })?;
+        std::fs::create_dir_all(&work)
+            .map_err(|source| HardeningError::Directory { path: work.clone(), source })?;
         let mut command = Command::new("cargo");
         command
             .current_dir(root)

@@ -82,8 +82,7 @@ pub fn estimate_path(criterion: &Path, pad: usize, case: &str, comparison: &str)
 /// for `seconds` per comparison, reporting progress on stderr.
 ///
 /// # Errors
-/// [`BenchError::Cargo`] when the build fails, [`BenchError::Measure`] when
-/// `resolve_loop` fails, [`BenchError::Estimate`] when it wrote no result.
+/// [`BenchError::Command`] when the build or `resolve_loop` fails, [`BenchError::Estimate`] when it wrote no result.
 pub fn run(
     root: &Path,
     pads: &[usize],
@@ -96,15 +95,17 @@ pub fn run(
     let mut out = Vec::new();
     for (step, &pad) in pads.iter().enumerate() {
         eprintln!("[{}/{}] {pad} bytes of padding: building resolve_loop", step + 1, pads.len());
-        let status = Command::new(&cargo)
-            .current_dir(root)
-            .env("XPLUG_LAYOUT_PAD", pad.to_string())
-            .args(["build", "--release", "-p", "xplug-benches", "--example", "resolve_loop"])
-            .status()
-            .map_err(|error| BenchError::Cargo { detail: error.to_string() })?;
-        if !status.success() {
-            return Err(BenchError::Cargo { detail: format!("building resolve_loop exited with {status}") });
-        }
+        xplug_fixtures::command::status(
+            Command::new(&cargo).current_dir(root).env("XPLUG_LAYOUT_PAD", pad.to_string()).args([
+                "build",
+                "--release",
+                "-p",
+                "xplug-benches",
+                "--example",
+                "resolve_loop",
+            ]),
+        )
+        .map_err(|source| BenchError::Command { source })?;
         for case in cases {
             for (comparison, _) in COMPARISONS {
                 // A result left by an earlier run must not stand in for this one.
@@ -115,18 +116,12 @@ pub fn run(
                 step + 1,
                 pads.len()
             );
-            let command = format!("{} paired {case} {seconds}", binary.display());
-            let status = Command::new(&binary)
-                .current_dir(root)
-                .args(["paired", case, &seconds.to_string()])
-                .status()
-                .map_err(|error| BenchError::Measure {
-                    command: command.clone(),
-                    detail: error.to_string(),
-                })?;
-            if !status.success() {
-                return Err(BenchError::Measure { command, detail: format!("exited with {status}") });
-            }
+            xplug_fixtures::command::status(Command::new(&binary).current_dir(root).args([
+                "paired",
+                case,
+                &seconds.to_string(),
+            ]))
+            .map_err(|source| BenchError::Command { source })?;
             for (comparison, _) in COMPARISONS {
                 let paired = paired_file(&estimate_path(&criterion, pad, case, comparison))?;
                 out.push(LayoutRatio { pad, case: case.clone(), comparison, paired });

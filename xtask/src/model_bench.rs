@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use xplug_fixtures::command::{self, CommandError};
 use xplug_fixtures::iree_e2e::{self, E2eError, IreeTools};
 use xplug_fixtures::models;
 
@@ -106,7 +107,7 @@ fn measure(command: &mut Command) -> Result<Sample, E2eError> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(io(format!("cannot run {line}")))?;
+        .map_err(|source| E2eError::Command { source: CommandError::start(command, source) })?;
     let pid = libc::pid_t::try_from(child.id()).expect("pids fit pid_t");
     let mut status: libc::c_int = 0;
     // SAFETY: all-zero is a valid `rusage` (plain integers).
@@ -122,9 +123,11 @@ fn measure(command: &mut Command) -> Result<Sample, E2eError> {
         });
     }
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        return Err(E2eError::Tool {
-            command: line,
-            stderr: format!("exit status {status:#x}; rerun it to see why"),
+        use std::os::unix::process::ExitStatusExt as _;
+        let status = std::process::ExitStatus::from_raw(status);
+        // Its output was discarded: rerun it to see why.
+        return Err(E2eError::Command {
+            source: CommandError::Failed { command: line, status, stderr: String::new() },
         });
     }
     let timeval = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 * 1e-6;
@@ -423,20 +426,13 @@ pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<
     let count = |program: &Path, leading: &[String], dispatches: usize| -> Result<u64, E2eError> {
         let out = work.join("callgrind.out");
         let mut command = xplug_fixtures::valgrind::callgrind_command(program, &out)
-            .map_err(|reason| E2eError::Tool { command: "valgrind".to_owned(), stderr: reason })?;
-        command.args(leading).args(program_args(dispatches));
-        let line = format!("{command:?}");
-        let output = command.stdin(Stdio::null()).output().map_err(io(format!("cannot run {line}")))?;
-        if !output.status.success() {
-            return Err(E2eError::Tool {
-                command: line,
-                stderr: String::from_utf8_lossy(&output.stderr).into(),
-            });
-        }
+            .map_err(|reason| E2eError::Measure { tool: "valgrind".to_owned(), reason })?;
+        command.args(leading).args(program_args(dispatches)).stdin(Stdio::null());
+        command::output(&mut command).map_err(|source| E2eError::Command { source })?;
         let profile = std::fs::read_to_string(&out).map_err(io(format!("cannot read {}", out.display())))?;
-        xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Tool {
-            command: line,
-            stderr: format!("{} has no total", out.display()),
+        xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Measure {
+            tool: "callgrind".to_owned(),
+            reason: format!("{} has no total", out.display()),
         })
     };
     let [low, high] = COUNTED_DISPATCHES;
@@ -517,16 +513,7 @@ pub fn table(rows: &[Row]) -> String {
 /// When cargo cannot build it.
 pub fn build_xplug(root: &Path) -> Result<PathBuf, E2eError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args(["build", "--release", "-p", "xplug-cli"])
-        .status()
-        .map_err(io("cannot run cargo build --release -p xplug-cli".to_owned()))?;
-    if !status.success() {
-        return Err(E2eError::Tool {
-            command: "cargo build --release -p xplug-cli".to_owned(),
-            stderr: status.to_string(),
-        });
-    }
+    command::status(Command::new(cargo).current_dir(root).args(["build", "--release", "-p", "xplug-cli"]))
+        .map_err(|source| E2eError::Command { source })?;
     Ok(root.join("target").join("release").join("xplug"))
 }

@@ -203,26 +203,26 @@ fn generate(root: &Path) -> Result<String, BindingsError> {
 
 /// IREE's `runtime/src` in the eerie-sys package the workspace uses.
 fn runtime_src(root: &Path) -> Result<PathBuf, BindingsError> {
-    let metadata = capture(Command::new(cargo()).current_dir(root).args([
-        "metadata",
-        "--format-version",
-        "1",
-        "--locked",
-    ]))?;
-    let metadata: serde_json::Value = serde_json::from_str(&metadata).map_err(|error| {
-        BindingsError::Tool { command: "cargo metadata".into(), detail: error.to_string() }
-    })?;
-    let manifest = metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|package| package["name"] == xplug_iree_build::EERIE_SYS)
-        .and_then(|package| package["manifest_path"].as_str())
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .cargo_path(cargo())
+        .current_dir(root)
+        .manifest_path(root.join("Cargo.toml"))
+        .other_options(vec!["--locked".to_owned()])
+        .exec()
+        .map_err(|error| BindingsError::Tool {
+            command: "cargo metadata".into(),
+            detail: error.to_string(),
+        })?;
+    let manifest = metadata
+        .packages
+        .iter()
+        .find(|package| package.name.as_str() == xplug_iree_build::EERIE_SYS)
+        .map(|package| package.manifest_path.clone().into_std_path_buf())
         .ok_or_else(|| BindingsError::Tool {
             command: "cargo metadata".into(),
             detail: "lists no eerie-sys package".into(),
         })?;
-    Ok(Path::new(manifest).parent().expect("a manifest has a directory").join("iree/runtime/src"))
+    Ok(manifest.parent().expect("a manifest has a directory").join("iree/runtime/src"))
 }
 
 /// The headers IREE's CMake build generates, from xplug-iree's build
@@ -304,20 +304,6 @@ fn rustfmt(root: &Path, text: &str) -> Result<String, BindingsError> {
 
 fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
-}
-
-fn capture(command: &mut Command) -> Result<String, BindingsError> {
-    let output = command.output().map_err(|error| BindingsError::Tool {
-        command: format!("{command:?}"),
-        detail: error.to_string(),
-    })?;
-    if !output.status.success() {
-        return Err(BindingsError::Tool {
-            command: format!("{command:?}"),
-            detail: String::from_utf8_lossy(&output.stderr).into_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// Writes fresh bindings; returns their path.

@@ -1,6 +1,8 @@
 //! The build tools IREE's runtime build needs, found or installed by the
 //! build itself: CMake >= 3.26 and Ninja, and (for `cargo xtask
-//! iree-bindings` only, never for building) libclang.
+//! iree-bindings` only, never for building) libclang. Also the one home of
+//! xplug's Python tool environments: the test fixtures' pinned IREE tools
+//! go through [`ToolCache::install`] too.
 //!
 //! Each is taken from the system when it has a suitable one, else from a
 //! pinned PyPI wheel installed once into a Python virtual environment in a
@@ -27,18 +29,26 @@ pub const CMAKE_MINIMUM: (u32, u32) = (3, 26);
 /// reads it); it wins over `PATH` and the pinned wheel.
 pub const CMAKE_VAR: &str = "CMAKE";
 
-/// A directory holding the tools installed from PyPI (a virtual
-/// environment `venv/`, its lock file and one stamp per pinned wheel).
+/// A Python virtual environment holding tools installed from PyPI, with
+/// its lock file beside it (`<venv>.lock`) and one stamp per set of pins
+/// inside it.
 #[derive(Debug, Clone)]
 pub struct ToolCache {
-    dir: PathBuf,
+    venv: PathBuf,
 }
 
 impl ToolCache {
-    /// The cache at `dir` (created when first used).
+    /// The cache in `dir` (created when first used): the environment is
+    /// `dir/venv`.
     #[must_use]
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self { venv: dir.into().join("venv") }
+    }
+
+    /// The cache whose environment is the directory `venv` itself.
+    #[must_use]
+    pub fn with_venv(venv: impl Into<PathBuf>) -> Self {
+        Self { venv: venv.into() }
     }
 
     /// The cache of a build script: `xplug-tools/` in the directory above
@@ -66,14 +76,37 @@ impl ToolCache {
         Self::new(target.join("xplug-tools"))
     }
 
-    /// The cache's directory.
+    /// The virtual environment's directory.
     #[must_use]
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn venv(&self) -> &Path {
+        &self.venv
     }
 
-    fn venv(&self) -> PathBuf {
-        self.dir.join("venv")
+    /// Brings the environment to `pins` (one `pip install` of them all,
+    /// creating the environment first when it has no Python), unless the
+    /// stamp `name` already records exactly these pins and `ready` (given
+    /// the environment's directory) holds. Runs under the cache's lock, so
+    /// concurrent callers wait instead of installing twice. `what` says
+    /// what the pins are for, in errors.
+    ///
+    /// # Errors
+    /// When Python, `venv` or `pip` fails: the message names the command,
+    /// its output and what to install instead.
+    pub fn install(
+        &self,
+        name: &str,
+        pins: &[&str],
+        what: &str,
+        ready: impl Fn(&Path) -> bool,
+    ) -> Result<&Path, String> {
+        let _lock = self.lock();
+        let wanted = pins.join("\n");
+        if self.stamped(name, &wanted) && ready(&self.venv) {
+            return Ok(&self.venv);
+        }
+        self.pip_install(pins, what)?;
+        self.stamp(name, &wanted);
+        Ok(&self.venv)
     }
 
     /// The CMake to run: `$CMAKE` when set (checked to be >= 3.26), else the
@@ -142,19 +175,17 @@ impl ToolCache {
         if let Some(found) = self.wheel_libclang().filter(|_| self.stamped("libclang", LIBCLANG_PIN)) {
             return found;
         }
-        self.pip_install(LIBCLANG_PIN, "libclang").unwrap_or_else(|error| panic!("{error}"));
+        self.pip_install(&[LIBCLANG_PIN], "IREE's bindings generator needs libclang")
+            .unwrap_or_else(|error| panic!("{error}"));
         let found = self.wheel_libclang().unwrap_or_else(|| {
-            panic!(
-                "{LIBCLANG_PIN} installed into {} holds no clang/native/libclang.so",
-                self.venv().display()
-            )
+            panic!("{LIBCLANG_PIN} installed into {} holds no clang/native/libclang.so", self.venv.display())
         });
         self.stamp("libclang", LIBCLANG_PIN);
         found
     }
 
     fn wheel_libclang(&self) -> Option<PathBuf> {
-        let lib = self.venv().join("lib");
+        let lib = self.venv.join("lib");
         std::fs::read_dir(lib)
             .ok()?
             .flatten()
@@ -164,18 +195,18 @@ impl ToolCache {
 
     /// `venv/bin/<program>` at `pin`, installed first when missing.
     fn pinned(&self, program: &str, pin: &str, what: &str) -> Result<PathBuf, String> {
-        let path = self.venv().join("bin").join(program);
+        let path = self.venv.join("bin").join(program);
         let _lock = self.lock();
         if path.is_file() && self.stamped(program, pin) {
             return Ok(path);
         }
-        self.pip_install(pin, what)?;
+        self.pip_install(&[pin], &format!("IREE's runtime build needs {what}"))?;
         self.stamp(program, pin);
         Ok(path)
     }
 
     fn stamp_path(&self, program: &str) -> PathBuf {
-        self.venv().join(format!("xplug-{program}-pin.txt"))
+        self.venv.join(format!("xplug-{program}-pin.txt"))
     }
 
     fn stamped(&self, program: &str, pin: &str) -> bool {
@@ -187,19 +218,32 @@ impl ToolCache {
         std::fs::write(&path, pin).unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
     }
 
-    /// Creates the virtual environment when missing and installs `pin`
-    /// into it; the error says what failed and what to run instead.
-    fn pip_install(&self, pin: &str, what: &str) -> Result<(), String> {
-        let venv = self.venv();
+    /// Creates the virtual environment when it has no Python and installs
+    /// `pins` into it; the error says what failed and what to run instead.
+    fn pip_install(&self, pins: &[&str], what: &str) -> Result<(), String> {
+        self.pip_install_with(&python3(), pins, what)
+    }
+
+    /// [`ToolCache::pip_install`] with the environment made by `python3`.
+    fn pip_install_with(&self, python3: &std::ffi::OsStr, pins: &[&str], what: &str) -> Result<(), String> {
+        let venv = &self.venv;
         let python = venv.join("bin").join("python");
+        let pin = pins.join(" ");
         let instead = format!(
-            "IREE's runtime build needs {what}, which it installs from PyPI ({pin}) when the system has none; \
-             give it Python 3 with venv and pip (Debian: `apt-get install python3-venv`) and access to PyPI, \
-             or install it yourself (`pip install {pin}`, or your system's package) and put it on PATH"
+            "{what}, which xplug installs from PyPI ({pin}) when the system has none; give it Python 3 with \
+             venv and pip (Debian: `apt-get install python3-venv`; $PYTHON3 names another interpreter) and \
+             access to PyPI, or install it yourself (`pip install {pin}`, or your system's package) and put \
+             it on PATH"
         );
-        if !python.is_file() {
-            let python3 = python3();
-            let created = Command::new(&python3).arg("-m").arg("venv").arg(&venv).output();
+        let runs =
+            Command::new(&python).arg("-c").arg("").output().is_ok_and(|output| output.status.success());
+        if !runs && venv.exists() {
+            // A stale environment (its Python gone or moved) is made afresh.
+            std::fs::remove_dir_all(venv)
+                .map_err(|error| format!("{instead}. Cannot remove the stale {}: {error}", venv.display()))?;
+        }
+        if !runs {
+            let created = Command::new(python3).arg("-m").arg("venv").arg(venv).output();
             match created {
                 Ok(output) if output.status.success() => {}
                 Ok(output) => {
@@ -226,7 +270,7 @@ impl ToolCache {
                 "off",
                 "-q",
             ])
-            .arg(pin)
+            .args(pins)
             .output()
             .map_err(|error| format!("{instead}. Cannot run {}: {error}", python.display()))?;
         if output.status.success() {
@@ -239,9 +283,10 @@ impl ToolCache {
         }
     }
 
-    /// An exclusive lock on the cache, held until the value is dropped.
+    /// An exclusive lock on the cache (`<venv>.lock`), held until the
+    /// value is dropped.
     fn lock(&self) -> FileLock {
-        FileLock::exclusive(&self.dir.join("venv.lock"))
+        FileLock::exclusive(&self.venv.with_extension("lock"))
     }
 }
 
@@ -336,4 +381,26 @@ pub fn cmake_version(cmake: &Path) -> Option<(u32, u32)> {
     let version = text.split_whitespace().nth(2)?;
     let mut parts = version.split(['.', '-']);
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_python_is_an_error_that_says_what_to_do() {
+        let dir = std::env::temp_dir().join(format!("xplug-tools-no-python-{}", std::process::id()));
+        let cache = ToolCache::new(&dir);
+        let error = cache
+            .pip_install_with(
+                "/nonexistent/python3".as_ref(),
+                &["filecheck==1.0.6"],
+                "the test needs filecheck",
+            )
+            .unwrap_err();
+        assert!(error.starts_with("the test needs filecheck, which xplug installs from PyPI"), "{error}");
+        assert!(error.contains("$PYTHON3") && error.contains("/nonexistent/python3"), "{error}");
+        assert!(!cache.venv().exists(), "nothing half-made is left behind");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,9 +1,6 @@
 //! The plugin crate, as `cargo metadata` describes it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use serde_json::Value;
 
 use crate::BuildError;
 
@@ -21,55 +18,76 @@ pub struct PluginCrate {
     pub target_dir: PathBuf,
 }
 
+/// What the choice of a package needs from one package of `cargo
+/// metadata`'s answer.
+#[derive(Clone, Debug)]
+struct Candidate {
+    name: String,
+    manifest_path: PathBuf,
+    /// The name of its library target (`lib`, `rlib`, `cdylib`, ...).
+    lib: Option<String>,
+}
+
 impl PluginCrate {
-    /// Asks `cargo metadata --no-deps` about `manifest`, picking `package`,
-    /// else the package whose manifest `manifest` is (a workspace member's),
-    /// else the one package there is.
+    /// Asks `cargo metadata --no-deps` (through the `cargo_metadata`
+    /// crate) about `manifest`, picking `package`, else the package whose
+    /// manifest `manifest` is (a workspace member's), else the one package
+    /// there is.
     ///
     /// # Errors
-    /// [`BuildError::Tool`] / [`BuildError::Metadata`] when cargo cannot
-    /// answer; [`BuildError::AmbiguousPackage`] for a workspace of several
-    /// packages and no `package`; [`BuildError::NoLibrary`] when the
-    /// package is not there or has no library.
+    /// [`BuildError::Metadata`] when cargo cannot answer;
+    /// [`BuildError::AmbiguousPackage`] for a workspace of several packages
+    /// and no `package`; [`BuildError::NoLibrary`] when the package is not
+    /// there or has no library.
     pub fn locate(manifest: &Path, package: Option<&str>) -> Result<Self, BuildError> {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let mut command = Command::new(cargo);
-        command.args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"]).arg(manifest);
-        let line = format!("{command:?}");
-        let output = command.output().map_err(|source| BuildError::Tool { command: line, source })?;
-        let metadata_error =
-            |detail: String| BuildError::Metadata { manifest: manifest.to_path_buf(), detail };
-        if !output.status.success() {
-            return Err(metadata_error(String::from_utf8_lossy(&output.stderr).trim().to_owned()));
+        let mut command = cargo_metadata::MetadataCommand::new();
+        if let Some(cargo) = std::env::var_os("CARGO") {
+            command.cargo_path(cargo);
         }
-        let value: Value = serde_json::from_slice(&output.stdout)
-            .map_err(|error| metadata_error(format!("cargo metadata printed no JSON ({error})")))?;
-        Self::from_metadata(manifest, package, &value)
+        let metadata = command.manifest_path(manifest).no_deps().exec().map_err(|error| {
+            BuildError::Metadata { manifest: manifest.to_path_buf(), detail: error.to_string() }
+        })?;
+        let candidates: Vec<Candidate> = metadata
+            .packages
+            .iter()
+            .map(|entry| Candidate {
+                name: entry.name.to_string(),
+                manifest_path: entry.manifest_path.clone().into_std_path_buf(),
+                lib: entry
+                    .targets
+                    .iter()
+                    .find(|target| {
+                        target.kind.iter().any(|kind| {
+                            use cargo_metadata::TargetKind::{CDyLib, DyLib, Lib, RLib, StaticLib};
+                            matches!(kind, Lib | RLib | CDyLib | StaticLib | DyLib)
+                        })
+                    })
+                    .map(|target| target.name.clone()),
+            })
+            .collect();
+        Self::choose(manifest, package, &candidates, metadata.target_directory.into_std_path_buf())
     }
 
-    /// [`PluginCrate::locate`] on `cargo metadata`'s answer.
-    fn from_metadata(manifest: &Path, package: Option<&str>, value: &Value) -> Result<Self, BuildError> {
-        let metadata_error = |detail: &str| BuildError::Metadata {
-            manifest: manifest.to_path_buf(),
-            detail: detail.to_owned(),
-        };
-        let packages = value["packages"].as_array().ok_or_else(|| metadata_error("no `packages` list"))?;
-        let name_of = |entry: &Value| entry["name"].as_str().unwrap_or_default().to_owned();
+    /// [`PluginCrate::locate`]'s choice among `cargo metadata`'s packages.
+    fn choose(
+        manifest: &Path,
+        package: Option<&str>,
+        candidates: &[Candidate],
+        target_dir: PathBuf,
+    ) -> Result<Self, BuildError> {
         // A member's own manifest names that member (cargo metadata lists
         // the whole workspace for it).
         let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         let wanted_manifest = canonical(manifest);
-        let own = packages.iter().find(|entry| {
-            entry["manifest_path"].as_str().is_some_and(|path| canonical(Path::new(path)) == wanted_manifest)
-        });
+        let own = candidates.iter().find(|entry| canonical(&entry.manifest_path) == wanted_manifest);
         let chosen = match (package, own) {
-            (Some(wanted), _) => packages.iter().find(|entry| entry["name"] == wanted),
+            (Some(wanted), _) => candidates.iter().find(|entry| entry.name == wanted),
             (None, Some(own)) => Some(own),
-            (None, None) if packages.len() == 1 => packages.first(),
+            (None, None) if candidates.len() == 1 => candidates.first(),
             (None, None) => {
                 return Err(BuildError::AmbiguousPackage {
                     manifest: manifest.to_path_buf(),
-                    packages: packages.iter().map(name_of).collect(),
+                    packages: candidates.iter().map(|entry| entry.name.clone()).collect(),
                 });
             }
         };
@@ -81,50 +99,35 @@ impl PluginCrate {
         let Some(chosen) = chosen else {
             return Err(no_library(package.unwrap_or_default().to_owned(), "does not exist"));
         };
-        let lib =
-            chosen["targets"].as_array().into_iter().flatten().find(|target| {
-                target["kind"].as_array().into_iter().flatten().any(|kind| {
-                    matches!(kind.as_str(), Some("lib" | "rlib" | "cdylib" | "staticlib" | "dylib"))
-                })
-            });
-        let Some(lib) = lib else { return Err(no_library(name_of(chosen), "has no library target")) };
+        let Some(lib) = &chosen.lib else {
+            return Err(no_library(chosen.name.clone(), "has no library target"));
+        };
         Ok(Self {
-            package: name_of(chosen),
-            manifest_path: PathBuf::from(
-                chosen["manifest_path"]
-                    .as_str()
-                    .ok_or_else(|| metadata_error("a package without manifest_path"))?,
-            ),
-            lib_name: lib["name"].as_str().unwrap_or_default().replace('-', "_"),
-            target_dir: PathBuf::from(
-                value["target_directory"].as_str().ok_or_else(|| metadata_error("no target_directory"))?,
-            ),
+            package: chosen.name.clone(),
+            manifest_path: chosen.manifest_path.clone(),
+            lib_name: lib.replace('-', "_"),
+            target_dir,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
-    fn metadata(packages: Value) -> Value {
-        json!({ "packages": packages, "target_directory": "/t" })
-    }
-
-    fn package(name: &str, kinds: &[&str]) -> Value {
-        json!({
-            "name": name,
-            "manifest_path": format!("/w/{name}/Cargo.toml"),
-            "targets": [{ "name": name, "kind": kinds }],
-        })
+    fn package(name: &str, library: bool) -> Candidate {
+        Candidate {
+            name: name.to_owned(),
+            manifest_path: PathBuf::from(format!("/w/{name}/Cargo.toml")),
+            lib: library.then(|| name.to_owned()),
+        }
     }
 
     #[test]
     fn the_one_package_with_a_library_is_chosen() {
-        let value = metadata(json!([package("my-plugin", &["cdylib", "rlib"])]));
-        let krate = PluginCrate::from_metadata(Path::new("/w/Cargo.toml"), None, &value).unwrap();
+        let krate =
+            PluginCrate::choose(Path::new("/w/Cargo.toml"), None, &[package("my-plugin", true)], "/t".into())
+                .unwrap();
         assert_eq!(krate.lib_name, "my_plugin");
         assert_eq!(krate.target_dir, Path::new("/t"));
         assert_eq!(krate.manifest_path, Path::new("/w/my-plugin/Cargo.toml"));
@@ -132,18 +135,29 @@ mod tests {
 
     #[test]
     fn workspaces_and_binaries_are_refused_with_what_to_do() {
-        let value = metadata(json!([package("a", &["lib"]), package("b", &["bin"])]));
-        let manifest = Path::new("/w/Cargo.toml");
-        let error = PluginCrate::from_metadata(manifest, None, &value).unwrap_err();
+        let packages = [package("a", true), package("b", false)];
+        let choose = |manifest: &str, wanted: Option<&str>| {
+            PluginCrate::choose(Path::new(manifest), wanted, &packages, "/t".into())
+        };
+        let error = choose("/w/Cargo.toml", None).unwrap_err();
         assert!(error.to_string().contains("several packages (a, b); name the plugin crate with --package"));
-        let error = PluginCrate::from_metadata(manifest, Some("b"), &value).unwrap_err();
+        let error = choose("/w/Cargo.toml", Some("b")).unwrap_err();
         assert!(error.to_string().contains("`b` in /w/Cargo.toml has no library target"), "{error}");
-        let error = PluginCrate::from_metadata(manifest, Some("c"), &value).unwrap_err();
+        let error = choose("/w/Cargo.toml", Some("c")).unwrap_err();
         assert!(error.to_string().contains("does not exist"), "{error}");
-        assert_eq!(PluginCrate::from_metadata(manifest, Some("a"), &value).unwrap().package, "a");
+        assert_eq!(choose("/w/Cargo.toml", Some("a")).unwrap().package, "a");
         // A member's own manifest picks that member.
-        let member = Path::new("/w/b/Cargo.toml");
-        let error = PluginCrate::from_metadata(member, None, &value).unwrap_err();
+        let error = choose("/w/b/Cargo.toml", None).unwrap_err();
         assert!(error.to_string().contains("`b` in /w/b/Cargo.toml has no library target"), "{error}");
+    }
+
+    #[test]
+    fn this_workspace_s_plugin_crate_is_located() {
+        let manifest =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/sample_standalone/Cargo.toml");
+        let krate = PluginCrate::locate(&manifest, None).unwrap();
+        assert_eq!(krate.package, "sample_standalone");
+        assert_eq!(krate.lib_name, "sample_standalone");
+        assert!(krate.target_dir.ends_with("target"), "{}", krate.target_dir.display());
     }
 }

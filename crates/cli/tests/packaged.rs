@@ -33,16 +33,17 @@ use std::process::Command;
 /// The workspace's packages that are published (`publish` unset), from
 /// `cargo metadata`.
 fn published_packages(root: &Path) -> Vec<String> {
-    let output =
-        cargo().current_dir(root).args(["metadata", "--no-deps", "--format-version", "1"]).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    metadata["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|package| package["publish"].is_null())
-        .map(|package| package["name"].as_str().unwrap().to_owned())
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .cargo_path(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .manifest_path(root.join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .unwrap();
+    metadata
+        .workspace_packages()
+        .into_iter()
+        .filter(|package| package.publish.is_none())
+        .map(|package| package.name.to_string())
         .collect()
 }
 

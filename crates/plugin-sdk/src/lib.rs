@@ -314,6 +314,7 @@ mod buffer;
 mod cheader;
 mod error;
 mod ffi;
+mod param_decl;
 mod params;
 mod resolve;
 #[cfg(feature = "standalone")]
@@ -339,7 +340,8 @@ pub use allocator::{HOST_ALIGNMENT, HostAllocator, HostBox};
 pub use bits::AnyBitPattern;
 pub use buffer::{Buffer, BufferMut};
 pub use error::{Error, ImportError, ParamText};
-pub use params::{Environment, LoadParams, Param, TypedParamDecl};
+pub use param_decl::TypedParamDecl;
+pub use params::{Environment, LoadParams, Param};
 pub use xplug_abi as abi;
 pub use xplug_abi::{FromParam, ParamKind, ParamValue};
 pub use xplug_sdk_macros::{ImportArgs, plugin};

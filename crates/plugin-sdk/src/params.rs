@@ -2,9 +2,9 @@
 
 use core::marker::PhantomData;
 
-use xplug_abi::{FromParam, ParamKind, StringPair, StringView};
+use xplug_abi::{FromParam, StringPair, StringView};
 
-use crate::{Error, HostAllocator, ParamText};
+use crate::{Error, HostAllocator, ParamText, TypedParamDecl};
 
 /// What the host provides during `load`.
 ///
@@ -120,22 +120,22 @@ impl<'a> LoadParams<'a> {
     /// close) or [`Error::InvalidParam`], for the first offending pair.
     pub fn check_declared(&self, declared: &'static [TypedParamDecl]) -> Result<(), Error> {
         for param in self.iter() {
-            let Some(decl) = declared.iter().find(|decl| decl.name.as_bytes() == param.key) else {
+            let Some(decl) = declared.iter().find(|decl| decl.name().as_bytes() == param.key) else {
                 // A key that is not UTF-8 is like no declared name.
-                let suggestion = core::str::from_utf8(param.key)
-                    .ok()
-                    .and_then(|key| xplug_abi::suggest::closest(key, declared.iter().map(|decl| decl.name)));
+                let suggestion = core::str::from_utf8(param.key).ok().and_then(|key| {
+                    xplug_abi::suggest::closest(key, declared.iter().map(|decl| decl.name()))
+                });
                 return Err(Error::UnknownParam {
                     key: ParamText::new(param.key),
                     suggestion,
                     known: declared,
                 });
             };
-            if !decl.kind.accepts(param.value) {
+            if !decl.kind().accepts(param.value) {
                 return Err(Error::InvalidParam {
-                    key: ParamText::from(decl.name),
+                    key: ParamText::from(decl.name()),
                     value: ParamText::new(param.value),
-                    expected: decl.kind.expected(),
+                    expected: decl.kind().expected(),
                 });
             }
         }
@@ -169,7 +169,7 @@ impl<'a> LoadParams<'a> {
             .filter(|param| param.key == key.as_bytes())
             .last()
             .map(|param| param.value)
-            .or_else(|| self.declared?.iter().find(|decl| decl.name == key)?.default.map(str::as_bytes))
+            .or_else(|| self.declared?.iter().find(|decl| decl.name() == key)?.default().map(str::as_bytes))
     }
 
     /// The value of the last pair whose key is `key`, if it is UTF-8.
@@ -182,7 +182,7 @@ impl<'a> LoadParams<'a> {
     /// `u64`, `usize`, `f32`, `f64` or `&str`); `Ok(None)` when the key is
     /// absent (and has no declared default).
     ///
-    /// The value is parsed by [`ParamKind::parse`] as `T`'s kind, the
+    /// The value is parsed by [`crate::ParamKind::parse`] as `T`'s kind, the
     /// parser the host's check and the declared-parameter check of `load`
     /// use: a value they accept for a parameter declared as that kind is
     /// read here as the same value.
@@ -192,12 +192,12 @@ impl<'a> LoadParams<'a> {
     /// [`Error::ParamReadAs`] when the plugin declares `key` as another
     /// kind than `T`'s (the declaration and the read disagree).
     pub fn parse<T: FromParam<'a>>(&self, key: &str) -> Result<Option<T>, Error> {
-        if let Some(decl) = self.declared.and_then(|declared| declared.iter().find(|decl| decl.name == key))
-            && decl.kind != T::KIND
+        if let Some(decl) = self.declared.and_then(|declared| declared.iter().find(|decl| decl.name() == key))
+            && decl.kind() != T::KIND
         {
             return Err(Error::ParamReadAs {
-                key: ParamText::from(decl.name),
-                declared: decl.kind,
+                key: ParamText::from(decl.name()),
+                declared: decl.kind(),
                 read: T::KIND,
             });
         }
@@ -218,53 +218,6 @@ impl<'a> LoadParams<'a> {
     }
 }
 
-/// One load parameter a plugin declares in `#[plugin(params(...))]`:
-/// name, type, optional default, description.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TypedParamDecl {
-    name: &'static str,
-    kind: ParamKind,
-    default: Option<&'static str>,
-    description: &'static str,
-}
-
-impl TypedParamDecl {
-    /// A declaration (the macro checks that `default` is of `kind`).
-    #[must_use]
-    pub const fn new(
-        name: &'static str,
-        kind: ParamKind,
-        default: Option<&'static str>,
-        description: &'static str,
-    ) -> Self {
-        Self { name, kind, default, description }
-    }
-
-    /// The key.
-    #[must_use]
-    pub const fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The value's type.
-    #[must_use]
-    pub const fn kind(&self) -> ParamKind {
-        self.kind
-    }
-
-    /// The value used when the key is absent.
-    #[must_use]
-    pub const fn default(&self) -> Option<&'static str> {
-        self.default
-    }
-
-    /// What the parameter does.
-    #[must_use]
-    pub const fn description(&self) -> &'static str {
-        self.description
-    }
-}
-
 fn view_bytes<'a>(view: StringView) -> &'a [u8] {
     if view.size == 0 || view.data.is_null() {
         return &[];
@@ -280,6 +233,7 @@ mod tests {
     use alloc::string::ToString;
 
     use super::*;
+    use crate::ParamKind;
 
     const DECLARED: [TypedParamDecl; 2] = [
         TypedParamDecl::new("multiplier", ParamKind::F32, Some("1.0"), "scales"),

@@ -653,7 +653,7 @@ fn read_head(path: &Path) -> Result<Vec<u8>, Error> {
 /// True on platforms whose shared libraries are ELF files.
 const ELF_PLATFORM: bool = cfg!(all(unix, not(target_vendor = "apple")));
 
-const ET_DYN: u16 = 3;
+const ET_DYN: u16 = object::elf::ET_DYN;
 
 /// The ELF `e_machine` of this process, when known: `xplug-elf` is the one
 /// home of ELF machine knowledge.
@@ -692,17 +692,25 @@ fn check_image(path: &Path, head: &[u8]) -> Result<(), Error> {
             "it does not start with the ELF magic bytes; pass a shared library built with -shared"
         }));
     }
-    if head.len() < 20 {
-        return Err(not_shared("its ELF header is truncated; rebuild the library"));
-    }
-    let (class, data) = (head[4], head[5]);
-    let read_u16 = |offset: usize| {
-        let bytes = [head[offset], head[offset + 1]];
-        if data == 2 { u16::from_be_bytes(bytes) } else { u16::from_le_bytes(bytes) }
+    use object::Endianness;
+    use object::elf::{ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, FileHeader32, FileHeader64};
+    use object::read::elf::FileHeader as _;
+    let truncated = || not_shared("its ELF header is truncated; rebuild the library");
+    // Through `object`'s header types: the 32-bit header's identification,
+    // `e_type` and `e_machine` lie where the 64-bit one has them, so it
+    // also names the machine of a file of an unknown class.
+    let (narrow, _) = object::pod::from_bytes::<FileHeader32<Endianness>>(head).map_err(|()| truncated())?;
+    let (class, data) = (narrow.e_ident.class, narrow.e_ident.data);
+    let endian = if data == ELFDATA2MSB { Endianness::Big } else { Endianness::Little };
+    let (kind, machine) = if class == ELFCLASS64 {
+        let (wide, _) =
+            object::pod::from_bytes::<FileHeader64<Endianness>>(head).map_err(|()| truncated())?;
+        (wide.e_type(endian), wide.e_machine(endian))
+    } else {
+        (narrow.e_type(endian), narrow.e_machine(endian))
     };
-    let (kind, machine) = (read_u16(16), read_u16(18));
-    let host_class = if cfg!(target_pointer_width = "64") { 2 } else { 1 };
-    let host_data = if cfg!(target_endian = "big") { 2 } else { 1 };
+    let host_class = if cfg!(target_pointer_width = "64") { ELFCLASS64 } else { ELFCLASS32 };
+    let host_data = if cfg!(target_endian = "big") { ELFDATA2MSB } else { ELFDATA2LSB };
     let machine_differs = HOST_MACHINE.is_some_and(|host| host != machine);
     if class != host_class || data != host_data || machine_differs {
         return Err(Error::WrongArchitecture {
