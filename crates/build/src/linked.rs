@@ -382,21 +382,46 @@ impl Users {
             .map_err(|source| BuildError::Object { path: path.to_path_buf(), source })?;
         let mut edges = Vec::new();
         for section in file.sections().filter(|section| section.kind() == SectionKind::Text) {
-            let Some(function) = file
+            // The section's function; a kernel's entry also carries the
+            // kernel's own symbol (a global alias at the same address),
+            // which names it best.
+            let functions: Vec<_> = file
                 .symbols()
-                .find(|symbol| {
+                .filter(|symbol| {
                     symbol.section_index() == Some(section.index())
                         && symbol.kind() == object::SymbolKind::Text
                 })
-                .and_then(|symbol| symbol.name().ok().map(demangled))
+                .collect();
+            let Some(function) = functions
+                .iter()
+                .find(|symbol| symbol.is_global())
+                .and_then(|kernel| kernel.name().ok().map(|name| format!("kernel `{name}`")))
+                .or_else(|| {
+                    functions
+                        .first()
+                        .and_then(|symbol| symbol.name().ok().map(|name| format!("`{}`", demangled(name))))
+                })
             else {
                 continue;
             };
             for (_, relocation) in section.relocations() {
-                if let RelocationTarget::Symbol(index) = relocation.target()
-                    && let Ok(target) = file.symbol_by_index(index)
-                    && let Ok(name) = target.name()
-                {
+                let RelocationTarget::Symbol(index) = relocation.target() else { continue };
+                let Ok(target) = file.symbol_by_index(index) else { continue };
+                // A call to a function of the same object may be relocated
+                // against its section's symbol: the function is the one
+                // defined in that section.
+                let target = if target.kind() == object::SymbolKind::Section {
+                    match file.symbols().find(|symbol| {
+                        symbol.section_index() == target.section_index()
+                            && symbol.kind() == object::SymbolKind::Text
+                    }) {
+                        Some(function) => function,
+                        None => continue,
+                    }
+                } else {
+                    target
+                };
+                if let Ok(name) = target.name() {
                     edges.push((name.to_owned(), function.clone()));
                 }
             }
@@ -406,21 +431,29 @@ impl Users {
 
     /// The functions referring to `raw`, each named once.
     fn of(&self, raw: &str) -> Vec<String> {
-        let mut users: Vec<String> = self
-            .edges
-            .iter()
-            .filter(|(target, _)| target == raw)
-            .map(|(_, user)| format!("`{user}`"))
-            .collect();
+        let mut users: Vec<String> =
+            self.edges.iter().filter(|(target, _)| target == raw).map(|(_, user)| user.clone()).collect();
         users.sort();
         users.dedup();
         users
     }
 }
 
-/// `name` demangled (Rust's legacy and v0 schemes), without the hash.
+/// `name` demangled (Rust's legacy and v0 schemes), without the hash; the
+/// linked entry of an import is named after the author's function
+/// (`kernel fn NAME`), which the generated marker's name carries.
 fn demangled(name: &str) -> String {
-    format!("{:#}", rustc_demangle::demangle(name))
+    let name = format!("{:#}", rustc_demangle::demangle(name));
+    if name.contains("__xplug_linked_entry")
+        && let Some(at) = name.rfind("__XplugImport_")
+    {
+        let function: String = name[at + "__XplugImport_".len()..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        return format!("kernel fn {function}");
+    }
+    name
 }
 
 #[cfg(test)]
@@ -434,6 +467,20 @@ mod tests {
         assert_eq!(
             kernel.declaration(),
             "func.func private @mul(%a: memref<f32>, %n: index) attributes {hal.import.static, llvm.bareptr = true}"
+        );
+    }
+
+    #[test]
+    fn a_linked_entry_is_named_after_the_kernel_function() {
+        assert_eq!(
+            demangled(
+                "<panicking_kernel::PickArgs>::__xplug_linked_entry::<panicking_kernel::plugin::__XplugImport_pick>"
+            ),
+            "kernel fn pick"
+        );
+        assert_eq!(
+            demangled("_ZN4core9panicking18panic_bounds_check17h0123456789abcdefE"),
+            "core::panicking::panic_bounds_check"
         );
     }
 

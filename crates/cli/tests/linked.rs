@@ -199,28 +199,43 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
     assert_eq!(runs, SIZES.len() * 2 * 2 * 5);
 }
 
-#[test]
-fn a_kernel_that_keeps_a_global_is_refused_naming_it() {
-    // A stateless kernel crate that counts its calls in a static: IREE's
-    // linker would take the object, but the executable would share the
-    // counter across dispatches, so the build refuses it.
+/// Builds the one-kernel crate `name` with source `lib_rs` (depending on
+/// the workspace's SDK) with `xplug build --object`; returns its exit code
+/// and stderr.
+fn build_kernel_crate(name: &str, lib_rs: &str) -> (Option<i32>, String) {
     let root = workspace_root();
-    let work = target_dir(&root).join("linked-refusal");
+    let work = target_dir(&root).join("linked-refusals").join(name);
     let source = work.join("src");
     std::fs::create_dir_all(&source).unwrap();
     let sdk = root.join("crates/plugin-sdk");
     std::fs::write(
         work.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"counting_kernel\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"rlib\"]\n\n\
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"rlib\"]\n\n\
              [features]\nsos = [\"xplug-sdk/standalone\"]\n\n[dependencies]\nxplug-sdk = {{ path = \"{}\", default-features = false }}\n\n\
              [workspace]\n",
             sdk.display()
         ),
     )
     .unwrap();
-    std::fs::write(
-        source.join("lib.rs"),
+    std::fs::write(source.join("lib.rs"), lib_rs).unwrap();
+    let output = Command::new(XPLUG)
+        .args(["build", "--object"])
+        .arg("--manifest-path")
+        .arg(work.join("Cargo.toml"))
+        .env("NO_COLOR", "1")
+        .env("CARGO_TARGET_DIR", work.join("target"))
+        .output()
+        .expect("xplug build runs");
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn a_kernel_that_keeps_a_global_is_refused_naming_it() {
+    // A stateless kernel that counts its calls in a static: IREE's linker
+    // would take the object, but every dispatch would share the counter.
+    let (code, stderr) = build_kernel_crate(
+        "counting_kernel",
         r#"#![no_std]
 use core::sync::atomic::{AtomicU32, Ordering};
 use xplug_sdk::{ImportArgs, ImportError};
@@ -244,18 +259,49 @@ mod plugin {
     }
 }
 "#,
-    )
-    .unwrap();
-    let output = Command::new(XPLUG)
-        .args(["build", "--object"])
-        .arg("--manifest-path")
-        .arg(work.join("Cargo.toml"))
-        .env("NO_COLOR", "1")
-        .env("CARGO_TARGET_DIR", work.join("target"))
-        .output()
-        .expect("xplug build runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "refused:\n{stderr}");
+    );
+    assert_eq!(code, Some(1), "refused:\n{stderr}");
     assert!(stderr.contains("cannot be linked into an IREE executable"), "{stderr}");
-    assert!(stderr.contains("a writable global") && stderr.contains("CALLS"), "names the global:\n{stderr}");
+    assert!(
+        stderr.contains("a writable global") && stderr.contains("counting_kernel::CALLS"),
+        "names the global:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_kernel_that_can_panic_is_refused_naming_the_kernel() {
+    // An unchecked index: the bounds check's panic path pulls in
+    // `core::panicking`, which a linked kernel cannot report to anyone.
+    let (code, stderr) = build_kernel_crate(
+        "panicking_kernel",
+        r#"#![no_std]
+use xplug_sdk::{Buffer, BufferMut, ImportArgs, ImportError};
+
+#[derive(ImportArgs)]
+#[repr(C)]
+pub struct PickArgs {
+    pub table: Buffer<f32>,
+    pub out: BufferMut<f32>,
+    pub index: usize,
+}
+
+#[xplug_sdk::plugin(name = "panicking_kernel", features(standalone))]
+mod plugin {
+    use super::*;
+
+    #[import("pick")]
+    fn pick(args: &mut PickArgs) -> Result<(), ImportError> {
+        // SAFETY: test kernel: the caller passes 4 elements and one output.
+        let (table, out) = unsafe { (args.table.as_slice(4), args.out.as_mut_slice(1)) };
+        out[0] = table[args.index];
+        Ok(())
+    }
+}
+"#,
+    );
+    assert_eq!(code, Some(1), "refused:\n{stderr}");
+    assert!(
+        stderr.contains("`core::panicking::panic_bounds_check`, reached from kernel `pick`"),
+        "names the panic and the kernel:\n{stderr}"
+    );
 }
