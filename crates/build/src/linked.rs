@@ -82,6 +82,12 @@ pub struct LinkedFiles {
     pub object: PathBuf,
     /// The LLVM bitcode, `<lib>.<target>.bc`.
     pub bitcode: PathBuf,
+    /// The object of the functions the kernels call that live outside
+    /// the LTO'd crate (the C memory functions of `xplug-sdk-builtins`,
+    /// `compiler_builtins`' helpers), `<lib>.<target>.support.o`, when
+    /// they call any: [`LinkedFiles::object`] includes it already, the
+    /// bitcode needs it beside it.
+    pub support: Option<PathBuf>,
 }
 
 /// What [`build_linked`] made.
@@ -126,9 +132,18 @@ impl LinkedReport {
                     LinkedFormat::Object => &files.object,
                     LinkedFormat::Bitcode => &files.bitcode,
                 };
-                let name = path.file_name()?.to_string_lossy();
+                let mut paths = vec![path];
+                if format == LinkedFormat::Bitcode {
+                    paths.extend(files.support.as_ref());
+                }
+                let objects: Vec<String> = paths
+                    .iter()
+                    .filter_map(|path| path.file_name())
+                    .map(|name| format!("    #hal.executable.object<{{path = \"{}\"}}>", name.to_string_lossy()))
+                    .collect();
                 Some(format!(
-                    "  #hal.executable.target<\"llvm-cpu\", \"embedded-elf-{iree_arch}\", {{target_triple = \"{triple}\"}}> = [\n    #hal.executable.object<{{path = \"{name}\"}}>\n  ]"
+                    "  #hal.executable.target<\"llvm-cpu\", \"embedded-elf-{iree_arch}\", {{target_triple = \"{triple}\"}}> = [\n{}\n  ]",
+                    objects.join(",\n")
                 ))
             })
             .collect();
@@ -173,19 +188,42 @@ pub fn build_linked(options: &LinkedOptions) -> Result<LinkedReport, BuildError>
     let mut files = Vec::new();
     let mut kernels: Option<Vec<LinkedKernel>> = None;
     for RecordTarget { target, rustc } in targets {
-        let object = out_dir.join(format!("{}.{target}.o", krate.lib_name));
+        let scratch = work.join(target);
+        create_dir(&scratch)?;
+        let crate_object = scratch.join(format!("{}.o", krate.lib_name));
         let bitcode = out_dir.join(format!("{}.{target}.bc", krate.lib_name));
-        build_files(&krate, &work, target, &rustc, &object, &bitcode)?;
-        let bytes = std::fs::read(&object).map_err(|source| BuildError::Io {
-            action: "read",
-            path: object.clone(),
-            source,
-        })?;
-        let found = linked_kernels(&object, &bytes)?;
+        build_files(&krate, &work, target, &rustc, &crate_object, &bitcode)?;
+        let crate_bytes = read(&crate_object)?;
+        let found = linked_kernels(&crate_object, &crate_bytes)?;
+        // What the LTO'd crate calls but does not define comes from the
+        // static library's other members (the `#![no_builtins]` memory
+        // functions, compiler_builtins), linked into one support object.
+        let missing = undefined_symbols(&crate_object, &crate_bytes)?;
+        let archive = work.join(target).join("release").join(format!("lib{}.a", krate.lib_name));
+        let object = out_dir.join(format!("{}.{target}.o", krate.lib_name));
+        let support = if missing.is_empty() {
+            std::fs::copy(&crate_object, &object).map_err(|source| BuildError::Io {
+                action: "write",
+                path: object.clone(),
+                source,
+            })?;
+            None
+        } else {
+            let support = out_dir.join(format!("{}.{target}.support.o", krate.lib_name));
+            let mut command = Command::new(&toolchain.linker);
+            command.args(["-flavor", "gnu", "-r", "-o"]).arg(&support);
+            command.args(missing.iter().map(|symbol| format!("--undefined={symbol}"))).arg(&archive);
+            run("link", command)?;
+            let mut command = Command::new(&toolchain.linker);
+            command.args(["-flavor", "gnu", "-r", "-o"]).arg(&object).arg(&crate_object).arg(&support);
+            run("link", command)?;
+            Some(support)
+        };
+        let bytes = read(&object)?;
         let symbols: Vec<&str> = found.iter().map(|kernel| kernel.symbol.as_str()).collect();
-        check_linked(&toolchain.linker, &object, &bytes, &symbols, &work.join(target))?;
+        check_linked(&toolchain.linker, &object, &bytes, &symbols, &scratch)?;
         kernels.get_or_insert(found);
-        files.push(LinkedFiles { target: target.to_owned(), rustc, object, bitcode });
+        files.push(LinkedFiles { target: target.to_owned(), rustc, object, bitcode, support });
     }
     Ok(LinkedReport { package: krate.package, kernels: kernels.unwrap_or_default(), files, skipped })
 }
@@ -225,6 +263,25 @@ fn build_files(
         .arg("--")
         .arg(format!("--emit=obj={},llvm-bc={}", object.display(), bitcode.display()));
     run("cargo", command)
+}
+
+/// The global symbols the object at `path` (bytes `bytes`) uses but does
+/// not define, sorted.
+fn undefined_symbols(path: &Path, bytes: &[u8]) -> Result<Vec<String>, BuildError> {
+    let file = object::File::parse(bytes)
+        .map_err(|source| BuildError::Object { path: path.to_path_buf(), source })?;
+    let mut symbols: Vec<String> = file
+        .symbols()
+        .filter(|symbol| symbol.is_undefined() && symbol.is_global())
+        .filter_map(|symbol| symbol.name().ok().filter(|name| !name.is_empty()).map(str::to_owned))
+        .collect();
+    symbols.sort();
+    symbols.dedup();
+    Ok(symbols)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, BuildError> {
+    std::fs::read(path).map_err(|source| BuildError::Io { action: "read", path: path.to_path_buf(), source })
 }
 
 /// The kernels recorded in `bytes` (the object at `path`), in symbol

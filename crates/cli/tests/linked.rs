@@ -3,10 +3,11 @@
 //! program as an import resolved from the `.so`, as an import resolved from
 //! the `.sos`, as an object and as LLVM bitcode that `xplug build --object
 //! --bitcode` made and the pinned `iree-compile` linked into the
-//! executable, and beside IREE's own code for the same operation. Every
-//! output is the same bytes as a plain Rust `a * b`, on both local devices
-//! and at sizes that are not multiples of the program's 64-element
-//! workgroups, whether IREE's `iree-run-module` or `xplug run` runs it.
+//! executable, and beside IREE's own code for the same operation; so does
+//! its `matmul_relu_workgroup`, a reduction. Every output is the same bytes
+//! as the plain Rust computation, on both local devices and at sizes that
+//! leave a short last workgroup, whether IREE's `iree-run-module` or `xplug
+//! run` runs it.
 
 mod common;
 
@@ -16,12 +17,10 @@ use std::process::Command;
 use common::XPLUG;
 use xplug_fixtures::iree_e2e::{self, IreeTools};
 use xplug_fixtures::{build_rust_plugin, sos, target_dir, workspace_root};
+use xplug_npy::NpyArray;
 
 /// The kernel crate and its one workgroup kernel.
 const KERNEL_CRATE: &str = "sample_standalone";
-
-/// Sizes of 15 full workgroups and a short one, and of 64 and a short one.
-const SIZES: [usize; 2] = [1000, 4099];
 
 /// The import program (`tests/iree/mul_call.mlir`) with the declaration's
 /// `hal.import.fields` turned into a static import and the executable given
@@ -45,11 +44,95 @@ fn objects_attribute(mlir: &str) -> String {
 }
 
 /// IREE's own code for `a * b`, the reference.
-const CODEGEN_PROGRAM: &str = "func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+const MUL_CODEGEN: &str = "func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
   %product = arith.mulf %a, %b : tensor<?xf32>
   return %product : tensor<?xf32>
 }
 ";
+
+/// IREE's own code for `max(a × b, 0)`, the reference.
+const MATMUL_RELU_CODEGEN: &str = "func.func @matmul_relu(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %product = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%filled : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %relu = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                          iterator_types = [\"parallel\", \"parallel\"]}
+      ins(%product : tensor<?x?xf32>) outs(%empty : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %unused: f32):
+    %y = arith.maximumf %x, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<?x?xf32>
+  return %relu : tensor<?x?xf32>
+}
+";
+
+/// A `<f4` array of `shape`.
+fn array(shape: &[usize], values: &[f32]) -> NpyArray {
+    assert_eq!(shape.iter().product::<usize>(), values.len());
+    NpyArray {
+        descr: "<f4".to_owned(),
+        shape: shape.to_vec(),
+        data: values.iter().flat_map(|value| value.to_le_bytes()).collect(),
+    }
+}
+
+/// One program run in every deployment: its import version (a file
+/// under `tests/iree/`), IREE's codegen of the same operation, and its
+/// cases (inputs, and the output computed in plain Rust).
+struct Program {
+    name: &'static str,
+    import_file: &'static str,
+    function: &'static str,
+    codegen: &'static str,
+    cases: Vec<(Vec<NpyArray>, NpyArray)>,
+}
+
+/// `a * b` at sizes that leave a short last workgroup of 64.
+fn mul_program() -> Program {
+    let cases = [1000, 4099]
+        .into_iter()
+        .map(|size| {
+            let (a, b) = iree_e2e::inputs(size);
+            let product: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a * b).collect();
+            (vec![array(&[size], &a), array(&[size], &b)], array(&[size], &product))
+        })
+        .collect();
+    Program { name: "mul", import_file: "mul_call.mlir", function: "mul", codegen: MUL_CODEGEN, cases }
+}
+
+/// `max(a × b, 0)` with small integers, so that every sum is exact in
+/// `f32` whatever order a vectorised reduction takes, at shapes that leave
+/// a short last block of 16 rows.
+fn matmul_relu_program() -> Program {
+    let cases = [(50, 37, 33), (16, 8, 5)]
+        .into_iter()
+        .map(|(m, k, n)| {
+            let small = |index: usize, salt: usize| ((index * 7 + salt * 13) % 9) as f32 - 4.0;
+            let a: Vec<f32> = (0..m * k).map(|i| small(i, 1)).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| small(i, 2)).collect();
+            let mut out = vec![0.0_f32; m * n];
+            for row in 0..m {
+                for column in 0..n {
+                    let sum: f32 = (0..k).map(|i| a[row * k + i] * b[i * n + column]).sum();
+                    out[row * n + column] = sum.max(0.0);
+                }
+            }
+            (vec![array(&[m, k], &a), array(&[k, n], &b)], array(&[m, n], &out))
+        })
+        .collect();
+    Program {
+        name: "matmul_relu",
+        import_file: "matmul_relu_call.mlir",
+        function: "matmul_relu",
+        codegen: MATMUL_RELU_CODEGEN,
+        cases,
+    }
+}
 
 /// Compiles `source` (written to `work/NAME.mlir`) into `work/NAME.vmfb`
 /// with the pinned compiler, objects searched in `objects`.
@@ -73,27 +156,25 @@ fn compile(tools: &IreeTools, work: &Path, name: &str, source: &str, objects: &P
     module
 }
 
-/// Runs `tool` (IREE's `iree-run-module`, or `xplug run`) on `module` and
-/// returns the output `.npy` bytes.
-#[allow(clippy::too_many_arguments)]
+/// Runs `tool` (IREE's `iree-run-module`, or `xplug run`) on `function` of
+/// `module` with `inputs` and returns the output array.
 fn run(
     tool: &[&str],
     module: &Path,
+    function: &str,
     device: &str,
     plugin: Option<&Path>,
-    a: &Path,
-    b: &Path,
+    inputs: &[PathBuf],
     out: &Path,
-) -> Vec<u8> {
+) -> NpyArray {
     let _ = std::fs::remove_file(out);
     let mut command = Command::new(tool[0]);
     command.args(&tool[1..]);
     command
         .arg(format!("--device={device}"))
         .arg(format!("--module={}", module.display()))
-        .arg("--function=mul")
-        .arg(format!("--input=@{}", a.display()))
-        .arg(format!("--input=@{}", b.display()))
+        .arg(format!("--function={function}"))
+        .args(inputs.iter().map(|input| format!("--input=@{}", input.display())))
         .arg(format!("--output=@{}", out.display()));
     if let Some(plugin) = plugin {
         command.arg(format!("--executable_plugin={}", plugin.display()));
@@ -105,7 +186,7 @@ fn run(
         module.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    std::fs::read(out).unwrap()
+    xplug_npy::decode(&std::fs::read(out).unwrap()).expect("the output is an .npy array")
 }
 
 #[test]
@@ -121,11 +202,10 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
     let standalone = sos::build_rust_sos(&root, KERNEL_CRATE, &work).expect("the .sos builds");
     let linked_dir = work.join("objects");
     let mlir_path = work.join("kernels.mlir");
-    let manifest = root.join("Cargo.toml");
     let built = Command::new(XPLUG)
         .args(["build", "--object", "--bitcode", "-p", KERNEL_CRATE])
         .arg("--manifest-path")
-        .arg(&manifest)
+        .arg(root.join("Cargo.toml"))
         .arg("--out-dir")
         .arg(&linked_dir)
         .arg("--mlir")
@@ -139,64 +219,82 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
         String::from_utf8_lossy(&built.stderr)
     );
     let mlir = std::fs::read_to_string(&mlir_path).unwrap();
-    let declaration = "func.func private @simple_mul_workgroup(%binding0: memref<f32>, %binding0_offset: index, \
-                       %binding1: memref<f32>, %binding1_offset: index, %binding2: memref<f32>, %binding2_offset: \
-                       index, %size: index, %tid: index) attributes {hal.import.static, llvm.bareptr = true}";
-    assert!(mlir.contains(declaration), "xplug build printed the kernel's declaration:\n{mlir}");
+    for declaration in [
+        "func.func private @simple_mul_workgroup(%binding0: memref<f32>, %binding0_offset: index, \
+         %binding1: memref<f32>, %binding1_offset: index, %binding2: memref<f32>, %binding2_offset: \
+         index, %size: index, %tid: index) attributes {hal.import.static, llvm.bareptr = true}",
+        "func.func private @matmul_relu_workgroup(%lhs: memref<f32>, %lhs_offset: index, %rhs: memref<f32>, \
+         %rhs_offset: index, %out: memref<f32>, %out_offset: index, %m: index, %n: index, %k: index) \
+         attributes {hal.import.static, llvm.bareptr = true}",
+    ] {
+        assert!(
+            mlir.contains(declaration),
+            "xplug build printed the kernel's declaration {declaration}:\n{mlir}"
+        );
+    }
     let (object_mlir, bitcode_mlir) = mlir.split_once("\n\n").expect("one MLIR block per format");
     assert!(object_mlir.contains(".o\"}>") && bitcode_mlir.contains(".bc\"}>"), "{mlir}");
-
-    let import_source = std::fs::read_to_string(root.join("tests/iree/mul_call.mlir")).unwrap();
-    let import_module = compile(&tools, &work, "import", &import_source, &linked_dir);
-    let object_module = compile(
-        &tools,
-        &work,
-        "object",
-        &linked_program(&import_source, &objects_attribute(object_mlir)),
-        &linked_dir,
-    );
-    let bitcode_module = compile(
-        &tools,
-        &work,
-        "bitcode",
-        &linked_program(&import_source, &objects_attribute(bitcode_mlir)),
-        &linked_dir,
-    );
-    let codegen_module = compile(&tools, &work, "codegen", CODEGEN_PROGRAM, &linked_dir);
 
     let iree = tools.run_module.to_str().unwrap();
     let runtimes: [(&str, Vec<&str>); 2] =
         [("iree-run-module", vec![iree]), ("xplug run", vec![XPLUG, "run"])];
-    let deployments: [(&str, &Path, Option<&Path>); 5] = [
-        ("import from the .so", &import_module, Some(&library)),
-        ("import from the .sos", &import_module, Some(&standalone)),
-        ("linked object", &object_module, None),
-        ("linked bitcode", &bitcode_module, None),
-        ("IREE's codegen", &codegen_module, None),
-    ];
     let mut runs = 0;
-    for size in SIZES {
-        let (a, b) = iree_e2e::inputs(size);
-        let expected: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a * b).collect();
-        let expected = xplug_npy::encode_f32(&expected);
-        let (a_path, b_path) = (work.join("a.npy"), work.join("b.npy"));
-        std::fs::write(&a_path, xplug_npy::encode_f32(&a)).unwrap();
-        std::fs::write(&b_path, xplug_npy::encode_f32(&b)).unwrap();
-        for device in ["local-sync", "local-task"] {
-            for (runtime, tool) in &runtimes {
-                for (deployment, module, plugin) in deployments {
-                    let out = run(tool, module, device, plugin, &a_path, &b_path, &work.join("out.npy"));
-                    assert!(
-                        out == expected,
-                        "{deployment} under {runtime} on {device} at {size} elements differs from a * b \
-                         computed in Rust"
-                    );
-                    runs += 1;
+    for program in [mul_program(), matmul_relu_program()] {
+        let name = program.name;
+        let import_source =
+            std::fs::read_to_string(root.join("tests/iree").join(program.import_file)).unwrap();
+        let import_module = compile(&tools, &work, &format!("{name}_import"), &import_source, &linked_dir);
+        let linked = |format: &str, block: &str| {
+            let source = linked_program(&import_source, &objects_attribute(block));
+            compile(&tools, &work, &format!("{name}_{format}"), &source, &linked_dir)
+        };
+        let object_module = linked("object", object_mlir);
+        let bitcode_module = linked("bitcode", bitcode_mlir);
+        let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &linked_dir);
+        let deployments: [(&str, &Path, Option<&Path>); 5] = [
+            ("import from the .so", &import_module, Some(&library)),
+            ("import from the .sos", &import_module, Some(&standalone)),
+            ("linked object", &object_module, None),
+            ("linked bitcode", &bitcode_module, None),
+            ("IREE's codegen", &codegen_module, None),
+        ];
+        for (inputs, expected) in &program.cases {
+            let paths: Vec<PathBuf> = inputs
+                .iter()
+                .enumerate()
+                .map(|(index, input)| {
+                    let path = work.join(format!("{name}_input{index}.npy"));
+                    std::fs::write(&path, xplug_npy::encode(input)).unwrap();
+                    path
+                })
+                .collect();
+            for device in ["local-sync", "local-task"] {
+                for (runtime, tool) in &runtimes {
+                    for (deployment, module, plugin) in deployments {
+                        let out = run(
+                            tool,
+                            module,
+                            program.function,
+                            device,
+                            plugin,
+                            &paths,
+                            &work.join("out.npy"),
+                        );
+                        assert!(
+                            out == *expected,
+                            "{name}: {deployment} under {runtime} on {device} at shape {:?} differs from the \
+                             plain Rust computation",
+                            expected.shape
+                        );
+                        runs += 1;
+                    }
                 }
             }
         }
     }
-    assert_eq!(runs, SIZES.len() * 2 * 2 * 5);
+    // Two programs, two cases each, two devices, two runtimes, five
+    // deployments.
+    assert_eq!(runs, 2 * 2 * 2 * 2 * 5);
 }
 
 /// Builds the one-kernel crate `name` with source `lib_rs` (depending on
