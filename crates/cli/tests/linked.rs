@@ -13,8 +13,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use common::XPLUG;
+use xplug_elf::{ElfTarget, LIBRARY_QUERY_SYMBOL};
 use xplug_fixtures::iree_e2e::{self, IreeTools};
 use xplug_fixtures::{build_rust_plugin, sos, target_dir, workspace_root};
 use xplug_npy::NpyArray;
@@ -189,51 +191,76 @@ fn run(
     xplug_npy::decode(&std::fs::read(out).unwrap()).expect("the output is an .npy array")
 }
 
+/// The kernel crate built four ways, once for all tests of this file.
+struct Built {
+    /// The `.so`.
+    library: PathBuf,
+    /// The `.sos`.
+    standalone: PathBuf,
+    /// Where `xplug build --object --bitcode` wrote.
+    linked_dir: PathBuf,
+    /// The MLIR it wrote: the object block, then the bitcode block.
+    object_mlir: String,
+    bitcode_mlir: String,
+}
+
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = workspace_root();
+        let work = target_dir(&root).join("linked-test");
+        std::fs::create_dir_all(&work).unwrap();
+        let library = build_rust_plugin(KERNEL_CRATE);
+        let standalone = sos::build_rust_sos(&root, KERNEL_CRATE, &work).expect("the .sos builds");
+        let linked_dir = work.join("objects");
+        let mlir_path = work.join("kernels.mlir");
+        let built = Command::new(XPLUG)
+            .args(["build", "--object", "--bitcode", "-p", KERNEL_CRATE])
+            .arg("--manifest-path")
+            .arg(root.join("Cargo.toml"))
+            .arg("--out-dir")
+            .arg(&linked_dir)
+            .arg("--mlir")
+            .arg(&mlir_path)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("xplug build runs");
+        assert!(
+            built.status.success(),
+            "xplug build --object --bitcode:\n{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let mlir = std::fs::read_to_string(&mlir_path).unwrap();
+        for declaration in [
+            "func.func private @simple_mul_workgroup(%binding0: memref<f32>, %binding0_offset: index, \
+             %binding1: memref<f32>, %binding1_offset: index, %binding2: memref<f32>, %binding2_offset: \
+             index, %size: index, %tid: index) attributes {hal.import.static, llvm.bareptr = true}",
+            "func.func private @matmul_relu_workgroup(%lhs: memref<f32>, %lhs_offset: index, %rhs: memref<f32>, \
+             %rhs_offset: index, %out: memref<f32>, %out_offset: index, %m: index, %n: index, %k: index) \
+             attributes {hal.import.static, llvm.bareptr = true}",
+        ] {
+            assert!(mlir.contains(declaration), "xplug build printed the kernel's declaration {declaration}:\n{mlir}");
+        }
+        let (object_mlir, bitcode_mlir) = mlir.split_once("\n\n").expect("one MLIR block per format");
+        assert!(object_mlir.contains(".o\"}>") && bitcode_mlir.contains(".bc\"}>"), "{mlir}");
+        Built {
+            library,
+            standalone,
+            linked_dir,
+            object_mlir: object_mlir.to_owned(),
+            bitcode_mlir: bitcode_mlir.to_owned(),
+        }
+    })
+}
+
 #[test]
 fn one_kernel_gives_the_same_bytes_in_every_deployment() {
     let root = workspace_root();
     let tools = iree_e2e::toolchain(&root).expect("IREE's pinned tools");
-    let work = target_dir(&root).join("linked-test");
+    let work = target_dir(&root).join("linked-test").join("host");
     std::fs::create_dir_all(&work).unwrap();
-
-    // The kernel crate as a plugin, a standalone plugin, an object and
-    // bitcode: one source, four builds.
-    let library = build_rust_plugin(KERNEL_CRATE);
-    let standalone = sos::build_rust_sos(&root, KERNEL_CRATE, &work).expect("the .sos builds");
-    let linked_dir = work.join("objects");
-    let mlir_path = work.join("kernels.mlir");
-    let built = Command::new(XPLUG)
-        .args(["build", "--object", "--bitcode", "-p", KERNEL_CRATE])
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--out-dir")
-        .arg(&linked_dir)
-        .arg("--mlir")
-        .arg(&mlir_path)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("xplug build runs");
-    assert!(
-        built.status.success(),
-        "xplug build --object --bitcode:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let mlir = std::fs::read_to_string(&mlir_path).unwrap();
-    for declaration in [
-        "func.func private @simple_mul_workgroup(%binding0: memref<f32>, %binding0_offset: index, \
-         %binding1: memref<f32>, %binding1_offset: index, %binding2: memref<f32>, %binding2_offset: \
-         index, %size: index, %tid: index) attributes {hal.import.static, llvm.bareptr = true}",
-        "func.func private @matmul_relu_workgroup(%lhs: memref<f32>, %lhs_offset: index, %rhs: memref<f32>, \
-         %rhs_offset: index, %out: memref<f32>, %out_offset: index, %m: index, %n: index, %k: index) \
-         attributes {hal.import.static, llvm.bareptr = true}",
-    ] {
-        assert!(
-            mlir.contains(declaration),
-            "xplug build printed the kernel's declaration {declaration}:\n{mlir}"
-        );
-    }
-    let (object_mlir, bitcode_mlir) = mlir.split_once("\n\n").expect("one MLIR block per format");
-    assert!(object_mlir.contains(".o\"}>") && bitcode_mlir.contains(".bc\"}>"), "{mlir}");
+    let Built { library, standalone, linked_dir, object_mlir, bitcode_mlir } = built();
+    let (object_mlir, bitcode_mlir) = (object_mlir.as_str(), bitcode_mlir.as_str());
 
     let iree = tools.run_module.to_str().unwrap();
     let runtimes: [(&str, Vec<&str>); 2] =
@@ -252,8 +279,8 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
         let bitcode_module = linked("bitcode", bitcode_mlir);
         let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &linked_dir);
         let deployments: [(&str, &Path, Option<&Path>); 5] = [
-            ("import from the .so", &import_module, Some(&library)),
-            ("import from the .sos", &import_module, Some(&standalone)),
+            ("import from the .so", &import_module, Some(library)),
+            ("import from the .sos", &import_module, Some(standalone)),
             ("linked object", &object_module, None),
             ("linked bitcode", &bitcode_module, None),
             ("IREE's codegen", &codegen_module, None),
@@ -295,6 +322,50 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
     // Two programs, two cases each, two devices, two runtimes, five
     // deployments.
     assert_eq!(runs, 2 * 2 * 2 * 2 * 5);
+}
+
+#[test]
+fn aarch64_objects_and_bitcode_link_into_an_executable_that_validates() {
+    let Built { linked_dir, object_mlir, bitcode_mlir, .. } = built();
+    if !object_mlir.contains("embedded-elf-arm_64") {
+        eprintln!(
+            "note: no aarch64 core library is installed (Debian's libstd-rust-web-dev:arm64, as `cargo xtask \
+             test-aarch64` installs it), so xplug build made no aarch64 object: not checked"
+        );
+        return;
+    }
+    let root = workspace_root();
+    let tools = iree_e2e::toolchain(&root).expect("IREE's pinned tools");
+    let import_source = std::fs::read_to_string(root.join("tests/iree/mul_call.mlir")).unwrap();
+    let target = ElfTarget::aarch64(4096).with_query_symbol(LIBRARY_QUERY_SYMBOL);
+    for (format, block) in [("object", object_mlir), ("bitcode", bitcode_mlir)] {
+        let work = target_dir(&root).join("linked-test").join(format!("aarch64-{format}"));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        let source = work.join("mul_linked.mlir");
+        std::fs::write(&source, linked_program(&import_source, &objects_attribute(block))).unwrap();
+        let output = Command::new(&tools.compile)
+            .arg(&source)
+            .args([
+                "--iree-hal-target-device=local",
+                "--iree-hal-local-target-device-backends=llvm-cpu",
+                "--iree-llvmcpu-target-cpu=generic",
+                "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu",
+            ])
+            .arg(format!("--iree-hal-executable-object-search-path={}", linked_dir.display()))
+            .arg(format!("--iree-hal-dump-executable-binaries-to={}", work.display()))
+            .arg("-o")
+            .arg(work.join("mul_linked.vmfb"))
+            .output()
+            .expect("iree-compile runs");
+        assert!(output.status.success(), "aarch64 {format}:\n{}", String::from_utf8_lossy(&output.stderr));
+        let executable = work.join("xplug_mul_call_kernels_embedded_elf_arm_64.so");
+        let bytes =
+            std::fs::read(&executable).unwrap_or_else(|error| panic!("{}: {error}", executable.display()));
+        let plan = xplug_elf::validate_for(&bytes, target)
+            .unwrap_or_else(|error| panic!("the aarch64 executable linking the {format}: {error}"));
+        assert_eq!(plan.machine(), target.machine());
+    }
 }
 
 /// Builds the one-kernel crate `name` with source `lib_rs` (depending on
