@@ -17,61 +17,13 @@ use std::sync::OnceLock;
 
 use common::XPLUG;
 use xplug_elf::{ElfTarget, LIBRARY_QUERY_SYMBOL};
-use xplug_fixtures::iree_e2e::{self, IreeTools};
+use xplug_fixtures::iree_e2e;
+use xplug_fixtures::linked::compile;
+use xplug_fixtures::linked::{
+    KERNEL_CRATE, MATMUL_RELU_CODEGEN, MUL_CODEGEN, linked_program, objects_attribute,
+};
 use xplug_fixtures::{build_rust_plugin, sos, target_dir, workspace_root};
 use xplug_npy::NpyArray;
-
-/// The kernel crate and its one workgroup kernel.
-const KERNEL_CRATE: &str = "sample_standalone";
-
-/// The import program (`tests/iree/mul_call.mlir`) with the declaration's
-/// `hal.import.fields` turned into a static import and the executable given
-/// `objects`: the one change a program makes to link the kernel instead.
-fn linked_program(import_program: &str, objects: &str) -> String {
-    let fields = "hal.import.fields = [\"processor_id\", \"processor_data\"],";
-    assert!(import_program.contains(fields), "mul_call.mlir declares the import with {fields}");
-    let executable = "stream.executable private @kernels {";
-    assert!(import_program.contains(executable), "mul_call.mlir has {executable}");
-    import_program
-        .replace(fields, "hal.import.static,")
-        .replace(executable, &format!("stream.executable private @kernels attributes {{\n{objects}\n  }} {{"))
-}
-
-/// The `hal.executable.objects = ...` attribute of the MLIR `xplug build`
-/// printed for one format, as printed.
-fn objects_attribute(mlir: &str) -> String {
-    let start = mlir.find("hal.executable.objects").expect("the MLIR has the objects attribute");
-    let end = mlir[start..].find("\n}>").expect("the attribute ends with `}>`") + start + 3;
-    mlir[start..end].to_owned()
-}
-
-/// IREE's own code for `a * b`, the reference.
-const MUL_CODEGEN: &str = "func.func @mul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
-  %product = arith.mulf %a, %b : tensor<?xf32>
-  return %product : tensor<?xf32>
-}
-";
-
-/// IREE's own code for `max(a × b, 0)`, the reference.
-const MATMUL_RELU_CODEGEN: &str = "func.func @matmul_relu(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
-  %n = tensor.dim %b, %c1 : tensor<?x?xf32>
-  %zero = arith.constant 0.0 : f32
-  %empty = tensor.empty(%m, %n) : tensor<?x?xf32>
-  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<?x?xf32>) -> tensor<?x?xf32>
-  %product = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>) outs(%filled : tensor<?x?xf32>) -> tensor<?x?xf32>
-  %relu = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
-                          iterator_types = [\"parallel\", \"parallel\"]}
-      ins(%product : tensor<?x?xf32>) outs(%empty : tensor<?x?xf32>) {
-  ^bb0(%x: f32, %unused: f32):
-    %y = arith.maximumf %x, %zero : f32
-    linalg.yield %y : f32
-  } -> tensor<?x?xf32>
-  return %relu : tensor<?x?xf32>
-}
-";
 
 /// A `<f4` array of `shape`.
 fn array(shape: &[usize], values: &[f32]) -> NpyArray {
@@ -134,28 +86,6 @@ fn matmul_relu_program() -> Program {
         codegen: MATMUL_RELU_CODEGEN,
         cases,
     }
-}
-
-/// Compiles `source` (written to `work/NAME.mlir`) into `work/NAME.vmfb`
-/// with the pinned compiler, objects searched in `objects`.
-fn compile(tools: &IreeTools, work: &Path, name: &str, source: &str, objects: &Path) -> PathBuf {
-    let mlir = work.join(format!("{name}.mlir"));
-    std::fs::write(&mlir, source).unwrap();
-    let module = work.join(format!("{name}.vmfb"));
-    let output = Command::new(&tools.compile)
-        .arg(&mlir)
-        .args([
-            "--iree-hal-target-device=local",
-            "--iree-hal-local-target-device-backends=llvm-cpu",
-            "--iree-llvmcpu-target-cpu=generic",
-        ])
-        .arg(format!("--iree-hal-executable-object-search-path={}", objects.display()))
-        .arg("-o")
-        .arg(&module)
-        .output()
-        .expect("iree-compile runs");
-    assert!(output.status.success(), "iree-compile {name}:\n{}", String::from_utf8_lossy(&output.stderr));
-    module
 }
 
 /// Runs `tool` (IREE's `iree-run-module`, or `xplug run`) on `function` of
@@ -270,14 +200,16 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
         let name = program.name;
         let import_source =
             std::fs::read_to_string(root.join("tests/iree").join(program.import_file)).unwrap();
-        let import_module = compile(&tools, &work, &format!("{name}_import"), &import_source, &linked_dir);
+        let import_module = compile(&tools, &work, &format!("{name}_import"), &import_source, linked_dir)
+            .expect("iree-compile");
         let linked = |format: &str, block: &str| {
             let source = linked_program(&import_source, &objects_attribute(block));
-            compile(&tools, &work, &format!("{name}_{format}"), &source, &linked_dir)
+            compile(&tools, &work, &format!("{name}_{format}"), &source, linked_dir).expect("iree-compile")
         };
         let object_module = linked("object", object_mlir);
         let bitcode_module = linked("bitcode", bitcode_mlir);
-        let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &linked_dir);
+        let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, linked_dir)
+            .expect("iree-compile");
         let deployments: [(&str, &Path, Option<&Path>); 5] = [
             ("import from the .so", &import_module, Some(library)),
             ("import from the .sos", &import_module, Some(standalone)),
