@@ -140,13 +140,19 @@ fn matmul_relu(args: &mut MatmulArgs) -> Result<(), ImportError> {
         out.fill(0.0);
         return Ok(());
     }
+    // Row by row, each output row accumulated over `rhs`'s rows in order
+    // of `k`: every element's sum is taken in order of `k`, as a plain
+    // dot product would, while the inner loop runs along contiguous rows
+    // (vectorised).
     for (out_row, lhs_row) in out.chunks_exact_mut(n).zip(lhs.chunks_exact(k)) {
-        for (column, out) in out_row.iter_mut().enumerate() {
-            let sum = lhs_row
-                .iter()
-                .zip(rhs.iter().skip(column).step_by(n))
-                .fold(0.0_f32, |sum, (a, b)| sum + a * b);
-            *out = sum.max(0.0);
+        out_row.fill(0.0);
+        for (a, rhs_row) in lhs_row.iter().zip(rhs.chunks_exact(n)) {
+            for (out, b) in out_row.iter_mut().zip(rhs_row) {
+                *out += a * b;
+            }
+        }
+        for out in out_row.iter_mut() {
+            *out = out.max(0.0);
         }
     }
     Ok(())
