@@ -406,3 +406,45 @@ mod plugin {
         "names the panic and the kernel:\n{stderr}"
     );
 }
+
+#[test]
+fn a_kernel_that_takes_plugin_state_is_refused_by_the_linked_build_only() {
+    // A linked kernel has no `load`, so no state: the linked build stops
+    // with the SDK's message; the crate itself is a fine plugin.
+    let (code, stderr) = build_kernel_crate(
+        "stateful_kernel",
+        r#"#![no_std]
+use xplug_sdk::{Environment, Error, ImportArgs, ImportError, LoadParams, PluginState};
+
+#[derive(ImportArgs)]
+#[repr(C)]
+pub struct ScaleArgs {
+    pub value: f32,
+}
+
+pub struct Scale;
+
+impl PluginState for Scale {
+    fn load(_env: &Environment<'_>, _params: &LoadParams<'_>) -> Result<Self, Error> {
+        Ok(Scale)
+    }
+}
+
+#[xplug_sdk::plugin(name = "stateful_kernel", features(standalone), state = Scale)]
+mod plugin {
+    use super::*;
+
+    #[import("scale")]
+    fn scale(args: &mut ScaleArgs, _state: &Scale) -> Result<(), ImportError> {
+        args.value *= 2.0;
+        Ok(())
+    }
+}
+"#,
+    );
+    assert_eq!(code, Some(1), "refused:\n{stderr}");
+    assert!(
+        stderr.contains("import `scale` (fn `scale`) takes the plugin state, which a kernel linked into the executable does not have"),
+        "the SDK's message:\n{stderr}"
+    );
+}
