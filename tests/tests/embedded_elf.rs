@@ -145,7 +145,10 @@ fn the_loader_reads_the_optional_exports_of_an_sdk_sos() {
     // `xplug_plugin_exports`, called in the mapped image.
     assert_eq!(
         plugin.exports(),
-        Some(&["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"].map(String::from)[..])
+        Some(
+            &["dot", "matmul_relu_workgroup", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"]
+                .map(String::from)[..]
+        )
     );
     // No `params(...)`: no `xplug_plugin_params`, every key reaches `load`.
     assert_eq!(plugin.param_decls(), None);

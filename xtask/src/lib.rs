@@ -22,6 +22,7 @@ pub mod hardening;
 pub mod header;
 pub mod iree_e2e;
 pub mod layouts;
+pub mod linked_bench;
 pub mod model_bench;
 
 use std::path::Path;

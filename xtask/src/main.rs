@@ -104,6 +104,18 @@ enum Command {
         #[arg(long)]
         instructions: bool,
     },
+    /// One Rust kernel in each deployment (import from the .so, linked
+    /// object, linked bitcode) beside IREE's own code for the operation:
+    /// mul at 1 Mi floats and matmul + ReLU at 256³, timed by IREE's
+    /// iree-benchmark-module on local-sync in alternating rounds.
+    LinkedBench {
+        /// Rounds (medians reported).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Seconds per deployment per round.
+        #[arg(long, default_value_t = 0.5)]
+        seconds: f64,
+    },
     /// Run the project's MLIR programs (tests/iree/) in IREE's own runtime
     /// with every example plugin and check every output element.
     ///
@@ -389,6 +401,23 @@ fn main() -> ExitCode {
                         xtask::bench::machine(),
                     );
                     print!("{}", xtask::model_bench::table(&rows));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => failure(&error),
+            }
+        }
+        Command::LinkedBench { rounds, seconds } => {
+            let root = xtask::workspace_root();
+            let options = xtask::linked_bench::Options { rounds: rounds.max(1), seconds: seconds.max(0.01) };
+            match xtask::linked_bench::run(&root, &options) {
+                Ok(rows) => {
+                    println!(
+                        "\nOne kernel, four deployments: CPU per function call, medians of {rounds} alternating \
+                         rounds (iree-benchmark-module {}, local-sync); {}\n",
+                        xplug_fixtures::iree_e2e::IREE_VERSION,
+                        xtask::bench::machine(),
+                    );
+                    print!("{}", xtask::linked_bench::table(&rows));
                     ExitCode::SUCCESS
                 }
                 Err(error) => failure(&error),

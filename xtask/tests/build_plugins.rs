@@ -104,7 +104,11 @@ fn c_host_runs_sample_standalone() {
     let stdout = host("sample_standalone", "1", &[]);
     assert!(stdout.contains("name: sample_standalone\n"), "{stdout}");
     assert!(stdout.contains("features: 1\n"), "standalone bit: {stdout}");
-    assert!(stdout.contains("exports: dot saxpy simple_add_workgroup simple_mul_workgroup\n"), "{stdout}");
+    assert!(
+        stdout
+            .contains("exports: dot matmul_relu_workgroup saxpy simple_add_workgroup simple_mul_workgroup\n"),
+        "{stdout}"
+    );
     assert!(stdout.contains("allocations after load: 0\n"), "a stateless plugin allocates nothing: {stdout}");
     assert!(stdout.contains("simple_mul_workgroup: 100 elements ok"), "{stdout}");
     assert!(stdout.ends_with("ok\n"), "{stdout}");

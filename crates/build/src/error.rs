@@ -92,6 +92,40 @@ pub enum BuildError {
         #[source]
         source: Box<xplug_elf::EmbeddedElfError>,
     },
+    /// IREE's embedded linker cannot take the object a linked build made
+    /// (`xplug build --object`): each problem names the symbol or section
+    /// and, where the object says, the function that reaches it.
+    #[error(
+        "{} cannot be linked into an IREE executable: {}; keep the kernels free of panics, globals and \
+         thread-locals (docs/dispatch.md#linked-kernels)",
+        object.display(),
+        problems.join("; ")
+    )]
+    NotLinkable {
+        /// The object.
+        object: PathBuf,
+        /// What is wrong, one line each.
+        problems: Vec<String>,
+    },
+    /// A linked build made an object without kernels: the crate has no
+    /// stateless `#[xplug_sdk::plugin]` import.
+    #[error(
+        "{} holds no linked kernel: the crate needs a `#[xplug_sdk::plugin]` module with stateless `#[import]` functions",
+        object.display()
+    )]
+    NoLinkedKernels {
+        /// The object.
+        object: PathBuf,
+    },
+    /// An object file could not be read as one.
+    #[error("cannot read {} as an object file", path.display())]
+    Object {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: object::Error,
+    },
     /// A file operation failed.
     #[error("cannot {action} {}", path.display())]
     Io {

@@ -34,6 +34,7 @@
 //! ```
 
 mod error;
+mod linked;
 mod metadata;
 mod toolchain;
 
@@ -41,6 +42,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use error::BuildError;
+pub use linked::{
+    LINKED_SECTION, LinkedFiles, LinkedFormat, LinkedKernel, LinkedOptions, LinkedReport, build_linked,
+    check_linked, linked_kernels,
+};
 pub use metadata::PluginCrate;
 pub use toolchain::{RecordTarget, SYSTEM_RUSTC, Toolchain};
 use xplug_elf::QUERY_SYMBOL;

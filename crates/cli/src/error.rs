@@ -167,10 +167,12 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_iree::Error,
     },
-    /// `xplug build --sos` failed (cargo, the linker, the crate's
-    /// manifest).
-    #[error("cannot build the .sos of {}", manifest.display())]
+    /// `xplug build` failed (cargo, the linker, the crate's manifest, an
+    /// object IREE's linker cannot take).
+    #[error("cannot build the {what} of {}", manifest.display())]
     Build {
+        /// What was being built: `.sos`, `linked kernels`.
+        what: &'static str,
         /// The plugin crate's manifest.
         manifest: PathBuf,
         /// xplug-build's error.

@@ -282,15 +282,36 @@ enum Command {
     },
     /// Build the plugin crate of the current directory (or --manifest-path)
     /// as a standalone embedded ELF file (`.sos`), with a FatELF record for
-    /// every installed rustup target it supports.
-    #[command(after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
+    /// every installed rustup target it supports, or its kernels as objects
+    /// and LLVM bitcode that IREE's compiler links into the executable.
+    #[command(
+        group(clap::ArgGroup::new("output").required(true).multiple(true).args(["sos", "object", "bitcode"])),
+        group(clap::ArgGroup::new("linked").multiple(true).args(["object", "bitcode"])),
+        after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
                       `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
-                      Example:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist")]
+                      Examples:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist\n  \
+                      xplug build --object --bitcode --mlir kernels.mlir"
+    )]
     Build {
-        /// Build the `.sos` (the only output this command makes; required
-        /// so that a plain `xplug build` is not mistaken for `cargo build`).
-        #[arg(long, required = true)]
+        /// Build the `.sos` (an output is required, so that a plain `xplug
+        /// build` is not mistaken for `cargo build`).
+        #[arg(long)]
         sos: bool,
+        /// Build the stateless imports as kernels linked into the
+        /// executable at compile time: one relocatable object per
+        /// architecture (NAME.TARGET.o), checked for what IREE's linker
+        /// cannot take, and print the MLIR a program needs to use them.
+        #[arg(long)]
+        object: bool,
+        /// As --object, as LLVM bitcode (NAME.TARGET.bc), which IREE
+        /// optimises together with the generated code.
+        #[arg(long)]
+        bitcode: bool,
+        /// With --object or --bitcode: write the MLIR (the
+        /// `hal.executable.objects` attribute and the declarations) to FILE
+        /// instead of printing it.
+        #[arg(long, value_name = "FILE", requires = "linked")]
+        mlir: Option<PathBuf>,
         /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
         /// in the current directory or above, as cargo finds it).
         #[arg(long, value_name = "PATH")]
@@ -649,15 +670,21 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
             }
             isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
         },
-        Command::Build { sos: _, manifest_path, package, out_dir, keep_symbols } => build::run(
-            &build::Options {
-                manifest_path: manifest_path.as_deref(),
-                package: package.as_deref(),
-                out_dir: out_dir.as_deref(),
-                keep_symbols: *keep_symbols,
-            },
-            cli.globals.json,
-        ),
+        Command::Build { sos, object, bitcode, mlir, manifest_path, package, out_dir, keep_symbols } => {
+            build::run(
+                &build::Options {
+                    manifest_path: manifest_path.as_deref(),
+                    package: package.as_deref(),
+                    out_dir: out_dir.as_deref(),
+                    keep_symbols: *keep_symbols,
+                    sos: *sos,
+                    object: *object,
+                    bitcode: *bitcode,
+                    mlir: mlir.as_deref(),
+                },
+                cli.globals.json,
+            )
+        }
         Command::New { name, path, sdk, template, standalone } => new::run(
             &new::Options {
                 name,

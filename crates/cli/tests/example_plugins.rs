@@ -11,7 +11,13 @@ fn inspect_lists_the_exports_of_an_sdk_plugin() {
     assert_eq!(value["features"], serde_json::json!(["standalone"]));
     assert_eq!(
         value["exports"],
-        serde_json::json!(["dot", "saxpy", "simple_add_workgroup", "simple_mul_workgroup"])
+        serde_json::json!([
+            "dot",
+            "matmul_relu_workgroup",
+            "saxpy",
+            "simple_add_workgroup",
+            "simple_mul_workgroup"
+        ])
     );
 }
 

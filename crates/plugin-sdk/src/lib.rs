@@ -314,6 +314,7 @@ mod buffer;
 mod cheader;
 mod error;
 mod ffi;
+mod linked;
 mod param_decl;
 mod params;
 mod resolve;
@@ -565,6 +566,7 @@ pub mod __private {
     pub use crate::bits::assert_any_bit_pattern;
     pub use crate::cheader::{CDeclDispatch, CDeclarations, DeclareArgs, DeclareNothing};
     pub use crate::ffi::*;
+    pub use crate::linked::{LINKED_SECTION, linked_record, zeroed};
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;
 }

@@ -58,9 +58,12 @@ pub struct WorkgroupArgs {
     pub size: usize,
     /// The calling workgroup's id (informational; not an element index).
     pub tid: usize,
-    /// The processor running the workgroup.
+    /// The processor running the workgroup (`hal.import.fields`; zero in a
+    /// linked call).
+    #[import_field]
     pub processor_id: u32,
-    /// Processor feature bits.
+    /// Processor feature bits (`hal.import.fields`; NULL in a linked call).
+    #[import_field]
     pub processor_data: Buffer<u64>,
 }
 

@@ -9,6 +9,7 @@
 //! | `simple_add_workgroup` | `out[i] = lhs[i] + rhs[i]` for the workgroup's elements |
 //! | `saxpy` | `y[i] = alpha * x[i] + y[i]` for `i < n` |
 //! | `dot` | `result = sum(x[i] * y[i])` for `i < n` |
+//! | `matmul_relu_workgroup` | `out = max(lhs × rhs, 0)` for the workgroup's rows |
 //!
 //! The workgroup functions take [`WorkgroupArgs`], the args struct of
 //! IREE's custom-dispatch CPU sample: three bindings, each a base pointer
@@ -62,6 +63,101 @@ pub struct DotArgs {
     pub n: usize,
 }
 
+/// Args of `matmul_relu_workgroup`: `out = max(lhs × rhs, 0)` for a block
+/// of `m` rows, as IREE's MLP sample computes it. Row-major matrices, each
+/// a base pointer plus an element offset to this call's first row:
+/// `lhs` is `m × k`, `rhs` `k × n`, `out` `m × n`.
+#[derive(Debug, ImportArgs)]
+#[repr(C)]
+pub struct MatmulArgs {
+    /// The left matrix.
+    pub lhs: Buffer<f32>,
+    /// Element offset of this call's first row of `lhs`.
+    pub lhs_offset: usize,
+    /// The right matrix (all of it, for every call).
+    pub rhs: Buffer<f32>,
+    /// Element offset of `rhs`'s first element.
+    pub rhs_offset: usize,
+    /// The result.
+    pub out: BufferMut<f32>,
+    /// Element offset of this call's first row of `out`.
+    pub out_offset: usize,
+    /// Rows in this call's block.
+    pub m: usize,
+    /// Columns of `rhs` and `out`.
+    pub n: usize,
+    /// Columns of `lhs`, rows of `rhs`: the reduction's length.
+    pub k: usize,
+    /// The processor running the workgroup (`hal.import.fields`; zero in a
+    /// linked call).
+    #[import_field]
+    pub processor_id: u32,
+    /// Processor feature bits (`hal.import.fields`; NULL in a linked call).
+    #[import_field]
+    pub processor_data: Buffer<u64>,
+}
+
+/// `out = max(lhs × rhs, 0)` over one block of rows, each sum taken in
+/// order of `k` (written without indexing, so no panic path remains and
+/// the kernel can be linked into an executable).
+fn matmul_relu(args: &mut MatmulArgs) -> Result<(), ImportError> {
+    let (m, n, k) = (args.m, args.n, args.k);
+    let (Some(lhs_len), Some(rhs_len), Some(out_len)) =
+        (m.checked_mul(k), k.checked_mul(n), m.checked_mul(n))
+    else {
+        return Err(ImportError::INVALID_ARGUMENT);
+    };
+    // `n == 0` tested on its own so the compiler sees it before
+    // `chunks_exact(n)` and `step_by(n)`, whose zero checks would
+    // otherwise stay as panic paths.
+    if m == 0 || n == 0 || out_len == 0 {
+        return Ok(());
+    }
+    if args.lhs.is_null() || args.rhs.is_null() || args.out.is_null() {
+        return Err(ImportError::INVALID_ARGUMENT);
+    }
+    if !(args.lhs.is_aligned() && args.rhs.is_aligned() && args.out.is_aligned()) {
+        return Err(ImportError::INVALID_ARGUMENT);
+    }
+    let (Some(lhs_end), Some(rhs_end), Some(out_end)) = (
+        args.lhs_offset.checked_add(lhs_len),
+        args.rhs_offset.checked_add(rhs_len),
+        args.out_offset.checked_add(out_len),
+    ) else {
+        return Err(ImportError::INVALID_ARGUMENT);
+    };
+    // SAFETY: IREE's dispatch convention: each binding is valid for its
+    // offset plus the block's elements, the inputs are only read during
+    // the dispatch, and the output rows belong to this call alone.
+    let (lhs, rhs, out) =
+        unsafe { (args.lhs.as_slice(lhs_end), args.rhs.as_slice(rhs_end), args.out.as_mut_slice(out_end)) };
+    let (Some(lhs), Some(rhs), Some(out)) =
+        (lhs.get(args.lhs_offset..), rhs.get(args.rhs_offset..), out.get_mut(args.out_offset..))
+    else {
+        return Err(ImportError::INVALID_ARGUMENT);
+    };
+    if k == 0 {
+        out.fill(0.0);
+        return Ok(());
+    }
+    // Row by row, each output row accumulated over `rhs`'s rows in order
+    // of `k`: every element's sum is taken in order of `k`, as a plain
+    // dot product would, while the inner loop runs along contiguous rows
+    // (vectorised).
+    for (out_row, lhs_row) in out.chunks_exact_mut(n).zip(lhs.chunks_exact(k)) {
+        out_row.fill(0.0);
+        for (a, rhs_row) in lhs_row.iter().zip(rhs.chunks_exact(n)) {
+            for (out, b) in out_row.iter_mut().zip(rhs_row) {
+                *out += a * b;
+            }
+        }
+        for out in out_row.iter_mut() {
+            *out = out.max(0.0);
+        }
+    }
+    Ok(())
+}
+
 /// Applies `op` to the `size` elements of this call's slice:
 /// `out[o2 + i] = op(lhs[o0 + i], rhs[o1 + i])` for `i < size`.
 fn workgroup(args: &mut WorkgroupArgs, op: impl Fn(f32, f32) -> f32) -> Result<(), ImportError> {
@@ -91,6 +187,11 @@ mod plugin {
     #[import("simple_add_workgroup")]
     fn simple_add(args: &mut WorkgroupArgs) -> Result<(), ImportError> {
         workgroup(args, |a, b| a + b)
+    }
+
+    #[import("matmul_relu_workgroup")]
+    fn matmul_relu_rows(args: &mut MatmulArgs) -> Result<(), ImportError> {
+        matmul_relu(args)
     }
 
     #[import]

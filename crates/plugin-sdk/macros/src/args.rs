@@ -13,7 +13,7 @@
 //!    it implements the `unsafe` marker trait.
 
 use proc_macro2::TokenStream as TokenStream2;
-use quote::{ToTokens, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, GenericArgument, PathArguments, Type};
 
@@ -78,6 +78,7 @@ pub(crate) fn expand_import_args(input: &DeriveInput) -> syn::Result<TokenStream
     });
     let c_declarations = crate::cdecl::declarations(name, &data.fields);
     let layout = layout_const(name, &data.fields);
+    let linked = linked_items(name, &data.fields)?;
     Ok(quote! {
         // Every field type must be valid for any bit pattern (checked by the
         // compiler here, with the error at the field).
@@ -95,7 +96,116 @@ pub(crate) fn expand_import_args(input: &DeriveInput) -> syn::Result<TokenStream
             #c_declarations
             #layout
         }
+        #linked
     })
+}
+
+/// True when `field` carries `#[import_field]`: IREE appends it for
+/// `hal.import.fields`, so a linked call does not pass it.
+fn is_import_field(field: &syn::Field) -> syn::Result<bool> {
+    let mut found = false;
+    for attr in &field.attrs {
+        if attr.path().is_ident("import_field") {
+            attr.meta.require_path_only()?;
+            found = true;
+        }
+    }
+    Ok(found)
+}
+
+/// The items behind the linked deployment (`xplug_sdk`'s `linked` module):
+/// the MLIR parameter list of a linked call and the generic C entry that
+/// takes the fields as separate arguments (leaving out the
+/// `#[import_field]` ones, which it zeroes) and calls the import marker
+/// `M`. A struct with an array field has no entry: C passes no arrays by
+/// value.
+fn linked_items(name: &syn::Ident, fields: &syn::Fields) -> syn::Result<TokenStream2> {
+    let mut params = Vec::new();
+    let mut mlir = Vec::new();
+    let mut inits = Vec::new();
+    let mut by_value = true;
+    for (index, field) in fields.iter().enumerate() {
+        let binding = format_ident!("__xplug_field_{index}");
+        let member = field.ident.as_ref().map_or_else(
+            || {
+                let index = syn::Index::from(index);
+                quote! { #index }
+            },
+            |ident| quote! { #ident },
+        );
+        if is_import_field(field)? {
+            inits.push(quote! { #member: ::xplug_sdk::__private::zeroed() });
+            continue;
+        }
+        by_value &= !matches!(field.ty, Type::Array(_));
+        let ty = replace_self(field.ty.to_token_stream(), name);
+        params.push(quote! { #binding: #ty });
+        inits.push(quote! { #member: #binding });
+        let field_name = field.ident.as_ref().map_or_else(|| format!("_{index}"), ToString::to_string);
+        mlir.push(format!("%{field_name}: {}", mlir_type(&field.ty)));
+    }
+    let mlir = mlir.join(", ");
+    let entry = by_value.then(|| {
+        quote! {
+            /// The linked deployment's C entry for import `M`: the fields
+            /// as separate arguments (`xplug_sdk`'s `linked` module).
+            #[doc(hidden)]
+            #[allow(clippy::too_many_arguments, improper_ctypes_definitions)]
+            pub extern "C" fn __xplug_linked_entry<M: ::xplug_sdk::__private::Import<Args = Self>>(#(#params),*) {
+                let mut args = Self { #(#inits),* };
+                // A linked call has no status to return (IREE's static
+                // functions return nothing); the kernel's error code is
+                // dropped, as `docs/dispatch.md#linked-kernels` says.
+                let _ = <M as ::xplug_sdk::__private::Import>::call(&mut args, ::core::option::Option::None);
+            }
+        }
+    });
+    Ok(quote! {
+        impl #name {
+            /// The MLIR parameters of a linked call taking this struct's
+            /// fields (`%name: type, ...`; `?` where a type has none).
+            #[doc(hidden)]
+            pub const __XPLUG_LINKED_PARAMS: &'static str = #mlir;
+            #entry
+        }
+    })
+}
+
+/// The MLIR type IREE's compiler lowers to the C type of a field declared
+/// as `ty`, with `llvm.bareptr` (a memref is one pointer): `index` for
+/// `usize`/`isize`, the integer or float of the same width, `memref<T>`
+/// for a buffer of `T`; `?` followed by the type for anything else.
+fn mlir_type(ty: &Type) -> String {
+    let scalar = |ident: &str| -> Option<&'static str> {
+        Some(match ident {
+            "usize" | "isize" => "index",
+            "u8" | "i8" => "i8",
+            "u16" | "i16" => "i16",
+            "u32" | "i32" => "i32",
+            "u64" | "i64" => "i64",
+            "f32" => "f32",
+            "f64" => "f64",
+            _ => return None,
+        })
+    };
+    if let Type::Path(path) = ty
+        && let Some(last) = path.path.segments.last()
+    {
+        let ident = last.ident.to_string();
+        if let Some(scalar) = scalar(&ident) {
+            return scalar.to_owned();
+        }
+        if (ident == "Buffer" || ident == "BufferMut")
+            && let PathArguments::AngleBracketed(arguments) = &last.arguments
+            && let Some(GenericArgument::Type(Type::Path(element))) = arguments.args.first()
+            && let Some(element) = element.path.segments.last()
+            && let Some(element) = scalar(&element.ident.to_string())
+            && element != "index"
+        {
+            return format!("memref<{element}>");
+        }
+    }
+    format!("?{}", show(ty))
 }
 
 /// The `ImportArgs::__LAYOUT` constant of struct `name`: its name and,

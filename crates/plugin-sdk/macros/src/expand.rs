@@ -185,7 +185,7 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         // hence the `unexpected_cfgs` allowance) or a test build.
         #[allow(unexpected_cfgs)]
         const _: () = {
-        #[cfg(not(any(test, feature = "static")))]
+        #[cfg(not(any(test, feature = "static", xplug_linked)))]
         const _: () = {
             /// Present in every plugin that exports the C entry points: when
             /// two such plugins are linked into one binary, the linker's
@@ -236,6 +236,8 @@ pub(crate) fn expand_plugin(config: PluginArgs, mut module: ItemMod) -> syn::Res
         ::xplug_sdk::__register_static!(__XplugPlugin);
         };
     });
+
+    generated.push(linked_items(&imports));
 
     for tokens in generated {
         items.extend(syn::parse2::<syn::File>(tokens)?.items);
@@ -370,6 +372,68 @@ fn import_marker(import: &ImportFnInfo, state_ty: &syn::Type) -> TokenStream2 {
             ) -> ::core::ffi::c_int {
                 #call
             }
+        }
+    }
+}
+
+/// The linked deployment of every import (`xplug_sdk`'s `linked` module),
+/// compiled only with `--cfg xplug_linked` (`xplug build --object` and
+/// `--bitcode`): the import's symbol made an alias of the args type's
+/// generic linked entry for its marker, and the record `xplug build` reads
+/// to print the MLIR declaration. An import that takes the plugin state,
+/// or whose symbol is not a C identifier, is refused in that build only.
+fn linked_items(imports: &[ImportFnInfo]) -> TokenStream2 {
+    let items = imports.iter().map(|import| {
+        let symbol = &import.symbol;
+        let fn_ident = &import.fn_ident;
+        if import.takes_state {
+            let message = format!(
+                "import `{symbol}` (fn `{fn_ident}`) takes the plugin state, which a kernel linked into the \
+                 executable does not have (there is no `load`): keep it an import, or make it stateless"
+            );
+            return quote_spanned! {import.symbol_span=> #[cfg(xplug_linked)] ::core::compile_error!(#message); };
+        }
+        let identifier = symbol.chars().next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+            && symbol.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+        if !identifier {
+            let message = format!(
+                "import symbol `{symbol}` (fn `{fn_ident}`) is not a C identifier, so it cannot name a function \
+                 linked into the executable: rename it (letters, digits and `_`)"
+            );
+            return quote_spanned! {import.symbol_span=> #[cfg(xplug_linked)] ::core::compile_error!(#message); };
+        }
+        let marker = marker_ident(import);
+        let args_ty = &import.args_ty;
+        let record = format_ident!("__XPLUG_LINKED_{}", fn_ident);
+        let symbol_lit = LitStr::new(symbol, import.symbol_span);
+        let length = symbol.len() + 2;
+        let globl = format!(".globl {symbol}");
+        let hidden = format!(".hidden {symbol}");
+        let kind = format!(".type {symbol}, @function");
+        let alias = format!(".set {symbol}, {{entry}}");
+        quote! {
+            #[cfg(xplug_linked)]
+            ::core::arch::global_asm!(
+                #globl, #hidden, #kind, #alias,
+                entry = sym <#args_ty>::__xplug_linked_entry::<super::#marker>,
+            );
+            #[cfg(xplug_linked)]
+            #[used]
+            #[unsafe(link_section = ".xplug.linked")]
+            #[allow(non_upper_case_globals)]
+            static #record: [u8; #length + <#args_ty>::__XPLUG_LINKED_PARAMS.len()] =
+                ::xplug_sdk::__private::linked_record(#symbol_lit, <#args_ty>::__XPLUG_LINKED_PARAMS);
+        }
+    });
+    quote! {
+        /// The linked deployment (`--cfg xplug_linked`), which the crate
+        /// need not declare, hence the `unexpected_cfgs` allowance.
+        #[doc(hidden)]
+        #[allow(unexpected_cfgs)]
+        mod __xplug_linked {
+            #[allow(unused_imports)]
+            use super::*;
+            #(#items)*
         }
     }
 }

@@ -69,7 +69,11 @@ pub fn plugin(args: TokenStream, item: TokenStream) -> TokenStream {
 /// fields such as `bool`, `char`, references, `String`, `Vec`, `Box` or
 /// `NonNull<T>`, naming the field and what to use instead. Every field type
 /// must also implement `xplug_sdk::AnyBitPattern`, which the compiler checks.
-#[proc_macro_derive(ImportArgs)]
+///
+/// `#[import_field]` on a field marks one IREE appends for
+/// `hal.import.fields` (`processor_id`, `processor_data`): a linked call
+/// (`xplug build --object`) does not pass it and the kernel sees it zeroed.
+#[proc_macro_derive(ImportArgs, attributes(import_field))]
 pub fn derive_import_args(item: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(item as syn::DeriveInput);
     match args::expand_import_args(&input) {
