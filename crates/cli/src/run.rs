@@ -23,8 +23,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use xplug_iree::{
-    Argument, CallResults, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime,
-    Session,
+    CallResults, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime, Session,
 };
 
 use crate::error::CliError;
@@ -47,7 +46,7 @@ pub(crate) struct Options<'a> {
     pub(crate) expected_outputs: &'a [String],
     /// How results are compared with them.
     pub(crate) tolerance: xplug_iree::Tolerance,
-    /// `iree-run-module`'s `--input` forms (`Session::prepare`).
+    /// `iree-run-module`'s `--input` forms (`xplug_iree::Argument::Text`).
     pub(crate) inputs: &'a [String],
     /// `iree-run-module`'s `--output` forms, one per result or none.
     pub(crate) outputs: &'a [String],
@@ -153,9 +152,9 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     }
     .map_err(iree_error(format!("cannot find the function to run in {}", main_path.display())))?;
     let name = function.name_lossy();
-    let arguments: Vec<Argument<'_>> = options.inputs.iter().map(|input| Argument::Text(input)).collect();
+    let arguments = options.inputs.iter().map(String::as_str);
     let call = session
-        .prepare(&function, &arguments)
+        .prepare(function.name(), arguments)
         .map_err(iree_error(format!("cannot make the arguments of @{name}")))?;
     if !as_json {
         let mut line = b"EXEC @".to_vec();
@@ -184,10 +183,9 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     if !options.expected_outputs.is_empty() {
         // As iree-run-module: the results are checked instead of printed,
         // and a mismatch is exit code 1 with IREE's report on stdout.
-        let expected: Vec<Argument<'_>> =
-            options.expected_outputs.iter().map(|value| Argument::Text(value)).collect();
-        let check = session
-            .check(&function, &results, &expected, &options.tolerance)
+        let expected = options.expected_outputs.iter().map(String::as_str);
+        let check = results
+            .check(expected, &options.tolerance)
             .map_err(iree_error(format!("cannot check the results of @{name}")))?;
         if as_json {
             print_json(&json!({
