@@ -2,34 +2,57 @@
 //! file through `xplug-build` (the one implementation of that build) and
 //! says what it made, where, and which records it skipped and why.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Style, Table, print_json};
 
-/// What `xplug build` was asked for.
-pub(crate) struct Options<'a> {
-    /// The plugin crate's manifest (default: the nearest `Cargo.toml`).
-    pub(crate) manifest_path: Option<&'a Path>,
-    /// The package, for a workspace manifest.
-    pub(crate) package: Option<&'a str>,
-    /// Where the `.sos` goes.
-    pub(crate) out_dir: Option<&'a Path>,
-    /// Link without `--discard-all` (`--keep-symbols`).
-    pub(crate) keep_symbols: bool,
+/// Build the plugin crate of the current directory (or --manifest-path)
+/// as a standalone embedded ELF file (`.sos`), with a FatELF record for
+/// every installed rustup target it supports.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
+                  `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
+                  Example:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist")]
+pub(crate) struct BuildArgs {
+    /// Build the `.sos` (the only output this command makes; required
+    /// so that a plain `xplug build` is not mistaken for `cargo build`).
+    #[arg(long, required = true)]
+    sos: bool,
+    /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
+    /// in the current directory or above, as cargo finds it).
+    #[arg(long, value_name = "PATH")]
+    manifest_path: Option<PathBuf>,
+    /// The package to build, when the manifest is a workspace.
+    #[arg(long, short = 'p', value_name = "NAME")]
+    package: Option<String>,
+    /// Where to write NAME.sos (default: TARGET_DIR/sos).
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Keep the symbol table (IREE links without it), so crash reports,
+    /// gdb and perf name every function of the plugin.
+    #[arg(long)]
+    keep_symbols: bool,
 }
 
-/// Runs `xplug build --sos`.
-pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
-    let manifest = match options.manifest_path {
-        Some(path) => path.to_path_buf(),
+impl BuildArgs {
+    /// Runs `xplug build --sos`; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(self, globals.json)
+    }
+}
+
+fn run(options: &BuildArgs, json_output: bool) -> Result<u8, CliError> {
+    let manifest = match &options.manifest_path {
+        Some(path) => path.clone(),
         None => nearest_manifest()?,
     };
     let mut sos = xplug_build::SosOptions::new(&manifest);
-    sos.package = options.package.map(str::to_owned);
-    sos.out_dir = options.out_dir.map(Path::to_path_buf);
+    sos.package.clone_from(&options.package);
+    sos.out_dir.clone_from(&options.out_dir);
     sos.keep_symbols = options.keep_symbols;
     let report = xplug_build::build_sos(&sos).map_err(|source| {
         // The tool's own output (cargo's diagnostics, the linker's
