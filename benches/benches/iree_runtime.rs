@@ -34,7 +34,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use xplug_benches::{LOADER_CASES, LoaderFixture, fresh_resolve, iree_manager, pair, xplug_manager};
 use xplug_fixtures::iree_e2e::{self, MUL_CALL};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, Tensor};
+use xplug_iree::{Call, DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, Tensor};
 
 fn plugins_dir() -> PathBuf {
     let root = xplug_fixtures::workspace_root();
@@ -106,7 +106,13 @@ fn programs(c: &mut Criterion) {
     let small = inputs(64);
     let first_result = |device: &xplug_iree::Device| {
         let session = Session::new(device, &program.module).expect("the module loads");
-        black_box(session.call("mul", &small).expect("the call runs"));
+        black_box(
+            session
+                .prepare("mul", &small)
+                .and_then(Call::invoke)
+                .and_then(|results| results.values())
+                .expect("the call runs"),
+        );
     };
     let mut iree_first = || first_result(&iree_device);
     let mut xplug_first = || first_result(&xplug_device);
@@ -116,10 +122,22 @@ fn programs(c: &mut Criterion) {
     let iree_session = Session::new(&iree_device, &program.module).expect("the module loads");
     let xplug_session = Session::new(&xplug_device, &program.module).expect("the module loads");
     let mut iree_call = || {
-        black_box(iree_session.call("mul", &large).expect("the call runs"));
+        black_box(
+            iree_session
+                .prepare("mul", &large)
+                .and_then(Call::invoke)
+                .and_then(|results| results.values())
+                .expect("the call runs"),
+        );
     };
     let mut xplug_call = || {
-        black_box(xplug_session.call("mul", &large).expect("the call runs"));
+        black_box(
+            xplug_session
+                .prepare("mul", &large)
+                .and_then(Call::invoke)
+                .and_then(|results| results.values())
+                .expect("the call runs"),
+        );
     };
     pair(c, "iree_call_1m", None, ("iree", &mut iree_call), ("xplug", &mut xplug_call));
 
@@ -130,10 +148,22 @@ fn programs(c: &mut Criterion) {
         .expect("device");
     let profiled_session = Session::new(&profiled_device, &program.module).expect("the module loads");
     let mut profiled_call = || {
-        black_box(profiled_session.call("mul", &large).expect("the call runs"));
+        black_box(
+            profiled_session
+                .prepare("mul", &large)
+                .and_then(Call::invoke)
+                .and_then(|results| results.values())
+                .expect("the call runs"),
+        );
     };
     let mut plain_call = || {
-        black_box(xplug_session.call("mul", &large).expect("the call runs"));
+        black_box(
+            xplug_session
+                .prepare("mul", &large)
+                .and_then(Call::invoke)
+                .and_then(|results| results.values())
+                .expect("the call runs"),
+        );
     };
     pair(c, "iree_call_1m_profiled", None, ("plain", &mut plain_call), ("profiled", &mut profiled_call));
     let profile = profiled_device.import_profile().expect("profiled");

@@ -22,6 +22,8 @@ use xplug_manager::spec::PluginSpec;
 use xplug_providers::RequestSlots;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
+use crate::isolate::{self, Isolation};
 use crate::output::{Progress, Style, Table, format_ns, print_json, safe};
 use crate::{call, resolve, trust};
 
@@ -58,20 +60,54 @@ pub(crate) fn median_ns(runs: usize, mut op: impl FnMut()) -> f64 {
     samples[samples.len() / 2]
 }
 
-/// Options of the command.
-pub(crate) struct Options<'a> {
-    /// The plugin spec (path, optional `?key=value` params).
-    pub(crate) plugin: &'a str,
-    /// Import names.
-    pub(crate) symbols: &'a [String],
-    /// Timed batches per measurement.
-    pub(crate) runs: usize,
-    /// Also call each import, with these args.
-    pub(crate) call: Option<CallArgs>,
+/// Time loading, resolving and (with --call) calling imports of one plugin.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// The plugin library (`?key=value` load parameters allowed).
+    plugin: String,
+    /// Import names to resolve (and call).
+    #[arg(required = true, value_name = "SYMBOL")]
+    symbols: Vec<String>,
+    /// Timed batches per measurement (the median is reported).
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    runs: u32,
+    /// Also call each resolved import: with the block --field describes,
+    /// or else a zeroed block of this many bytes (which times how the
+    /// import handles all-zero args, often an early return).
+    #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
+    call: Option<usize>,
+    /// A field of the args block the calls get, as `xplug call`
+    /// takes it (implies --call).
+    #[arg(long = "field", value_name = "FIELD")]
+    fields: Vec<String>,
+}
+
+impl BenchArgs {
+    /// Runs the command (in a probe child unless `--in-process`); returns
+    /// the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        match globals.isolation() {
+            Isolation::InProcess => {
+                let fields = self
+                    .fields
+                    .iter()
+                    .map(|field| call::parse_field(field))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|message| CliError::Usage { message })?;
+                let block = match (fields.is_empty(), self.call) {
+                    (false, _) => Some(CallBlock::Fields(fields)),
+                    (true, Some(bytes)) => Some(CallBlock::Zeroed(bytes)),
+                    (true, None) => None,
+                };
+                run(&self.plugin, &self.symbols, self.runs as usize, block.as_ref(), globals.json)
+            }
+            Isolation::Child(timeout) => isolate::rerun_whole_command(&self.plugin, timeout),
+        }
+    }
 }
 
 /// The args block `bench --call` calls imports with.
-pub(crate) enum CallArgs {
+enum CallBlock {
     /// The block `--field`s describe (as `xplug call` builds it).
     Fields(Vec<call::Field>),
     /// This many zero bytes (no `--field`).
@@ -83,26 +119,32 @@ const DEBUG_BUILD_WARNING: &str = "this xplug is a debug build: its own code (ma
      handles) runs several times slower than in a release build; build with `cargo build --release` and run \
      target/release/xplug for figures to compare";
 
-/// Runs the command; returns the exit code.
-pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
-    PluginSpec::parse(options.plugin).map_err(|source| CliError::Manager {
-        context: format!("cannot use plugin `{}`", options.plugin),
-        source,
-    })?;
+/// Runs the command in this process: `runs` timed batches per
+/// measurement, and the calls with `call_block` when given; returns the
+/// exit code.
+fn run(
+    plugin: &str,
+    symbols: &[String],
+    runs: usize,
+    call_block: Option<&CallBlock>,
+    json: bool,
+) -> Result<u8, CliError> {
+    PluginSpec::parse(plugin)
+        .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{}`", plugin), source })?;
     let debug_build = cfg!(debug_assertions);
     if debug_build {
         eprintln!("{} {DEBUG_BUILD_WARNING}", Style::stderr().warn("warning:"));
     }
     let progress = Progress::start("benchmarking");
-    let load_ns = median_ns(options.runs.min(5), || {
+    let load_ns = median_ns(runs.min(5), || {
         let manager = Manager::new();
-        let loaded = trust::load_spec(&manager, options.plugin);
+        let loaded = trust::load_spec(&manager, plugin);
         drop(black_box((manager, loaded)));
     });
-    let (manager, layouts) = call::load_with_layouts(options.plugin)?;
-    let plugin_name = manager.providers().first().cloned().unwrap_or_else(|| options.plugin.to_owned());
+    let (manager, layouts) = call::load_with_layouts(plugin)?;
+    let plugin_name = manager.providers().first().cloned().unwrap_or_else(|| plugin.to_owned());
 
-    let mut names = options.symbols.to_vec();
+    let mut names = symbols.to_vec();
     resolve::sort_imports(&mut names);
     let c_names = names
         .iter()
@@ -115,25 +157,25 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
     // One untimed resolve for the verdict and the count.
     let verdict = manager.resolve(&mut slots.request());
     let resolved = slots.fns().iter().filter(|f| !f.is_null()).count();
-    let resolve_ns = median_ns(options.runs, || {
+    let resolve_ns = median_ns(runs, || {
         slots.fill_all(std::ptr::null_mut(), std::ptr::null_mut());
         let _ = black_box(manager.resolve(&mut slots.request()));
     });
     let mut calls = Vec::new();
     let mut call_notes = Vec::new();
-    if let Some(args) = &options.call
+    if let Some(args) = call_block
         && let Ok(imports) = manager.resolve_imports(names.iter().map(String::as_str))
     {
         for (index, name) in names.iter().enumerate() {
             let Ok(import) = imports.import(index) else { continue };
             let mut block = match args {
-                CallArgs::Fields(fields) => {
+                CallBlock::Fields(fields) => {
                     let block = call::Block::build(&call::Args::Fields(fields.clone()));
-                    let report = call::check_block(options.plugin, name, layouts.as_deref(), &block)?;
+                    let report = call::check_block(plugin, name, layouts.as_deref(), &block)?;
                     call_notes.extend(report.note.into_iter().chain(report.warnings));
                     block
                 }
-                CallArgs::Zeroed(bytes) => {
+                CallBlock::Zeroed(bytes) => {
                     call_notes.push(format!(
                         "`{name}` was called with {bytes} zero bytes as its args (no --field): the time is that \
                          of its all-zero case (a zero size is often an early return); give its fields with --field \
@@ -144,7 +186,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             };
             let mut result = 0;
             xplug_probe::mark(xplug_probe::Stage::Call);
-            let ns = median_ns(options.runs, || {
+            let ns = median_ns(runs, || {
                 // SAFETY: the import was resolved by the manager, which
                 // `imports` keeps alive; the user asserts it accepts this
                 // block (its size checked against the plugin's layout when
@@ -159,7 +201,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
 
     let per_name = if names.is_empty() { 0.0 } else { resolve_ns / names.len() as f64 };
     let failure = verdict.as_ref().err().map(|source| CliError::Manager {
-        context: format!("resolving through `{}`", options.plugin),
+        context: format!("resolving through `{}`", plugin),
         source: source.clone(),
     });
     if json {
@@ -167,7 +209,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             "ok": failure.is_none(),
             "error": failure.as_ref().map(CliError::to_json),
             "plugin": plugin_name,
-            "runs": options.runs,
+            "runs": runs,
             "load_and_unload_ns": load_ns,
             "resolve": {
                 "names": names,
@@ -177,9 +219,9 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
                 "median_ns_per_name": per_name,
             },
             "calls": calls.iter().map(|(name, ns, result)| json!({"name": name, "median_ns": ns, "result": result})).collect::<Vec<_>>(),
-            "call_args": match &options.call {
-                Some(CallArgs::Fields(fields)) => json!({"fields": fields.len()}),
-                Some(CallArgs::Zeroed(bytes)) => json!({"zeroed_bytes": bytes}),
+            "call_args": match call_block {
+                Some(CallBlock::Fields(fields)) => json!({"fields": fields.len()}),
+                Some(CallBlock::Zeroed(bytes)) => json!({"zeroed_bytes": bytes}),
                 None => serde_json::Value::Null,
             },
             "notes": call_notes,
@@ -187,7 +229,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         }));
     } else {
         let style = Style::stdout();
-        println!("{} ({} run(s), median)", style.bold(&safe(&plugin_name)), options.runs);
+        println!("{} ({} run(s), median)", style.bold(&safe(&plugin_name)), runs);
         let mut table = Table::new(["operation", "median", "note"]);
         table.row([
             "load + unload".to_owned(),
@@ -199,7 +241,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             format_ns(resolve_ns),
             format!("{} per name; {resolved} resolved", format_ns(per_name)),
         ]);
-        let zeroed = matches!(options.call, Some(CallArgs::Zeroed(_)));
+        let zeroed = matches!(call_block, Some(CallBlock::Zeroed(_)));
         for (name, ns, result) in &calls {
             let mut note = format!("returned {result}");
             if *result != 0 {

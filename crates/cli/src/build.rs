@@ -10,32 +10,69 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Style, Table, print_json};
 
-/// What `xplug build` was asked for.
-pub(crate) struct Options<'a> {
-    /// The plugin crate's manifest (default: the nearest `Cargo.toml`).
-    pub(crate) manifest_path: Option<&'a Path>,
-    /// The package, for a workspace manifest.
-    pub(crate) package: Option<&'a str>,
-    /// Where the `.sos` goes.
-    pub(crate) out_dir: Option<&'a Path>,
-    /// Link without `--discard-all` (`--keep-symbols`).
-    pub(crate) keep_symbols: bool,
-    /// Build the `.sos`.
-    pub(crate) sos: bool,
-    /// Build linked kernels as objects.
-    pub(crate) object: bool,
-    /// Build linked kernels as bitcode.
-    pub(crate) bitcode: bool,
-    /// Where the MLIR of linked kernels goes (default: stdout).
-    pub(crate) mlir: Option<&'a Path>,
+/// Build the plugin crate of the current directory (or --manifest-path)
+/// as a standalone embedded ELF file (`.sos`), with a FatELF record for
+/// every installed rustup target it supports, or its kernels as objects
+/// and LLVM bitcode that IREE's compiler links into the executable.
+#[derive(Debug, clap::Args)]
+#[command(
+    group(clap::ArgGroup::new("output").required(true).multiple(true).args(["sos", "object", "bitcode"])),
+    group(clap::ArgGroup::new("linked").multiple(true).args(["object", "bitcode"])),
+    after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
+                  `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
+                  Examples:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist\n  \
+                  xplug build --object --bitcode --mlir kernels.mlir"
+)]
+pub(crate) struct BuildArgs {
+    /// Build the `.sos` (an output is required, so that a plain `xplug
+    /// build` is not mistaken for `cargo build`).
+    #[arg(long)]
+    sos: bool,
+    /// Build the stateless imports as kernels linked into the
+    /// executable at compile time: one relocatable object per
+    /// architecture (NAME.TARGET.o), checked for what IREE's linker
+    /// cannot take, and print the MLIR a program needs to use them.
+    #[arg(long)]
+    object: bool,
+    /// As --object, as LLVM bitcode (NAME.TARGET.bc), which IREE
+    /// optimises together with the generated code.
+    #[arg(long)]
+    bitcode: bool,
+    /// With --object or --bitcode: write the MLIR (the
+    /// `hal.executable.objects` attribute and the declarations) to FILE
+    /// instead of printing it.
+    #[arg(long, value_name = "FILE", requires = "linked")]
+    mlir: Option<PathBuf>,
+    /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
+    /// in the current directory or above, as cargo finds it).
+    #[arg(long, value_name = "PATH")]
+    manifest_path: Option<PathBuf>,
+    /// The package to build, when the manifest is a workspace.
+    #[arg(long, short = 'p', value_name = "NAME")]
+    package: Option<String>,
+    /// Where to write NAME.sos, or the objects and bitcode (default:
+    /// TARGET_DIR/sos, TARGET_DIR/linked).
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Keep the symbol table (IREE links without it), so crash reports,
+    /// gdb and perf name every function of the plugin.
+    #[arg(long)]
+    keep_symbols: bool,
 }
 
-/// Runs `xplug build`.
-pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
-    let manifest = match options.manifest_path {
-        Some(path) => path.to_path_buf(),
+impl BuildArgs {
+    /// Runs `xplug build`; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(self, globals.json)
+    }
+}
+
+fn run(options: &BuildArgs, json_output: bool) -> Result<u8, CliError> {
+    let manifest = match &options.manifest_path {
+        Some(path) => path.clone(),
         None => nearest_manifest()?,
     };
     if options.sos {
@@ -57,10 +94,10 @@ fn build_error(what: &'static str, manifest: &Path, source: xplug_build::BuildEr
 }
 
 /// `xplug build --object` / `--bitcode`.
-fn run_linked(options: &Options<'_>, manifest: &Path, json_output: bool) -> Result<(), CliError> {
+fn run_linked(options: &BuildArgs, manifest: &Path, json_output: bool) -> Result<(), CliError> {
     let mut linked = xplug_build::LinkedOptions::new(manifest);
-    linked.package = options.package.map(str::to_owned);
-    linked.out_dir = options.out_dir.map(Path::to_path_buf);
+    linked.package.clone_from(&options.package);
+    linked.out_dir.clone_from(&options.out_dir);
     let report = xplug_build::build_linked(&linked)
         .map_err(|source| build_error("linked kernels", manifest, source))?;
     let formats: Vec<xplug_build::LinkedFormat> = [
@@ -71,7 +108,7 @@ fn run_linked(options: &Options<'_>, manifest: &Path, json_output: bool) -> Resu
     .filter_map(|(wanted, format)| wanted.then_some(format))
     .collect();
     let mlir: String = formats.iter().map(|format| report.mlir(*format)).collect::<Vec<_>>().join("\n");
-    if let Some(path) = options.mlir {
+    if let Some(path) = &options.mlir {
         std::fs::write(path, &mlir).map_err(|source| CliError::File {
             context: format!("cannot write the MLIR to {}", path.display()),
             source,
@@ -127,7 +164,7 @@ fn run_linked(options: &Options<'_>, manifest: &Path, json_output: bool) -> Resu
         .and_then(|files| files.object.parent())
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    match options.mlir {
+    match &options.mlir {
         Some(path) => println!("MLIR for the program: {}", path.display()),
         None => print!("{mlir}"),
     }
@@ -136,10 +173,10 @@ fn run_linked(options: &Options<'_>, manifest: &Path, json_output: bool) -> Resu
 }
 
 /// `xplug build --sos`.
-fn run_sos(options: &Options<'_>, manifest: &Path, json_output: bool) -> Result<(), CliError> {
+fn run_sos(options: &BuildArgs, manifest: &Path, json_output: bool) -> Result<(), CliError> {
     let mut sos = xplug_build::SosOptions::new(manifest);
-    sos.package = options.package.map(str::to_owned);
-    sos.out_dir = options.out_dir.map(Path::to_path_buf);
+    sos.package.clone_from(&options.package);
+    sos.out_dir.clone_from(&options.out_dir);
     sos.keep_symbols = options.keep_symbols;
     let report = xplug_build::build_sos(&sos).map_err(|source| build_error(".sos", manifest, source))?;
     if json_output {

@@ -12,6 +12,7 @@
 //! called through a `ResolvedImport` handle, as a runtime does.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
@@ -21,6 +22,8 @@ use xplug_manager::spec::PluginSpec;
 use xplug_providers::raw::ImportLayoutInfo;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
+use crate::isolate::{self, Isolation};
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
@@ -479,14 +482,56 @@ pub(crate) fn check_block(
     Ok(LayoutReport { declared: Some(declared.clone()), note: None, warnings })
 }
 
-/// Options of the command.
-pub(crate) struct Options<'a> {
-    /// The plugin spec.
-    pub(crate) plugin: &'a str,
+/// Call one import with an args block built from typed fields (or
+/// given as hex or a file) and show the result and the block after it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CallArgs {
+    /// The plugin, as a spec (`path[?key=value&...]`).
+    plugin: String,
     /// The import to call.
-    pub(crate) import: &'a str,
-    /// The args block.
-    pub(crate) args: Args,
+    import: String,
+    /// A field of the args struct, in order: TYPE:VALUE (i8..u64,
+    /// f32, f64, usize, isize), `ptr:TYPE[N][=v,v,...]` (a buffer xplug
+    /// allocates and shows after the call) or ptr:null.
+    #[arg(long = "field", value_name = "FIELD", conflicts_with_all = ["hex", "file"])]
+    fields: Vec<String>,
+    /// The whole args block as hex bytes.
+    #[arg(long, value_name = "HEX", conflicts_with = "file")]
+    hex: Option<String>,
+    /// The whole args block from a file.
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+}
+
+/// The largest args block `xplug call --file` reads: 4 MiB, far above any
+/// import's args struct.
+const ARGS_FILE_LIMIT: u64 = 4 << 20;
+
+impl CallArgs {
+    /// Builds the args block (a usage error stops here, in this process),
+    /// then runs the call (in a probe child unless `--in-process`); returns
+    /// the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        let args = if let Some(hex) = &self.hex {
+            Args::Bytes(parse_hex(hex).map_err(|message| CliError::Usage { message })?)
+        } else if let Some(file) = &self.file {
+            Args::Bytes(xplug_iree::files::read_bounded(file, "the args file", ARGS_FILE_LIMIT).map_err(
+                |source| CliError::Input { context: "cannot read the args block".to_owned(), source },
+            )?)
+        } else {
+            Args::Fields(
+                self.fields
+                    .iter()
+                    .map(|field| parse_field(field))
+                    .collect::<Result<_, _>>()
+                    .map_err(|message| CliError::Usage { message })?,
+            )
+        };
+        match globals.isolation() {
+            Isolation::InProcess => run(&self.plugin, &self.import, &args, globals.json),
+            Isolation::Child(timeout) => isolate::rerun_whole_command(&self.plugin, timeout),
+        }
+    }
 }
 
 /// Loads the plugin `spec` names into a fresh manager and returns the
@@ -506,19 +551,18 @@ pub(crate) fn load_with_layouts(
 
 /// Runs the command; returns the exit code (the import's result decides:
 /// 0 for success, 1 otherwise).
-pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
-    let (manager, layouts) = load_with_layouts(options.plugin)?;
-    let imports = manager.resolve_imports([options.import]).map_err(|source| CliError::Manager {
-        context: format!("cannot resolve `{}` through `{}`", options.import, options.plugin),
+fn run(plugin: &str, import_name: &str, args: &Args, json: bool) -> Result<u8, CliError> {
+    let (manager, layouts) = load_with_layouts(plugin)?;
+    let imports = manager.resolve_imports([import_name]).map_err(|source| CliError::Manager {
+        context: format!("cannot resolve `{}` through `{}`", import_name, plugin),
         source,
     })?;
-    let import = imports.import(0).map_err(|source| CliError::Manager {
-        context: format!("cannot call `{}`", options.import),
-        source,
-    })?;
+    let import = imports
+        .import(0)
+        .map_err(|source| CliError::Manager { context: format!("cannot call `{}`", import_name), source })?;
 
-    let mut block = Block::build(&options.args);
-    let report = check_block(options.plugin, options.import, layouts.as_deref(), &block)?;
+    let mut block = Block::build(args);
+    let report = check_block(plugin, import_name, layouts.as_deref(), &block)?;
     report.print();
 
     xplug_probe::mark(xplug_probe::Stage::Call);
@@ -556,13 +600,13 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
             json!({"field": index, "type": element.name(), "values": values})
         })
         .collect();
-    let failure = (result != 0).then(|| CliError::ImportFailed { name: options.import.to_owned(), result });
+    let failure = (result != 0).then(|| CliError::ImportFailed { name: import_name.to_owned(), result });
     if json {
         print_json(&json!({
             "ok": result == 0,
             "error": failure.as_ref().map(CliError::to_json),
-            "plugin": options.plugin,
-            "import": options.import,
+            "plugin": plugin,
+            "import": import_name,
             "result": result,
             "result_code": (result != 0).then(|| crate::error::import_code_name(result)),
             "layout": report.to_json(),
@@ -579,7 +623,7 @@ pub(crate) fn run(options: &Options<'_>, json: bool) -> Result<u8, CliError> {
         } else {
             style.bad(&format!("{result} ({})", crate::error::import_code_name(result)))
         };
-        println!("{} returned {verdict}", style.bold(options.import));
+        println!("{} returned {verdict}", style.bold(import_name));
         let mut table = Table::new(["field", "name", "type", "offset", "after the call"]);
         for (index, value) in field_values.iter().enumerate() {
             let shown = match value.get("value") {

@@ -16,6 +16,7 @@ use serde_json::json;
 use xplug_manager::ResolvedImports;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Progress, Style, Table, print_json};
 use crate::resolve::{LoadedPlugins, resolve_names, sort_imports};
 
@@ -45,15 +46,28 @@ struct FmaArgs {
     c: i64,
 }
 
-/// Options of the command.
-#[derive(Debug)]
-pub(crate) struct Options {
-    /// Where the built example plugins are; found automatically when None.
-    pub(crate) plugin_dir: Option<PathBuf>,
-    /// Number of floats to multiply.
-    pub(crate) elements: usize,
-    /// Timed passes over the data (the median is reported).
-    pub(crate) passes: usize,
+/// The dispatch demo: static + dynamic plugins, an import table with an
+/// override, simple_mul_workgroup over millions of floats on every core.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Directory of the built example plugins (default: the
+    /// target/plugins/PROFILE directory matching the xplug binary's profile, or
+    /// target/plugins/release under the current directory).
+    #[arg(long, value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
+    /// Number of floats.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 28))]
+    elements: u64,
+    /// Timed passes of each path (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    passes: u32,
+}
+
+impl DemoArgs {
+    /// Runs the demo; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(self, globals.json)
+    }
 }
 
 /// The file name of plugin `name` on this platform.
@@ -181,8 +195,8 @@ fn timed(passes: usize, mut pass: impl FnMut() -> Result<(), CliError>) -> Resul
     Ok(seconds[seconds.len() / 2])
 }
 
-/// Runs the demo; returns the exit code.
-pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
+fn run(options: &DemoArgs, json: bool) -> Result<u8, CliError> {
+    let passes = options.passes as usize;
     let dir = plugin_dir(options.plugin_dir.as_deref());
     let files: Vec<PathBuf> = DYNAMIC_PLUGINS.iter().map(|name| dir.join(library_file(name))).collect();
     let missing: Vec<String> = files
@@ -229,16 +243,16 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
     // The dispatch.
     let mul = imports.index_of("simple_mul_workgroup").unwrap_or(usize::MAX);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let n = options.elements.max(1);
+    let n = usize::try_from(options.elements).unwrap_or(usize::MAX).max(1);
     let progress = Progress::start(&format!("dispatching simple_mul_workgroup over {n} floats"));
     let lhs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
     let rhs: Vec<f32> = (0..n).map(|i| ((i * 7) % 113) as f32 + 0.25).collect();
     let mut by_plugin = vec![0.0f32; n];
     let mut by_loop = vec![0.0f32; n];
-    let plugin_seconds = timed(options.passes, || {
+    let plugin_seconds = timed(passes, || {
         dispatch(threads, &lhs, &rhs, &mut by_plugin, &|l, r, o| plugin_share(&imports, mul, l, r, o))
     })?;
-    let loop_seconds = timed(options.passes, || dispatch(threads, &lhs, &rhs, &mut by_loop, &inline_share))?;
+    let loop_seconds = timed(passes, || dispatch(threads, &lhs, &rhs, &mut by_loop, &inline_share))?;
     progress.finish();
     if let Some(index) = (0..n).find(|&i| by_plugin[i].to_bits() != by_loop[i].to_bits()) {
         return Err(CliError::Mismatch { index, expected: by_loop[index], found: by_plugin[index] });
@@ -271,7 +285,7 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
             "elements": n,
             "workgroups": workgroups,
             "threads": threads,
-            "passes": options.passes,
+            "passes": passes,
             "verified": true,
             "plugin_seconds": plugin_seconds,
             "inline_seconds": loop_seconds,
@@ -317,7 +331,7 @@ pub(crate) fn run(options: &Options, json: bool) -> Result<u8, CliError> {
         "\n{} {n} floats, {workgroups} workgroups of {WORKGROUP}, {threads} thread(s), median of {} pass(es); \
          {}",
         style.bold("simple_mul_workgroup:"),
-        options.passes,
+        passes,
         style.good("result matches the plain Rust loop bit for bit")
     );
     let mut timing = Table::new(["path", "time", "throughput", "relative time"]);

@@ -9,6 +9,7 @@ use serde_json::json;
 use xplug_providers::embedded_elf::{self, FatElfRecord, fatelf};
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Style, Table, print_json};
 
 /// What `xplug fatelf` does.
@@ -44,8 +45,22 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     })
 }
 
+/// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
+#[derive(Debug, clap::Args)]
+pub(crate) struct FatelfArgs {
+    #[command(subcommand)]
+    action: Action,
+}
+
+impl FatelfArgs {
+    /// Runs the action; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(&self.action, globals.json)
+    }
+}
+
 /// Runs one `fatelf` action; returns the exit code.
-pub(crate) fn run(action: &Action, json: bool) -> Result<u8, CliError> {
+fn run(action: &Action, json: bool) -> Result<u8, CliError> {
     match action {
         Action::Join { output, inputs } => {
             let elves = inputs.iter().map(|path| read(path)).collect::<Result<Vec<_>, _>>()?;

@@ -7,8 +7,29 @@ use xplug_providers::raw::{ParamDeclInfo, RawHeader};
 use xplug_providers::{CodeDetail, Plugin, PluginInfo};
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
+use crate::isolate::{self, Isolation};
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
+
+/// Show a plugin's header, the loader used for it and its exported symbols.
+#[derive(Debug, clap::Args)]
+pub(crate) struct InspectArgs {
+    /// A plugin library path (`?key=value` load parameters allowed), or
+    /// `static:NAME` for a plugin linked into xplug.
+    plugin: String,
+}
+
+impl InspectArgs {
+    /// Runs the command (in a probe child unless `--in-process`); returns
+    /// the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        match globals.isolation() {
+            Isolation::InProcess => run(&self.plugin, globals.json),
+            Isolation::Child(timeout) => isolate::rerun_whole_command(&self.plugin, timeout),
+        }
+    }
+}
 
 /// Feature names, with unknown bits as hex.
 pub(crate) fn feature_names(features: Features) -> Vec<String> {
@@ -96,8 +117,8 @@ fn info_from(header: RawHeader) -> PluginInfo {
     }
 }
 
-/// Runs the command; returns the exit code.
-pub(crate) fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
+/// Runs the command in this process; returns the exit code.
+fn run(plugin: &str, json: bool) -> Result<u8, CliError> {
     let report = inspect(plugin)?;
     if json {
         let features = feature_names(report.info.features);

@@ -36,6 +36,7 @@ mod check;
 mod demo;
 mod error;
 mod fatelf;
+mod globals;
 mod inspect;
 mod iree_flags;
 mod isolate;
@@ -48,14 +49,14 @@ mod run;
 mod stdio;
 mod trust;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use crate::error::{CliError, report_error};
-use crate::output::{Style, Table, print_json};
+use crate::globals::GlobalArgs;
+use crate::output::print_json;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -88,7 +89,7 @@ struct RunOnlyCli {
 
 #[derive(Debug, Subcommand)]
 enum RunOnlyCommand {
-    Run(RunArgs),
+    Run(run::RunArgs),
 }
 
 impl From<RunOnlyCli> for Cli {
@@ -142,590 +143,44 @@ enum ParseFailure {
     Listing(String),
 }
 
-/// `xplug run --help`'s text after the options: an example, then what
-/// happens to each of `iree-run-module`'s other flags. Made once, when
-/// clap first builds the `run` command.
-static RUN_AFTER_HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "{}\n\nExample:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy \
-         --plugin=target/plugins/release/libsample_system.so?multiplier=2\n  iree-compile prog.mlir ... | xplug run \
-         --module=- --function=main --input=...",
-        iree_flags::help().trim_end()
-    )
-});
-
-/// The flags every command takes.
-#[derive(Debug, clap::Args)]
-struct GlobalArgs {
-    /// Print exactly one JSON object on stdout instead of the human report.
-    #[arg(long, global = true)]
-    json: bool,
-    /// inspect, check, bench and call: probe the plugin in this process
-    /// instead of in a child process (a plugin crash then kills xplug;
-    /// useful under a debugger). Other commands, `run` included, always
-    /// run in this process and ignore it.
-    #[arg(long, global = true)]
-    in_process: bool,
-    /// Seconds a plugin may run without progress before its child process
-    /// is killed (inspect, check, bench and call).
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10,
-          value_parser = clap::value_parser!(u32).range(1..=86_400))]
-    timeout: u32,
-}
-
+/// The commands, each declared once, by its own `clap::Args` struct in its
+/// module, which also runs it.
 #[derive(Debug, Subcommand)]
 #[expect(
     clippy::large_enum_variant,
     reason = "parsed once per process; `Run` carries IREE's many flags, and boxing them would only add noise"
 )]
 enum Command {
-    /// Show a plugin's header, the loader used for it and its exported symbols.
-    Inspect {
-        /// A plugin library path (`?key=value` load parameters allowed), or
-        /// `static:NAME` for a plugin linked into xplug.
-        plugin: String,
-    },
-    /// Print each plugin's spec pinned to the SHA-256 of its code
-    /// (`path?sha256=HEX`): a pinned spec loads only those bytes. Nothing
-    /// of the plugin runs.
-    #[command(
-        after_help = "Example:\n  xplug run m.vmfb --plugin=\"$(xplug pin ./libfast.so?threads=4)\"\n                        xplug pin --allow-list ./libfast.so k.sos > allowed.txt   # for XPLUG_ALLOWED_PLUGINS"
-    )]
-    Pin {
-        /// Plugin specs (`path[?key=value&...]`, `.sos` files included);
-        /// a spec already pinned gets the file's hash now.
-        #[arg(required = true, value_name = "PLUGIN")]
-        plugins: Vec<String>,
-        /// Print `sha256sum` lines (`HEX  FILE`), the allow-list format of
-        /// XPLUG_ALLOWED_PLUGINS, instead of specs.
-        #[arg(long)]
-        allow_list: bool,
-    },
-    /// Resolve import names through a manager and show which provider
-    /// supplies each. The plugins listed in the XPLUG_PLUGINS environment
-    /// variable (specs separated by `:`) are registered before --plugin ones.
-    Resolve {
-        /// A plugin spec as IREE's `--executable_plugin` takes it
-        /// (`path[?key=value&...]`, or `static:NAME`); repeatable, later
-        /// ones are asked first.
-        #[arg(long = "plugin", value_name = "PLUGIN")]
-        plugins: Vec<String>,
-        /// Register the plugins linked into xplug first (none in the shipped
-        /// binary; `sample_static` with the `sample-static` feature).
-        #[arg(long = "static")]
-        with_static: bool,
-        /// Import names; a leading `?` marks an optional import.
-        #[arg(required = true, value_name = "SYMBOL")]
-        symbols: Vec<String>,
-    },
-    /// Run the v0 conformance checks against a plugin library.
-    Check {
-        /// The plugin library, as a spec (`path[?key=value&...]`: the load
-        /// parameters every check loads it with).
-        #[arg(required_unless_present = "list_checks", value_name = "PLUGIN")]
-        plugin: Option<String>,
-        /// Also resolve these names in the export checks (for plugins
-        /// without `xplug_plugin_exports`).
-        #[arg(long = "symbol", value_name = "NAME")]
-        symbols: Vec<String>,
-        /// List the checks and exit.
-        #[arg(long)]
-        list_checks: bool,
-        /// Run only this check (used to run checks in child processes).
-        #[arg(long, value_name = "NAME", hide = true)]
-        single_check: Option<String>,
-    },
-    /// Time loading, resolving and (with --call) calling imports of one plugin.
-    Bench {
-        /// The plugin library (`?key=value` load parameters allowed).
-        plugin: String,
-        /// Import names to resolve (and call).
-        #[arg(required = true, value_name = "SYMBOL")]
-        symbols: Vec<String>,
-        /// Timed batches per measurement (the median is reported).
-        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        runs: u32,
-        /// Also call each resolved import: with the block --field describes,
-        /// or else a zeroed block of this many bytes (which times how the
-        /// import handles all-zero args, often an early return).
-        #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "256")]
-        call: Option<usize>,
-        /// A field of the args block the calls get, as `xplug call`
-        /// takes it (implies --call).
-        #[arg(long = "field", value_name = "FIELD")]
-        fields: Vec<String>,
-    },
-    /// Call one import with an args block built from typed fields (or
-    /// given as hex or a file) and show the result and the block after it.
-    Call {
-        /// The plugin, as a spec (`path[?key=value&...]`).
-        plugin: String,
-        /// The import to call.
-        import: String,
-        /// A field of the args struct, in order: TYPE:VALUE (i8..u64,
-        /// f32, f64, usize, isize), `ptr:TYPE[N][=v,v,...]` (a buffer xplug
-        /// allocates and shows after the call) or ptr:null.
-        #[arg(long = "field", value_name = "FIELD", conflicts_with_all = ["hex", "file"])]
-        fields: Vec<String>,
-        /// The whole args block as hex bytes.
-        #[arg(long, value_name = "HEX", conflicts_with = "file")]
-        hex: Option<String>,
-        /// The whole args block from a file.
-        #[arg(long, value_name = "PATH")]
-        file: Option<PathBuf>,
-    },
-    Run(RunArgs),
-    /// Join ELF plugins into a FatELF container (`.sos`) or list one's records.
-    Fatelf {
-        #[command(subcommand)]
-        action: fatelf::Action,
-    },
-    /// Build the plugin crate of the current directory (or --manifest-path)
-    /// as a standalone embedded ELF file (`.sos`), with a FatELF record for
-    /// every installed rustup target it supports, or its kernels as objects
-    /// and LLVM bitcode that IREE's compiler links into the executable.
-    #[command(
-        group(clap::ArgGroup::new("output").required(true).multiple(true).args(["sos", "object", "bitcode"])),
-        group(clap::ArgGroup::new("linked").multiple(true).args(["object", "bitcode"])),
-        after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
-                      `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
-                      Examples:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist\n  \
-                      xplug build --object --bitcode --mlir kernels.mlir"
-    )]
-    Build {
-        /// Build the `.sos` (an output is required, so that a plain `xplug
-        /// build` is not mistaken for `cargo build`).
-        #[arg(long)]
-        sos: bool,
-        /// Build the stateless imports as kernels linked into the
-        /// executable at compile time: one relocatable object per
-        /// architecture (NAME.TARGET.o), checked for what IREE's linker
-        /// cannot take, and print the MLIR a program needs to use them.
-        #[arg(long)]
-        object: bool,
-        /// As --object, as LLVM bitcode (NAME.TARGET.bc), which IREE
-        /// optimises together with the generated code.
-        #[arg(long)]
-        bitcode: bool,
-        /// With --object or --bitcode: write the MLIR (the
-        /// `hal.executable.objects` attribute and the declarations) to FILE
-        /// instead of printing it.
-        #[arg(long, value_name = "FILE", requires = "linked")]
-        mlir: Option<PathBuf>,
-        /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
-        /// in the current directory or above, as cargo finds it).
-        #[arg(long, value_name = "PATH")]
-        manifest_path: Option<PathBuf>,
-        /// The package to build, when the manifest is a workspace.
-        #[arg(long, short = 'p', value_name = "NAME")]
-        package: Option<String>,
-        /// Where to write NAME.sos (default: TARGET_DIR/sos).
-        #[arg(long, value_name = "DIR")]
-        out_dir: Option<PathBuf>,
-        /// Keep the symbol table (IREE links without it), so crash reports,
-        /// gdb and perf name every function of the plugin.
-        #[arg(long)]
-        keep_symbols: bool,
-    },
-    /// Create a plugin crate that `cargo build --release` turns into a
-    /// loadable shared library (one import and a test that loads it).
-    ///
-    /// Its xplug dependencies resolve on the first `cargo build`: an xplug
-    /// installed from a registry (`cargo install xplug-cli`) writes its own
-    /// version, which that registry has; an xplug built from a checkout
-    /// writes path dependencies on that checkout and says so (the crates
-    /// are not on crates.io yet); `--sdk DIR` names the checkout. It prints
-    /// the commands to run next, in order, from this directory.
-    New {
-        /// The crate and plugin name (`my_plugin`).
-        name: String,
-        /// The directory to create (default: ./NAME).
-        #[arg(long, value_name = "DIR")]
-        path: Option<PathBuf>,
-        /// An xplug checkout for the crate to depend on by path (default:
-        /// the checkout this xplug was built from, or, for an xplug
-        /// installed from a registry, its crates there by version).
-        #[arg(long, value_name = "DIR")]
-        sdk: Option<PathBuf>,
-        /// What the crate holds: `add` (one scalar import, the default) or
-        /// `workgroup` (a stateful dispatch kernel with a load parameter, a
-        /// host test, an .mlir program; also builds as a .sos).
-        #[arg(long, value_enum, value_name = "TEMPLATE")]
-        template: Option<new::Template>,
-        /// A crate that builds as a shared library and, with `xplug build
-        /// --sos`, as a standalone embedded ELF (selects `workgroup`).
-        #[arg(long)]
-        standalone: bool,
-    },
-    /// The dispatch demo: static + dynamic plugins, an import table with an
-    /// override, simple_mul_workgroup over millions of floats on every core.
-    Demo {
-        /// Directory of the built example plugins (default: the
-        /// target/plugins/PROFILE directory matching the xplug binary's profile, or
-        /// target/plugins/release under the current directory).
-        #[arg(long, value_name = "DIR")]
-        plugin_dir: Option<PathBuf>,
-        /// Number of floats.
-        #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 28))]
-        elements: u64,
-        /// Timed passes of each path (the median is reported).
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        passes: u32,
-    },
+    Inspect(inspect::InspectArgs),
+    Pin(pin::PinArgs),
+    Resolve(resolve::ResolveArgs),
+    Check(check::CheckArgs),
+    Bench(bench::BenchArgs),
+    Call(call::CallArgs),
+    Run(run::RunArgs),
+    Fatelf(fatelf::FatelfArgs),
+    Build(build::BuildArgs),
+    New(new::NewArgs),
+    Demo(demo::DemoArgs),
 }
 
-/// Run a compiled IREE program (.vmfb) on IREE's runtime with xplug's
-/// manager resolving every import of its executables. Prints what
-/// iree-run-module prints for the same program, inputs and plugins.
-#[derive(Debug, clap::Args)]
-#[command(after_help = RUN_AFTER_HELP.as_str())]
-struct RunArgs {
-    /// The compiled module whose function runs (loaded after every
-    /// --module).
-    #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
-    module: Option<PathBuf>,
-    /// A compiled module, as iree-run-module takes it: repeatable, loaded
-    /// in order; the function runs from the last one (or from
-    /// MODULE.vmfb when that is given too).
-    #[arg(long = "module", value_name = "MODULE.vmfb")]
-    module_flag: Vec<PathBuf>,
-    /// The function to call, as the module exports it (default: its
-    /// only export not starting with `__` nor holding `$`, as
-    /// iree-run-module picks it).
-    #[arg(long)]
-    function: Option<std::ffi::OsString>,
-    /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
-    /// the parameters of SCOPE (none: parameters named without a
-    /// scope), as iree-run-module takes it; repeatable.
-    #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
-    parameters: Vec<String>,
-    /// How the archives are opened: `file` (the default, as
-    /// iree-run-module's: each parameter read into a buffer of its own at
-    /// start-up), `preload` (each archive read whole at start-up) or
-    /// `mmap` (mapped, nothing copied; the archive must not change while
-    /// the program runs: it computes with bytes rewritten in place, and a
-    /// truncation kills it with SIGBUS). The results are the same.
-    #[arg(long = "parameter_mode", default_value = "file", value_name = "MODE",
-          value_parser = parameter_mode)]
-    parameter_mode: xplug_iree::ParameterMode,
-    /// List the functions of the module (names and signatures) instead
-    /// of running one.
-    #[arg(long)]
-    list_functions: bool,
-    /// An argument, as iree-run-module takes it: a number for a scalar
-    /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
-    /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
-    /// next array of the file, `*FILE.npy` all that are left),
-    /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
-    #[arg(long = "input", value_name = "VALUE")]
-    inputs: Vec<String>,
-    /// Where result N goes, one flag per result in order (none: print
-    /// all as `result[N]: ...`): `-` prints it, `@FILE` writes it
-    /// (`.npy` as NumPy, other names as raw bytes), `+FILE` appends,
-    /// an empty value drops it.
-    #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
-    outputs: Vec<String>,
-    /// An expected result, one per result in order, in --input's forms
-    /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
-    /// results are compared with IREE's comparison instead of printed,
-    /// and xplug exits 1 when one differs, as iree-run-module does.
-    #[arg(long = "expected_output", value_name = "VALUE")]
-    expected_outputs: Vec<String>,
-    /// Absolute tolerance of f16 results.
-    #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
-    expected_f16_threshold: f32,
-    /// Absolute tolerance of bf16 results.
-    #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
-    expected_bf16_threshold: f32,
-    /// Absolute tolerance of f32 results.
-    #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
-    expected_f32_threshold: f32,
-    /// Absolute tolerance of f64 results.
-    #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
-    expected_f64_threshold: f64,
-    /// Relative tolerance of float results.
-    #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
-    expected_rtol: f64,
-    /// `approximate` (the tolerances) or `exact`.
-    #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
-    equality_mode: String,
-    /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
-    #[arg(long, default_value = "local-sync")]
-    device: String,
-    /// How modules are read, as iree-run-module takes it: `preload` (read
-    /// whole into memory at start-up, IREE's default and xplug's only
-    /// way); `mmap` is refused.
-    #[arg(long = "module_mode", value_name = "MODE", default_value = "preload", value_parser = ["preload"])]
-    module_mode: String,
-    /// `--task_abort_on_failure` (set by [`parse_arguments`]).
-    #[arg(skip)]
-    abort_on_failure: bool,
-    /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
-    /// `static:NAME`); repeatable, later ones are asked first. The
-    /// XPLUG_PLUGINS environment variable's plugins come before these.
-    #[arg(long = "plugin", visible_alias = "executable_plugin", value_name = "PLUGIN")]
-    plugins: Vec<String>,
-    /// Register the plugins linked into xplug first.
-    #[arg(long = "static")]
-    with_static: bool,
-    /// Print each executable's imports and the provider that resolved
-    /// each, on stderr.
-    #[arg(long)]
-    trace: bool,
-    /// Load the module (creating its executables) without calling
-    /// anything, and list every import of every executable with the
-    /// provider that resolves it or why none does. Exits 1 if a required
-    /// import is missing.
-    #[arg(long)]
-    list_imports: bool,
-    /// Profile every import call: print on stderr, after the results,
-    /// per executable and import, the provider, calls, total, mean,
-    /// p50, p99 and max time, and the share of the run (in the JSON
-    /// object with --json). Without it (and the two flags below) no
-    /// wrapper is installed and imports cost nothing more.
-    #[arg(long)]
-    profile: bool,
-    /// Write the import profile as JSON to FILE (counts as --profile's
-    /// counting; the table is printed only with --profile).
-    #[arg(long = "profile-json", value_name = "FILE")]
-    profile_json: Option<PathBuf>,
-    /// Write a Chrome trace-event file (Perfetto, chrome://tracing)
-    /// with the first --profile-slices calls of each import as slices.
-    #[arg(long = "profile-trace", value_name = "FILE")]
-    profile_trace: Option<PathBuf>,
-    /// Calls of each import kept as trace slices, at most 1000000 (each
-    /// thread calling an import sets 24 bytes aside per slice); every
-    /// call is counted whatever this is.
-    #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES as u32,
-          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
-    profile_slices: u32,
-    /// Elements printed per tensor; a negative count prints them all, as
-    /// iree-run-module takes it.
-    #[arg(long = "output_max_element_count", default_value = "1024", value_name = "N",
-          value_parser = element_count, allow_hyphen_values = true)]
-    max_elements: usize,
-    /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
-    /// plugin, function and offset to stderr before dying of the
-    /// signal (also XPLUG_CRASH_REPORT=1).
-    #[arg(long)]
-    crash_report: bool,
-}
-
+/// Runs the parsed command; returns its exit code.
 fn run(cli: &Cli) -> Result<u8, CliError> {
-    let isolation = if cli.globals.in_process {
-        isolate::Isolation::InProcess
-    } else {
-        isolate::Isolation::Child(std::time::Duration::from_secs(u64::from(cli.globals.timeout)))
-    };
+    let globals = &cli.globals;
     match &cli.command {
-        Command::Inspect { plugin } => match isolation {
-            isolate::Isolation::InProcess => inspect::run(plugin, cli.globals.json),
-            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
-        },
-        Command::Resolve { plugins, with_static, symbols } => {
-            resolve::run(plugins, *with_static, symbols, cli.globals.json)
-        }
-        Command::Check { list_checks: true, .. } => {
-            if cli.globals.json {
-                print_json(&json!({
-                    "checks": check::CHECKS.iter().map(|c| json!({"name": c.name, "description": c.description})).collect::<Vec<_>>(),
-                }));
-            } else {
-                let mut table = Table::new(["check", "verifies"]);
-                for check in check::CHECKS {
-                    table.row([check.name, check.description]);
-                }
-                print!("{}", table.render(Style::stdout()));
-            }
-            Ok(0)
-        }
-        Command::Check { plugin, symbols, single_check, .. } => {
-            let Some(plugin) = plugin else {
-                return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
-            };
-            check::run(plugin, symbols, single_check.as_deref(), cli.globals.json, isolation)
-        }
-        Command::Call { plugin, import, fields, hex, file } => {
-            let args = if let Some(hex) = hex {
-                call::Args::Bytes(call::parse_hex(hex).map_err(|message| CliError::Usage { message })?)
-            } else if let Some(file) = file {
-                call::Args::Bytes(
-                    xplug_iree::files::read_bounded(file, "the args file", ARGS_FILE_LIMIT).map_err(
-                        |source| CliError::Input { context: "cannot read the args block".to_owned(), source },
-                    )?,
-                )
-            } else {
-                call::Args::Fields(
-                    fields
-                        .iter()
-                        .map(|field| call::parse_field(field))
-                        .collect::<Result<_, _>>()
-                        .map_err(|message| CliError::Usage { message })?,
-                )
-            };
-            match isolation {
-                isolate::Isolation::InProcess => {
-                    call::run(&call::Options { plugin, import, args }, cli.globals.json)
-                }
-                isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
-            }
-        }
-        Command::Fatelf { action } => fatelf::run(action, cli.globals.json),
-        Command::Pin { plugins, allow_list } => pin::run(plugins, *allow_list, cli.globals.json),
-        Command::Run(RunArgs {
-            module,
-            module_flag,
-            function,
-            parameters,
-            parameter_mode,
-            list_functions,
-            expected_outputs,
-            expected_f16_threshold,
-            expected_bf16_threshold,
-            expected_f32_threshold,
-            expected_f64_threshold,
-            expected_rtol,
-            equality_mode,
-            inputs,
-            outputs,
-            device,
-            module_mode: _,
-            abort_on_failure,
-            plugins,
-            with_static,
-            trace,
-            list_imports,
-            profile,
-            profile_json,
-            profile_trace,
-            profile_slices,
-            max_elements,
-            crash_report,
-        }) => {
-            let modules: Vec<&std::path::Path> =
-                module_flag.iter().chain(module.as_ref()).map(PathBuf::as_path).collect();
-            if modules.is_empty() {
-                return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
-            }
-            // Before any plugin is loaded, so every one is named.
-            let reporter = |source| CliError::Manager {
-                context: "cannot install the crash reporter".to_owned(),
-                source,
-            };
-            if *crash_report {
-                xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
-            } else {
-                xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
-            }
-            run::run(
-                &run::Options {
-                    modules: &modules,
-                    function: function.as_deref(),
-                    parameters,
-                    parameter_mode: *parameter_mode,
-                    list_functions: *list_functions,
-                    expected_outputs,
-                    tolerance: xplug_iree::Tolerance {
-                        f16: *expected_f16_threshold,
-                        bf16: *expected_bf16_threshold,
-                        f32: *expected_f32_threshold,
-                        f64: *expected_f64_threshold,
-                        rtol: *expected_rtol,
-                        exact: equality_mode == "exact",
-                    },
-                    inputs,
-                    outputs,
-                    device,
-                    abort_on_failure: *abort_on_failure,
-                    plugins,
-                    with_static: *with_static,
-                    trace: *trace,
-                    list_imports: *list_imports,
-                    profile: (*profile || profile_json.is_some() || profile_trace.is_some()).then_some(
-                        profile::Request {
-                            print: *profile,
-                            json: profile_json.as_deref(),
-                            trace: profile_trace.as_deref(),
-                            slices: *profile_slices as usize,
-                        },
-                    ),
-                    max_elements: *max_elements,
-                },
-                cli.globals.json,
-            )
-        }
-        Command::Bench { plugin, symbols, runs, call, fields } => match isolation {
-            isolate::Isolation::InProcess => {
-                let fields = fields
-                    .iter()
-                    .map(|field| call::parse_field(field))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|message| CliError::Usage { message })?;
-                let call = match (fields.is_empty(), call) {
-                    (false, _) => Some(bench::CallArgs::Fields(fields)),
-                    (true, Some(bytes)) => Some(bench::CallArgs::Zeroed(*bytes)),
-                    (true, None) => None,
-                };
-                bench::run(&bench::Options { plugin, symbols, runs: *runs as usize, call }, cli.globals.json)
-            }
-            isolate::Isolation::Child(timeout) => isolate::rerun_whole_command(plugin, timeout),
-        },
-        Command::Build { sos, object, bitcode, mlir, manifest_path, package, out_dir, keep_symbols } => {
-            build::run(
-                &build::Options {
-                    manifest_path: manifest_path.as_deref(),
-                    package: package.as_deref(),
-                    out_dir: out_dir.as_deref(),
-                    keep_symbols: *keep_symbols,
-                    sos: *sos,
-                    object: *object,
-                    bitcode: *bitcode,
-                    mlir: mlir.as_deref(),
-                },
-                cli.globals.json,
-            )
-        }
-        Command::New { name, path, sdk, template, standalone } => new::run(
-            &new::Options {
-                name,
-                path: path.as_deref(),
-                checkout: sdk.as_deref(),
-                template: *template,
-                standalone: *standalone,
-            },
-            cli.globals.json,
-        ),
-        Command::Demo { plugin_dir, elements, passes } => demo::run(
-            &demo::Options {
-                plugin_dir: plugin_dir.clone(),
-                elements: usize::try_from(*elements).unwrap_or(usize::MAX),
-                passes: *passes as usize,
-            },
-            cli.globals.json,
-        ),
+        Command::Inspect(command) => command.run(globals),
+        Command::Pin(command) => command.run(globals),
+        Command::Resolve(command) => command.run(globals),
+        Command::Check(command) => command.run(globals),
+        Command::Bench(command) => command.run(globals),
+        Command::Call(command) => command.run(globals),
+        Command::Run(command) => command.run(globals),
+        Command::Fatelf(command) => command.run(globals),
+        Command::Build(command) => command.run(globals),
+        Command::New(command) => command.run(globals),
+        Command::Demo(command) => command.run(globals),
     }
 }
-
-/// `--output_max_element_count`'s value: a count, or a negative number
-/// for all (iree-run-module reads the flag as an `int32` and converts it
-/// to a size, so `-1` prints every element).
-fn element_count(text: &str) -> Result<usize, String> {
-    let count: i64 =
-        text.parse().map_err(|_| format!("`{text}` is not a whole number of elements (-1: all)"))?;
-    Ok(usize::try_from(count).unwrap_or(usize::MAX))
-}
-
-/// `--parameter_mode`'s value.
-fn parameter_mode(name: &str) -> Result<xplug_iree::ParameterMode, String> {
-    xplug_iree::ParameterMode::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = xplug_iree::ParameterMode::ALL.iter().map(|mode| mode.name()).collect();
-        format!("`{name}` is not a parameter mode; give one of {}", names.join(", "))
-    })
-}
-
-/// The largest args block `xplug call --file` reads: 4 MiB, far above any
-/// import's args struct.
-const ARGS_FILE_LIMIT: u64 = 4 << 20;
 
 /// Whether `--json` is among the raw arguments (before a `--`), for the
 /// errors clap reports before there is a `Cli` to ask.

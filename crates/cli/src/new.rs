@@ -24,21 +24,46 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Style, print_json};
 
-/// What `xplug new` was asked for.
-pub(crate) struct Options<'a> {
-    /// The crate (and plugin) name.
-    pub(crate) name: &'a str,
-    /// Where to create the crate (default `./NAME`).
-    pub(crate) path: Option<&'a Path>,
-    /// The xplug checkout whose crates the new crate depends on by path
-    /// (`--sdk`); `None`: where this `xplug` came from ([`BUILT_FROM`]).
-    pub(crate) checkout: Option<&'a Path>,
-    /// What the crate holds.
-    pub(crate) template: Option<Template>,
-    /// A crate that builds as a `.sos` too.
-    pub(crate) standalone: bool,
+/// Create a plugin crate that `cargo build --release` turns into a
+/// loadable shared library (one import and a test that loads it).
+///
+/// Its xplug dependencies resolve on the first `cargo build`: an xplug
+/// installed from a registry (`cargo install xplug-cli`) writes its own
+/// version, which that registry has; an xplug built from a checkout
+/// writes path dependencies on that checkout and says so (the crates
+/// are not on crates.io yet); `--sdk DIR` names the checkout. It prints
+/// the commands to run next, in order, from this directory.
+#[derive(Debug, clap::Args)]
+pub(crate) struct NewArgs {
+    /// The crate and plugin name (`my_plugin`).
+    name: String,
+    /// The directory to create (default: ./NAME).
+    #[arg(long, value_name = "DIR")]
+    path: Option<PathBuf>,
+    /// An xplug checkout for the crate to depend on by path (default:
+    /// the checkout this xplug was built from, or, for an xplug
+    /// installed from a registry, its crates there by version).
+    #[arg(long, value_name = "DIR")]
+    sdk: Option<PathBuf>,
+    /// What the crate holds: `add` (one scalar import, the default) or
+    /// `workgroup` (a stateful dispatch kernel with a load parameter, a
+    /// host test, an .mlir program; also builds as a .sos).
+    #[arg(long, value_enum, value_name = "TEMPLATE")]
+    template: Option<Template>,
+    /// A crate that builds as a shared library and, with `xplug build
+    /// --sos`, as a standalone embedded ELF (selects `workgroup`).
+    #[arg(long)]
+    standalone: bool,
+}
+
+impl NewArgs {
+    /// Runs the command; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(self, globals.json)
+    }
 }
 
 /// The kinds of crate `xplug new` makes.
@@ -211,10 +236,10 @@ fn xplug_command() -> String {
 }
 
 /// Runs `xplug new`.
-pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliError> {
-    let ident = crate_ident(options.name).map_err(|message| CliError::Usage { message })?;
-    let dir = options.path.map_or_else(|| PathBuf::from(options.name), Path::to_path_buf);
-    let source = Source::choose(options.checkout, BUILT_FROM.map(Path::new))?;
+fn run(options: &NewArgs, json_output: bool) -> Result<u8, CliError> {
+    let ident = crate_ident(&options.name).map_err(|message| CliError::Usage { message })?;
+    let dir = options.path.clone().unwrap_or_else(|| PathBuf::from(&options.name));
+    let source = Source::choose(options.sdk.as_deref(), BUILT_FROM.map(Path::new))?;
     if dir.exists() && std::fs::read_dir(&dir).map_or(true, |mut entries| entries.next().is_some()) {
         return Err(CliError::Usage {
             message: format!(
@@ -237,8 +262,8 @@ pub(crate) fn run(options: &Options<'_>, json_output: bool) -> Result<u8, CliErr
         (None, false) => Template::Add,
     };
     let files = match template {
-        Template::Add => scaffold(options.name, &ident, &source),
-        Template::Workgroup => scaffold_workgroup(options.name, &ident, &source),
+        Template::Add => scaffold(&options.name, &ident, &source),
+        Template::Workgroup => scaffold_workgroup(&options.name, &ident, &source),
     };
     for (relative, contents) in &files {
         let path = dir.join(relative);

@@ -11,6 +11,7 @@ use xplug_manager::spec::PluginSpec;
 use xplug_providers::{ALLOW_LIST_VAR, AllowList, Code, Error as LoadError, Sha256Digest};
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{print_json, safe};
 
 /// The hash of a spec's code, and what it means.
@@ -72,9 +73,34 @@ pub(crate) fn code_hash(spec: &PluginSpec, opened: Option<&Code>) -> Result<Code
     }
 }
 
-/// Runs the command: prints each spec pinned to its hash (or, with
-/// `allow_list`, one `sha256sum` line per plugin); returns the exit code.
-pub(crate) fn run(plugins: &[String], allow_list: bool, json: bool) -> Result<u8, CliError> {
+/// Print each plugin's spec pinned to the SHA-256 of its code
+/// (`path?sha256=HEX`): a pinned spec loads only those bytes. Nothing
+/// of the plugin runs.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  xplug run m.vmfb --plugin=\"$(xplug pin ./libfast.so?threads=4)\"\n                        xplug pin --allow-list ./libfast.so k.sos > allowed.txt   # for XPLUG_ALLOWED_PLUGINS"
+)]
+pub(crate) struct PinArgs {
+    /// Plugin specs (`path[?key=value&...]`, `.sos` files included);
+    /// a spec already pinned gets the file's hash now.
+    #[arg(required = true, value_name = "PLUGIN")]
+    plugins: Vec<String>,
+    /// Print `sha256sum` lines (`HEX  FILE`), the allow-list format of
+    /// XPLUG_ALLOWED_PLUGINS, instead of specs.
+    #[arg(long)]
+    allow_list: bool,
+}
+
+impl PinArgs {
+    /// Runs the command: prints each spec pinned to its hash (or, with
+    /// `--allow-list`, one `sha256sum` line per plugin); returns the exit
+    /// code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(&self.plugins, self.allow_list, globals.json)
+    }
+}
+
+fn run(plugins: &[String], allow_list: bool, json: bool) -> Result<u8, CliError> {
     let mut pins = Vec::new();
     for plugin in plugins {
         let spec = PluginSpec::parse(plugin)

@@ -66,10 +66,7 @@ fn nanos(duration: Duration) -> u64 {
 }
 
 fn provider(built: &LoadedPlugins, import: &ImportCallStats) -> String {
-    import
-        .provider
-        .as_deref()
-        .map_or_else(|| "(unknown)".to_owned(), |name| crate::run::provider_label(built, name))
+    import.provider.as_deref().map_or_else(|| "(unknown)".to_owned(), |name| built.label(name))
 }
 
 /// The table: per executable and import, the provider, calls, total, mean,

@@ -11,6 +11,7 @@ use xplug_manager::{Manager, Registered, SlotSource};
 use xplug_providers::{RequestSlots, static_plugins};
 
 use crate::error::{CliError, report_error};
+use crate::globals::GlobalArgs;
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
 
@@ -34,6 +35,13 @@ pub(crate) struct LoadedPlugins {
 }
 
 impl LoadedPlugins {
+    /// A provider's name with where it came from (`NAME (SOURCE)`).
+    pub(crate) fn label(&self, name: &str) -> String {
+        self.scan_order()
+            .find(|provider| provider.registered.name() == name)
+            .map_or_else(|| name.to_owned(), |provider| format!("{name} ({})", provider.source))
+    }
+
     /// Static plugins first (when `with_static`), then the specs of the
     /// `XPLUG_PLUGINS` environment variable, then each spec in order (so
     /// `--plugin` overrides the environment, as later specs override earlier
@@ -139,13 +147,33 @@ pub(crate) fn resolve_names(manager: &Manager, names: &[String]) -> Result<Outco
     Ok(Outcome { names: names.to_vec(), providers, result, rewrites })
 }
 
-/// Runs the command; returns the exit code.
-pub(crate) fn run(
-    specs: &[String],
+/// Resolve import names through a manager and show which provider
+/// supplies each. The plugins listed in the XPLUG_PLUGINS environment
+/// variable (specs separated by `:`) are registered before --plugin ones.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResolveArgs {
+    /// A plugin spec as IREE's `--executable_plugin` takes it
+    /// (`path[?key=value&...]`, or `static:NAME`); repeatable, later
+    /// ones are asked first.
+    #[arg(long = "plugin", value_name = "PLUGIN")]
+    plugins: Vec<String>,
+    /// Register the plugins linked into xplug first (none in the shipped
+    /// binary; `sample_static` with the `sample-static` feature).
+    #[arg(long = "static")]
     with_static: bool,
-    symbols: &[String],
-    json: bool,
-) -> Result<u8, CliError> {
+    /// Import names; a leading `?` marks an optional import.
+    #[arg(required = true, value_name = "SYMBOL")]
+    symbols: Vec<String>,
+}
+
+impl ResolveArgs {
+    /// Runs the command; returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        run(&self.plugins, self.with_static, &self.symbols, globals.json)
+    }
+}
+
+fn run(specs: &[String], with_static: bool, symbols: &[String], json: bool) -> Result<u8, CliError> {
     let mut names = symbols.to_vec();
     sort_imports(&mut names);
     // A plugin that cannot be loaded is an error like any other command's

@@ -14,59 +14,229 @@
 //! or replaces the run (`--list-imports`); `--json` prints one object
 //! instead.
 
-use std::ffi::OsStr;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
 use xplug_iree::{
-    Argument, CallResults, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime,
-    Session,
+    CallResults, DeviceBuilder, DeviceKind, ExecutableImports, ImportRecording, Module, Runtime, Session,
 };
 
 use crate::error::CliError;
+use crate::globals::GlobalArgs;
 use crate::output::{Style, Table, print_json, safe, write_stdout};
 
-/// What `xplug run` was asked to do.
-pub(crate) struct Options<'a> {
-    /// The `.vmfb` files, in load order; the function runs from the last.
-    pub(crate) modules: &'a [&'a Path],
-    /// The function to call (default: the module's only export); any
-    /// bytes, as IREE takes them.
-    pub(crate) function: Option<&'a OsStr>,
-    /// `--parameters` flags: `[SCOPE=]FILE`.
-    pub(crate) parameters: &'a [String],
-    /// `--parameter_mode`.
-    pub(crate) parameter_mode: xplug_iree::ParameterMode,
-    /// Only list the functions of the last module.
-    pub(crate) list_functions: bool,
-    /// `--expected_output` values, one per result or none.
-    pub(crate) expected_outputs: &'a [String],
-    /// How results are compared with them.
-    pub(crate) tolerance: xplug_iree::Tolerance,
-    /// `iree-run-module`'s `--input` forms (`Session::prepare`).
-    pub(crate) inputs: &'a [String],
-    /// `iree-run-module`'s `--output` forms, one per result or none.
-    pub(crate) outputs: &'a [String],
-    /// `local-sync` or `local-task`.
-    pub(crate) device: &'a str,
-    /// IREE's `--task_abort_on_failure` (`local-task`).
+/// `xplug run --help`'s text after the options: an example, then what
+/// happens to each of `iree-run-module`'s other flags. Made once, when
+/// clap first builds the `run` command.
+static RUN_AFTER_HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{}\n\nExample:\n  xplug run mul.vmfb --function=mul --input=4xf32=1,2,3,4 \\\n    --input=@b.npy \
+         --plugin=target/plugins/release/libsample_system.so?multiplier=2\n  iree-compile prog.mlir ... | xplug run \
+         --module=- --function=main --input=...",
+        crate::iree_flags::help().trim_end()
+    )
+});
+
+/// Run a compiled IREE program (.vmfb) on IREE's runtime with xplug's
+/// manager resolving every import of its executables. Prints what
+/// iree-run-module prints for the same program, inputs and plugins.
+#[derive(Debug, clap::Args)]
+#[command(after_help = RUN_AFTER_HELP.as_str())]
+pub(crate) struct RunArgs {
+    /// The compiled module whose function runs (loaded after every
+    /// --module).
+    #[arg(value_name = "MODULE.vmfb", required_unless_present = "module_flag")]
+    module: Option<PathBuf>,
+    /// A compiled module, as iree-run-module takes it: repeatable, loaded
+    /// in order; the function runs from the last one (or from
+    /// MODULE.vmfb when that is given too).
+    #[arg(long = "module", value_name = "MODULE.vmfb")]
+    module_flag: Vec<PathBuf>,
+    /// The function to call, as the module exports it (default: its
+    /// only export not starting with `__` nor holding `$`, as
+    /// iree-run-module picks it).
+    #[arg(long)]
+    function: Option<std::ffi::OsString>,
+    /// A parameter archive (`.irpa`, `.gguf`, `.safetensors`) serving
+    /// the parameters of SCOPE (none: parameters named without a
+    /// scope), as iree-run-module takes it; repeatable.
+    #[arg(long = "parameters", value_name = "[SCOPE=]FILE")]
+    parameters: Vec<String>,
+    /// How the archives are opened: `file` (the default, as
+    /// iree-run-module's: each parameter read into a buffer of its own at
+    /// start-up), `preload` (each archive read whole at start-up) or
+    /// `mmap` (mapped, nothing copied; the archive must not change while
+    /// the program runs: it computes with bytes rewritten in place, and a
+    /// truncation kills it with SIGBUS). The results are the same.
+    #[arg(long = "parameter_mode", default_value = "file", value_name = "MODE",
+          value_parser = parameter_mode)]
+    parameter_mode: xplug_iree::ParameterMode,
+    /// List the functions of the module (names and signatures) instead
+    /// of running one.
+    #[arg(long)]
+    list_functions: bool,
+    /// An argument, as iree-run-module takes it: a number for a scalar
+    /// parameter (`21`, `1.5`), a tensor (`4xf32=1,2,3,4`,
+    /// `2x2xi32=[1 2][3 4]`, `f32=7`), `@FILE.npy` (`+FILE.npy` the
+    /// next array of the file, `*FILE.npy` all that are left),
+    /// `4xf32=@FILE` (raw bytes) or `(null)`; repeat in argument order.
+    #[arg(long = "input", value_name = "VALUE")]
+    inputs: Vec<String>,
+    /// Where result N goes, one flag per result in order (none: print
+    /// all as `result[N]: ...`): `-` prints it, `@FILE` writes it
+    /// (`.npy` as NumPy, other names as raw bytes), `+FILE` appends,
+    /// an empty value drops it.
+    #[arg(long = "output", value_name = "-|@FILE|+FILE|")]
+    outputs: Vec<String>,
+    /// An expected result, one per result in order, in --input's forms
+    /// (`4xf32=1,2,3,4`, `@FILE.npy`, a number) or `(ignored)`: the
+    /// results are compared with IREE's comparison instead of printed,
+    /// and xplug exits 1 when one differs, as iree-run-module does.
+    #[arg(long = "expected_output", value_name = "VALUE")]
+    expected_outputs: Vec<String>,
+    /// Absolute tolerance of f16 results.
+    #[arg(long = "expected_f16_threshold", default_value_t = 0.001, value_name = "X")]
+    expected_f16_threshold: f32,
+    /// Absolute tolerance of bf16 results.
+    #[arg(long = "expected_bf16_threshold", default_value_t = 0.01, value_name = "X")]
+    expected_bf16_threshold: f32,
+    /// Absolute tolerance of f32 results.
+    #[arg(long = "expected_f32_threshold", default_value_t = 0.0001, value_name = "X")]
+    expected_f32_threshold: f32,
+    /// Absolute tolerance of f64 results.
+    #[arg(long = "expected_f64_threshold", default_value_t = 0.0001, value_name = "X")]
+    expected_f64_threshold: f64,
+    /// Relative tolerance of float results.
+    #[arg(long = "expected_rtol", default_value_t = 1e-5, value_name = "X")]
+    expected_rtol: f64,
+    /// `approximate` (the tolerances) or `exact`.
+    #[arg(long = "equality_mode", default_value = "approximate", value_parser = ["approximate", "exact"])]
+    equality_mode: String,
+    /// `local-sync` (inline on this thread) or `local-task` (a worker pool).
+    #[arg(long, default_value = "local-sync")]
+    device: String,
+    /// How modules are read, as iree-run-module takes it: `preload` (read
+    /// whole into memory at start-up, IREE's default and xplug's only
+    /// way); `mmap` is refused.
+    #[arg(long = "module_mode", value_name = "MODE", default_value = "preload", value_parser = ["preload"])]
+    module_mode: String,
+    /// `--task_abort_on_failure` (set by `parse_arguments`, from IREE's task flags).
+    #[arg(skip)]
     pub(crate) abort_on_failure: bool,
-    /// Plugin specs, later ones asked first.
-    pub(crate) plugins: &'a [String],
+    /// A plugin spec (`path[?key=value&...]`, `.sos` files included, or
+    /// `static:NAME`); repeatable, later ones are asked first. The
+    /// XPLUG_PLUGINS environment variable's plugins come before these.
+    #[arg(long = "plugin", visible_alias = "executable_plugin", value_name = "PLUGIN")]
+    plugins: Vec<String>,
     /// Register the plugins linked into xplug first.
-    pub(crate) with_static: bool,
-    /// Print, per executable, each import and its provider (stderr).
-    pub(crate) trace: bool,
-    /// Only load the module and list every executable's imports.
-    pub(crate) list_imports: bool,
-    /// Profile every import call (`--profile` and its file flags).
-    pub(crate) profile: Option<crate::profile::Request<'a>>,
-    /// Elements printed per tensor (`--output_max_element_count`).
+    #[arg(long = "static")]
+    with_static: bool,
+    /// Print each executable's imports and the provider that resolved
+    /// each, on stderr.
+    #[arg(long)]
+    trace: bool,
+    /// Load the module (creating its executables) without calling
+    /// anything, and list every import of every executable with the
+    /// provider that resolves it or why none does. Exits 1 if a required
+    /// import is missing.
+    #[arg(long)]
+    list_imports: bool,
+    /// Profile every import call: print on stderr, after the results,
+    /// per executable and import, the provider, calls, total, mean,
+    /// p50, p99 and max time, and the share of the run (in the JSON
+    /// object with --json). Without it (and the two flags below) no
+    /// wrapper is installed and imports cost nothing more.
+    #[arg(long)]
+    profile: bool,
+    /// Write the import profile as JSON to FILE (counts as --profile's
+    /// counting; the table is printed only with --profile).
+    #[arg(long = "profile-json", value_name = "FILE")]
+    profile_json: Option<PathBuf>,
+    /// Write a Chrome trace-event file (Perfetto, chrome://tracing)
+    /// with the first --profile-slices calls of each import as slices.
+    #[arg(long = "profile-trace", value_name = "FILE")]
+    profile_trace: Option<PathBuf>,
+    /// Calls of each import kept as trace slices, at most 1000000 (each
+    /// thread calling an import sets 24 bytes aside per slice); every
+    /// call is counted whatever this is.
+    #[arg(long = "profile-slices", value_name = "N", default_value_t = xplug_iree::ProfileOptions::DEFAULT_SLICES as u32,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    profile_slices: u32,
+    /// Elements printed per tensor; a negative count prints them all, as
+    /// iree-run-module takes it.
+    #[arg(long = "output_max_element_count", default_value = "1024", value_name = "N",
+          value_parser = element_count, allow_hyphen_values = true)]
     pub(crate) max_elements: usize,
+    /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
+    /// plugin, function and offset to stderr before dying of the
+    /// signal (also XPLUG_CRASH_REPORT=1).
+    #[arg(long)]
+    crash_report: bool,
+}
+
+impl RunArgs {
+    /// Runs the command (always in this process); returns the exit code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        let modules: Vec<&Path> =
+            self.module_flag.iter().chain(self.module.as_ref()).map(PathBuf::as_path).collect();
+        if modules.is_empty() {
+            return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
+        }
+        // Before any plugin is loaded, so every one is named.
+        let reporter =
+            |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
+        if self.crash_report {
+            xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
+        } else {
+            xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
+        }
+        run(self, &modules, globals.json)
+    }
+
+    /// How results are compared with `--expected_output`.
+    fn tolerance(&self) -> xplug_iree::Tolerance {
+        xplug_iree::Tolerance {
+            f16: self.expected_f16_threshold,
+            bf16: self.expected_bf16_threshold,
+            f32: self.expected_f32_threshold,
+            f64: self.expected_f64_threshold,
+            rtol: self.expected_rtol,
+            exact: self.equality_mode == "exact",
+        }
+    }
+
+    /// What `--profile` and its file flags ask for, when any is given.
+    fn profile(&self) -> Option<crate::profile::Request<'_>> {
+        (self.profile || self.profile_json.is_some() || self.profile_trace.is_some()).then_some(
+            crate::profile::Request {
+                print: self.profile,
+                json: self.profile_json.as_deref(),
+                trace: self.profile_trace.as_deref(),
+                slices: self.profile_slices as usize,
+            },
+        )
+    }
+}
+
+/// `--output_max_element_count`'s value: a count, or a negative number
+/// for all (iree-run-module reads the flag as an `int32` and converts it
+/// to a size, so `-1` prints every element).
+fn element_count(text: &str) -> Result<usize, String> {
+    let count: i64 =
+        text.parse().map_err(|_| format!("`{text}` is not a whole number of elements (-1: all)"))?;
+    Ok(usize::try_from(count).unwrap_or(usize::MAX))
+}
+
+/// `--parameter_mode`'s value.
+fn parameter_mode(name: &str) -> Result<xplug_iree::ParameterMode, String> {
+    xplug_iree::ParameterMode::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = xplug_iree::ParameterMode::ALL.iter().map(|mode| mode.name()).collect();
+        format!("`{name}` is not a parameter mode; give one of {}", names.join(", "))
+    })
 }
 
 fn iree_error(context: String) -> impl FnOnce(xplug_iree::Error) -> CliError {
@@ -77,19 +247,21 @@ fn stdout_error(source: std::io::Error) -> CliError {
     CliError::File { context: "cannot write the results to stdout".to_owned(), source }
 }
 
-pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> {
+/// Runs `modules` (the last one's function) as `options` ask; returns the
+/// exit code.
+fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliError> {
+    let profile_request = options.profile();
     // local-task's executors come from IREE's task flags, as in IREE's tool.
-    let kind = DeviceKind::parse(options.device).ok_or_else(|| CliError::Usage {
+    let kind = DeviceKind::parse(&options.device).ok_or_else(|| CliError::Usage {
         message: format!("unknown device `{}`; xplug runs `local-sync` and `local-task`", options.device),
     })?;
     distinct_output_files(options)?;
-    let main_path = *options
-        .modules
+    let main_path = *modules
         .last()
         .ok_or_else(|| CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() })?;
     let runtime = Runtime::new().map_err(iree_error("cannot start IREE's runtime".to_owned()))?;
-    let mut modules = Vec::with_capacity(options.modules.len());
-    for path in options.modules {
+    let mut loaded = Vec::with_capacity(modules.len());
+    for path in modules {
         // `-` is standard input, as iree-run-module takes it.
         let module = if path.as_os_str() == "-" {
             Module::from_stdin(&runtime)
@@ -98,13 +270,13 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
             Module::from_file(&runtime, path)
                 .map_err(iree_error(format!("cannot load {}", path.display())))?
         };
-        modules.push(module);
+        loaded.push(module);
     }
-    let module = modules.pop().expect("at least one module");
+    let module = loaded.pop().expect("at least one module");
     if options.list_functions {
         return list_functions(&module, main_path, as_json);
     }
-    let built = crate::resolve::LoadedPlugins::build(options.with_static, options.plugins)?;
+    let built = crate::resolve::LoadedPlugins::build(options.with_static, &options.plugins)?;
     let manager = Arc::clone(&built.manager);
     let recording = if options.list_imports {
         ImportRecording::ListOnly
@@ -116,17 +288,17 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let mut device = DeviceBuilder::new(&runtime, kind, manager)
         .recording(recording)
         .abort_on_failure(options.abort_on_failure);
-    if let Some(profile) = &options.profile
+    if let Some(profile) = &profile_request
         && !options.list_imports
     {
         device = device.profile(xplug_iree::ProfileOptions::default().slices_per_import(profile.slices));
     }
     let device = device.build().map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
     let mut builder = Session::builder(&device, &module).parameter_mode(options.parameter_mode);
-    for dependency in &modules {
+    for dependency in &loaded {
         builder = builder.module(dependency);
     }
-    for flag in options.parameters {
+    for flag in &options.parameters {
         // IREE's split: the scope is what comes before the first `=`.
         let (scope, path) = flag.split_once('=').unwrap_or(("", flag));
         builder = builder.parameters(scope, path);
@@ -147,15 +319,15 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
 
     // As iree-run-module: the function, then the inputs, and only then
     // `EXEC`; a failure before the call leaves stdout empty.
-    let function = match options.function {
+    let function = match options.function.as_deref() {
         Some(name) => module.function(name.as_bytes()),
         None => module.only_function(),
     }
     .map_err(iree_error(format!("cannot find the function to run in {}", main_path.display())))?;
     let name = function.name_lossy();
-    let arguments: Vec<Argument<'_>> = options.inputs.iter().map(|input| Argument::Text(input)).collect();
+    let arguments = options.inputs.iter().map(String::as_str);
     let call = session
-        .prepare(&function, &arguments)
+        .prepare(function.name(), arguments)
         .map_err(iree_error(format!("cannot make the arguments of @{name}")))?;
     if !as_json {
         let mut line = b"EXEC @".to_vec();
@@ -170,7 +342,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     let run_time = started.elapsed();
     // Read once the call returned: IREE waited for every worker, so the
     // counts are exact (`docs/profiling.md`).
-    let profile = options.profile.as_ref().zip(device.import_profile());
+    let profile = profile_request.as_ref().zip(device.import_profile());
     let profile_json =
         profile.as_ref().map(|(_, profile)| crate::profile::to_json(profile, run_time, &built));
     // The profile's files and table, once the results are out.
@@ -184,10 +356,9 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
     if !options.expected_outputs.is_empty() {
         // As iree-run-module: the results are checked instead of printed,
         // and a mismatch is exit code 1 with IREE's report on stdout.
-        let expected: Vec<Argument<'_>> =
-            options.expected_outputs.iter().map(|value| Argument::Text(value)).collect();
-        let check = session
-            .check(&function, &results, &expected, &options.tolerance)
+        let expected = options.expected_outputs.iter().map(String::as_str);
+        let check = results
+            .check(expected, &options.tolerance())
             .map_err(iree_error(format!("cannot check the results of @{name}")))?;
         if as_json {
             print_json(&json!({
@@ -260,7 +431,7 @@ fn list_functions(module: &Module, path: &Path, as_json: bool) -> Result<u8, Cli
 /// order, stopping at the first that fails. Returns what `--json` reports.
 fn write_results(
     results: &CallResults,
-    options: &Options<'_>,
+    options: &RunArgs,
     as_json: bool,
 ) -> Result<Vec<serde_json::Value>, CliError> {
     let format = |index: usize| {
@@ -327,14 +498,14 @@ fn write_results(
 /// files must be different files (one would overwrite another). Several
 /// `--output`s may name one file among themselves, as iree-run-module
 /// allows (`@F` then `+F` appends the next result to it).
-fn distinct_output_files(options: &Options<'_>) -> Result<(), CliError> {
+fn distinct_output_files(options: &RunArgs) -> Result<(), CliError> {
     // (flag as given, file, whether it is an `--output`)
     let mut files: Vec<(String, &Path, bool)> = Vec::new();
-    if let Some(profile) = &options.profile {
+    if let Some(profile) = options.profile() {
         files.extend(profile.json.map(|path| ("--profile-json".to_owned(), path, false)));
         files.extend(profile.trace.map(|path| ("--profile-trace".to_owned(), path, false)));
     }
-    for spec in options.outputs {
+    for spec in &options.outputs {
         if let Some(path) = spec.strip_prefix('@').or_else(|| spec.strip_prefix('+')) {
             files.push((format!("--output={spec}"), Path::new(path), true));
         }
@@ -424,14 +595,6 @@ fn write_output_file(
     Ok(if npy { "npy" } else { "raw" })
 }
 
-/// A provider's name with where it came from (`NAME (SOURCE)`).
-pub(crate) fn provider_label(built: &crate::resolve::LoadedPlugins, name: &str) -> String {
-    built
-        .scan_order()
-        .find(|provider| provider.registered.name() == name)
-        .map_or_else(|| name.to_owned(), |provider| format!("{name} ({})", provider.source))
-}
-
 fn imports_table(
     built: &crate::resolve::LoadedPlugins,
     executables: &[ExecutableImports],
@@ -441,7 +604,7 @@ fn imports_table(
     for executable in executables {
         for import in &executable.imports {
             let resolved = match (&import.provider, &import.suggestion) {
-                (Some(provider), _) => provider_label(built, provider),
+                (Some(provider), _) => built.label(provider),
                 (None, _) if import.optional => "(none; optional)".to_owned(),
                 (None, Some(suggestion)) => format!("MISSING (did you mean `{}`?)", safe(suggestion)),
                 (None, None) => "MISSING".to_owned(),
@@ -470,7 +633,7 @@ fn executables_json(
                 "imports": executable.imports.iter().map(|import| json!({
                     "name": import.name,
                     "optional": import.optional,
-                    "provider": import.provider.as_ref().map(|name| provider_label(built, name)),
+                    "provider": import.provider.as_ref().map(|name| built.label(name)),
                     "suggestion": import.suggestion,
                 })).collect::<Vec<_>>(),
             }))

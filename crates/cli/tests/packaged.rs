@@ -183,8 +183,9 @@ fn main() {
     let module = Module::from_file(&runtime, &vmfb).expect("the module loads");
     let session = Session::new(&device, &module).expect("the executables load and their imports resolve");
     let x: Vec<f32> = (0..257).map(|i| (i as f32 - 128.0) * 0.5).collect();
-    let results = session.call("leaky_relu", &[Tensor::from_f32(&x)]).expect("the call runs");
-    let y = results[0].to_tensor().and_then(|tensor| tensor.to_f32()).expect("an f32 tensor");
+    let call = session.prepare("leaky_relu", &[Tensor::from_f32(&x)]).expect("the arguments are made");
+    let results = call.invoke().expect("the call runs");
+    let y = results.tensor(0).expect("a tensor").as_slice::<f32>().expect("of f32").to_vec();
     // The declared default slope: no load parameter given.
     let expected: Vec<f32> = x.iter().map(|&x| if x >= 0.0 { x } else { 0.25 * x }).collect();
     println!("elements={} equal={}", y.len(), y == expected);

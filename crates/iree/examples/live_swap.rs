@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use xplug_fixtures::iree_e2e;
-use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView, Value};
+use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView};
 use xplug_manager::Manager;
 
 fn main() -> Result<(), Report> {
@@ -40,9 +40,9 @@ fn main() -> Result<(), Report> {
 
     let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [10.0f32, 10.0, 10.0, 10.0]);
     for round in 1..=rounds {
-        let results = session.call("mul", [TensorView::new(&[4], &a)?, TensorView::new(&[4], &b)?])?;
-        let Value::Tensor(out) = &results[0] else { return Err(failure("@mul returns a tensor".to_owned())) };
-        let out = out.to_vec::<f32>()?;
+        let results =
+            session.prepare("mul", [TensorView::new(&[4], &a)?, TensorView::new(&[4], &b)?])?.invoke()?;
+        let out = results.tensor(0)?.as_slice::<f32>()?.to_vec();
         println!("round {round}: kernel FACTOR={round}: mul(a, b) = {out:?}");
         let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y * round as f32).collect();
         if out != expected {

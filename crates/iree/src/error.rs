@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::ElementType;
+use crate::element::ElementType;
 use crate::sys;
 
 /// An error IREE's runtime reported: its status code and IREE's own text

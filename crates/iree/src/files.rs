@@ -64,16 +64,19 @@ pub(crate) fn read_module(path: &Path) -> Result<Vec<u8>, Error> {
 /// The one bounded read of a named file: opened without blocking (a FIFO
 /// with no writer does not hang the open), its type and size checked on
 /// the open descriptor, then read through [`read_stream`]. A FIFO, when
-/// `pipes` allows it, is opened again, blocking: its reader waits for a
-/// writer and reads until every writer has closed it (a non-blocking
+/// `pipes` allows it, is read through the same descriptor once a writer
+/// has come, blocking: until every writer has closed it (a non-blocking
 /// descriptor would read an empty pipe as its end).
 fn read_file(path: &Path, what: &'static str, limit: u64, pipes: Pipes) -> Result<Vec<u8>, Error> {
     let read_error = |source| Error::FileRead { what, path: path.to_owned(), source };
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
     if pipes == Pipes::Read && metadata.file_type().is_fifo() {
-        drop(file);
-        return read_stream(File::open(path).map_err(read_error)?, what, path, limit);
+        // The same descriptor, made blocking once a writer came: reopening
+        // would lose what a writer wrote and closed in between, and then
+        // wait for a writer that never comes.
+        crate::sys::wait_for_fifo_writer(&file).map_err(read_error)?;
+        return read_stream(file, what, path, limit);
     }
     if !metadata.is_file() {
         return Err(Error::NotAFile { what, path: path.to_owned(), kind: file_kind(&metadata) });

@@ -26,15 +26,18 @@
 //!     let module = Module::from_file(&runtime, "mul.vmfb")?;
 //!     let session = Session::new(&device, &module)?; // executables load, imports resolve
 //!     let (a, b) = ([1.0f32, 2.0], [3.0f32, 4.0]);
-//!     let results = session.call("mul", [TensorView::new(&[2], &a)?, TensorView::new(&[2], &b)?])?;
-//!     println!("{results:?}"); // [Tensor(Tensor(f32 [2]: [3.0, 8.0]))]
+//!     let call = session.prepare("mul", [TensorView::new(&[2], &a)?, TensorView::new(&[2], &b)?])?;
+//!     let results = call.invoke()?; // results stay on the device until read
+//!     println!("{:?}", results.values()?); // [Tensor(Tensor(f32 [2]: [3.0, 8.0]))]
 //!     Ok(())
 //! }
 //! ```
 //!
 //! Layers: [`Runtime`] (IREE's VM instance) → [`Device`] (a HAL device whose
 //! loaders resolve through a manager) → [`Module`] (a loaded `.vmfb`) →
-//! [`Session`] (the module on a device, callable). One manager can serve
+//! [`Session`] (the module on a device, callable) → [`Call`] (one call of a
+//! function, its arguments made: [`Session::prepare`], the one way to call)
+//! → [`CallResults`] (on the device until read). One manager can serve
 //! several devices, and providers registered with it after a device was
 //! made serve executables loaded later. How the provider answers IREE is in
 //! [`provider`]; the contract is in `docs/iree-runtime.md`.
@@ -70,27 +73,42 @@
 //! IREE's runtime").
 
 mod archive;
+mod builder;
+mod call;
+mod compare;
+mod element;
 mod error;
 pub mod files;
 mod flags;
+mod input;
+mod mapped;
+mod module;
+mod parameters;
 pub mod provider;
+mod results;
 mod runtime;
 mod session;
 mod sys;
 mod tensor;
 
+pub use builder::SessionBuilder;
+pub use call::Call;
+pub use compare::{Check, Tolerance};
+pub use element::ElementType;
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
 pub use flags::set_iree_flags;
 /// The `half` crate, whose `f16` and `bf16` are IREE's 16-bit float elements
 /// ([`Element`]).
 pub use half;
+pub use input::Argument;
+pub use mapped::MappedTensor;
+pub use module::{Function, Module};
+pub use parameters::ParameterMode;
 pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
+pub use results::CallResults;
 pub use runtime::{Device, DeviceBuilder, DeviceKind, Runtime};
-pub use session::{
-    Argument, Call, CallResults, Check, Function, MappedTensor, Module, ParameterMode, Session,
-    SessionBuilder, Tolerance,
-};
-pub use tensor::{DEBUG_VALUES, Element, ElementType, Tensor, TensorView, Value};
+pub use session::Session;
+pub use tensor::{DEBUG_VALUES, Element, Tensor, TensorView, Value};
 pub use xplug_manager::profile::{
     CallSlice, HistogramBucket, ImportCallStats, ImportProfile, LatencyHistogram, ProfileOptions,
     ProfiledThread,

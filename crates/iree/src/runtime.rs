@@ -345,7 +345,7 @@ impl Device {
     /// let module = Module::from_file(&runtime, "mul_call.vmfb")?;
     /// let session = Session::new(&device, &module)?;
     /// let a = [1.0f32; 640];
-    /// session.call("mul", [TensorView::new(&[640], &a)?, TensorView::new(&[640], &a)?])?;
+    /// session.prepare("mul", [TensorView::new(&[640], &a)?, TensorView::new(&[640], &a)?])?.invoke()?;
     /// let profile = device.import_profile().expect("built with a profile");
     /// for import in &profile.imports {
     ///     // mul_call.mlir calls its import once per 64 elements: 10 calls.

@@ -2,102 +2,8 @@
 
 use std::fmt;
 
-/// IREE's element type code (`iree_hal_element_type_t`): the numerical
-/// kind in the high byte, the bit width in the low byte. A transparent
-/// newtype because outputs carry whatever code IREE reports.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(transparent)]
-pub struct ElementType(pub u32);
-
-impl ElementType {
-    /// `i8` (signless 8-bit integer).
-    pub const I8: Self = Self(0x1000_0008);
-    /// `i16`.
-    pub const I16: Self = Self(0x1000_0010);
-    /// `i32`.
-    pub const I32: Self = Self(0x1000_0020);
-    /// `i64`.
-    pub const I64: Self = Self(0x1000_0040);
-    /// `si8` (signed 8-bit integer).
-    pub const SI8: Self = Self(0x1100_0008);
-    /// `si16`.
-    pub const SI16: Self = Self(0x1100_0010);
-    /// `si32` (signed 32-bit integer).
-    pub const SI32: Self = Self(0x1100_0020);
-    /// `si64`.
-    pub const SI64: Self = Self(0x1100_0040);
-    /// `ui8`.
-    pub const UI8: Self = Self(0x1200_0008);
-    /// `ui16`.
-    pub const UI16: Self = Self(0x1200_0010);
-    /// `ui32`.
-    pub const UI32: Self = Self(0x1200_0020);
-    /// `ui64`.
-    pub const UI64: Self = Self(0x1200_0040);
-    /// `f16`.
-    pub const F16: Self = Self(0x2100_0010);
-    /// `bf16` (bfloat16: IREE's brain-float kind, 16 bits; NumPy has no
-    /// dtype for it, so it has no `.npy` form, as in IREE's tools).
-    pub const BF16: Self = Self(0x2200_0010);
-    /// `f32`.
-    pub const F32: Self = Self(0x2100_0020);
-    /// `f64`.
-    pub const F64: Self = Self(0x2100_0040);
-    /// A boolean stored as one byte (IREE spells it `i1`).
-    pub const BOOL: Self = Self(0x1300_0008);
-
-    /// Bits per element.
-    #[must_use]
-    pub fn bit_count(self) -> u32 {
-        self.0 & 0xFF
-    }
-
-    /// Bytes per element as stored (sub-byte types take a byte each).
-    #[must_use]
-    pub fn byte_size(self) -> usize {
-        (self.bit_count() as usize).div_ceil(8)
-    }
-
-    /// IREE's spelling (`f32`, `i32`, ...), when this crate knows it.
-    #[must_use]
-    pub fn name(self) -> Option<&'static str> {
-        Some(match self {
-            Self::I8 => "i8",
-            Self::I16 => "i16",
-            Self::I32 => "i32",
-            Self::I64 => "i64",
-            Self::SI8 => "si8",
-            Self::SI16 => "si16",
-            Self::SI32 => "si32",
-            Self::SI64 => "si64",
-            Self::UI8 => "ui8",
-            Self::UI16 => "ui16",
-            Self::UI32 => "ui32",
-            Self::UI64 => "ui64",
-            Self::F16 => "f16",
-            Self::BF16 => "bf16",
-            Self::F32 => "f32",
-            Self::F64 => "f64",
-            Self::BOOL => "i1",
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Debug for ElementType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(name) => f.write_str(name),
-            None => write!(f, "ElementType({:#010x})", self.0),
-        }
-    }
-}
-
-impl fmt::Display for ElementType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
+use crate::element::ElementType;
+use crate::error::Error;
 
 /// A dense, row-major tensor held on the host: shape, element type and
 /// the elements' bytes in native byte order.
@@ -112,9 +18,9 @@ impl Tensor {
     /// A tensor over `data`.
     ///
     /// # Errors
-    /// [`crate::Error::TensorSize`] when `data` does not hold exactly the
+    /// [`Error::TensorSize`] when `data` does not hold exactly the
     /// shape's element count of `element_type`.
-    pub fn new(shape: Vec<usize>, element_type: ElementType, data: Vec<u8>) -> Result<Self, crate::Error> {
+    pub fn new(shape: Vec<usize>, element_type: ElementType, data: Vec<u8>) -> Result<Self, Error> {
         check_size(&shape, element_type, data.len())?;
         Ok(Self { shape, element_type, data })
     }
@@ -166,14 +72,14 @@ impl Tensor {
     /// types [`ElementType`] names).
     ///
     /// # Errors
-    /// [`crate::Error::NpyDtype`] for another dtype, [`crate::Error::TensorSize`]
+    /// [`Error::NpyDtype`] for another dtype, [`Error::TensorSize`]
     /// when the data does not match the shape.
-    pub fn from_npy(array: xplug_npy::NpyArray) -> Result<Self, crate::Error> {
+    pub fn from_npy(array: xplug_npy::NpyArray) -> Result<Self, Error> {
         let element_type = NPY_DTYPES
             .iter()
             .find(|(descr, _)| *descr == array.descr)
             .map(|(_, element_type)| *element_type)
-            .ok_or_else(|| crate::Error::NpyDtype { descr: array.descr.clone() })?;
+            .ok_or_else(|| Error::NpyDtype { descr: array.descr.clone() })?;
         Self::new(array.shape, element_type, array.data)
     }
 
@@ -287,20 +193,20 @@ impl Tensor {
     /// ```
     ///
     /// # Errors
-    /// [`crate::Error::TensorSize`] when `values` does not hold exactly the
+    /// [`Error::TensorSize`] when `values` does not hold exactly the
     /// shape's element count.
-    pub fn from_slice<T: Element>(shape: &[usize], values: &[T]) -> Result<Self, crate::Error> {
+    pub fn from_slice<T: Element>(shape: &[usize], values: &[T]) -> Result<Self, Error> {
         TensorView::new(shape, values).map(|view| view.to_tensor())
     }
 
     /// The elements as `T`, copied out.
     ///
     /// # Errors
-    /// [`crate::Error::TensorElementType`] when the tensor's element type
+    /// [`Error::TensorElementType`] when the tensor's element type
     /// does not read as `T` ([`Element::reads`]);
-    /// [`crate::Error::TensorElementValue`] when an element's bytes are not
+    /// [`Error::TensorElementValue`] when an element's bytes are not
     /// a value of `T` (a `bool` byte other than 0 or 1).
-    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, crate::Error> {
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
         self.view().to_vec()
     }
 
@@ -312,7 +218,7 @@ impl Tensor {
 }
 
 /// A dense, row-major tensor whose elements are borrowed: shape, element
-/// type and a byte slice in native byte order. [`crate::Session::call`]
+/// type and a byte slice in native byte order. [`crate::Session::prepare`]
 /// takes views (and anything that converts to one, such as `&Tensor`), so
 /// data already in a Rust slice goes to the device with no copy on the
 /// Rust side.
@@ -337,22 +243,18 @@ impl<'a> TensorView<'a> {
     /// A view of `values` as a tensor of `shape`, of `T`'s element type.
     ///
     /// # Errors
-    /// [`crate::Error::TensorSize`] when `values` does not hold exactly the
+    /// [`Error::TensorSize`] when `values` does not hold exactly the
     /// shape's element count.
-    pub fn new<T: Element>(shape: &'a [usize], values: &'a [T]) -> Result<Self, crate::Error> {
+    pub fn new<T: Element>(shape: &'a [usize], values: &'a [T]) -> Result<Self, Error> {
         Self::from_bytes(shape, T::ELEMENT_TYPE, bytemuck::cast_slice(values))
     }
 
     /// A view of raw bytes as a tensor of `shape` and `element_type`.
     ///
     /// # Errors
-    /// [`crate::Error::TensorSize`] when `data` does not hold exactly the
+    /// [`Error::TensorSize`] when `data` does not hold exactly the
     /// shape's element count of `element_type`.
-    pub fn from_bytes(
-        shape: &'a [usize],
-        element_type: ElementType,
-        data: &'a [u8],
-    ) -> Result<Self, crate::Error> {
+    pub fn from_bytes(shape: &'a [usize], element_type: ElementType, data: &'a [u8]) -> Result<Self, Error> {
         check_size(shape, element_type, data.len())?;
         Ok(Self { shape, element_type, data })
     }
@@ -394,7 +296,7 @@ impl<'a> TensorView<'a> {
     ///
     /// # Errors
     /// As [`Tensor::to_vec`].
-    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, crate::Error> {
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
         read_elements(self.element_type, self.data)
     }
 }
@@ -415,13 +317,13 @@ impl fmt::Debug for TensorView<'_> {
 }
 
 /// Checks that `length` bytes hold exactly `shape`'s elements.
-fn check_size(shape: &[usize], element_type: ElementType, length: usize) -> Result<(), crate::Error> {
+fn check_size(shape: &[usize], element_type: ElementType, length: usize) -> Result<(), Error> {
     let expected = shape.iter().try_fold(1usize, |count, &dim| count.checked_mul(dim));
     let expected = expected.and_then(|count| count.checked_mul(element_type.byte_size()));
     if expected == Some(length) {
         return Ok(());
     }
-    Err(crate::Error::TensorSize {
+    Err(Error::TensorSize {
         shape: shape.to_vec(),
         element_type,
         expected: expected.unwrap_or(usize::MAX),
@@ -430,17 +332,14 @@ fn check_size(shape: &[usize], element_type: ElementType, length: usize) -> Resu
 }
 
 /// `data`, elements of `element_type`, read as `T`.
-pub(crate) fn read_elements<T: Element>(
-    element_type: ElementType,
-    data: &[u8],
-) -> Result<Vec<T>, crate::Error> {
+pub(crate) fn read_elements<T: Element>(element_type: ElementType, data: &[u8]) -> Result<Vec<T>, Error> {
     if !T::reads(element_type) {
-        return Err(crate::Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
+        return Err(Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
     }
     data.chunks_exact(size_of::<T>())
         .enumerate()
         .map(|(index, bytes)| {
-            bytemuck::checked::try_pod_read_unaligned(bytes).map_err(|_| crate::Error::TensorElementValue {
+            bytemuck::checked::try_pod_read_unaligned(bytes).map_err(|_| Error::TensorElementValue {
                 rust_type: T::RUST_NAME,
                 index,
                 bytes: bytes.to_vec(),
@@ -450,12 +349,9 @@ pub(crate) fn read_elements<T: Element>(
 }
 
 /// `data`, elements of `element_type`, as a slice of `T` in place.
-pub(crate) fn cast_elements<T: Element>(
-    element_type: ElementType,
-    data: &[u8],
-) -> Result<&[T], crate::Error> {
+pub(crate) fn cast_elements<T: Element>(element_type: ElementType, data: &[u8]) -> Result<&[T], Error> {
     if !T::reads(element_type) {
-        return Err(crate::Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
+        return Err(Error::TensorElementType { element_type, rust_type: T::RUST_NAME });
     }
     bytemuck::checked::try_cast_slice(data).map_err(|_| {
         // Find the element at fault for the message (alignment faults
@@ -465,7 +361,7 @@ pub(crate) fn cast_elements<T: Element>(
             .position(|bytes| bytemuck::checked::try_pod_read_unaligned::<T>(bytes).is_err())
             .unwrap_or(0);
         let bytes = data.chunks_exact(size_of::<T>()).nth(index).unwrap_or_default().to_vec();
-        crate::Error::TensorElementValue { rust_type: T::RUST_NAME, index, bytes }
+        Error::TensorElementValue { rust_type: T::RUST_NAME, index, bytes }
     })
 }
 

@@ -26,7 +26,7 @@ fn with_session(test: impl FnOnce(&Module, &Session)) {
 }
 
 fn call(session: &Session, function: &str, arguments: &[Argument<'_>]) -> Result<Vec<Value>, Error> {
-    session.invoke(function, arguments)?.values()
+    session.prepare(function, arguments)?.invoke()?.values()
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn scalars_and_zero_d_tensors_go_in_and_come_out() {
 /// one, `*` all that are left; `TYPE=@FILE` and `TYPE=+FILE` raw bytes.
 #[test]
 fn files_feed_arguments_in_turn() {
-    with_session(|module, session| {
+    with_session(|_, session| {
         let dir = tempfile::tempdir().unwrap();
         let npy = dir.path().join("both.npy");
         let scalar = |value: f32| xplug_npy::NpyArray {
@@ -106,7 +106,7 @@ fn files_feed_arguments_in_turn() {
         // 8 bytes are there for an f64: the arguments are made, and IREE's
         // call refuses the type.
         let f64_input = format!("f64=+{raw}");
-        let ready = session.prepare(&module.function(b"square").unwrap(), &[Argument::Text(&f64_input)]);
+        let ready = session.prepare("square", [Argument::Text(&f64_input)]);
         let error = ready.expect("the bytes are there").invoke().err().expect("square takes f32");
         assert!(matches!(error, Error::Call { .. }), "{error:?}");
         let error = call(session, "square", &[Argument::Text(&format!("4xf32=@{raw}"))]).unwrap_err();
@@ -116,39 +116,38 @@ fn files_feed_arguments_in_turn() {
 
 #[test]
 fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
-    with_session(|module, session| {
-        let double = module.function(b"double").unwrap();
-        let square = module.function(b"square").unwrap();
+    with_session(|_, session| {
         let three = Tensor::new(vec![], ElementType::F32, 3.0f32.to_ne_bytes().to_vec()).unwrap();
-        let refused = |function, arguments: &[Argument<'_>]| match session.prepare(function, arguments) {
+        let refused = |function: &str, arguments: &[Argument<'_>]| match session.prepare(function, arguments)
+        {
             Ok(_) => panic!("{function:?} {arguments:?} was accepted"),
             Err(error) => error,
         };
-        let surplus = refused(&double, &[Argument::Text("1"), Argument::Text("2")]);
+        let surplus = refused("double", &[Argument::Text("1"), Argument::Text("2")]);
         assert!(matches!(&surplus, Error::Input { index: 1, .. }), "{surplus:?}");
         assert!(surplus.to_string().contains("one too many"), "{surplus}");
-        let tensor_for_scalar = refused(&double, &[Argument::Tensor(three.view())]);
+        let tensor_for_scalar = refused("double", &[Argument::Tensor(three.view())]);
         assert!(
             tensor_for_scalar.to_string().contains("takes an i32 here, not a tensor"),
             "{tensor_for_scalar}"
         );
         // IREE's own parser refuses `i32=21` for an `i32` parameter.
-        let typed = refused(&double, &[Argument::Text("i32=21")]);
+        let typed = refused("double", &[Argument::Text("i32=21")]);
         let Error::Argument { source, .. } = &typed else { panic!("{typed:?}") };
         assert!(source.text.contains("parsing value `i32=21` as i32"), "{source}");
-        let bare = refused(&square, &[Argument::Text("3")]);
+        let bare = refused("square", &[Argument::Text("3")]);
         assert!(bare.to_string().contains("shape and type"), "{bare}");
-        let empty = refused(&square, &[Argument::Text("  ")]);
+        let empty = refused("square", &[Argument::Text("  ")]);
         assert!(matches!(empty, Error::Input { .. }), "{empty:?}");
         for form in ["@a.bin", "+a.txt"] {
-            let error = refused(&square, &[Argument::Text(form)]);
+            let error = refused("square", &[Argument::Text(form)]);
             assert!(matches!(error, Error::Input { .. }), "{form}: {error:?}");
         }
-        let missing = refused(&square, &[Argument::Text("@/nonexistent/a.npy")]);
+        let missing = refused("square", &[Argument::Text("@/nonexistent/a.npy")]);
         assert!(matches!(missing, Error::FileRead { .. }), "{missing:?}");
         // A long input is quoted in part, by xplug and in IREE's status.
         let long_shape = format!("{}xf32=1", "9".repeat(100_000));
-        let error = refused(&square, &[Argument::Text(&long_shape)]);
+        let error = refused("square", &[Argument::Text(&long_shape)]);
         let Error::Argument { source, input, .. } = &error else { panic!("{error:?}") };
         assert!(
             source.text.contains("shape[0] invalid value") && source.text.len() < 500,
@@ -157,11 +156,11 @@ fn arguments_that_do_not_fit_the_signature_are_refused_before_the_call() {
         );
         assert!(input.ends_with("... (100006 bytes)"), "{input}");
         let long = format!("4xf32={}", "1,".repeat(10_000));
-        let error = refused(&double, &[Argument::Text(&long), Argument::Text(&long)]);
+        let error = refused("double", &[Argument::Text(&long), Argument::Text(&long)]);
         assert!(error.to_string().len() < 300, "{}", error.to_string().len());
         // Too few arguments are IREE's invocation's to refuse, after the
         // call was made ready (as `iree-run-module` prints `EXEC` first).
-        let ready = session.prepare(&double, &[]).expect("too few is left to IREE");
+        let ready = session.prepare("double", [] as [Argument<'_>; 0]).expect("too few is left to IREE");
         let error = ready.invoke().err().expect("IREE refuses the call");
         assert!(matches!(&error, Error::Call { .. }), "{error:?}");
     });

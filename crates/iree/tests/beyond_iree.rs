@@ -6,7 +6,9 @@ use std::sync::{Arc, OnceLock};
 
 use xplug_fixtures::iree_e2e::{self, MUL_CALL, MUL_UKERNEL, Prepared, TWO_IMPORTS};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceKind, Error, Module, Report, Runtime, Session, Tensor, TensorView, Value};
+use xplug_iree::{
+    Argument, Call, DeviceKind, Error, Module, Report, Runtime, Session, Tensor, TensorView, Value,
+};
 use xplug_manager::Manager;
 
 // Linked into this binary with its `static` feature: it registers through
@@ -37,7 +39,11 @@ fn module(program: iree_e2e::Program) -> Module {
 /// Runs `@mul` on 65 elements and returns the product.
 fn run_mul(session: &Session) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let (a, b) = iree_e2e::inputs(65);
-    let results = session.call("mul", &[Tensor::from_f32(&a), Tensor::from_f32(&b)]).expect("the call runs");
+    let results = session
+        .prepare("mul", &[Tensor::from_f32(&a), Tensor::from_f32(&b)])
+        .and_then(Call::invoke)
+        .and_then(|results| results.values())
+        .expect("the call runs");
     let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor result: {results:?}") };
     (a, b, product.to_f32().expect("f32"))
 }
@@ -157,7 +163,8 @@ fn a_missing_import_names_the_executable_the_import_and_the_providers_asked() {
     unsafe { manager.load_spec(&spec(iree_e2e::SUB_PLUGIN, "")) }.unwrap();
     let session = Session::new(&device, &module).unwrap();
     let (a, b) = iree_e2e::inputs(70);
-    let results = session.call("mul_then_sub", &[Tensor::from_f32(&a), Tensor::from_f32(&b)]).unwrap();
+    let call = session.prepare("mul_then_sub", &[Tensor::from_f32(&a), Tensor::from_f32(&b)]).unwrap();
+    let results = call.invoke().unwrap().values().unwrap();
     let [Value::Tensor(out)] = results.as_slice() else { panic!("one tensor result") };
     let out = out.to_f32().unwrap();
     assert!((0..70).all(|i| out[i].to_bits() == (a[i] * b[i] - b[i]).to_bits()));
@@ -186,7 +193,8 @@ fn an_unknown_function_is_refused_with_a_suggestion() {
     let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
     let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
     let session = Session::new(&device, &module(MUL_CALL)).unwrap();
-    let Err(Error::NoSuchFunction { suggestion, .. }) = session.call("mull", &[]) else {
+    let Err(Error::NoSuchFunction { suggestion, .. }) = session.prepare("mull", [] as [Argument<'_>; 0])
+    else {
         panic!("`mull` is not exported")
     };
     assert_eq!(suggestion.as_deref(), Some("mul"));
@@ -211,7 +219,8 @@ fn refuses_mismatched_lengths(session: &Session) {
     for b in [&[1.0f32, 2.0, 3.0][..], &[1.0, 2.0, 3.0, 4.0, 5.0]] {
         let (a_shape, b_shape) = ([a.len()], [b.len()]);
         let inputs = [TensorView::new(&a_shape, &a).unwrap(), TensorView::new(&b_shape, b).unwrap()];
-        let error = session.call("mul", inputs).unwrap_err();
+        let error =
+            session.prepare("mul", inputs).and_then(Call::invoke).err().expect("IREE refuses the call");
         assert!(matches!(error, Error::Call { .. }), "{error:?}");
         let report = format!("{:?}", Report::from(error));
         assert!(report.starts_with("call to `mul` failed\n  caused by: "), "{report}");
@@ -221,9 +230,9 @@ fn refuses_mismatched_lengths(session: &Session) {
         );
     }
     let b = [0.5f32; 4];
-    let results =
-        session.call("mul", [TensorView::new(&[4], &a).unwrap(), TensorView::new(&[4], &b).unwrap()]);
-    let results = results.unwrap();
+    let call =
+        session.prepare("mul", [TensorView::new(&[4], &a).unwrap(), TensorView::new(&[4], &b).unwrap()]);
+    let results = call.unwrap().invoke().unwrap().values().unwrap();
     let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
     assert_eq!(product.to_vec::<f32>().unwrap(), [0.5, 1.0, 1.5, 2.0]);
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use xplug_fixtures::iree_e2e::{self, Case};
 use xplug_fixtures::plugins::PluginProfile;
-use xplug_iree::{DeviceKind, Module, Runtime, Session, Tensor, Value};
+use xplug_iree::{Call, DeviceKind, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 
 fn manager_for(prepared: &iree_e2e::Prepared, case: &Case) -> Arc<Manager> {
@@ -58,7 +58,9 @@ fn every_case_matches_iree_run_module_bit_for_bit_on_both_devices() {
             let session = Session::new(&device, module).expect("every import resolves through xplug");
             let outputs = tensor_outputs(
                 session
-                    .call(case.program.function, &[Tensor::from_f32(&a), Tensor::from_f32(&b)])
+                    .prepare(case.program.function, &[Tensor::from_f32(&a), Tensor::from_f32(&b)])
+                    .and_then(Call::invoke)
+                    .and_then(|results| results.values())
                     .expect("the call runs"),
             );
             let same = outputs.len() == reference.len()

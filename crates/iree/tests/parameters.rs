@@ -93,7 +93,8 @@ fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
             // Only a mapped archive stays mapped while the session lives.
             let mapped = mappings_of(&fixture.dir);
             assert_eq!(!mapped.is_empty(), mode == ParameterMode::Mmap, "{archive} {mode:?}: {mapped:?}");
-            let results = session.call("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+            let call = session.prepare("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+            let results = call.invoke().unwrap().values().unwrap();
             let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
             let product = product.to_f32().unwrap();
             for i in 0..N {
@@ -272,7 +273,8 @@ fn archives_changed_under_a_session_keep_their_start_up_bytes_unless_mapped() {
     let (original, rewritten) = (archive(&fixture.weights), archive(&doubled));
     assert_eq!(original.len(), rewritten.len(), "the same layout, other values");
     let product = |session: &Session| -> Vec<u32> {
-        let results = session.call("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+        let call = session.prepare("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
+        let results = call.invoke().unwrap().values().unwrap();
         let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
         product.to_f32().unwrap().iter().map(|value| value.to_bits()).collect()
     };

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use xplug_fixtures::iree_e2e;
-use xplug_iree::{DeviceKind, Module, Runtime, Session, TensorView, Value};
+use xplug_iree::{Call, DeviceKind, Module, Runtime, Session, TensorView, Value};
 use xplug_manager::Manager;
 
 /// Elements per call: 64 workgroups, so 64 import calls per `@mul`.
@@ -71,10 +71,12 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     let b: Vec<f32> = (0..ELEMENTS).map(|i| (i % 13 + 1) as f32).collect();
     let call = || {
         let results = session
-            .call(
+            .prepare(
                 "mul",
                 [TensorView::new(&[ELEMENTS], &a).unwrap(), TensorView::new(&[ELEMENTS], &b).unwrap()],
             )
+            .and_then(Call::invoke)
+            .and_then(|results| results.values())
             .unwrap();
         let Value::Tensor(out) = &results[0] else { panic!("@mul returns a tensor") };
         factors(&a, &b, &out.to_vec::<f32>().unwrap())
@@ -165,10 +167,12 @@ fn a_swap_reaches_the_rest_of_a_running_call() {
     let b: Vec<f32> = (0..ELEMENTS).map(|i| (i % 13 + 1) as f32).collect();
     let call = |session: &Session| {
         let results = session
-            .call(
+            .prepare(
                 "mul",
                 [TensorView::new(&[ELEMENTS], &a).unwrap(), TensorView::new(&[ELEMENTS], &b).unwrap()],
             )
+            .and_then(Call::invoke)
+            .and_then(|results| results.values())
             .unwrap();
         let Value::Tensor(out) = &results[0] else { panic!("@mul returns a tensor") };
         factors(&a, &b, &out.to_vec::<f32>().unwrap())

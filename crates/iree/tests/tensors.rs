@@ -9,8 +9,8 @@ use xplug_fixtures::iree_e2e;
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::half::{bf16, f16};
 use xplug_iree::{
-    Argument, DeviceKind, Element, ElementType, Error, Module, Report, Runtime, Session, Tensor, TensorView,
-    Value,
+    Argument, Call, DeviceKind, Element, ElementType, Error, Module, Report, Runtime, Session, Tensor,
+    TensorView, Value,
 };
 use xplug_manager::Manager;
 
@@ -87,7 +87,7 @@ fn slices_of_every_element_type_go_in_as_views_and_come_out_typed() {
             // are the slice itself.
             assert_eq!(views[6].data().as_ptr(), f32s.as_ptr().cast());
             let arguments: Vec<Argument<'_>> = views.iter().copied().map(Argument::from).collect();
-            let results = session.invoke("types", &arguments).unwrap();
+            let results = session.prepare("types", &arguments).unwrap().invoke().unwrap();
             assert_eq!(results.len(), 14);
             let plus_one =
                 |values: &[i64]| values.iter().map(|value| value.wrapping_add(1)).collect::<Vec<_>>();
@@ -115,7 +115,7 @@ fn slices_of_every_element_type_go_in_as_views_and_come_out_typed() {
             assert_eq!(format!("{mapped:?}"), "MappedTensor(f32 [3]: [0.5, -15.0, 2e30])");
             // A mapped result feeds the next call without a copy here.
             let again = session
-                .invoke(
+                .prepare(
                     "types",
                     &[
                         views[0],
@@ -132,9 +132,9 @@ fn slices_of_every_element_type_go_in_as_views_and_come_out_typed() {
                         views[11],
                         views[12],
                         views[13],
-                    ]
-                    .map(Argument::from),
+                    ],
                 )
+                .and_then(Call::invoke)
                 .unwrap();
             assert_eq!(read::<f32>(&again, 6), f32s.map(|v| 4.0 * v));
         });
@@ -146,7 +146,8 @@ fn owned_tensors_still_call_and_errors_show_their_cause() {
     with_session(DeviceKind::LocalSync, |session| {
         // Too few arguments: IREE refuses the call; the report shows why.
         let ones = Tensor::from_slice(&[3], &[1i8, 1, 1]).unwrap();
-        let error = session.call("types", [&ones]).unwrap_err();
+        let error =
+            session.prepare("types", [&ones]).and_then(Call::invoke).err().expect("IREE refuses the call");
         assert!(matches!(error, Error::Call { .. }), "{error:?}");
         let report = Report::from(error);
         let text = format!("{report:?}");

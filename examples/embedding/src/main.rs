@@ -45,8 +45,8 @@ fn main() -> Result<(), Report> {
         // the manager.
         let session = Session::new(&device, &module)?;
         // Views borrow `a` and `b`: no copy on the Rust side.
-        let results = session
-            .invoke("scaled_add", &[TensorView::new(&[N], &a)?.into(), TensorView::new(&[N], &b)?.into()])?;
+        let call = session.prepare("scaled_add", [TensorView::new(&[N], &a)?, TensorView::new(&[N], &b)?])?;
+        let results = call.invoke()?;
         // Read in place: IREE's local devices keep results in host memory.
         let sum = results.tensor(0)?;
         let sum = sum.as_slice::<f32>()?;
@@ -78,7 +78,8 @@ fn main() -> Result<(), Report> {
     let device = runtime.device(DeviceKind::LocalSync, Arc::clone(&manager))?;
     let session = Session::new(&device, &module)?;
     let short = TensorView::new(&[N - 1], &b[..N - 1])?;
-    if let Err(error) = session.invoke("scaled_add", &[TensorView::new(&[N], &a)?.into(), short.into()]) {
+    let call = session.prepare("scaled_add", [TensorView::new(&[N], &a)?, short])?;
+    if let Err(error) = call.invoke() {
         println!("refused as expected, b shorter than a:\n{}", Report::from(error));
     }
     Ok(())

@@ -23,12 +23,61 @@ use xplug_manager::spec::PluginSpec;
 use xplug_providers::{LoadParamList, checks};
 
 use self::bodies::{Outcome, Subject};
-pub(crate) use self::catalogue::CHECKS;
-use self::catalogue::{CheckResult, select, skipped_after};
+use self::catalogue::{CHECKS, CheckResult, select, skipped_after};
 use crate::error::{CliError, fault_json, report_error};
+use crate::globals::GlobalArgs;
 use crate::isolate::Isolation;
 use crate::output::{Style, Table, print_json, safe};
 use crate::trust;
+
+/// Run the v0 conformance checks against a plugin library.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The plugin library, as a spec (`path[?key=value&...]`: the load
+    /// parameters every check loads it with).
+    #[arg(required_unless_present = "list_checks", value_name = "PLUGIN")]
+    plugin: Option<String>,
+    /// Also resolve these names in the export checks (for plugins
+    /// without `xplug_plugin_exports`).
+    #[arg(long = "symbol", value_name = "NAME")]
+    symbols: Vec<String>,
+    /// List the checks and exit.
+    #[arg(long)]
+    list_checks: bool,
+    /// Run only this check (used to run checks in child processes).
+    #[arg(long, value_name = "NAME", hide = true)]
+    single_check: Option<String>,
+}
+
+impl CheckArgs {
+    /// Lists the checks (`--list-checks`) or runs them; returns the exit
+    /// code.
+    pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        if self.list_checks {
+            list_checks(globals.json);
+            return Ok(0);
+        }
+        let Some(plugin) = &self.plugin else {
+            return Err(CliError::Usage { message: "give the plugin library to check".to_owned() });
+        };
+        run(plugin, &self.symbols, self.single_check.as_deref(), globals.json, globals.isolation())
+    }
+}
+
+/// `--list-checks`: each check's name and what it verifies.
+fn list_checks(json: bool) {
+    if json {
+        print_json(&json!({
+            "checks": CHECKS.iter().map(|c| json!({"name": c.name, "description": c.description})).collect::<Vec<_>>(),
+        }));
+    } else {
+        let mut table = Table::new(["check", "verifies"]);
+        for check in CHECKS {
+            table.row([check.name, check.description]);
+        }
+        print!("{}", table.render(Style::stdout()));
+    }
+}
 
 /// Runs the named checks (all when `only` is None) against the plugin
 /// `spec` names, opened by the loader that claims it and loaded with the
@@ -111,7 +160,7 @@ fn refuse_undeclared_params(
 
 /// Runs the command on the plugin `spec` (`path[?key=value&...]`); returns
 /// the exit code.
-pub(crate) fn run(
+fn run(
     spec: &str,
     symbols: &[String],
     only: Option<&str>,
