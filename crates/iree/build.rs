@@ -173,9 +173,9 @@ const HOST_TOOLS: [&str; 2] = ["iree-flatcc-cli", "iree-c-embed-data"];
 /// The host tools ([`HOST_TOOLS`]) are built here, before the cross build,
 /// in a CMake tree of IREE's own project configured with the host's
 /// compilers (`cc`'s choice for `HOST`: `CC_<host>`, `HOST_CC`, ...),
-/// keyed by its arguments under the cross profile's
-/// `xplug-iree-runtime/host-tools/`; its `tools/` directory is the one
-/// named.
+/// keyed by its arguments ([`xplug_iree_build::host_tools_tree`]:
+/// `xplug-iree-runtime/host-tools/<hash>` of the cross profile); its
+/// `tools/` directory is the one named.
 fn cross_arguments(
     cmake: &std::path::Path,
     ninja: Option<&std::path::Path>,
@@ -204,8 +204,7 @@ fn cross_arguments(
         arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
     }
     let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
-    let trees = profile_dir.join(xplug_iree_build::RUNTIME_TREES_DIR).join("host-tools");
-    let build_dir = xplug_iree_build::runtime_tree(&trees, &wanted);
+    let build_dir = xplug_iree_build::host_tools_tree(profile_dir, &wanted);
     let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
     let stamp = build_dir.join("xplug-configure-arguments.txt");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
