@@ -96,18 +96,10 @@ fn main() {
         manifest_dir.join("glue").display().to_string(),
         format!("-DXPLUG_IREE_ROOT={}", iree_root.display()),
     ];
-    match &ninja {
-        Some(ninja) => arguments.extend([
-            "-G".into(),
-            "Ninja".into(),
-            format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display()),
-        ]),
-        None => arguments.extend(["-G".into(), "Unix Makefiles".into()]),
-    }
+    arguments.extend(generator_arguments(ninja.as_deref()));
     arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
     let (compiler_arguments, lto) = compiler_arguments();
     arguments.extend(compiler_arguments);
-    let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
 
     // The build tree is keyed by CMake and its arguments, beside the
     // profile's build/ directory rather than in OUT_DIR: Cargo gives this
@@ -116,6 +108,12 @@ fn main() {
     // would otherwise build IREE's runtime anew. Builds sharing the tree
     // take turns (a file lock).
     let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR = <profile>/build/<unit>/out");
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    let host = std::env::var("HOST").expect("cargo sets HOST");
+    if target != host {
+        arguments.extend(cross_arguments(&cmake, ninja.as_deref(), &iree_root, profile_dir, &host));
+    }
+    let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
     let build_dir = xplug_iree_build::runtime_tree(profile_dir, &wanted);
     let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
 
@@ -162,6 +160,100 @@ fn main() {
     println!("cargo::rustc-link-lib=static=flatcc_parsing");
     // IREE's result comparison is C++ (no exceptions or RTTI).
     println!("cargo::rustc-link-lib=stdc++");
+}
+
+/// CMake's generator: Ninja when there is one, else Makefiles.
+fn generator_arguments(ninja: Option<&std::path::Path>) -> Vec<String> {
+    match ninja {
+        Some(ninja) => {
+            vec!["-G".into(), "Ninja".into(), format!("-DCMAKE_MAKE_PROGRAM={}", ninja.display())]
+        }
+        None => vec!["-G".into(), "Unix Makefiles".into()],
+    }
+}
+
+/// IREE's generator tools a build of its runtime runs (FlatCC's schema
+/// compiler, the data embedder): for a cross build, built for the host
+/// first ([`cross_arguments`]).
+const HOST_TOOLS: [&str; 2] = ["iree-flatcc-cli", "iree-c-embed-data"];
+
+/// The CMake arguments of a cross build (`TARGET` is not `HOST`): the
+/// target's system and processor, so that CMake knows it cross-compiles and
+/// IREE picks the target's architecture (`IREE_ARCH`), and
+/// `IREE_HOST_BIN_DIR`, IREE's own support for running host-built tools in
+/// a cross build (its `flatbuffer_c_library` and `iree_c_embed_data` rules
+/// then run `${IREE_HOST_BIN_DIR}/<tool>` instead of the target's build of
+/// the tool, which the host cannot execute).
+///
+/// The host tools ([`HOST_TOOLS`]) are built here, before the cross build,
+/// in a CMake tree of IREE's own project configured with the host's
+/// compilers (`cc`'s choice for `HOST`: `CC_<host>`, `HOST_CC`, ...),
+/// keyed by its arguments ([`xplug_iree_build::host_tools_tree`]:
+/// `xplug-iree-runtime/host-tools/<hash>` of the cross profile); its
+/// `tools/` directory is the one named.
+fn cross_arguments(
+    cmake: &std::path::Path,
+    ninja: Option<&std::path::Path>,
+    iree_root: &std::path::Path,
+    profile_dir: &std::path::Path,
+    host: &str,
+) -> Vec<String> {
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
+    let mut arguments = vec!["-S".to_owned(), iree_root.display().to_string()];
+    arguments.extend(generator_arguments(ninja));
+    arguments.extend(IREE_OPTIONS.iter().map(|(name, value)| format!("-D{name}={value}")));
+    arguments.push("-DCMAKE_BUILD_TYPE=Release".to_owned());
+    for (language, cpp) in [("C", false), ("CXX", true)] {
+        let compiler = cc::Build::new()
+            .cpp(cpp)
+            .target(host)
+            .host(host)
+            .opt_level(2)
+            .debug(false)
+            .warnings(false)
+            .inherit_rustflags(false)
+            .get_compiler();
+        let flags: Vec<String> =
+            compiler.args().iter().map(|flag| flag.to_string_lossy().into_owned()).collect();
+        arguments.push(format!("-DCMAKE_{language}_COMPILER={}", compiler.path().display()));
+        arguments.push(format!("-DCMAKE_{language}_FLAGS={}", flags.join(" ")));
+    }
+    let wanted = format!("{}\n{}", cmake.display(), arguments.join("\n"));
+    let build_dir = xplug_iree_build::host_tools_tree(profile_dir, &wanted);
+    let _lock = FileLock::exclusive(&build_dir.with_extension("lock"));
+    let stamp = build_dir.join("xplug-configure-arguments.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        if build_dir.exists() {
+            std::fs::remove_dir_all(&build_dir)
+                .unwrap_or_else(|error| panic!("cannot remove {}: {error}", build_dir.display()));
+        }
+        run(
+            Command::new(cmake).args(&arguments).arg("-B").arg(&build_dir),
+            "configure IREE's host tools for the cross build",
+        );
+        std::fs::write(&stamp, &wanted)
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", stamp.display()));
+    }
+    let mut build = Command::new(cmake);
+    build.arg("--build").arg(&build_dir).arg("--target").args(HOST_TOOLS);
+    if let Ok(jobs) = std::env::var("NUM_JOBS") {
+        build.args(["--parallel", &jobs]);
+    }
+    run(&mut build, "build IREE's host tools for the cross build");
+    let bin_dir = build_dir.join("tools");
+    for tool in HOST_TOOLS {
+        assert!(
+            bin_dir.join(tool).is_file(),
+            "IREE's host build made no {} (looked in {})",
+            tool,
+            bin_dir.display()
+        );
+    }
+    vec![
+        "-DCMAKE_SYSTEM_NAME=Linux".to_owned(),
+        format!("-DCMAKE_SYSTEM_PROCESSOR={arch}"),
+        format!("-DIREE_HOST_BIN_DIR={}", bin_dir.display()),
+    ]
 }
 
 /// The partial link that turns an archive of GCC LTO objects into one

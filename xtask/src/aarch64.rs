@@ -21,13 +21,15 @@
 //!    directory; the tests that cannot run there are skipped by name
 //!    ([`SKIPPED`]) and listed with the reason, and the counts are printed.
 //!
-//! The tests' own builds (the example `.sos` files through `xplug-build`,
-//! C plugins) run the host's tools from the emulated process: the kernel
-//! runs those x86_64 programs natively. `CC` is set to
-//! `aarch64-linux-gnu-gcc` for them and `CC_x86_64_unknown_linux_gnu` to
-//! the host's compiler, so a C plugin built for the test process is an
-//! aarch64 one and the `.sos` records get their own compilers. Doctests are
-//! not cross-run (rustdoc builds them for the host).
+//! The tests' own builds (the example plugins, the `.sos` files through
+//! `xplug-build`, C plugins) run the host's tools from the emulated
+//! process: the kernel runs those x86_64 programs natively. `xplug-fixtures`
+//! knows it was built for aarch64 on an x86_64 host (`TARGET`, `HOST`), so
+//! it builds the plugins for aarch64 (C with `aarch64-linux-gnu-gcc`, Rust
+//! with Debian's rustc and `--target`) and keeps everything it builds in
+//! `target/aarch64-unknown-linux-gnu/` (`plugins/debug`, `plugin-build`,
+//! `sos`, `sos-build`): the host's `target/plugins/` is never replaced.
+//! Doctests are not cross-run (rustdoc builds them for the host).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -81,7 +83,7 @@ const DLOPEN: &str = "loads system-library (.so) plugins with dlopen, which a st
 
 /// Tests that do not run under qemu: (package, test target, test name or
 /// `*` for the whole target, reason).
-pub const SKIPPED: [(&str, &str, &str, &str); 22] = [
+pub const SKIPPED: [(&str, &str, &str, &str); 23] = [
     ("xplug-providers", "dynamic_plugins", "*", DLOPEN),
     ("xplug-providers", "fault_matrix", "*", DLOPEN),
     ("xplug-providers", "load_cycles", "*", DLOPEN),
@@ -93,8 +95,14 @@ pub const SKIPPED: [(&str, &str, &str, &str); 22] = [
         "xplug-manager",
         "pinned",
         "a_pinned_load_after_other_plugins_were_loaded_and_dropped_gets_its_own_code",
-        "loads the Rust example plugin sample_system as a .so, which this step does not build for aarch64 \
-         (the example plugins' directory keeps the host's); x86_64 runs it",
+        DLOPEN,
+    ),
+    (
+        "xplug-tests",
+        "cross_plugins",
+        "*",
+        "builds the example plugins for aarch64 and checks the host's (x86_64) ones: a host test, which \
+         x86_64 runs",
     ),
     ("xplug-tests", "manager_plugins", "*", DLOPEN),
     ("xplug-tests", "manager_env", "*", DLOPEN),
@@ -443,12 +451,9 @@ fn run_binary(binary: &TestBinary, skips: &[&str]) -> Result<BinaryRun, Aarch64E
             command.args(["--skip", skip]);
         }
     }
-    let host_cc = xplug_fixtures::c_compiler();
     command
         .current_dir(&binary.manifest_dir)
         .env("CARGO_MANIFEST_DIR", &binary.manifest_dir)
-        .env("CC", "aarch64-linux-gnu-gcc")
-        .env("CC_x86_64_unknown_linux_gnu", host_cc)
         .env_remove("RUSTC")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
@@ -576,21 +581,6 @@ pub struct RunParity {
     pub aarch64: String,
 }
 
-/// IREE's host tool the cross build runs (`iree-flatcc-cli`): the newest
-/// the host build of IREE's runtime made in its CMake trees, which
-/// `crates/iree/build.rs` keeps under `target/debug/xplug-iree-runtime/`.
-fn host_iree_tools(root: &Path) -> Option<PathBuf> {
-    let trees = root.join("target").join("debug").join("xplug-iree-runtime");
-    std::fs::read_dir(trees)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path().join("iree/tools"))
-        .filter(|tools| tools.join("iree-flatcc-cli").is_file())
-        .max_by_key(|tools| {
-            std::fs::metadata(tools.join("iree-flatcc-cli")).and_then(|meta| meta.modified()).ok()
-        })
-}
-
 /// `cargo xtask test-aarch64 --xplug-run`: cross-builds `xplug` (with
 /// IREE's runtime) for aarch64, then runs [`RUN_CASES`] with the native
 /// `xplug` on the x86_64-compiled module and with the aarch64 `xplug` under
@@ -598,8 +588,7 @@ fn host_iree_tools(root: &Path) -> Option<PathBuf> {
 /// returns both outputs per case.
 ///
 /// # Errors
-/// Missing packages (not root), no host build of IREE's runtime (its
-/// `iree-flatcc-cli`), a failing build, compile or run.
+/// Missing packages (not root), a failing build, compile or run.
 pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
     ensure_packages(&PACKAGES)?;
     ensure_packages(&IREE_PACKAGES)?;
@@ -607,20 +596,8 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
     host.current_dir(root).args(["build", "--locked", "-p", "xplug-cli"]);
     eprintln!("$ {host:?}");
     run(host)?;
-    let tools = host_iree_tools(root).ok_or(Aarch64Error::Prepare {
-        step: "find IREE's host tools",
-        detail:
-            "no host build of IREE's runtime under target/debug/xplug-iree-runtime (its iree-flatcc-cli runs in \
-                 the cross build): build xplug-cli for the host first"
-                .to_owned(),
-    })?;
-    let path = std::env::join_paths(
-        std::iter::once(tools).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap_or_default();
     let mut cross = debian_cargo(root);
     cross
-        .env("PATH", path)
         .args(["build", "--locked", "-p", "xplug-cli", "--target", TARGET, "--target-dir"])
         .arg(root.join("target").join("aarch64"));
     eprintln!("$ {cross:?}");

@@ -106,8 +106,14 @@ pub fn run(root: &Path, options: &Options) -> Result<Vec<Row>, E2eError> {
     let work = xplug_fixtures::target_dir(root).join("linked-bench");
     std::fs::create_dir_all(&work).map_err(io(format!("cannot create {}", work.display())))?;
     eprintln!("building {KERNEL_CRATE} as a release plugin, object and bitcode");
-    let plugin_dir = plugins::cargo_build_libraries(root, &[KERNEL_CRATE], &[], PluginProfile::Release)
-        .map_err(|source| E2eError::Build { source })?;
+    let plugin_dir = plugins::cargo_build_libraries(
+        root,
+        &[KERNEL_CRATE],
+        &[],
+        PluginProfile::Release,
+        xplug_fixtures::TARGET,
+    )
+    .map_err(|source| E2eError::Build { source })?;
     let library = plugin_dir.join(plugins::library_file_name(KERNEL_CRATE));
     let objects = work.join("objects");
     let report =

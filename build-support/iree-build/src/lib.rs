@@ -11,7 +11,8 @@
 //!   directory), and the pinned libclang wheel for `cargo xtask
 //!   iree-bindings` (building needs no libclang: the bindings are
 //!   committed).
-//! * [`runtime_tree`] names the build tree of IREE's runtime, and
+//! * [`runtime_tree`] names the build tree of IREE's runtime
+//!   ([`host_tools_tree`] that of its host tools for a cross build), and
 //!   [`record_linked_tree`] / [`linked_runtime_tree`] record and find the
 //!   one a profile's build linked.
 //!
@@ -30,5 +31,7 @@ mod runtime_tree;
 mod sources;
 pub mod tools;
 
-pub use runtime_tree::{RUNTIME_TREES_DIR, linked_runtime_tree, record_linked_tree, runtime_tree};
+pub use runtime_tree::{
+    RUNTIME_TREES_DIR, host_tools_tree, linked_runtime_tree, record_linked_tree, runtime_tree,
+};
 pub use sources::{EERIE_SYS, EERIE_SYS_VERSION, RUNTIME_SRC_VAR, iree_root_dir, runtime_src_dir};

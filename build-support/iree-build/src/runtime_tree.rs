@@ -30,6 +30,26 @@ pub fn runtime_tree(profile_dir: &Path, configuration: &str) -> PathBuf {
     profile_dir.join(RUNTIME_TREES_DIR).join(format!("{:016x}", fnv1a(configuration.as_bytes())))
 }
 
+/// The build tree of IREE's host tools for a cross build (the generator
+/// tools the runtime's build runs, built for the host with one
+/// configuration, CMake and its arguments as one string):
+/// `<profile_dir>/xplug-iree-runtime/host-tools/<hash>`, hashed as
+/// [`runtime_tree`] hashes.
+///
+/// ```
+/// use std::path::Path;
+///
+/// let tree = xplug_iree_build::host_tools_tree(Path::new("target/debug"), "cmake\n-S iree");
+/// assert_eq!(tree.parent(), Some(Path::new("target/debug/xplug-iree-runtime/host-tools")));
+/// ```
+#[must_use]
+pub fn host_tools_tree(profile_dir: &Path, configuration: &str) -> PathBuf {
+    profile_dir
+        .join(RUNTIME_TREES_DIR)
+        .join("host-tools")
+        .join(format!("{:016x}", fnv1a(configuration.as_bytes())))
+}
+
 /// Records `tree` (from [`runtime_tree`]) as the one the profile's build
 /// links; `xplug-iree`'s build script calls it once the tree is built.
 ///
