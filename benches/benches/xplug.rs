@@ -296,7 +296,7 @@ fn import_call(c: &mut Criterion) {
 /// (what `xplug run --profile` installs in every slot) vs the same plain
 /// function-pointer call as row (3): the cost of profiling per call.
 fn profiled_call(c: &mut Criterion) {
-    use xplug_manager::profile::{ImportProfiler, ProfileOptions};
+    use xplug_profile::{ImportProfiler, ProfileOptions};
     // The default options, as `xplug run --profile` uses them: the first
     // 1 000 calls are also kept as slices, every later one only counted.
     let profiler = ImportProfiler::new(ProfileOptions::default());

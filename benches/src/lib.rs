@@ -584,7 +584,7 @@ pub fn swap_managers(path: &Path) -> (Arc<Manager>, Arc<Manager>) {
 /// # Panics
 /// When the profiler does not wrap the import.
 pub fn profiled_add(function: xplug_abi::ImportFn, body: impl FnOnce(xplug_abi::ImportFn, *mut c_void)) {
-    use xplug_manager::profile::{ImportProfiler, ProfileOptions};
+    use xplug_profile::{ImportProfiler, ProfileOptions};
     let profiler = ImportProfiler::new(ProfileOptions::default());
     let names = [SymbolName::new(c"add")];
     let (mut fns, mut contexts) = ([function as *mut c_void], [std::ptr::null_mut()]);

@@ -91,9 +91,9 @@ pub use session::{
     SessionBuilder, Tolerance,
 };
 pub use tensor::{DEBUG_VALUES, Element, ElementType, Tensor, TensorView, Value};
-pub use xplug_manager::profile::{
+pub use xplug_manager::{CImportProvider, CResolveFn};
+pub use xplug_manager::{ErrorChain, Manager, Report};
+pub use xplug_profile::{
     CallSlice, HistogramBucket, ImportCallStats, ImportProfile, LatencyHistogram, ProfileOptions,
     ProfiledThread,
 };
-pub use xplug_manager::{CImportProvider, CResolveFn};
-pub use xplug_manager::{ErrorChain, Manager, Report};

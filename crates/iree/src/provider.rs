@@ -24,10 +24,10 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use xplug_manager::profile::{ImportProfile, ImportProfiler, ProfileOptions};
 use xplug_manager::providers::ResolveRequest;
 use xplug_manager::providers::abi::{Resolution, Status, StatusCode};
 use xplug_manager::{CImportProvider, CResolver, Manager, ResolveTrace, SlotSource};
+use xplug_profile::{ImportProfile, ImportProfiler, ProfileOptions};
 
 use crate::sys;
 

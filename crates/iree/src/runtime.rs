@@ -4,8 +4,8 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use xplug_manager::profile::{ImportProfile, ProfileOptions};
 use xplug_manager::{CImportProvider, Manager};
+use xplug_profile::{ImportProfile, ProfileOptions};
 
 use crate::Error;
 use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider};

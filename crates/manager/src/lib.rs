@@ -128,7 +128,6 @@ mod error;
 mod imports;
 mod loading;
 mod manager;
-pub mod profile;
 mod registry;
 pub mod spec;
 pub mod suggest;
