@@ -53,7 +53,7 @@ fn main() -> Result<(), Report> {
             let rebuilt = xplug_fixtures::build_swap_plugin(work.path(), "kernel", round + 1, &[]);
             assert_eq!(rebuilt, kernel, "rebuilt in place");
             // SAFETY: as above.
-            let swapped = unsafe { manager.replace(&handle, &spec) }?;
+            let swapped = unsafe { handle.replace(&spec) }?;
             println!("  swapped in the rebuilt kernel (swap {}), old build unloaded", swapped.swaps);
         }
     }

@@ -78,22 +78,22 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     assert!(call().iter().all(|&factor| factor == 2.0), "the first build serves before any swap");
     // One swap and back: the loaded executables call each build in turn.
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &specs[1]) }.unwrap();
+    unsafe { handle.replace(&specs[1]) }.unwrap();
     assert!(
         call().iter().all(|&factor| factor == 3.0),
         "the executables call the new build without a reload"
     );
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &specs[0]) }.unwrap();
+    unsafe { handle.replace(&specs[0]) }.unwrap();
     assert!(call().iter().all(|&factor| factor == 2.0));
 
     let done = Arc::new(AtomicBool::new(false));
     let swapper = {
-        let (manager, done) = (Arc::clone(&manager), Arc::clone(&done));
+        let (handle, done) = (handle.clone(), Arc::clone(&done));
         std::thread::spawn(move || {
             for swap in 1..=1000usize {
                 // SAFETY: as above.
-                let swapped = unsafe { manager.replace(&handle, &specs[swap % 2]) }.unwrap();
+                let swapped = unsafe { handle.replace(&specs[swap % 2]) }.unwrap();
                 assert_eq!(swapped.rebound, 1, "one import slot: simple_mul_workgroup");
             }
             done.store(true, Ordering::SeqCst);

@@ -106,7 +106,7 @@
 //! # Live swap
 //!
 //! A plugin loaded with [`Manager::load_swappable`] (or `?swappable` in its
-//! spec) can be replaced by a new build with [`Manager::replace`] while
+//! spec) can be replaced by a new build with [`SwapHandle::replace`] while
 //! executables run: they call the new code from their next call, calls in
 //! flight finish on the old code, and the old version is unloaded once no
 //! call can be inside it (`docs/swap.md`).
@@ -139,7 +139,7 @@ pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
 pub use loading::Registered;
 pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
-pub use swap::{Swapped, swap_calls_are_fence_free};
+pub use swap::{SwapHandle, Swapped, swap_calls_are_fence_free};
 pub use typed::TypedImport;
 pub use xplug_providers::abi::AnyBitPattern;
 pub use xplug_providers::{ErrorChain, Report};

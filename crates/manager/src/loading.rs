@@ -7,6 +7,7 @@ use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, static_plugins};
 
 use crate::registry::Held;
 use crate::spec::{self, PluginSpec};
+use crate::swap::SwapHandle;
 use crate::{Error, Manager};
 
 /// What a registration added to a [`Manager`]: where the provider sits in
@@ -18,11 +19,26 @@ use crate::{Error, Manager};
 pub struct Registered {
     index: usize,
     name: Arc<str>,
+    /// The swap handle of a plugin loaded from a `?swappable` spec.
+    swap: Option<SwapHandle>,
 }
 
 impl Registered {
     pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
-        Self { index, name }
+        Self { index, name, swap: None }
+    }
+
+    /// This registration, carrying the swap handle of its plugin.
+    pub(crate) fn with_swap_handle(mut self, handle: SwapHandle) -> Self {
+        self.swap = Some(handle);
+        self
+    }
+
+    /// The handle that replaces this plugin, when it was loaded from a
+    /// `?swappable` spec ([`Manager::load_swappable`] returns it directly).
+    #[must_use]
+    pub fn swap_handle(&self) -> Option<&SwapHandle> {
+        self.swap.as_ref()
     }
 
     /// The registration index: 0 for the oldest provider; resolution asks
@@ -133,7 +149,7 @@ impl Manager {
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
         if spec.is_swappable() {
             // SAFETY: forwarded to the caller.
-            return unsafe { self.load_parsed_swappable(spec) };
+            return unsafe { self.load_parsed_swappable(spec) }.map(|(registered, _)| registered);
         }
         // SAFETY: forwarded to the caller.
         let plugin = unsafe { spec.load_allowed(self.allow_list.as_deref()) }?;

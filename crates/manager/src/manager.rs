@@ -80,7 +80,7 @@ use crate::suggest;
 /// |---|---|---|
 /// | making one | [`Manager::new`], [`Manager::with_capacity`], [`Manager::capacity`] | `manager.rs` |
 /// | registering providers | [`Manager::register_provider`], [`Manager::register_plugin`], [`Manager::providers`], [`Manager::len`], [`Manager::is_empty`] | `manager.rs`, `loading.rs` |
-/// | live swap | [`Manager::load_swappable`], [`Manager::replace`], [`Manager::current_spec`] | `swap.rs` |
+/// | live swap | [`Manager::load_swappable`], then [`SwapHandle::replace`](crate::SwapHandle::replace) | `swap.rs` |
 /// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::with_static_plugins`], [`Manager::loaders`], [`Manager::with_loader`], [`Manager::parse_spec`], [`Manager::allow_only`] | `loading.rs` |
 /// | resolving | [`Manager::resolve`], [`Manager::resolve_traced`], [`Manager::resolve_imports`] (then [`ResolvedImports::typed`](crate::ResolvedImports::typed)) | `manager.rs`, `imports.rs`, `typed.rs` |
 /// | C hosts | [`Manager::as_c_provider`] | `c_provider.rs` |
@@ -562,8 +562,6 @@ fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), Box<xpl
     let answer = match &entry.provider {
         Held::Plugin(plugin) => plugin.supply(request),
         Held::Shared(provider) => supply_shared(provider.as_ref(), request),
-        // Live swap's install point: trampolines through the plugin's slots.
-        Held::Swappable(cell) => crate::swap::supply_swappable(cell, request),
     };
     answer.map_err(Box::new)
 }

@@ -311,7 +311,7 @@ fn swap_through(
     assert_eq!(scale(&imports, 7), 7 * builds[0].0);
     for (factor, path) in builds[1..].iter().chain(&builds[..1]) {
         // SAFETY: as above.
-        let swapped = unsafe { manager.replace(&handle, &spec(path)) }.unwrap();
+        let swapped = unsafe { handle.replace(&spec(path)) }.unwrap();
         assert_eq!(scale(&imports, 7), 7 * factor, "after the swap to {} ({swapped:?})", path.display());
     }
 }
