@@ -3,14 +3,17 @@
 # (13), counted by callgrind: each case's loop run N and 0 times, the
 # difference divided by N (the set-up cancels out). Build first:
 #   cargo build --release -p xplug-benches --example instr_loop --example resolve_loop
-# Prints one `row case instructions` line per case.
-set -eu
+# Prints one `row case instructions` line per case. Row (13) counts only
+# inside the profile's wrapper (`--toggle-collect`, the callee included):
+# the profiler's clock calibration at set-up varies from run to run, which
+# the whole-program difference would pick up.
+set -euf
 n=${N:-10000}
 examples=${EXAMPLES:-target/release/examples}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-count() { # binary args... -> total instructions
-    valgrind --tool=callgrind --callgrind-out-file="$out/cg" "$@" >/dev/null 2>"$out/log" || {
+count() { # binary args... -> total instructions (inside $COLLECT when set)
+    valgrind --tool=callgrind ${COLLECT:+--toggle-collect="$COLLECT"} --callgrind-out-file="$out/cg" "$@" >/dev/null 2>"$out/log" || {
         cat "$out/log" >&2
         exit 1
     }
@@ -32,4 +35,4 @@ for side in xplug fresh; do
     for case in c_plugin sdk_1 sdk_4; do per 8 "$side/$case" "$examples/resolve_loop" "$side" "$case"; done
 done
 for case in plain_scale swap_scale; do per 12 "$case" "$examples/instr_loop" "$case"; done
-per 13 profiled_call "$examples/instr_loop" profiled_call
+COLLECT='*profiled_call*' per 13 profiled_call "$examples/instr_loop" profiled_call
