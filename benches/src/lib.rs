@@ -8,7 +8,6 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
@@ -459,7 +458,7 @@ pub struct LoaderFixture {
     /// IREE's manager holding the plugin (the anchor).
     pub iree: IreeManager,
     /// xplug's manager holding the plugin.
-    pub manager: Arc<Manager>,
+    pub manager: Manager,
     /// The provider `xplug-iree` installs in IREE's loaders, over `manager`
     /// (boxed: its `{self, resolve}` pair points at it).
     pub provider: Box<xplug_iree::IreeImportProvider>,
@@ -479,7 +478,7 @@ impl LoaderFixture {
         // IREE's manager loads the plugin first, then xplug's.
         let iree = iree_manager(&path);
         let manager = xplug_manager(&path);
-        let provider = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
+        let provider = Box::new(xplug_iree::IreeImportProvider::new(manager.clone()));
         let names: Vec<CString> =
             case.names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
         let pointers = names.iter().map(|name| name.as_ptr()).collect();
@@ -535,9 +534,9 @@ pub fn iree_manager(plugin: &Path) -> IreeManager {
 /// # Panics
 /// When the plugin does not load.
 #[must_use]
-pub fn xplug_manager(plugin: &Path) -> Arc<Manager> {
+pub fn xplug_manager(plugin: &Path) -> Manager {
     // SAFETY: as in `iree_manager`.
-    Arc::new(unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin"))
+    unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin")
 }
 
 /// xplug's manager holding the plugins of `specs`, loaded in order (the
@@ -546,9 +545,9 @@ pub fn xplug_manager(plugin: &Path) -> Arc<Manager> {
 /// # Panics
 /// When a plugin does not load.
 #[must_use]
-pub fn xplug_manager_of(specs: &[String]) -> Arc<Manager> {
+pub fn xplug_manager_of(specs: &[String]) -> Manager {
     // SAFETY: the benchmarks load only this workspace's plugins.
-    Arc::new(unsafe { Manager::from_specs(specs) }.expect("xplug loads the plugins"))
+    unsafe { Manager::from_specs(specs) }.expect("xplug loads the plugins")
 }
 
 /// `names` resolved through `manager` into a table.
@@ -556,7 +555,7 @@ pub fn xplug_manager_of(specs: &[String]) -> Arc<Manager> {
 /// # Panics
 /// When the manager cannot resolve them.
 #[must_use]
-pub fn resolve_imports(manager: &Arc<Manager>, names: &[&str]) -> xplug_manager::ResolvedImports {
+pub fn resolve_imports(manager: &Manager, names: &[&str]) -> xplug_manager::ResolvedImports {
     manager.resolve_imports(names.iter().copied()).expect("resolves")
 }
 
@@ -566,9 +565,9 @@ pub fn resolve_imports(manager: &Arc<Manager>, names: &[&str]) -> xplug_manager:
 /// # Panics
 /// When a side does not load it.
 #[must_use]
-pub fn swap_managers(path: &Path) -> (Arc<Manager>, Arc<Manager>) {
+pub fn swap_managers(path: &Path) -> (Manager, Manager) {
     let spec = format!("embedded:{}", path.display());
-    let (plain, swappable) = (Arc::new(Manager::new()), Arc::new(Manager::new()));
+    let (plain, swappable) = (Manager::new(), Manager::new());
     // SAFETY: a plugin built from this repository.
     unsafe {
         plain.load_spec(&spec).expect("loads");

@@ -591,11 +591,11 @@ fn run(cli: &Cli) -> Result<u8, CliError> {
                 context: "cannot install the crash reporter".to_owned(),
                 source,
             };
-            if *crash_report {
-                xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
-            } else {
-                xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
-            }
+            let builder = xplug_manager::Manager::builder();
+            let builder =
+                if *crash_report { builder.crash_reporter() } else { builder.crash_reporter_from_env() };
+            // The reporter is process-wide: the manager built here only installs it.
+            builder.build().map_err(reporter)?;
             run::run(
                 &run::Options {
                     modules: &modules,

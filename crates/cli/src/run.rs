@@ -18,7 +18,6 @@ use std::ffi::OsStr;
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -105,7 +104,7 @@ pub(crate) fn run(options: &Options<'_>, as_json: bool) -> Result<u8, CliError> 
         return list_functions(&module, main_path, as_json);
     }
     let built = crate::resolve::LoadedPlugins::build(options.with_static, options.plugins)?;
-    let manager = Arc::clone(&built.manager);
+    let manager = built.manager.clone();
     let recording = if options.list_imports {
         ImportRecording::ListOnly
     } else if options.trace || as_json {

@@ -281,7 +281,7 @@ unsafe fn view_to_bytes(view: iree::iree_string_view_t) -> Vec<u8> {
 ///
 /// let runtime = Runtime::new()?;
 /// // SAFETY: the plugin is trusted code built from this workspace.
-/// let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+/// let manager = unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?;
 /// let device = runtime.device(DeviceKind::LocalSync, manager)?;
 /// let module = Module::from_file(&runtime, "mul.vmfb")?;
 /// let session = Session::new(&device, &module)?;

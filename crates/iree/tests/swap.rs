@@ -54,11 +54,11 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     let (module_path, builds) = prepare(dir.path());
     let specs = builds.map(|path| format!("embedded:{}", path.display()));
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&specs[0]) }.unwrap();
     let runtime = Runtime::new().unwrap();
-    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, Arc::clone(&manager)).unwrap();
+    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, manager.clone()).unwrap();
     let module = Module::from_file(&runtime, &module_path).unwrap();
     // Executables load and resolve their imports here, once.
     let session = Session::new(&device, &module).unwrap();

@@ -78,20 +78,28 @@ use crate::suggest;
 ///
 /// | Concern | Methods | Module |
 /// |---|---|---|
-/// | making one | [`Manager::new`], [`Manager::with_capacity`], [`Manager::capacity`] | `manager.rs` |
+/// | making one | [`Manager::new`], [`Manager::builder`], [`Manager::capacity`]; a cheap-to-clone handle | `manager.rs`, `config.rs` |
 /// | registering providers | [`Manager::register_provider`], [`Manager::register_plugin`], [`Manager::providers`], [`Manager::len`], [`Manager::is_empty`] | `manager.rs`, `loading.rs` |
 /// | live swap | [`Manager::load_swappable`], then [`SwapHandle::replace`](crate::SwapHandle::replace) | `swap.rs` |
-/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::with_static_plugins`], [`Manager::loaders`], [`Manager::with_loader`], [`Manager::parse_spec`], [`Manager::allow_only`] | `loading.rs` |
+/// | configuring (capacity, loaders, allow-list, static plugins, debugging aids) | [`Manager::builder`], [`Manager::new`] | `config.rs` |
+/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::loaders`], [`Manager::parse_spec`], [`Manager::allow_list`] | `loading.rs` |
 /// | resolving | [`Manager::resolve`], [`Manager::resolve_traced`], [`Manager::resolve_imports`] (then [`ResolvedImports::typed`](crate::ResolvedImports::typed)) | `manager.rs`, `imports.rs`, `typed.rs` |
 /// | C hosts | [`Manager::as_c_provider`] | `c_provider.rs` |
-/// | debugging aids | [`Manager::install_crash_reporter`], [`Manager::install_crash_reporter_from_env`], [`Manager::announce_images_to_debuggers`], [`Manager::enable_perf_map`] | `debugging.rs` |
+#[derive(Clone)]
 pub struct Manager {
+    /// What every clone shares.
+    pub(crate) inner: Arc<Shared>,
+}
+
+/// A manager's state, shared by its clones.
+pub(crate) struct Shared {
     pub(crate) registry: Registry,
     /// The loaders specs are offered to, in order
-    /// ([`xplug_providers::loaders`] unless [`Manager::with_loader`] added
-    /// one).
+    /// ([`xplug_providers::loaders`] after any given to
+    /// [`ManagerBuilder::loader`](crate::ManagerBuilder::loader)).
     pub(crate) loaders: Vec<&'static dyn xplug_providers::Loader>,
-    /// The allow-list of [`Manager::allow_only`].
+    /// The allow-list of
+    /// [`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only).
     pub(crate) allow_list: Option<Arc<xplug_providers::AllowList>>,
 }
 
@@ -254,41 +262,45 @@ impl Default for Manager {
 impl fmt::Debug for Manager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Manager")
-            .field("capacity", &self.registry.capacity())
+            .field("capacity", &self.inner.registry.capacity())
             .field("providers", &self.providers())
             .finish()
     }
 }
 
 impl Manager {
-    /// A manager with no providers and no capacity limit.
+    /// A manager with no providers and no capacity limit (the default
+    /// configuration of [`Manager::builder`]).
     #[must_use]
     pub fn new() -> Self {
-        Self { registry: Registry::new(None), loaders: xplug_providers::loaders(), allow_list: None }
-    }
-
-    /// A manager holding at most `capacity` providers; registering more
-    /// fails with [`Error::CapacityReached`] (`RESOURCE_EXHAUSTED`), like
-    /// IREE's fixed-capacity manager.
-    #[must_use]
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            registry: Registry::new(Some(capacity)),
+        Self::from_shared(Shared {
+            registry: Registry::new(None),
             loaders: xplug_providers::loaders(),
             allow_list: None,
-        }
+        })
     }
 
-    /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.
+    /// A handle on `shared`.
+    pub(crate) fn from_shared(shared: Shared) -> Self {
+        Self { inner: Arc::new(shared) }
+    }
+
+    /// Whether `self` and `other` are handles on the same manager.
+    #[must_use]
+    pub fn ptr_eq(&self, other: &Manager) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The capacity given to [`ManagerBuilder::capacity`](crate::ManagerBuilder::capacity); `None` when unbounded.
     #[must_use]
     pub fn capacity(&self) -> Option<usize> {
-        self.registry.capacity()
+        self.inner.registry.capacity()
     }
 
     /// Number of registered providers.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.registry.len()
+        self.inner.registry.len()
     }
 
     /// True when no provider is registered.
@@ -312,8 +324,11 @@ impl Manager {
     /// [`Error::SelfRegistration`] when `provider` is this manager; nothing
     /// changes then.
     pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<Registered, Error> {
-        if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
-            return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
+        // A handle on this manager names itself through `NAMED` (below).
+        NAMED.set(0);
+        let name = provider.name();
+        if NAMED.get() == Arc::as_ptr(&self.inner) as usize {
+            return Err(Error::SelfRegistration { provider: name.to_owned() });
         }
         self.register_entry(Held::Shared(provider))
     }
@@ -321,13 +336,13 @@ impl Manager {
     pub(crate) fn register_entry(&self, provider: Held) -> Result<Registered, Error> {
         let name: Arc<str> = Arc::from(provider.get().name());
         let owned = provider.is_owned();
-        match self.registry.push(Entry { provider, name: name.clone() }) {
+        match self.inner.registry.push(Entry { provider, name: name.clone() }) {
             Ok(index) => {
                 tracing::debug!(index, provider = &*name, owned, "registered provider");
                 Ok(Registered::new(index, name))
             }
             Err(entry) => Err(Error::CapacityReached {
-                capacity: self.registry.capacity().unwrap_or(usize::MAX),
+                capacity: self.inner.registry.capacity().unwrap_or(usize::MAX),
                 provider: entry.name.to_string(),
             }),
         }
@@ -336,8 +351,12 @@ impl Manager {
     /// Provider names in scan order (newest first).
     #[must_use]
     pub fn providers(&self) -> Vec<String> {
-        let count = self.registry.len();
-        (0..count).rev().filter_map(|i| self.registry.get(i)).map(|entry| entry.name.to_string()).collect()
+        let count = self.inner.registry.len();
+        (0..count)
+            .rev()
+            .filter_map(|i| self.inner.registry.get(i))
+            .map(|entry| entry.name.to_string())
+            .collect()
     }
 
     /// Resolves `request` against every registered provider, newest first
@@ -358,7 +377,7 @@ impl Manager {
             return Ok(Resolution::NONE);
         }
         // Everything registered before this resolve is visible below `count`.
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         // One load of the global level filter: without a subscriber at
         // `debug`, the quiet walk, inlined here.
         if tracing::level_enabled!(tracing::Level::DEBUG) {
@@ -401,7 +420,7 @@ impl Manager {
         if request.is_empty() {
             return (trace, Ok(Resolution::NONE));
         }
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
         let mut recorder = Recorder { trace: &mut trace, log: Logged::enter(span) };
         let result = self.resolve_observed(request, count, &mut recorder);
@@ -471,7 +490,7 @@ impl Manager {
         observer: &mut O,
         protect: Protect,
     ) -> Option<Walked> {
-        let Some(entry) = self.registry.get(index) else {
+        let Some(entry) = self.inner.registry.get(index) else {
             return Some(Walked::Failed(unreadable_provider(index, count)));
         };
         let answer = match protect {
@@ -511,7 +530,7 @@ impl Manager {
     fn missing_error(&self, request: &ResolveRequest<'_>, count: usize) -> Error {
         let missing: Vec<usize> = request.missing_required().collect();
         let mut exported: Vec<String> = (0..count)
-            .filter_map(|i| self.registry.get(i)?.provider.get().exported_names())
+            .filter_map(|i| self.inner.registry.get(i)?.provider.get().exported_names())
             .flatten()
             .collect();
         exported.sort_unstable();
@@ -608,14 +627,62 @@ fn provider_error(error: Error) -> xplug_providers::Error {
     }
 }
 
+std::thread_local! {
+    /// The shared state of the manager whose provider name this thread
+    /// read last (0: none since it was cleared).
+    static NAMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The managers this thread is resolving through as providers (the
+    /// addresses of their shared state), innermost last.
+    static NESTED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A manager entered as a provider on this thread; left when dropped.
+struct Nested(usize);
+
+impl Nested {
+    /// Enters `manager`, refusing it when this thread is already inside
+    /// it: a clone of its handle was registered into it (or into a manager
+    /// it holds), and resolution would recurse forever.
+    fn enter(manager: &Manager) -> Result<Self, xplug_providers::Error> {
+        let key = Arc::as_ptr(&manager.inner) as usize;
+        if NESTED.with_borrow(|entered| entered.contains(&key)) {
+            return Err(xplug_providers::Error::ResolveFailed {
+                provider: "xplug-manager".into(),
+                code: xplug_providers::abi::StatusCode::FAILED_PRECONDITION,
+                message: "this manager is registered as a provider of itself (a clone of its handle, directly or \
+                          through another manager): resolution would recurse forever; register each manager into \
+                          another only once, without a cycle"
+                    .into(),
+            });
+        }
+        NESTED.with_borrow_mut(|entered| entered.push(key));
+        Ok(Self(key))
+    }
+}
+
+impl Drop for Nested {
+    fn drop(&mut self) {
+        NESTED.with_borrow_mut(|entered| {
+            if let Some(at) = entered.iter().rposition(|&key| key == self.0) {
+                entered.remove(at);
+            }
+        });
+    }
+}
+
 /// The manager is itself a provider, so managers compose and a manager can
 /// be handed to anything that takes an [`ImportProvider`].
 impl ImportProvider for Manager {
+    /// Also records, for [`Manager::register_provider`], which manager
+    /// was asked (`NAMED`): a handle on the registering manager itself is
+    /// refused.
     fn name(&self) -> &str {
+        NAMED.set(Arc::as_ptr(&self.inner) as usize);
         "xplug-manager"
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
+        let _nested = Nested::enter(self)?;
         Manager::resolve(self, request).map_err(provider_error)
     }
 
@@ -625,7 +692,8 @@ impl ImportProvider for Manager {
         if request.is_empty() {
             return Ok(());
         }
-        let count = self.registry.len();
+        let _nested = Nested::enter(self)?;
+        let count = self.inner.registry.len();
         match self.walk(request, count, &mut Quiet) {
             Walked::Complete | Walked::Incomplete => Ok(()),
             Walked::Failed(error) => Err(provider_error(*error)),
@@ -635,10 +703,10 @@ impl ImportProvider for Manager {
     /// Every name some provider exports, when every provider can list its
     /// exports; `None` as soon as one cannot.
     fn exported_names(&self) -> Option<Vec<String>> {
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         let mut names = Vec::new();
         for index in 0..count {
-            names.extend(self.registry.get(index)?.provider.get().exported_names()?);
+            names.extend(self.inner.registry.get(index)?.provider.get().exported_names()?);
         }
         names.sort_unstable();
         names.dedup();

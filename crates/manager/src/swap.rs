@@ -388,7 +388,7 @@ impl Manager {
         let cell = Arc::new(SwapCell::new(spec.as_str().to_owned(), plugin));
         let registered = self.register_provider(Arc::clone(&cell) as Arc<dyn ImportProvider>)?;
         let handle =
-            SwapHandle { cell, loaders: self.loaders().to_vec(), allow_list: self.allow_list.clone() };
+            SwapHandle { cell, loaders: self.loaders().to_vec(), allow_list: self.inner.allow_list.clone() };
         Ok((registered.with_swap_handle(handle.clone()), handle))
     }
 }

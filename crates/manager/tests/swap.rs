@@ -93,7 +93,7 @@ fn stress_swaps() -> usize {
 #[test]
 fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
     let (old_unloaded, new_unloaded) = (counter(), counter());
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_swappable(&embedded(&builds().x2, old_unloaded)) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -132,7 +132,7 @@ fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
 #[test]
 fn the_spec_flag_loads_a_swappable_plugin_and_is_not_passed_to_it() {
     let unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // `swappable` is the manager's: the plugin still gets `unloaded`.
     let spec = format!("{}&swappable", embedded(&builds().x2, unloaded));
     // SAFETY: a test plugin built from this repository.
@@ -151,7 +151,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     // Through the OS loader, so a second load of the same file is the
     // same code and its function pointer can be compared.
     let path = &builds().x2;
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_spec(&path.display().to_string()) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -165,7 +165,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     assert!(handle.swap_handle().is_none(), "a plain spec gives no swap handle");
 
     // The same file loaded as swappable resolves to the trampoline.
-    let swappable = Arc::new(Manager::new());
+    let swappable = Manager::new();
     // SAFETY: as above.
     unsafe { swappable.load_swappable(&path.display().to_string()) }.unwrap();
     let wrapped = swappable.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -177,7 +177,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
 fn shared_library_versions_swap_and_stay_mapped() {
     // Each build has its own file: the OS loader would give back the
     // pinned copy of a path it has seen.
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let unloaded = counter();
     let spec =
         |path: &Path| format!("{}?unloaded={:x}", path.display(), std::ptr::from_ref(unloaded) as usize);
@@ -213,7 +213,7 @@ fn assert_refused(
 #[test]
 fn refused_swaps_keep_the_old_version_serving() {
     let old_unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let old_spec = embedded(&builds().x2, old_unloaded);
     // SAFETY: test plugins built from this repository, here and below.
     let handle = unsafe { manager.load_swappable(&old_spec) }.unwrap();
@@ -285,7 +285,7 @@ fn refused_swaps_keep_the_old_version_serving() {
 #[test]
 fn a_call_in_flight_finishes_on_the_old_code_before_it_is_unloaded() {
     let old_unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&embedded(&builds().x2, old_unloaded)) }.unwrap();
     let imports = Arc::new(manager.resolve_imports(["swap_scale_i32", "swap_hold_i32"]).unwrap());
@@ -367,7 +367,7 @@ extern "C" fn swap_from_inside(data: *mut c_void) -> i32 {
 #[test]
 fn a_swap_from_inside_an_import_call_is_refused() {
     let unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let old_spec = embedded(&builds().x2, unloaded);
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_swappable(&old_spec) }.unwrap();
@@ -387,7 +387,7 @@ fn a_swap_from_inside_an_import_call_is_refused() {
 /// Swaps between the two builds `swaps` times while 4 threads call
 /// `swap_scale_i32`; every result must be the old or the new computation.
 fn stress(swaps: usize) {
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let specs = [embedded(&builds().x2, counter()), embedded(&builds().x3, counter())];
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&specs[0]) }.unwrap();
