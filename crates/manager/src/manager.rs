@@ -631,42 +631,53 @@ std::thread_local! {
     /// The shared state of the manager whose provider name this thread
     /// read last (0: none since it was cleared).
     static NAMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// The managers this thread is resolving through as providers (the
-    /// addresses of their shared state), innermost last.
-    static NESTED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// How deep this thread is in managers asked as providers.
+    static NESTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// A manager entered as a provider on this thread; left when dropped.
-struct Nested(usize);
+/// Managers asked as providers inside one another deeper than this are a
+/// cycle: a manager registered into itself through another manager.
+const MAX_NESTED: u32 = 64;
+
+/// One level of managers asked as providers on this thread; left when
+/// dropped. A counter, not a list, so a manager asked as a provider pays
+/// a few instructions for the guard.
+struct Nested;
 
 impl Nested {
-    /// Enters `manager`, refusing it when this thread is already inside
-    /// it: a clone of its handle was registered into it (or into a manager
-    /// it holds), and resolution would recurse forever.
-    fn enter(manager: &Manager) -> Result<Self, xplug_providers::Error> {
-        let key = Arc::as_ptr(&manager.inner) as usize;
-        if NESTED.with_borrow(|entered| entered.contains(&key)) {
-            return Err(xplug_providers::Error::ResolveFailed {
-                provider: "xplug-manager".into(),
-                code: xplug_providers::abi::StatusCode::FAILED_PRECONDITION,
-                message: "this manager is registered as a provider of itself (a clone of its handle, directly or \
-                          through another manager): resolution would recurse forever; register each manager into \
-                          another only once, without a cycle"
-                    .into(),
-            });
+    /// Enters one level, refusing a level beyond [`MAX_NESTED`]: a clone of
+    /// a manager's handle was registered into a manager it holds, and
+    /// resolution would recurse until the stack overflowed.
+    #[inline]
+    fn enter(_manager: &Manager) -> Result<Self, xplug_providers::Error> {
+        let depth = NESTED.get();
+        if depth >= MAX_NESTED {
+            return Err(too_deep());
         }
-        NESTED.with_borrow_mut(|entered| entered.push(key));
-        Ok(Self(key))
+        NESTED.set(depth + 1);
+        Ok(Self)
     }
 }
 
 impl Drop for Nested {
+    #[inline]
     fn drop(&mut self) {
-        NESTED.with_borrow_mut(|entered| {
-            if let Some(at) = entered.iter().rposition(|&key| key == self.0) {
-                entered.remove(at);
-            }
-        });
+        NESTED.set(NESTED.get() - 1);
+    }
+}
+
+/// The error of [`Nested::enter`].
+#[cold]
+#[inline(never)]
+fn too_deep() -> xplug_providers::Error {
+    xplug_providers::Error::ResolveFailed {
+        provider: "xplug-manager".into(),
+        code: xplug_providers::abi::StatusCode::FAILED_PRECONDITION,
+        message: format!(
+            "managers are asked as providers more than {MAX_NESTED} deep: a manager is registered as a provider \
+             of itself (a clone of its handle, through another manager) and resolution would recurse forever; \
+             register managers into one another without a cycle"
+        ),
     }
 }
 

@@ -281,3 +281,15 @@ fn a_manager_cannot_be_its_own_provider_but_can_stack_on_another() {
     outer.register_provider(Arc::new(inner)).unwrap();
     assert_eq!(outer.len(), 1);
 }
+
+#[test]
+fn a_cycle_of_managers_is_refused_at_resolve_not_a_stack_overflow() {
+    let (outer, inner) = (Manager::new(), Manager::new());
+    outer.register_provider(Arc::new(inner.clone())).unwrap();
+    // Not the same manager, so registration cannot see the cycle.
+    inner.register_provider(Arc::new(outer.clone())).unwrap();
+    let error = outer.resolve_imports(["anything"]).unwrap_err();
+    assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION, "{error}");
+    let chain = xplug_manager::Report::from(error).to_string();
+    assert!(chain.contains("more than 64 deep"), "{chain}");
+}
