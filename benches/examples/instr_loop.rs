@@ -96,7 +96,7 @@ fn manager(providers: usize, n: usize) {
 
 /// Row (3): one call through a handle or a typed import.
 fn call(typed: bool, n: usize) {
-    let manager = std::sync::Arc::new(xplug_manager::Manager::new());
+    let manager = xplug_manager::Manager::new();
     let table = FnTableProvider::new("math", [FnTableEntry::new("add", add)]).expect("valid table");
     manager.register_provider(std::sync::Arc::new(table)).expect("unbounded manager");
     let imports = xplug_benches::resolve_imports(&manager, &["add"]);
