@@ -1,61 +1,12 @@
 //! Owning plugins: registration, loading from specs and the environment, and
 //! plugins linked into the binary.
 
-use std::sync::Arc;
-
 use xplug_providers::{AllowList, LoadParamList, Loader, Plugin};
 
+use crate::error::Error;
+use crate::manager::{Manager, Registered};
 use crate::registry::Held;
 use crate::spec::{self, PluginSpec};
-use crate::swap::SwapHandle;
-use crate::{Error, Manager};
-
-/// What a registration added to a [`Manager`]: where the provider sits in
-/// the scan and the name it reports (what traces, errors and tools label it
-/// with). Returned by [`Manager::register_plugin`],
-/// [`Manager::register_provider`] and [`Manager::load_spec`], so a caller
-/// that shows the providers it registered needs no list of its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Registered {
-    index: usize,
-    name: Arc<str>,
-    /// The swap handle of a plugin loaded from a `?swappable` spec.
-    swap: Option<SwapHandle>,
-}
-
-impl Registered {
-    pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
-        Self { index, name, swap: None }
-    }
-
-    /// This registration, carrying the swap handle of its plugin.
-    pub(crate) fn with_swap_handle(mut self, handle: SwapHandle) -> Self {
-        self.swap = Some(handle);
-        self
-    }
-
-    /// The handle that replaces this plugin, when it was loaded from a
-    /// `?swappable` spec ([`Manager::load_swappable`] returns it directly).
-    #[must_use]
-    pub fn swap_handle(&self) -> Option<&SwapHandle> {
-        self.swap.as_ref()
-    }
-
-    /// The registration index: 0 for the oldest provider; resolution asks
-    /// the highest index first. The index [`crate::SlotSource::Provider`]
-    /// and [`crate::SlotRewrite`] name.
-    #[must_use]
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The provider's name (a plugin's header name), as
-    /// [`Manager::providers`] lists it.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
 
 impl Manager {
     /// Registers a loaded plugin. The manager owns it from now on: it is

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use xplug_providers::abi::Resolution;
 use xplug_providers::{ImportProvider, ResolveRequest, SymbolName};
 
-use crate::Registered;
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Held, Registry};
 use crate::suggest;
@@ -101,6 +100,71 @@ pub(crate) struct Shared {
     /// The allow-list of
     /// [`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only).
     pub(crate) allow_list: Option<Arc<xplug_providers::AllowList>>,
+}
+
+/// What a registration added to a [`Manager`]: where the provider sits in
+/// the scan and the name it reports (what traces, errors and tools label it
+/// with). Returned by [`Manager::register_plugin`],
+/// [`Manager::register_provider`] and [`Manager::load_spec`], so a caller
+/// that shows the providers it registered needs no list of its own.
+#[derive(Clone)]
+pub struct Registered {
+    index: usize,
+    name: Arc<str>,
+    /// What a feature outside the registry attached (live swap's handle,
+    /// read back by [`SwapHandle::of`](crate::SwapHandle::of)).
+    attached: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("index", &self.index)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two registrations are equal when they name the same provider at the same
+/// index.
+impl PartialEq for Registered {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index && self.name == other.name
+    }
+}
+
+impl Eq for Registered {}
+
+impl Registered {
+    pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
+        Self { index, name, attached: None }
+    }
+
+    /// This registration, carrying `value` for the feature that made it.
+    pub(crate) fn attach(mut self, value: Arc<dyn std::any::Any + Send + Sync>) -> Self {
+        self.attached = Some(value);
+        self
+    }
+
+    /// What [`Registered::attach`] attached, if it is a `T`.
+    pub(crate) fn attached<T: 'static>(&self) -> Option<&T> {
+        self.attached.as_deref()?.downcast_ref()
+    }
+
+    /// The registration index: 0 for the oldest provider; resolution asks
+    /// the highest index first. The index [`SlotSource::Provider`]
+    /// and [`SlotRewrite`] name.
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The provider's name (a plugin's header name), as
+    /// [`Manager::providers`] lists it.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// Where the function in one slot of a traced resolve came from.

@@ -33,7 +33,7 @@ use xplug_providers::{
 };
 
 use crate::error::Error;
-use crate::manager::Manager;
+use crate::manager::{Manager, Registered};
 use crate::spec::PluginSpec;
 
 /// A swappable plugin, the provider the manager registers: the current
@@ -320,8 +320,7 @@ unsafe fn load_version(allow_list: Option<&AllowList>, spec: &PluginSpec) -> Res
 }
 
 /// The handle of a swappable plugin (what [`Manager::load_swappable`]
-/// returns, and [`Registered::swap_handle`](crate::Registered::swap_handle)
-/// for a `?swappable` spec): replaces it by a new build, and tells which
+/// returns, and [`SwapHandle::of`] for a `?swappable` spec): replaces it by a new build, and tells which
 /// version serves. Cheap to clone; it keeps the plugin's provider alive,
 /// not the manager, and loads new versions with the loaders and the
 /// allow-list of the manager that loaded the first.
@@ -382,18 +381,26 @@ impl Manager {
     pub(crate) unsafe fn load_parsed_swappable(
         &self,
         spec: &PluginSpec,
-    ) -> Result<(crate::Registered, SwapHandle), Error> {
+    ) -> Result<(Registered, SwapHandle), Error> {
         // SAFETY: forwarded to the caller.
         let plugin = unsafe { load_version(self.allow_list(), spec) }?;
         let cell = Arc::new(SwapCell::new(spec.as_str().to_owned(), plugin));
         let registered = self.register_provider(Arc::clone(&cell) as Arc<dyn ImportProvider>)?;
         let handle =
             SwapHandle { cell, loaders: self.loaders().to_vec(), allow_list: self.inner.allow_list.clone() };
-        Ok((registered.with_swap_handle(handle.clone()), handle))
+        Ok((registered.attach(Arc::new(handle.clone())), handle))
     }
 }
 
 impl SwapHandle {
+    /// The handle of the plugin `registered` names, when it was loaded from
+    /// a `?swappable` spec ([`Manager::load_swappable`] returns it
+    /// directly); `None` for any other registration.
+    #[must_use]
+    pub fn of(registered: &Registered) -> Option<SwapHandle> {
+        registered.attached::<SwapHandle>().cloned()
+    }
+
     /// The plugin's header name (every version keeps it).
     #[must_use]
     pub fn name(&self) -> &str {

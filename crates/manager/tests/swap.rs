@@ -137,7 +137,8 @@ fn the_spec_flag_loads_a_swappable_plugin_and_is_not_passed_to_it() {
     let spec = format!("{}&swappable", embedded(&builds().x2, unloaded));
     // SAFETY: a test plugin built from this repository.
     let registered = unsafe { manager.load_spec(&spec) }.unwrap();
-    let handle = registered.swap_handle().expect("a `?swappable` spec registers a swappable plugin");
+    let handle =
+        xplug_manager::SwapHandle::of(&registered).expect("a `?swappable` spec registers a swappable plugin");
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     assert_eq!(scale(&imports, 5), 10);
     // SAFETY: as above.
@@ -162,7 +163,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     assert!(!own.fns()[0].is_null());
     assert_eq!(imports.function(0), own.fns()[0], "no wrapper: the plugin's own function");
     assert_eq!(scale(&imports, 4), 8);
-    assert!(handle.swap_handle().is_none(), "a plain spec gives no swap handle");
+    assert!(xplug_manager::SwapHandle::of(&handle).is_none(), "a plain spec gives no swap handle");
 
     // The same file loaded as swappable resolves to the trampoline.
     let swappable = Manager::new();
