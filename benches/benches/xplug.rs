@@ -209,7 +209,7 @@ unsafe extern "C" fn add(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c
 
 /// (3) One import call through `ResolvedImports` vs a plain function pointer.
 fn import_call(c: &mut Criterion) {
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let table = FnTableProvider::new("math", [FnTableEntry::new("add", add)]).expect("valid table");
     manager.register_provider(Arc::new(table)).expect("unbounded manager");
     let imports = manager.resolve_imports(["add"]).expect("resolves");
@@ -296,7 +296,7 @@ fn import_call(c: &mut Criterion) {
 /// (what `xplug run --profile` installs in every slot) vs the same plain
 /// function-pointer call as row (3): the cost of profiling per call.
 fn profiled_call(c: &mut Criterion) {
-    use xplug_manager::profile::{ImportProfiler, ProfileOptions};
+    use xplug_profile::{ImportProfiler, ProfileOptions};
     // The default options, as `xplug run --profile` uses them: the first
     // 1 000 calls are also kept as slices, every later one only counted.
     let profiler = ImportProfiler::new(ProfileOptions::default());
@@ -559,8 +559,8 @@ fn swap_call(_: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = xplug_fixtures::build_swap_plugin(dir.path(), "swap_bench", 2, &[]);
     let spec = format!("embedded:{}", path.display());
-    let plain = Arc::new(Manager::new());
-    let swappable = Arc::new(Manager::new());
+    let plain = Manager::new();
+    let swappable = Manager::new();
     // SAFETY: a plugin built from this repository.
     unsafe {
         plain.load_spec(&spec).expect("loads");

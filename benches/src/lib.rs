@@ -8,7 +8,6 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
@@ -459,7 +458,7 @@ pub struct LoaderFixture {
     /// IREE's manager holding the plugin (the anchor).
     pub iree: IreeManager,
     /// xplug's manager holding the plugin.
-    pub manager: Arc<Manager>,
+    pub manager: Manager,
     /// The provider `xplug-iree` installs in IREE's loaders, over `manager`
     /// (boxed: its `{self, resolve}` pair points at it).
     pub provider: Box<xplug_iree::IreeImportProvider>,
@@ -479,7 +478,7 @@ impl LoaderFixture {
         // IREE's manager loads the plugin first, then xplug's.
         let iree = iree_manager(&path);
         let manager = xplug_manager(&path);
-        let provider = Box::new(xplug_iree::IreeImportProvider::new(Arc::clone(&manager)));
+        let provider = Box::new(xplug_iree::IreeImportProvider::new(manager.clone()));
         let names: Vec<CString> =
             case.names.iter().map(|name| CString::new(*name).expect("no NUL")).collect();
         let pointers = names.iter().map(|name| name.as_ptr()).collect();
@@ -535,7 +534,63 @@ pub fn iree_manager(plugin: &Path) -> IreeManager {
 /// # Panics
 /// When the plugin does not load.
 #[must_use]
-pub fn xplug_manager(plugin: &Path) -> Arc<Manager> {
+pub fn xplug_manager(plugin: &Path) -> Manager {
     // SAFETY: as in `iree_manager`.
-    Arc::new(unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin"))
+    unsafe { Manager::from_specs([plugin.display().to_string()]) }.expect("xplug loads the plugin")
+}
+
+/// xplug's manager holding the plugins of `specs`, loaded in order (the
+/// `instr_loop` example's row (5) side).
+///
+/// # Panics
+/// When a plugin does not load.
+#[must_use]
+pub fn xplug_manager_of(specs: &[String]) -> Manager {
+    // SAFETY: the benchmarks load only this workspace's plugins.
+    unsafe { Manager::from_specs(specs) }.expect("xplug loads the plugins")
+}
+
+/// `names` resolved through `manager` into a table.
+///
+/// # Panics
+/// When the manager cannot resolve them.
+#[must_use]
+pub fn resolve_imports(manager: &Manager, names: &[&str]) -> xplug_manager::ResolvedImports {
+    manager.resolve_imports(names.iter().copied()).expect("resolves")
+}
+
+/// Two managers over the swap plugin at `path` (embedded ELF): one that
+/// loaded it as a plain plugin, one as a swappable plugin (row (12)).
+///
+/// # Panics
+/// When a side does not load it.
+#[must_use]
+pub fn swap_managers(path: &Path) -> (Manager, Manager) {
+    let spec = format!("embedded:{}", path.display());
+    let (plain, swappable) = (Manager::new(), Manager::new());
+    // SAFETY: a plugin built from this repository.
+    unsafe {
+        plain.load_spec(&spec).expect("loads");
+        swappable.load_swappable(&spec).expect("loads");
+    }
+    (plain, swappable)
+}
+
+/// Runs `body` with `function` wrapped by a per-import profiler (default
+/// options, as `xplug run --profile` installs it): `body` gets the
+/// wrapper and its context (row (13)).
+///
+/// # Panics
+/// When the profiler does not wrap the import.
+pub fn profiled_add(function: xplug_abi::ImportFn, body: impl FnOnce(xplug_abi::ImportFn, *mut c_void)) {
+    use xplug_profile::{ImportProfiler, ProfileOptions};
+    let profiler = ImportProfiler::new(ProfileOptions::default());
+    let names = [SymbolName::new(c"add")];
+    let (mut fns, mut contexts) = ([function as *mut c_void], [std::ptr::null_mut()]);
+    let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
+    assert_eq!(profiler.install(0, &mut request, |_| Some("math".to_owned())), 1);
+    // SAFETY: the slot holds the profiler's wrapper, an import function,
+    // valid while `profiler` lives (to the end of this function).
+    let wrapper = unsafe { xplug_abi::import_fn_from_ptr(request.function(0)) }.expect("wrapped");
+    body(wrapper, request.context(0));
 }

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use xplug_debug::{CodeAnnouncement, MappedRegion, code_mapped};
 use xplug_elf::ElfImage;
@@ -43,9 +43,9 @@ fn load_announced(bytes: &[u8]) -> (CodeAnnouncement, ElfImage) {
 fn crash_host() {
     let Some(sos) = std::env::var_os(CHILD_ENV) else { return };
     if std::env::var_os(REPORT_ENV).is_some() {
-        Manager::install_crash_reporter().expect("the crash reporter installs");
+        Manager::builder().crash_reporter().build().expect("the crash reporter installs");
     }
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: the test's own fixture, a v0 plugin.
     unsafe { manager.load_spec(&format!("{}?crash=kernel", sos.to_string_lossy())) }.expect("the .sos loads");
     let imports = manager.resolve_imports(["crashing_kernel"]).expect("the kernel resolves");

@@ -5,7 +5,6 @@
 //! is refused with its own typed error.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use iree_sample_args::WorkgroupArgs;
 
@@ -68,7 +67,7 @@ fn rust_elf() -> Vec<u8> {
 
 /// Resolves and runs `simple_mul_workgroup` on 48 elements (one call, slice
 /// from element 0, so either reading of `tid` gives the same result).
-fn run_simple_mul(manager: &Arc<Manager>) {
+fn run_simple_mul(manager: &Manager) {
     let imports = manager.resolve_imports(["simple_mul_workgroup"]).unwrap();
     let lhs: Vec<f32> = (0..48).map(|i| i as f32 + 0.5).collect();
     let rhs: Vec<f32> = (0..48).map(|i| 3.0 - i as f32).collect();
@@ -85,7 +84,7 @@ fn run_simple_mul(manager: &Arc<Manager>) {
 fn manager_runs_simple_mul_from_the_rust_sos() {
     let spec = format!("embedded:{}", sos("sample_standalone").display());
     // SAFETY: the project's own standalone plugin.
-    let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([&spec]) }.unwrap();
     assert_eq!(manager.providers(), ["sample_standalone"]);
     run_simple_mul(&manager);
 }
@@ -95,7 +94,7 @@ fn manager_runs_simple_mul_from_the_c_sos_by_suffix() {
     // No prefix: the `.sos` suffix selects the embedded loader.
     let spec = sos("c_sample").display().to_string();
     // SAFETY: the project's own standalone C plugin.
-    let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([&spec]) }.unwrap();
     assert_eq!(manager.providers(), ["c_sample"]);
     run_simple_mul(&manager);
 }
@@ -170,7 +169,7 @@ fn a_sos_built_by_a_plain_c_toolchain_loads() {
     let plugin =
         unsafe { Plugin::load_embedded_elf_image("c_sample_plain.so", &bytes, &LoadParamList::new()) }
             .unwrap();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.register_plugin(plugin).unwrap();
     run_simple_mul(&manager);
 }
@@ -754,7 +753,7 @@ fn simple_mul_computes_the_same_bits_on_x86_64_and_aarch64() {
     for name in ["sample_standalone", "c_sample"] {
         let spec = format!("embedded:{}", sos(name).display());
         // SAFETY: the project's own standalone plugins.
-        let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+        let manager = unsafe { Manager::from_specs([&spec]) }.unwrap();
         let imports = manager.resolve_imports(["simple_mul_workgroup"]).unwrap();
         let mut out = vec![f32::NAN; lhs.len()];
         let mut args = WorkgroupArgs::whole(&lhs, &rhs, &mut out);

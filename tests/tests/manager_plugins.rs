@@ -15,7 +15,7 @@ struct Binop {
     out: i32,
 }
 
-fn mul(manager: &Arc<Manager>, a: i32, b: i32) -> i32 {
+fn mul(manager: &Manager, a: i32, b: i32) -> i32 {
     let imports = manager.resolve_imports(["?c_missing", "c_add_i32", "c_mul_i32"]).unwrap();
     assert_eq!(imports.resolution(), Resolution::MISSING_OPTIONAL);
     assert!(!imports.is_resolved(0));
@@ -32,7 +32,7 @@ fn a_c_plugin_loads_from_a_spec_with_parameters() {
     let library = build_minimal_c_plugin(dir.path());
     let spec = format!("{}?scale=3", library.display());
     // SAFETY: the library is the test's own minimal v0 plugin.
-    let manager = Arc::new(unsafe { Manager::from_specs([&spec]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([&spec]) }.unwrap();
     assert_eq!(manager.providers(), ["c_minimal"]);
     assert_eq!(mul(&manager, 6, 7), 6 * 7 * 3);
 
@@ -51,7 +51,7 @@ fn later_specs_override_earlier_ones() {
     let library = build_minimal_c_plugin(dir.path());
     let specs = [format!("{}?scale=2", library.display()), format!("{}?scale=5", library.display())];
     // SAFETY: the library is the test's own minimal v0 plugin.
-    let manager = Arc::new(unsafe { Manager::from_specs(&specs) }.unwrap());
+    let manager = unsafe { Manager::from_specs(&specs) }.unwrap();
     assert_eq!(manager.len(), 2);
     assert_eq!(mul(&manager, 3, 4), 3 * 4 * 5, "the last spec must win");
 
@@ -114,7 +114,7 @@ fn malformed_specs_are_rejected_before_loading() {
 fn a_full_manager_refuses_a_plugin() {
     let dir = tempfile::tempdir().unwrap();
     let library = build_minimal_c_plugin(dir.path());
-    let manager = Manager::with_capacity(1);
+    let manager = Manager::builder().capacity(1).build().unwrap();
     let spec = library.display().to_string();
     // SAFETY: the library is the test's own minimal v0 plugin.
     unsafe { manager.load_spec(&spec) }.unwrap();
@@ -168,13 +168,13 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
     let library = xplug_fixtures::plugins::built_for_tests()
         .join(xplug_fixtures::plugins::library_file_name("sample_system"));
     let shared = |query: &str| {
-        let manager = Arc::new(Manager::new());
+        let manager = Manager::new();
         // SAFETY: the repository's example plugin.
         let loaded = unsafe { manager.load_spec(&format!("{}{query}", library.display())) };
         (manager, loaded.map(drop))
     };
     let linked = |key: &str, value: &str| {
-        let manager = Arc::new(Manager::new());
+        let manager = Manager::new();
         let loaded = manager.load_static("sample_system", [(key, value)]);
         (manager, loaded.map(drop))
     };
@@ -220,7 +220,7 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
     let (linked_manager, linked_result) = linked("multiplier", "2");
     shared_result.unwrap();
     linked_result.unwrap();
-    let typo = |manager: &Arc<Manager>| {
+    let typo = |manager: &Manager| {
         let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
         assert_eq!(error.code(), StatusCode::NOT_FOUND, "{error}");
         ErrorChain(&error).to_string()

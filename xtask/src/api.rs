@@ -16,11 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The crates whose API is recorded: (package, library name).
-pub const CRATES: [(&str, &str); 6] = [
+pub const CRATES: [(&str, &str); 7] = [
     ("xplug-abi", "xplug_abi"),
     ("xplug-debug", "xplug_debug"),
     ("xplug-sdk", "xplug_sdk"),
     ("xplug-providers", "xplug_providers"),
+    ("xplug-profile", "xplug_profile"),
     ("xplug-manager", "xplug_manager"),
     ("xplug-iree", "xplug_iree"),
 ];

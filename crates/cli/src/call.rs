@@ -13,7 +13,6 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::json;
 use xplug_abi::bare_name;
@@ -537,16 +536,14 @@ impl CallArgs {
 /// Loads the plugin `spec` names into a fresh manager and returns the
 /// manager with the args layouts the plugin describes (`None` without
 /// its `xplug_import_layouts` export).
-pub(crate) fn load_with_layouts(
-    spec: &str,
-) -> Result<(Arc<Manager>, Option<Vec<ImportLayoutInfo>>), CliError> {
+pub(crate) fn load_with_layouts(spec: &str) -> Result<(Manager, Option<Vec<ImportLayoutInfo>>), CliError> {
     let parsed = PluginSpec::parse(spec)
         .map_err(|source| CliError::Manager { context: format!("cannot use plugin `{spec}`"), source })?;
     let plugin = trust::load_parsed_spec(&parsed)?;
     let layouts = plugin.import_layouts().map(<[ImportLayoutInfo]>::to_vec);
     let manager = Manager::new();
     manager.register_plugin(plugin).map_err(|source| CliError::Plugin { source })?;
-    Ok((Arc::new(manager), layouts))
+    Ok((manager, layouts))
 }
 
 /// Runs the command; returns the exit code (the import's result decides:

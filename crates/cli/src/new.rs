@@ -429,7 +429,7 @@ fn loads_and_adds() {{
     let plugin = unsafe {{ Plugin::from_static_query(query, &LoadParamList::new()) }}.expect("the plugin loads");
     assert_eq!(plugin.name(), "{ident}");
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.register_plugin(plugin).expect("the manager takes the plugin");
     let imports = manager.resolve_imports(["{ident}_add_f32"]).expect("the import resolves");
 
@@ -641,7 +641,7 @@ fn load(params: &LoadParamList) -> Result<Plugin, Error> {{
 /// Runs the kernel on the slice `x[offset..offset + size]`, like one
 /// workgroup, and returns the whole output tensor.
 fn run(params: &LoadParamList, x: &[f32], offset: usize, size: usize) -> (i32, Vec<f32>) {{
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.register_plugin(load(params).expect("the plugin loads")).expect("the manager takes it");
     let imports = manager.resolve_imports(["{import}"]).expect("the import resolves");
     // SAFETY: `{import}` takes a `LeakyReluArgs`.

@@ -2,7 +2,6 @@
 //! supplies each import.
 
 use std::ffi::CString;
-use std::sync::Arc;
 
 use serde_json::json;
 use xplug_abi::{Resolution, bare_name};
@@ -28,7 +27,7 @@ pub(crate) struct Provider {
 /// A manager built as `resolve` builds it, with what it registered.
 pub(crate) struct LoadedPlugins {
     /// The manager.
-    pub(crate) manager: Arc<Manager>,
+    pub(crate) manager: Manager,
     /// What was registered, in registration order (index = registration
     /// index, as the manager numbers its providers).
     pub(crate) providers: Vec<Provider>,
@@ -54,7 +53,7 @@ impl LoadedPlugins {
         let manager = Manager::new();
         let mut providers = Vec::new();
         if with_static {
-            // In name order, as `Manager::with_static_plugins` registers them.
+            // In name order, as `ManagerBuilder::static_plugins` registers them.
             for registration in static_plugins() {
                 let spec = format!("{STATIC_PREFIX}{}", registration.name());
                 providers.push(Provider {
@@ -66,7 +65,7 @@ impl LoadedPlugins {
         for spec in env_specs.iter().chain(specs) {
             providers.push(Provider { registered: trust::load_spec(&manager, spec)?, source: spec.clone() });
         }
-        Ok(Self { manager: Arc::new(manager), providers })
+        Ok(Self { manager, providers })
     }
 
     /// The provider at registration index `index`.

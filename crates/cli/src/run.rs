@@ -17,7 +17,6 @@
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -189,11 +188,11 @@ impl RunArgs {
         // Before any plugin is loaded, so every one is named.
         let reporter =
             |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
-        if self.crash_report {
-            xplug_manager::Manager::install_crash_reporter().map_err(reporter)?;
-        } else {
-            xplug_manager::Manager::install_crash_reporter_from_env().map_err(reporter)?;
-        }
+        let builder = xplug_manager::Manager::builder();
+        let builder =
+            if self.crash_report { builder.crash_reporter() } else { builder.crash_reporter_from_env() };
+        // The reporter is process-wide: the manager built here only installs it.
+        builder.build().map_err(reporter)?;
         run(self, &modules, globals.json)
     }
 
@@ -277,7 +276,7 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
         return list_functions(&module, main_path, as_json);
     }
     let built = crate::resolve::LoadedPlugins::build(options.with_static, &options.plugins)?;
-    let manager = Arc::clone(&built.manager);
+    let manager = built.manager.clone();
     let recording = if options.list_imports {
         ImportRecording::ListOnly
     } else if options.trace || as_json {

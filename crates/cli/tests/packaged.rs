@@ -155,7 +155,7 @@ fn main() {
     }
     .expect("the plugin loads");
     let name = plugin.name().to_owned();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.register_plugin(plugin).expect("the manager takes the plugin");
     let missing = format!("?{import}_missing");
     let imports = manager.resolve_imports([import.as_str(), missing.as_str()]).expect("the import resolves");
@@ -177,7 +177,7 @@ use xplug_iree::{DeviceKind, Manager, Module, Runtime, Session, Tensor};
 fn main() {
     let vmfb = std::env::args().nth(1).expect("VMFB");
     // SAFETY: `static:packaged_relu` is this binary's own plugin.
-    let manager = Arc::new(unsafe { Manager::from_specs(["static:packaged_relu"]) }.expect("the plugin loads"));
+    let manager = unsafe { Manager::from_specs(["static:packaged_relu"]) }.expect("the plugin loads");
     let runtime = Runtime::new().expect("IREE's runtime starts");
     let device = runtime.device(DeviceKind::LocalSync, manager).expect("a local-sync device");
     let module = Module::from_file(&runtime, &vmfb).expect("the module loads");

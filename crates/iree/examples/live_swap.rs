@@ -10,8 +10,6 @@
 //! made on first use); it exits non-zero if a round's results are not the
 //! new build's.
 
-use std::sync::Arc;
-
 use xplug_fixtures::iree_e2e;
 use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView};
 use xplug_manager::Manager;
@@ -29,12 +27,12 @@ fn main() -> Result<(), Report> {
     // the file afresh on every load.
     let kernel = xplug_fixtures::build_swap_plugin(work.path(), "kernel", 1, &[]);
     let spec = format!("embedded:{}", kernel.display());
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: the kernel is built from this repository's test plugin.
     let handle = unsafe { manager.load_swappable(&spec) }?;
 
     let runtime = Runtime::new()?;
-    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, Arc::clone(&manager))?;
+    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, manager.clone())?;
     let module = Module::from_file(&runtime, &program)?;
     let session = Session::new(&device, &module)?; // resolves the kernel import, once
 
@@ -53,7 +51,7 @@ fn main() -> Result<(), Report> {
             let rebuilt = xplug_fixtures::build_swap_plugin(work.path(), "kernel", round + 1, &[]);
             assert_eq!(rebuilt, kernel, "rebuilt in place");
             // SAFETY: as above.
-            let swapped = unsafe { manager.replace(&handle, &spec) }?;
+            let swapped = unsafe { handle.replace(&spec) }?;
             println!("  swapped in the rebuilt kernel (swap {}), old build unloaded", swapped.swaps);
         }
     }

@@ -7,20 +7,19 @@
 //! system-library loaders load the program's executables. Nothing of that
 //! is re-implemented here. What this crate changes is where the
 //! executables' imports come from: each [`Device`] gives both of its
-//! loaders an import provider backed by an `Arc<Manager>`, so a program's
+//! loaders an import provider backed by an `Manager`, so a program's
 //! kernels call functions from any plugin xplug can hold (Rust plugins
 //! linked into the binary, shared libraries, `.sos` files, plain provider
 //! tables), with xplug's checks, load parameters and errors. IREE's own
 //! plugin manager is not involved, and neither is IREE's flag parsing.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView};
 //! use xplug_manager::Manager;
 //!
 //! fn main() -> Result<(), Report> {
 //!     // SAFETY: the plugin is trusted code built from this workspace.
-//!     let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+//!     let manager = unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?;
 //!     let runtime = Runtime::new()?;
 //!     let device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager)?;
 //!     let module = Module::from_file(&runtime, "mul.vmfb")?;
@@ -109,9 +108,9 @@ pub use results::CallResults;
 pub use runtime::{Device, DeviceBuilder, DeviceKind, Runtime};
 pub use session::Session;
 pub use tensor::{DEBUG_VALUES, Element, Tensor, TensorView, Value};
-pub use xplug_manager::profile::{
+pub use xplug_manager::{CImportProvider, CResolveFn};
+pub use xplug_manager::{ErrorChain, Manager, Report};
+pub use xplug_profile::{
     CallSlice, HistogramBucket, ImportCallStats, ImportProfile, LatencyHistogram, ProfileOptions,
     ProfiledThread,
 };
-pub use xplug_manager::{CImportProvider, CResolveFn};
-pub use xplug_manager::{ErrorChain, Manager, Report};

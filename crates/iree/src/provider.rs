@@ -22,12 +22,12 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use xplug_manager::profile::{ImportProfile, ImportProfiler, ProfileOptions};
 use xplug_manager::providers::ResolveRequest;
 use xplug_manager::providers::abi::{Resolution, Status, StatusCode};
 use xplug_manager::{CImportProvider, CResolver, Manager, ResolveTrace, SlotSource};
+use xplug_profile::{ImportProfile, ImportProfiler, ProfileOptions};
 
 use crate::sys;
 
@@ -92,12 +92,11 @@ impl ExecutableImports {
 /// may call the pair.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use xplug_iree::IreeImportProvider;
 /// use xplug_manager::Manager;
 /// use xplug_manager::providers::abi::{Resolution, Status};
 ///
-/// let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+/// let provider = Box::new(IreeImportProvider::new(Manager::new()));
 /// let names = [c"?optional_import".as_ptr()];
 /// let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
 /// let pair = provider.as_c_provider();
@@ -110,7 +109,7 @@ impl ExecutableImports {
 /// assert_eq!(resolution, Resolution::MISSING_OPTIONAL);
 /// ```
 pub struct IreeImportProvider {
-    manager: Arc<Manager>,
+    manager: Manager,
     device: &'static str,
     recording: ImportRecording,
     executables: AtomicUsize,
@@ -124,12 +123,12 @@ pub struct IreeImportProvider {
 impl IreeImportProvider {
     /// A provider resolving through `manager`, recording nothing.
     #[must_use]
-    pub fn new(manager: Arc<Manager>) -> Self {
+    pub fn new(manager: Manager) -> Self {
         Self::for_device(manager, "(none)", ImportRecording::Off, None)
     }
 
     pub(crate) fn for_device(
-        manager: Arc<Manager>,
+        manager: Manager,
         device: &'static str,
         recording: ImportRecording,
         profile: Option<ProfileOptions>,
@@ -152,7 +151,7 @@ impl IreeImportProvider {
 
     /// The manager it resolves through.
     #[must_use]
-    pub fn manager(&self) -> &Arc<Manager> {
+    pub fn manager(&self) -> &Manager {
         &self.manager
     }
 
@@ -449,11 +448,11 @@ mod tests {
         (fns[0], contexts[0])
     }
 
-    fn manager_with_triple() -> Arc<Manager> {
+    fn manager_with_triple() -> Manager {
         use xplug_manager::providers::{FnTableEntry, FnTableProvider};
-        let manager = Arc::new(Manager::new());
+        let manager = Manager::new();
         let table = FnTableProvider::new("math", [FnTableEntry::new("triple", triple)]).unwrap();
-        manager.register_provider(Arc::new(table)).unwrap();
+        manager.register_provider(std::sync::Arc::new(table)).unwrap();
         manager
     }
 
@@ -498,7 +497,7 @@ mod tests {
 
     #[test]
     fn a_refused_request_reads_back_in_irees_exact_text() {
-        let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+        let provider = Box::new(IreeImportProvider::new(Manager::new()));
         let names = [c"a".as_ptr(), std::ptr::null()];
         assert_eq!(
             status_text_after_churn(&provider, &names).as_deref(),
@@ -510,7 +509,7 @@ mod tests {
 
     #[test]
     fn a_missing_import_reads_back_in_irees_exact_text() {
-        let provider = Box::new(IreeImportProvider::new(Arc::new(Manager::new())));
+        let provider = Box::new(IreeImportProvider::new(Manager::new()));
         let names = [c"xplug_test_missing_import".as_ptr()];
         assert_eq!(
             status_text_after_churn(&provider, &names).as_deref(),

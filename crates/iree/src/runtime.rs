@@ -4,8 +4,8 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use xplug_manager::profile::{ImportProfile, ProfileOptions};
 use xplug_manager::{CImportProvider, Manager};
+use xplug_profile::{ImportProfile, ProfileOptions};
 
 use crate::Error;
 use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider};
@@ -15,13 +15,12 @@ use crate::sys::{self, iree};
 /// proactor pool its devices share. Cheap to clone (shared).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use xplug_iree::{DeviceKind, Runtime};
 /// use xplug_manager::Manager;
 ///
 /// let runtime = Runtime::new()?;
 /// // SAFETY: the plugin is trusted code built from this workspace.
-/// let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+/// let manager = unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?;
 /// let device = runtime.device(DeviceKind::LocalSync, manager)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -69,7 +68,7 @@ impl Runtime {
     ///
     /// # Errors
     /// [`Error::Device`] when IREE cannot create the device.
-    pub fn device(&self, kind: DeviceKind, manager: Arc<Manager>) -> Result<Device, Error> {
+    pub fn device(&self, kind: DeviceKind, manager: Manager) -> Result<Device, Error> {
         DeviceBuilder::new(self, kind, manager).build()
     }
 
@@ -93,12 +92,8 @@ impl Runtime {
         provider: CImportProvider<'_>,
         owner: Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<Device, Error> {
-        let xplug = Box::new(IreeImportProvider::for_device(
-            Arc::new(Manager::new()),
-            kind.name(),
-            ImportRecording::Off,
-            None,
-        ));
+        let xplug =
+            Box::new(IreeImportProvider::for_device(Manager::new(), kind.name(), ImportRecording::Off, None));
         let parts = sys::ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
         let (raw, group) = create_device(self, kind, false, parts)?;
         Ok(Device {
@@ -156,7 +151,7 @@ impl DeviceKind {
 pub struct DeviceBuilder<'runtime> {
     runtime: &'runtime Runtime,
     kind: DeviceKind,
-    manager: Arc<Manager>,
+    manager: Manager,
     recording: ImportRecording,
     profile: Option<ProfileOptions>,
     abort_on_failure: bool,
@@ -165,7 +160,7 @@ pub struct DeviceBuilder<'runtime> {
 impl<'runtime> DeviceBuilder<'runtime> {
     /// A device of `kind` on `runtime` resolving through `manager`.
     #[must_use]
-    pub fn new(runtime: &'runtime Runtime, kind: DeviceKind, manager: Arc<Manager>) -> Self {
+    pub fn new(runtime: &'runtime Runtime, kind: DeviceKind, manager: Manager) -> Self {
         Self {
             runtime,
             kind,
@@ -306,7 +301,7 @@ impl Device {
 
     /// The manager resolving this device's imports.
     #[must_use]
-    pub fn manager(&self) -> &Arc<Manager> {
+    pub fn manager(&self) -> &Manager {
         self.inner.provider.manager()
     }
 
@@ -332,12 +327,11 @@ impl Device {
     /// returned is exact (`docs/profiling.md`).
     ///
     /// ```no_run
-    /// use std::sync::Arc;
     /// use xplug_iree::{DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, TensorView};
     /// use xplug_manager::Manager;
     ///
     /// // SAFETY: the plugin is trusted code built from this workspace.
-    /// let manager = Arc::new(unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?);
+    /// let manager = unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?;
     /// let runtime = Runtime::new()?;
     /// let device = DeviceBuilder::new(&runtime, DeviceKind::LocalTask { workers: 2 }, manager)
     ///     .profile(ProfileOptions::default())

@@ -4,8 +4,6 @@
 //! `--input` flags, and what cannot be matched is a typed error before
 //! anything runs.
 
-use std::sync::Arc;
-
 use xplug_fixtures::iree_e2e::{self, Program};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{Argument, DeviceKind, ElementType, Error, Module, Runtime, Session, Tensor, Value};
@@ -19,7 +17,7 @@ fn with_session(test: impl FnOnce(&Module, &Session)) {
     let path =
         iree_e2e::compile(&root, &prepared.tools, SCALARS, &prepared.work).expect("the program compiles");
     let runtime = Runtime::new().unwrap();
-    let device = runtime.device(DeviceKind::LocalSync, Arc::new(Manager::new())).unwrap();
+    let device = runtime.device(DeviceKind::LocalSync, Manager::new()).unwrap();
     let module = Module::from_file(&runtime, &path).unwrap();
     let session = Session::new(&device, &module).unwrap();
     test(&module, &session);

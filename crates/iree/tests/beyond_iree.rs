@@ -2,7 +2,7 @@
 //! running a compiled IREE program (`tests/iree/*.mlir`, pinned
 //! `iree-compile`) through IREE's runtime with xplug's manager behind it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use xplug_fixtures::iree_e2e::{self, MUL_CALL, MUL_UKERNEL, Prepared, TWO_IMPORTS};
 use xplug_fixtures::plugins::PluginProfile;
@@ -58,20 +58,20 @@ fn assert_products(session: &Session, scale: f32) {
 #[test]
 fn one_manager_serves_several_devices_with_each_plugin_loaded_once() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap());
-    let sync = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
-    let task = runtime().device(DeviceKind::LocalTask { workers: 2 }, Arc::clone(&manager)).unwrap();
+    let manager = unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap();
+    let sync = runtime().device(DeviceKind::LocalSync, manager.clone()).unwrap();
+    let task = runtime().device(DeviceKind::LocalTask { workers: 2 }, manager.clone()).unwrap();
     let module = module(MUL_CALL);
     for device in [&sync, &task] {
         assert_products(&Session::new(device, &module).unwrap(), 1.0);
-        assert!(Arc::ptr_eq(device.manager(), &manager));
+        assert!(device.manager().ptr_eq(&manager));
     }
     assert_eq!(manager.len(), 1, "the plugin was loaded once, for both devices");
 }
 
 #[test]
 fn rust_plugins_linked_into_the_binary_serve_iree_executables() {
-    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    let manager = Manager::builder().static_plugins().build().unwrap();
     assert!(
         manager.providers().iter().any(|name| name.contains("sample_system")),
         "{:?}",
@@ -84,7 +84,7 @@ fn rust_plugins_linked_into_the_binary_serve_iree_executables() {
 #[test]
 fn load_parameters_reach_the_plugin() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "?multiplier=3")]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([spec("sample_system", "?multiplier=3")]) }.unwrap();
     let device = runtime().device(DeviceKind::LocalTask { workers: 2 }, manager).unwrap();
     assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 3.0);
 }
@@ -96,9 +96,9 @@ fn load_parameters_reach_the_plugin() {
 /// message.
 #[test]
 fn a_linked_in_plugin_takes_parameters_without_unsafe() {
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.load_static("sample_system", [("multiplier", "3")]).unwrap();
-    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let device = runtime().device(DeviceKind::LocalSync, manager.clone()).unwrap();
     assert_products(&Session::new(&device, &module(MUL_CALL)).unwrap(), 3.0);
 
     for (key, value, expected) in [
@@ -129,8 +129,8 @@ fn a_linked_in_plugin_takes_parameters_without_unsafe() {
 
 #[test]
 fn a_plugin_registered_after_the_device_serves_executables_loaded_later() {
-    let manager = Arc::new(Manager::new());
-    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let manager = Manager::new();
+    let device = runtime().device(DeviceKind::LocalSync, manager.clone()).unwrap();
     let module = module(MUL_CALL);
     assert!(matches!(Session::new(&device, &module), Err(Error::UnresolvedImports { .. })));
     // SAFETY: a plugin of this workspace.
@@ -141,8 +141,8 @@ fn a_plugin_registered_after_the_device_serves_executables_loaded_later() {
 #[test]
 fn a_missing_import_names_the_executable_the_import_and_the_providers_asked() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
-    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let manager = unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap();
+    let device = runtime().device(DeviceKind::LocalSync, manager.clone()).unwrap();
     let module = module(TWO_IMPORTS);
     let error = match Session::new(&device, &module) {
         Err(error) => error,
@@ -173,8 +173,8 @@ fn a_missing_import_names_the_executable_the_import_and_the_providers_asked() {
 #[test]
 fn failed_plugin_loads_are_typed_errors_and_the_runtime_keeps_working() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
-    let device = runtime().device(DeviceKind::LocalSync, Arc::clone(&manager)).unwrap();
+    let manager = unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap();
+    let device = runtime().device(DeviceKind::LocalSync, manager.clone()).unwrap();
     // A mistyped parameter value: the plugin's own load refuses it.
     // SAFETY: a plugin of this workspace.
     let refused = unsafe { manager.load_spec(&spec("sample_system", "?multiplier=three")) }.unwrap_err();
@@ -190,7 +190,7 @@ fn failed_plugin_loads_are_typed_errors_and_the_runtime_keeps_working() {
 #[test]
 fn an_unknown_function_is_refused_with_a_suggestion() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([spec("c_sample", "")]) }.unwrap();
     let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
     let session = Session::new(&device, &module(MUL_CALL)).unwrap();
     let Err(Error::NoSuchFunction { suggestion, .. }) = session.prepare("mull", [] as [Argument<'_>; 0])
@@ -206,7 +206,7 @@ fn an_unknown_function_is_refused_with_a_suggestion() {
 #[test]
 fn inputs_of_mismatched_lengths_are_refused_by_the_program() {
     // SAFETY: a plugin of this workspace.
-    let manager = Arc::new(unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap());
+    let manager = unsafe { Manager::from_specs([spec("sample_system", "")]) }.unwrap();
     let device = runtime().device(DeviceKind::LocalSync, manager).unwrap();
     // Both example programs tie `b`'s length to `a`'s.
     for program in [MUL_UKERNEL, MUL_CALL] {

@@ -11,18 +11,17 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use xplug_fixtures::iree_e2e::{self, Case};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::{Call, DeviceKind, Module, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 
-fn manager_for(prepared: &iree_e2e::Prepared, case: &Case) -> Arc<Manager> {
+fn manager_for(prepared: &iree_e2e::Prepared, case: &Case) -> Manager {
     let specs: Vec<PathBuf> = case.plugins.iter().map(|name| prepared.library(name).to_owned()).collect();
     let specs: Vec<String> = specs.iter().map(|path| path.display().to_string()).collect();
     // SAFETY: the plugins are this workspace's examples and test plugins.
-    Arc::new(unsafe { Manager::from_specs(&specs) }.expect("the case's plugins load into xplug's manager"))
+    unsafe { Manager::from_specs(&specs) }.expect("the case's plugins load into xplug's manager")
 }
 
 fn tensor_outputs(values: Vec<Value>) -> Vec<Vec<f32>> {

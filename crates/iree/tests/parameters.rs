@@ -6,7 +6,7 @@
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use xplug_fixtures::iree_e2e::{self, Prepared};
 use xplug_fixtures::plugins::PluginProfile;
@@ -51,7 +51,7 @@ fn runtime() -> &'static Runtime {
 }
 
 fn device(kind: DeviceKind) -> Device {
-    let manager = Arc::new(Manager::new().with_static_plugins().expect("the static plugins register"));
+    let manager = Manager::builder().static_plugins().build().expect("the static plugins register");
     runtime().device(kind, manager).expect("the device is made")
 }
 

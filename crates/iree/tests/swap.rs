@@ -58,11 +58,11 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     let (module_path, builds) = prepare(dir.path());
     let specs = builds.map(|path| format!("embedded:{}", path.display()));
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&specs[0]) }.unwrap();
     let runtime = Runtime::new().unwrap();
-    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, Arc::clone(&manager)).unwrap();
+    let device = runtime.device(DeviceKind::LocalTask { workers: 4 }, manager.clone()).unwrap();
     let module = Module::from_file(&runtime, &module_path).unwrap();
     // Executables load and resolve their imports here, once.
     let session = Session::new(&device, &module).unwrap();
@@ -84,13 +84,13 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     assert!(call().iter().all(|&factor| factor == 2.0), "the first build serves before any swap");
     // One swap and back: the loaded executables call each build in turn.
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &specs[1]) }.unwrap();
+    unsafe { handle.replace(&specs[1]) }.unwrap();
     assert!(
         call().iter().all(|&factor| factor == 3.0),
         "the executables call the new build without a reload"
     );
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &specs[0]) }.unwrap();
+    unsafe { handle.replace(&specs[0]) }.unwrap();
     assert!(call().iter().all(|&factor| factor == 2.0));
 
     // The swapper goes on (in pairs, so it ends on x2) until 1000 swaps are
@@ -100,13 +100,13 @@ fn four_local_task_workers_call_the_kernel_while_it_is_swapped_1000_times() {
     let done = Arc::new(AtomicBool::new(false));
     let seen_both = Arc::new(AtomicBool::new(false));
     let swapper = {
-        let (manager, done, seen_both) = (Arc::clone(&manager), Arc::clone(&done), Arc::clone(&seen_both));
+        let (handle, done, seen_both) = (handle.clone(), Arc::clone(&done), Arc::clone(&seen_both));
         std::thread::spawn(move || {
             let mut swaps = 0usize;
             while swaps < 1000 || (!seen_both.load(Ordering::SeqCst) && swaps < 100_000) {
                 for spec in [&specs[1], &specs[0]] {
                     // SAFETY: as above.
-                    let swapped = unsafe { manager.replace(&handle, spec) }.unwrap();
+                    let swapped = unsafe { handle.replace(spec) }.unwrap();
                     assert_eq!(swapped.rebound, 1, "one import slot: simple_mul_workgroup");
                     swaps += 1;
                 }
@@ -152,12 +152,12 @@ fn a_swap_reaches_the_rest_of_a_running_call() {
         Box::leak(Box::new([AtomicI32::new(0), AtomicI32::new(0), AtomicI32::new(0)]));
     let specs = builds.map(|path| format!("embedded:{}?hold={:x}", path.display(), hold.as_ptr() as usize));
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&specs[0]) }.unwrap();
     let runtime = Runtime::new().unwrap();
-    let held_device = runtime.device(DeviceKind::LocalTask { workers: 1 }, Arc::clone(&manager)).unwrap();
-    let other_device = runtime.device(DeviceKind::LocalTask { workers: 2 }, Arc::clone(&manager)).unwrap();
+    let held_device = runtime.device(DeviceKind::LocalTask { workers: 1 }, manager.clone()).unwrap();
+    let other_device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager.clone()).unwrap();
     let module = Module::from_file(&runtime, &module_path).unwrap();
     // Both sessions resolve their imports now, before any swap.
     let held_session = Session::new(&held_device, &module).unwrap();
@@ -192,7 +192,7 @@ fn a_swap_reaches_the_rest_of_a_running_call() {
         // `replace` returns only when the held workgroup has left x2.
         let swap = scope.spawn(|| {
             // SAFETY: as above.
-            unsafe { manager.replace(&handle, &specs[1]) }.unwrap()
+            unsafe { handle.replace(&specs[1]) }.unwrap()
         });
         // Calls through the other device: x2 until the slot points at x3,
         // then x3, whose report releases the held workgroup.

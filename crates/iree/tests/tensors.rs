@@ -3,8 +3,6 @@
 //! (no copy on the Rust side), results come out typed, copied
 //! (`Tensor::to_vec`) or read in place (`CallResults::tensor`).
 
-use std::sync::Arc;
-
 use xplug_fixtures::iree_e2e;
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_iree::half::{bf16, f16};
@@ -31,7 +29,7 @@ fn module_path() -> &'static std::path::Path {
 
 fn with_session(kind: DeviceKind, test: impl FnOnce(&Session)) {
     let runtime = Runtime::new().unwrap();
-    let device = runtime.device(kind, Arc::new(Manager::new())).unwrap();
+    let device = runtime.device(kind, Manager::new()).unwrap();
     let module = Module::from_file(&runtime, module_path()).unwrap();
     let session = Session::new(&device, &module).unwrap();
     test(&session);

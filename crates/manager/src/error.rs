@@ -164,18 +164,6 @@ pub enum Error {
         /// The closest declared name, when one is close.
         suggestion: Option<String>,
     },
-    /// [`crate::Manager::replace`] was given a handle that is not a
-    /// swappable plugin of this manager.
-    #[error(
-        "provider #{index} `{provider}` is not a swappable plugin of this manager; load it with \
-         `Manager::load_swappable` (or `?swappable` in its spec) to replace it"
-    )]
-    NotSwappable {
-        /// The handle's registration index.
-        index: usize,
-        /// The handle's provider name.
-        provider: String,
-    },
     /// A swap was asked for from inside a call of a swappable import: it
     /// would wait for its own call to end. Nothing changed.
     #[error(
@@ -279,7 +267,6 @@ impl Error {
             Self::SwapLoadFailed { source, .. } => source.code(),
             Self::SwapMissingImports { .. } => StatusCode::NOT_FOUND,
             Self::SwapIncompatible { .. } | Self::SwapInsideImport { .. } => StatusCode::FAILED_PRECONDITION,
-            Self::NotSwappable { .. } => StatusCode::INVALID_ARGUMENT,
             Self::CapacityReached { .. } => StatusCode::RESOURCE_EXHAUSTED,
             Self::InvalidSpec { .. }
             | Self::InvalidEnvironment { .. }

@@ -2,7 +2,6 @@
 
 use std::ffi::{CString, c_int, c_void};
 use std::fmt;
-use std::sync::Arc;
 
 use xplug_providers::RequestSlots;
 use xplug_providers::abi::{ImportFn, ImportThunkFn, Resolution};
@@ -11,7 +10,7 @@ use crate::{Error, Manager};
 
 /// An executable's import table resolved through a [`Manager`].
 ///
-/// Built by [`Manager::resolve_imports`]. It holds an `Arc<Manager>`, and the
+/// Built by [`Manager::resolve_imports`]. It holds a [`Manager`] handle, and the
 /// manager owns its plugins, so no function pointer in the table can outlive
 /// the library it points into: dropping every other handle to the manager
 /// leaves the table fully callable.
@@ -29,7 +28,7 @@ use crate::{Error, Manager};
 ///   by name, its args type promised once, after which every call is
 ///   safe.
 pub struct ResolvedImports {
-    manager: Arc<Manager>,
+    manager: Manager,
     names: Vec<CString>,
     /// Function and context side by side, so a call reads one slot.
     slots: Box<[Slot]>,
@@ -49,7 +48,7 @@ struct Slot {
 // the v0 ABI, `docs/resolution.md#thread-safety`) makes imports callable
 // from any thread, concurrently,
 // as IREE's worker threads call them; the table itself is immutable after
-// construction and the `Arc<Manager>` keeping the code alive is `Send + Sync`.
+// construction and the `Manager` handle keeping the code alive is `Send + Sync`.
 unsafe impl Send for ResolvedImports {}
 // SAFETY: as above; `&ResolvedImports` only reads the immutable table.
 unsafe impl Sync for ResolvedImports {}
@@ -72,7 +71,7 @@ impl Manager {
     /// # Errors
     /// [`Error::InvalidImportName`] for a name with an interior NUL or an
     /// empty name; otherwise as [`Manager::resolve`].
-    pub fn resolve_imports<I, S>(self: &Arc<Self>, names: I) -> Result<ResolvedImports, Error>
+    pub fn resolve_imports<I, S>(&self, names: I) -> Result<ResolvedImports, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -103,7 +102,7 @@ impl Manager {
                 context,
             })
             .collect();
-        Ok(ResolvedImports { manager: Arc::clone(self), names, slots, resolution })
+        Ok(ResolvedImports { manager: self.clone(), names, slots, resolution })
     }
 }
 
@@ -168,7 +167,7 @@ impl ResolvedImports {
 
     /// The manager that resolved the table (and keeps it valid).
     #[must_use]
-    pub fn manager(&self) -> &Arc<Manager> {
+    pub fn manager(&self) -> &Manager {
         &self.manager
     }
 
@@ -191,7 +190,7 @@ impl ResolvedImports {
     /// #     unsafe { *args.cast::<i32>() *= 2 };
     /// #     0
     /// # }
-    /// let manager = Arc::new(Manager::new());
+    /// let manager = Manager::new();
     /// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("double", double)])?))?;
     /// let imports = manager.resolve_imports(["double"])?;
     /// let double = imports.import(0)?;

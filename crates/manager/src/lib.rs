@@ -8,7 +8,7 @@
 //! specs like IREE's
 //! `--executable_plugin` flag ([`spec`], [`Manager::from_specs`],
 //! [`Manager::from_env`]) or linked into the binary
-//! ([`Manager::with_static_plugins`]) are owned by the manager;
+//! ([`ManagerBuilder::static_plugins`]) are owned by the manager;
 //! [`ResolvedImports`] keeps the manager, and so the plugins' code, alive
 //! for as long as resolved pointers exist.
 //!
@@ -41,7 +41,7 @@
 //!     1 // says "the fast one ran", for the example
 //! }
 //!
-//! let manager = Arc::new(Manager::new());
+//! let manager = Manager::new();
 //! let generic = FnTableProvider::new("generic", [FnTableEntry::new("add", add), FnTableEntry::new("sub", add)])?;
 //! let fast = FnTableProvider::new("fast", [FnTableEntry::new("add", fast_add)])?;
 //! manager.register_provider(Arc::new(generic))?;
@@ -74,17 +74,15 @@
 //! plugin exporting the same name overrides them:
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use xplug_manager::Manager;
 //!
-//! let manager = Manager::new().with_static_plugins()?;
+//! let manager = Manager::builder().static_plugins().build()?;
 //! // SAFETY: the operator named these plugins; loading one runs its code,
 //! // which we trust to follow the v0 ABI.
 //! unsafe {
 //!     manager.load_spec("target/plugins/release/libsample_system.so?multiplier=2")?;
 //!     manager.load_spec("target/plugins/release/libc_sample.so")?;
 //! }
-//! let manager = Arc::new(manager);
 //! let imports = manager.resolve_imports(["simple_mul_workgroup", "?optional_fast_path"])?;
 //! println!("{} imports resolved", imports.len());
 //! # Ok::<(), xplug_manager::Error>(())
@@ -106,14 +104,16 @@
 //! # Live swap
 //!
 //! A plugin loaded with [`Manager::load_swappable`] (or `?swappable` in its
-//! spec) can be replaced by a new build with [`Manager::replace`] while
+//! spec) can be replaced by a new build with [`SwapHandle::replace`] while
 //! executables run: they call the new code from their next call, calls in
 //! flight finish on the old code, and the old version is unloaded once no
 //! call can be inside it (`docs/swap.md`).
 //!
 //! # Threads
 //!
-//! [`Manager`] is `Send + Sync`. Registration may run while other threads
+//! [`Manager`] is a cheap-to-clone handle (an `Arc` inside: clones share
+//! one registry), `Send + Sync`; it is configured once, on
+//! [`Manager::builder`]. Registration may run while other threads
 //! resolve; resolution never waits for a lock (see [`Manager`]).
 //!
 //! # Tracing
@@ -123,12 +123,11 @@
 //! outcome; registration and provider drops emit `debug`/`trace` events.
 
 mod c_provider;
-pub mod debugging;
+mod config;
 mod error;
 mod imports;
 mod loading;
 mod manager;
-pub mod profile;
 mod registry;
 pub mod spec;
 pub mod suggest;
@@ -136,11 +135,11 @@ mod swap;
 mod typed;
 
 pub use c_provider::{CImportProvider, CResolveFn, CResolver};
+pub use config::{CRASH_REPORT_ENV, ManagerBuilder, PERF_MAP_ENV};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
-pub use loading::Registered;
-pub use manager::{Manager, ResolveTrace, SlotRewrite, SlotSource};
-pub use swap::{Swapped, swap_calls_are_fence_free};
+pub use manager::{Manager, Registered, ResolveTrace, SlotRewrite, SlotSource};
+pub use swap::{SwapHandle, Swapped, swap_calls_are_fence_free};
 pub use typed::TypedImport;
 pub use xplug_providers::abi::AnyBitPattern;
 pub use xplug_providers::{ErrorChain, Report};

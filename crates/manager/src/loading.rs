@@ -1,45 +1,12 @@
 //! Owning plugins: registration, loading from specs and the environment, and
 //! plugins linked into the binary.
 
-use std::sync::Arc;
+use xplug_providers::{AllowList, LoadParamList, Loader, Plugin};
 
-use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, static_plugins};
-
+use crate::error::Error;
+use crate::manager::{Manager, Registered};
 use crate::registry::Held;
 use crate::spec::{self, PluginSpec};
-use crate::{Error, Manager};
-
-/// What a registration added to a [`Manager`]: where the provider sits in
-/// the scan and the name it reports (what traces, errors and tools label it
-/// with). Returned by [`Manager::register_plugin`],
-/// [`Manager::register_provider`] and [`Manager::load_spec`], so a caller
-/// that shows the providers it registered needs no list of its own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Registered {
-    index: usize,
-    name: Arc<str>,
-}
-
-impl Registered {
-    pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
-        Self { index, name }
-    }
-
-    /// The registration index: 0 for the oldest provider; resolution asks
-    /// the highest index first. The index [`crate::SlotSource::Provider`]
-    /// and [`crate::SlotRewrite`] name.
-    #[must_use]
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The provider's name (a plugin's header name), as
-    /// [`Manager::providers`] lists it.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
 
 impl Manager {
     /// Registers a loaded plugin. The manager owns it from now on: it is
@@ -66,7 +33,7 @@ impl Manager {
     /// (naming the spec, whose error names the path) when loading fails,
     /// [`Error::CapacityReached`] when full. A spec that pins its code
     /// (`?sha256=`), or any spec while an allow-list applies
-    /// ([`Manager::allow_only`], `XPLUG_ALLOWED_PLUGINS`), is opened pinned
+    /// ([`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only), `XPLUG_ALLOWED_PLUGINS`), is opened pinned
     /// ([`PluginSpec::open_checked`]): code of another hash is refused with
     /// [`xplug_providers::Error::HashMismatch`] or
     /// [`xplug_providers::Error::NotAllowed`] before it is mapped.
@@ -133,10 +100,10 @@ impl Manager {
     unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
         if spec.is_swappable() {
             // SAFETY: forwarded to the caller.
-            return unsafe { self.load_parsed_swappable(spec) };
+            return unsafe { self.load_parsed_swappable(spec) }.map(|(registered, _)| registered);
         }
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { spec.load_allowed(self.allow_list.as_deref()) }?;
+        let plugin = unsafe { spec.load_allowed(self.inner.allow_list.as_deref()) }?;
         self.register_plugin(plugin)
     }
 
@@ -191,7 +158,7 @@ impl Manager {
     /// Windows), empty entries skipped, loaded as by [`Manager::from_specs`].
     /// An unset variable gives an empty manager. See [`spec::split_spec_list`] for `embedded:` and
     /// `:` inside parameters on Unix. The allow-list `XPLUG_ALLOWED_PLUGINS`
-    /// names applies, as to every spec ([`Manager::allow_only`]).
+    /// names applies, as to every spec ([`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only)).
     ///
     /// # Errors
     /// [`Error::InvalidEnvironment`] when the value is not UTF-8; otherwise
@@ -212,104 +179,23 @@ impl Manager {
         // SAFETY: forwarded to the caller.
         unsafe { Self::from_specs(specs) }
     }
-
-    /// Registers every plugin linked into the binary ([`static_plugins`],
-    /// in name order) **before** the providers already registered, so that
-    /// everything registered dynamically (before or after this call)
-    /// overrides them. Static plugins are loaded with no parameters.
-    ///
-    /// ```
-    /// use xplug_manager::Manager;
-    ///
-    /// let manager = Manager::new().with_static_plugins().unwrap();
-    /// assert_eq!(manager.len(), xplug_manager::providers::static_plugins().len());
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::StaticPluginLoad`] naming the plugin that failed to load;
-    /// [`Error::CapacityReached`] when the static plugins do not fit, checked
-    /// before any is loaded. On error the manager (consumed) is dropped with
-    /// everything it held.
-    pub fn with_static_plugins(mut self) -> Result<Self, Error> {
-        let registrations = static_plugins();
-        let existing = self.registry.drain_newest_first();
-        if let Some(capacity) = self.registry.capacity()
-            && existing.len() + registrations.len() > capacity
-        {
-            return Err(Error::CapacityReached {
-                capacity,
-                provider: registrations.first().map_or("?", |r| r.name()).to_owned(),
-            });
-        }
-        // The registry is empty now; static plugins go in first.
-        for registration in registrations {
-            let plugin = Plugin::from_registration(registration, &LoadParamList::new())
-                .map_err(|source| Error::StaticPluginLoad { name: registration.name().to_owned(), source })?;
-            self.register_plugin(plugin)?;
-        }
-        for entry in existing.into_iter().rev() {
-            self.registry.push(entry).map_err(|entry| Error::CapacityReached {
-                capacity: self.registry.capacity().unwrap_or(usize::MAX),
-                provider: entry.name.to_string(),
-            })?;
-        }
-        Ok(self)
-    }
 }
 
 impl Manager {
     /// The loaders a spec is offered to, in order: the first that claims it
     /// opens it ([`xplug_providers::loaders`], after any added with
-    /// [`Manager::with_loader`]).
+    /// [`ManagerBuilder::loader`](crate::ManagerBuilder::loader)).
     #[must_use]
     pub fn loaders(&self) -> &[&'static dyn Loader] {
-        &self.loaders
+        &self.inner.loaders
     }
 
-    /// This manager, offering specs to `loader` before every other loader
-    /// (a loader registered with
-    /// [`LoaderRegistration`](xplug_providers::LoaderRegistration) is in
-    /// every manager's list already).
-    #[must_use]
-    pub fn with_loader(mut self, loader: &'static dyn Loader) -> Self {
-        self.loaders.insert(0, loader);
-        self
-    }
-
-    /// This manager, refusing every plugin whose code is not on `list`
-    /// (`docs/loading.md#allow-lists`): each spec's bytes are read once,
-    /// hashed and checked before anything is mapped, as for a pinned spec.
-    /// Plugins linked into the program ([`Manager::load_static`],
-    /// [`Manager::with_static_plugins`], `static:` specs) are excepted. The
-    /// list named by `XPLUG_ALLOWED_PLUGINS`, when set, applies as well: a
-    /// plugin must be on both (set but empty, the variable refuses every
-    /// load: [`AllowList::from_env`](xplug_providers::AllowList::from_env)).
-    ///
-    /// ```
-    /// use xplug_manager::providers::{AllowList, Error as LoadError};
-    /// use xplug_manager::{Error, Manager};
-    ///
-    /// let list = AllowList::parse("# nothing approved yet\n", "allowed.txt")?;
-    /// let manager = Manager::new().allow_only(list);
-    /// let plugin = std::env::temp_dir().join(format!("xplug-doc-{}.so", std::process::id()));
-    /// std::fs::write(&plugin, b"any bytes")?;
-    /// // SAFETY: nothing is mapped: the bytes are refused first.
-    /// let error = unsafe { manager.load_spec(&plugin.to_string_lossy()) }.unwrap_err();
-    /// assert!(matches!(error, Error::PluginLoad { source: LoadError::NotAllowed { .. }, .. }), "{error}");
-    /// assert!(manager.is_empty());
-    /// # std::fs::remove_file(&plugin)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[must_use]
-    pub fn allow_only(mut self, list: AllowList) -> Self {
-        self.allow_list = Some(Arc::new(list));
-        self
-    }
-
-    /// The allow-list given to [`Manager::allow_only`], if any.
+    /// The allow-list given to
+    /// [`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only),
+    /// if any.
     #[must_use]
     pub fn allow_list(&self) -> Option<&AllowList> {
-        self.allow_list.as_deref()
+        self.inner.allow_list.as_deref()
     }
 
     /// Parses `spec` for this manager's loaders ([`PluginSpec::parse_with`]).
@@ -317,7 +203,7 @@ impl Manager {
     /// # Errors
     /// [`Error::InvalidSpec`], as [`PluginSpec::parse`].
     pub fn parse_spec(&self, spec: &str) -> Result<PluginSpec, Error> {
-        PluginSpec::parse_with(spec, &self.loaders)
+        PluginSpec::parse_with(spec, &self.inner.loaders)
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use xplug_providers::abi::Resolution;
 use xplug_providers::{ImportProvider, ResolveRequest, SymbolName};
 
-use crate::Registered;
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Held, Registry};
 use crate::suggest;
@@ -78,21 +77,94 @@ use crate::suggest;
 ///
 /// | Concern | Methods | Module |
 /// |---|---|---|
-/// | making one | [`Manager::new`], [`Manager::with_capacity`], [`Manager::capacity`] | `manager.rs` |
+/// | making one | [`Manager::new`], [`Manager::builder`], [`Manager::capacity`]; a cheap-to-clone handle | `manager.rs`, `config.rs` |
 /// | registering providers | [`Manager::register_provider`], [`Manager::register_plugin`], [`Manager::providers`], [`Manager::len`], [`Manager::is_empty`] | `manager.rs`, `loading.rs` |
-/// | live swap | [`Manager::load_swappable`], [`Manager::replace`], [`Manager::current_spec`] | `swap.rs` |
-/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::with_static_plugins`], [`Manager::loaders`], [`Manager::with_loader`], [`Manager::parse_spec`], [`Manager::allow_only`] | `loading.rs` |
+/// | live swap | [`Manager::load_swappable`], then [`SwapHandle::replace`](crate::SwapHandle::replace) | `swap.rs` |
+/// | configuring (capacity, loaders, allow-list, static plugins, debugging aids) | [`Manager::builder`], [`Manager::new`] | `config.rs` |
+/// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::loaders`], [`Manager::parse_spec`], [`Manager::allow_list`] | `loading.rs` |
 /// | resolving | [`Manager::resolve`], [`Manager::resolve_traced`], [`Manager::resolve_imports`] (then [`ResolvedImports::typed`](crate::ResolvedImports::typed)) | `manager.rs`, `imports.rs`, `typed.rs` |
 /// | C hosts | [`Manager::as_c_provider`] | `c_provider.rs` |
-/// | debugging aids | [`Manager::install_crash_reporter`], [`Manager::install_crash_reporter_from_env`], [`Manager::announce_images_to_debuggers`], [`Manager::enable_perf_map`] | `debugging.rs` |
+#[derive(Clone)]
 pub struct Manager {
+    /// What every clone shares.
+    pub(crate) inner: Arc<Shared>,
+}
+
+/// A manager's state, shared by its clones.
+pub(crate) struct Shared {
     pub(crate) registry: Registry,
     /// The loaders specs are offered to, in order
-    /// ([`xplug_providers::loaders`] unless [`Manager::with_loader`] added
-    /// one).
+    /// ([`xplug_providers::loaders`] after any given to
+    /// [`ManagerBuilder::loader`](crate::ManagerBuilder::loader)).
     pub(crate) loaders: Vec<&'static dyn xplug_providers::Loader>,
-    /// The allow-list of [`Manager::allow_only`].
+    /// The allow-list of
+    /// [`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only).
     pub(crate) allow_list: Option<Arc<xplug_providers::AllowList>>,
+}
+
+/// What a registration added to a [`Manager`]: where the provider sits in
+/// the scan and the name it reports (what traces, errors and tools label it
+/// with). Returned by [`Manager::register_plugin`],
+/// [`Manager::register_provider`] and [`Manager::load_spec`], so a caller
+/// that shows the providers it registered needs no list of its own.
+#[derive(Clone)]
+pub struct Registered {
+    index: usize,
+    name: Arc<str>,
+    /// What a feature outside the registry attached (live swap's handle,
+    /// read back by [`SwapHandle::of`](crate::SwapHandle::of)).
+    attached: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("index", &self.index)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two registrations are equal when they name the same provider at the same
+/// index.
+impl PartialEq for Registered {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index && self.name == other.name
+    }
+}
+
+impl Eq for Registered {}
+
+impl Registered {
+    pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
+        Self { index, name, attached: None }
+    }
+
+    /// This registration, carrying `value` for the feature that made it.
+    pub(crate) fn attach(mut self, value: Arc<dyn std::any::Any + Send + Sync>) -> Self {
+        self.attached = Some(value);
+        self
+    }
+
+    /// What [`Registered::attach`] attached, if it is a `T`.
+    pub(crate) fn attached<T: 'static>(&self) -> Option<&T> {
+        self.attached.as_deref()?.downcast_ref()
+    }
+
+    /// The registration index: 0 for the oldest provider; resolution asks
+    /// the highest index first. The index [`SlotSource::Provider`]
+    /// and [`SlotRewrite`] name.
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The provider's name (a plugin's header name), as
+    /// [`Manager::providers`] lists it.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// Where the function in one slot of a traced resolve came from.
@@ -254,41 +326,45 @@ impl Default for Manager {
 impl fmt::Debug for Manager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Manager")
-            .field("capacity", &self.registry.capacity())
+            .field("capacity", &self.inner.registry.capacity())
             .field("providers", &self.providers())
             .finish()
     }
 }
 
 impl Manager {
-    /// A manager with no providers and no capacity limit.
+    /// A manager with no providers and no capacity limit (the default
+    /// configuration of [`Manager::builder`]).
     #[must_use]
     pub fn new() -> Self {
-        Self { registry: Registry::new(None), loaders: xplug_providers::loaders(), allow_list: None }
-    }
-
-    /// A manager holding at most `capacity` providers; registering more
-    /// fails with [`Error::CapacityReached`] (`RESOURCE_EXHAUSTED`), like
-    /// IREE's fixed-capacity manager.
-    #[must_use]
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            registry: Registry::new(Some(capacity)),
+        Self::from_shared(Shared {
+            registry: Registry::new(None),
             loaders: xplug_providers::loaders(),
             allow_list: None,
-        }
+        })
     }
 
-    /// The capacity given to [`Manager::with_capacity`]; `None` when unbounded.
+    /// A handle on `shared`.
+    pub(crate) fn from_shared(shared: Shared) -> Self {
+        Self { inner: Arc::new(shared) }
+    }
+
+    /// Whether `self` and `other` are handles on the same manager.
+    #[must_use]
+    pub fn ptr_eq(&self, other: &Manager) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The capacity given to [`ManagerBuilder::capacity`](crate::ManagerBuilder::capacity); `None` when unbounded.
     #[must_use]
     pub fn capacity(&self) -> Option<usize> {
-        self.registry.capacity()
+        self.inner.registry.capacity()
     }
 
     /// Number of registered providers.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.registry.len()
+        self.inner.registry.len()
     }
 
     /// True when no provider is registered.
@@ -312,8 +388,11 @@ impl Manager {
     /// [`Error::SelfRegistration`] when `provider` is this manager; nothing
     /// changes then.
     pub fn register_provider(&self, provider: Arc<dyn ImportProvider>) -> Result<Registered, Error> {
-        if std::ptr::addr_eq(Arc::as_ptr(&provider), std::ptr::from_ref(self)) {
-            return Err(Error::SelfRegistration { provider: provider.name().to_owned() });
+        // A handle on this manager names itself through `NAMED` (below).
+        NAMED.set(0);
+        let name = provider.name();
+        if NAMED.get() == Arc::as_ptr(&self.inner) as usize {
+            return Err(Error::SelfRegistration { provider: name.to_owned() });
         }
         self.register_entry(Held::Shared(provider))
     }
@@ -321,13 +400,13 @@ impl Manager {
     pub(crate) fn register_entry(&self, provider: Held) -> Result<Registered, Error> {
         let name: Arc<str> = Arc::from(provider.get().name());
         let owned = provider.is_owned();
-        match self.registry.push(Entry { provider, name: name.clone() }) {
+        match self.inner.registry.push(Entry { provider, name: name.clone() }) {
             Ok(index) => {
                 tracing::debug!(index, provider = &*name, owned, "registered provider");
                 Ok(Registered::new(index, name))
             }
             Err(entry) => Err(Error::CapacityReached {
-                capacity: self.registry.capacity().unwrap_or(usize::MAX),
+                capacity: self.inner.registry.capacity().unwrap_or(usize::MAX),
                 provider: entry.name.to_string(),
             }),
         }
@@ -336,8 +415,12 @@ impl Manager {
     /// Provider names in scan order (newest first).
     #[must_use]
     pub fn providers(&self) -> Vec<String> {
-        let count = self.registry.len();
-        (0..count).rev().filter_map(|i| self.registry.get(i)).map(|entry| entry.name.to_string()).collect()
+        let count = self.inner.registry.len();
+        (0..count)
+            .rev()
+            .filter_map(|i| self.inner.registry.get(i))
+            .map(|entry| entry.name.to_string())
+            .collect()
     }
 
     /// Resolves `request` against every registered provider, newest first
@@ -358,7 +441,7 @@ impl Manager {
             return Ok(Resolution::NONE);
         }
         // Everything registered before this resolve is visible below `count`.
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         // One load of the global level filter: without a subscriber at
         // `debug`, the quiet walk, inlined here.
         if tracing::level_enabled!(tracing::Level::DEBUG) {
@@ -401,7 +484,7 @@ impl Manager {
         if request.is_empty() {
             return (trace, Ok(Resolution::NONE));
         }
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         let span = tracing::debug_span!("xplug_resolve", providers = count, names = request.len());
         let mut recorder = Recorder { trace: &mut trace, log: Logged::enter(span) };
         let result = self.resolve_observed(request, count, &mut recorder);
@@ -471,7 +554,7 @@ impl Manager {
         observer: &mut O,
         protect: Protect,
     ) -> Option<Walked> {
-        let Some(entry) = self.registry.get(index) else {
+        let Some(entry) = self.inner.registry.get(index) else {
             return Some(Walked::Failed(unreadable_provider(index, count)));
         };
         let answer = match protect {
@@ -511,7 +594,7 @@ impl Manager {
     fn missing_error(&self, request: &ResolveRequest<'_>, count: usize) -> Error {
         let missing: Vec<usize> = request.missing_required().collect();
         let mut exported: Vec<String> = (0..count)
-            .filter_map(|i| self.registry.get(i)?.provider.get().exported_names())
+            .filter_map(|i| self.inner.registry.get(i)?.provider.get().exported_names())
             .flatten()
             .collect();
         exported.sort_unstable();
@@ -562,8 +645,6 @@ fn supply(entry: &Entry, request: &mut ResolveRequest<'_>) -> Result<(), Box<xpl
     let answer = match &entry.provider {
         Held::Plugin(plugin) => plugin.supply(request),
         Held::Shared(provider) => supply_shared(provider.as_ref(), request),
-        // Live swap's install point: trampolines through the plugin's slots.
-        Held::Swappable(cell) => crate::swap::supply_swappable(cell, request),
     };
     answer.map_err(Box::new)
 }
@@ -610,14 +691,73 @@ fn provider_error(error: Error) -> xplug_providers::Error {
     }
 }
 
+std::thread_local! {
+    /// The shared state of the manager whose provider name this thread
+    /// read last (0: none since it was cleared).
+    static NAMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// How deep this thread is in managers asked as providers.
+    static NESTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Managers asked as providers inside one another deeper than this are a
+/// cycle: a manager registered into itself through another manager.
+const MAX_NESTED: u32 = 64;
+
+/// One level of managers asked as providers on this thread; left when
+/// dropped. A counter, not a list, so a manager asked as a provider pays
+/// a few instructions for the guard.
+struct Nested;
+
+impl Nested {
+    /// Enters one level, refusing a level beyond [`MAX_NESTED`]: a clone of
+    /// a manager's handle was registered into a manager it holds, and
+    /// resolution would recurse until the stack overflowed.
+    #[inline]
+    fn enter(_manager: &Manager) -> Result<Self, xplug_providers::Error> {
+        let depth = NESTED.get();
+        if depth >= MAX_NESTED {
+            return Err(too_deep());
+        }
+        NESTED.set(depth + 1);
+        Ok(Self)
+    }
+}
+
+impl Drop for Nested {
+    #[inline]
+    fn drop(&mut self) {
+        NESTED.set(NESTED.get() - 1);
+    }
+}
+
+/// The error of [`Nested::enter`].
+#[cold]
+#[inline(never)]
+fn too_deep() -> xplug_providers::Error {
+    xplug_providers::Error::ResolveFailed {
+        provider: "xplug-manager".into(),
+        code: xplug_providers::abi::StatusCode::FAILED_PRECONDITION,
+        message: format!(
+            "managers are asked as providers more than {MAX_NESTED} deep: a manager is registered as a provider \
+             of itself (a clone of its handle, through another manager) and resolution would recurse forever; \
+             register managers into one another without a cycle"
+        ),
+    }
+}
+
 /// The manager is itself a provider, so managers compose and a manager can
 /// be handed to anything that takes an [`ImportProvider`].
 impl ImportProvider for Manager {
+    /// Also records, for [`Manager::register_provider`], which manager
+    /// was asked (`NAMED`): a handle on the registering manager itself is
+    /// refused.
     fn name(&self) -> &str {
+        NAMED.set(Arc::as_ptr(&self.inner) as usize);
         "xplug-manager"
     }
 
     fn resolve(&self, request: &mut ResolveRequest<'_>) -> Result<Resolution, xplug_providers::Error> {
+        let _nested = Nested::enter(self)?;
         Manager::resolve(self, request).map_err(provider_error)
     }
 
@@ -627,7 +767,8 @@ impl ImportProvider for Manager {
         if request.is_empty() {
             return Ok(());
         }
-        let count = self.registry.len();
+        let _nested = Nested::enter(self)?;
+        let count = self.inner.registry.len();
         match self.walk(request, count, &mut Quiet) {
             Walked::Complete | Walked::Incomplete => Ok(()),
             Walked::Failed(error) => Err(provider_error(*error)),
@@ -637,10 +778,10 @@ impl ImportProvider for Manager {
     /// Every name some provider exports, when every provider can list its
     /// exports; `None` as soon as one cannot.
     fn exported_names(&self) -> Option<Vec<String>> {
-        let count = self.registry.len();
+        let count = self.inner.registry.len();
         let mut names = Vec::new();
         for index in 0..count {
-            names.extend(self.registry.get(index)?.provider.get().exported_names()?);
+            names.extend(self.inner.registry.get(index)?.provider.get().exported_names()?);
         }
         names.sort_unstable();
         names.dedup();

@@ -84,9 +84,6 @@ pub(crate) enum Held {
     Plugin(Box<Plugin>),
     /// A provider the manager shares with whoever registered it.
     Shared(Arc<dyn ImportProvider>),
-    /// A plugin the manager owns, loaded as swappable (`swap.rs`): it
-    /// resolves to trampolines through slots, and can be replaced.
-    Swappable(Box<crate::swap::SwapCell>),
 }
 
 impl Held {
@@ -95,13 +92,12 @@ impl Held {
         match self {
             Self::Plugin(plugin) => &**plugin,
             Self::Shared(provider) => &**provider,
-            Self::Swappable(cell) => &**cell,
         }
     }
 
     /// True for a plugin the manager owns.
     pub(crate) fn is_owned(&self) -> bool {
-        matches!(self, Self::Plugin(_) | Self::Swappable(_))
+        matches!(self, Self::Plugin(_))
     }
 }
 

@@ -1,15 +1,18 @@
 //! Live swap of a plugin (`docs/swap.md`): a plugin loaded as swappable
-//! ([`Manager::load_swappable`], or a spec with `?swappable`) resolves
-//! every import to one trampoline whose context is a slot the manager
-//! owns; [`Manager::replace`] loads a new version, checks it, points every
-//! slot at it, waits until no call is inside the old version
-//! ([`quiesce`]) and only then unloads the old one.
+//! ([`Manager::load_swappable`], or a spec with `?swappable`) is a provider
+//! of its own, registered like any other, that resolves every import to one
+//! trampoline whose context is a slot it owns; [`SwapHandle::replace`]
+//! loads a new version, checks it, points every slot at it, waits until no
+//! call is inside the old version ([`quiesce`]) and only then unloads the
+//! old one.
 //!
-//! The install point is [`supply_swappable`], the one call the resolve walk
-//! makes for a swappable entry: what it fills is the trampoline, so any
-//! wrapper installed around the resolved function (a profiler) wraps the
-//! trampoline, and the swap stays innermost. A plugin not loaded as
-//! swappable never comes here: its imports resolve to its own functions.
+//! The install point is [`SwapCell`]'s `supply`, which the resolve walk
+//! calls as it calls any shared provider's: what it fills is the
+//! trampoline, so any wrapper installed around the resolved function (a
+//! profiler) wraps the trampoline, and the swap stays innermost. The
+//! registry knows nothing of swap: a plugin not loaded as swappable never
+//! comes here, its imports resolve to its own functions, and the walk has
+//! no case for it.
 //!
 //! A `.so` version is never closed (`dlclose`): it is pinned when loaded
 //! (`RTLD_NODELETE`, `docs/loading.md#unload-policy`), its `unload` runs
@@ -25,15 +28,17 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use xplug_providers::abi::{ImportFn, Resolution};
-use xplug_providers::{AllocationStats, ImportProvider, Plugin, RequestSlots, ResolveRequest};
+use xplug_providers::{
+    AllocationStats, AllowList, ImportProvider, Loader, Plugin, RequestSlots, ResolveRequest,
+};
 
-use crate::registry::Held;
+use crate::error::Error;
+use crate::manager::{Manager, Registered};
 use crate::spec::PluginSpec;
-use crate::{Error, Manager, Registered};
 
-/// A swappable plugin, as the registry holds it: the current version and
-/// the slots executables call through.
-pub(crate) struct SwapCell {
+/// A swappable plugin, the provider the manager registers: the current
+/// version and the slots executables call through.
+struct SwapCell {
     /// The plugin's header name (every version must keep it).
     name: Arc<str>,
     state: Mutex<SwapState>,
@@ -79,7 +84,7 @@ struct SwapSlot {
 // and bindings are immutable once made; the state is behind a mutex.
 unsafe impl Send for SwapState {}
 
-/// What [`Manager::replace`] did.
+/// What [`SwapHandle::replace`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Swapped {
@@ -112,10 +117,7 @@ impl SwapCell {
 
 /// The install point: fills the empty slots of `request` that `cell`'s
 /// current version exports with the trampoline and the import's slot.
-pub(crate) fn supply_swappable(
-    cell: &SwapCell,
-    request: &mut ResolveRequest<'_>,
-) -> Result<(), xplug_providers::Error> {
+fn supply_swappable(cell: &SwapCell, request: &mut ResolveRequest<'_>) -> Result<(), xplug_providers::Error> {
     let wanted: Vec<usize> = (0..request.len()).filter(|&index| !request.is_filled(index)).collect();
     if wanted.is_empty() {
         return Ok(());
@@ -302,27 +304,57 @@ impl ImportProvider for SwapCell {
 }
 
 /// Loads `spec` for a swap or a swappable registration, under the same
-/// checks as any load of `manager` (its pin, the manager's and the
+/// checks as any load of the manager (its pin, the manager's and the
 /// environment's allow-lists): the plugin, with a `.so` pinned so it is
 /// never closed.
 ///
 /// # Safety
 /// As [`Manager::load_spec`].
-unsafe fn load_version(manager: &Manager, spec: &PluginSpec) -> Result<Plugin, Error> {
+unsafe fn load_version(allow_list: Option<&AllowList>, spec: &PluginSpec) -> Result<Plugin, Error> {
     // SAFETY: forwarded to the caller.
-    let plugin = unsafe { spec.load_allowed(manager.allow_list.as_deref()) }?;
+    let plugin = unsafe { spec.load_allowed(allow_list) }?;
     if let Some(library) = plugin.raw_library() {
         library.pin().map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
     }
     Ok(plugin)
 }
 
+/// The handle of a swappable plugin (what [`Manager::load_swappable`]
+/// returns, and [`SwapHandle::of`] for a `?swappable` spec): replaces it by a new build, and tells which
+/// version serves. Cheap to clone; it keeps the plugin's provider alive,
+/// not the manager, and loads new versions with the loaders and the
+/// allow-list of the manager that loaded the first.
+#[derive(Clone)]
+pub struct SwapHandle {
+    cell: Arc<SwapCell>,
+    /// The loaders of the manager that loaded the plugin.
+    loaders: Vec<&'static dyn Loader>,
+    /// That manager's allow-list.
+    allow_list: Option<Arc<AllowList>>,
+}
+
+impl std::fmt::Debug for SwapHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwapHandle").field("plugin", &self.cell.name).finish_non_exhaustive()
+    }
+}
+
+/// Two handles are equal when they swap the same plugin.
+impl PartialEq for SwapHandle {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl Eq for SwapHandle {}
+
 impl Manager {
-    /// Loads the plugin `spec` names as **swappable** and registers it:
-    /// its imports resolve to a trampoline through a slot the manager
-    /// owns, so [`Manager::replace`] can later point every executable
-    /// already loaded at a new version. The same as [`Manager::load_spec`]
-    /// with `?swappable` in the spec (`docs/swap.md`).
+    /// Loads the plugin `spec` names as **swappable** and registers it as
+    /// a provider: its imports resolve to a trampoline through a slot the
+    /// provider owns, so [`SwapHandle::replace`] can later point every
+    /// executable already loaded at a new version. The same as
+    /// [`Manager::load_spec`] with `?swappable` in the spec
+    /// (`docs/swap.md`).
     ///
     /// A call through a swappable import costs a few plain loads and
     /// stores more than a direct one (the README's benchmark row); plugins
@@ -335,24 +367,47 @@ impl Manager {
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
-    pub unsafe fn load_swappable(&self, spec: &str) -> Result<Registered, Error> {
+    pub unsafe fn load_swappable(&self, spec: &str) -> Result<SwapHandle, Error> {
         let spec = self.parse_spec(spec)?;
         // SAFETY: forwarded to the caller.
-        unsafe { self.load_parsed_swappable(&spec) }
+        unsafe { self.load_parsed_swappable(&spec) }.map(|registered| registered.1)
     }
 
-    /// Loads and registers one parsed spec as swappable.
+    /// Loads one parsed spec as swappable and registers its provider: the
+    /// registration (which carries the handle) and the handle.
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
-    pub(crate) unsafe fn load_parsed_swappable(&self, spec: &PluginSpec) -> Result<Registered, Error> {
+    pub(crate) unsafe fn load_parsed_swappable(
+        &self,
+        spec: &PluginSpec,
+    ) -> Result<(Registered, SwapHandle), Error> {
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { load_version(self, spec) }?;
-        self.register_entry(Held::Swappable(Box::new(SwapCell::new(spec.as_str().to_owned(), plugin))))
+        let plugin = unsafe { load_version(self.allow_list(), spec) }?;
+        let cell = Arc::new(SwapCell::new(spec.as_str().to_owned(), plugin));
+        let registered = self.register_provider(Arc::clone(&cell) as Arc<dyn ImportProvider>)?;
+        let handle =
+            SwapHandle { cell, loaders: self.loaders().to_vec(), allow_list: self.inner.allow_list.clone() };
+        Ok((registered.attach(Arc::new(handle.clone())), handle))
+    }
+}
+
+impl SwapHandle {
+    /// The handle of the plugin `registered` names, when it was loaded from
+    /// a `?swappable` spec ([`Manager::load_swappable`] returns it
+    /// directly); `None` for any other registration.
+    #[must_use]
+    pub fn of(registered: &Registered) -> Option<SwapHandle> {
+        registered.attached::<SwapHandle>().cloned()
     }
 
-    /// Replaces the swappable plugin `handle` names (what
-    /// [`Manager::load_swappable`] returned) by the plugin `spec` names.
+    /// The plugin's header name (every version keeps it).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.cell.name
+    }
+
+    /// Replaces the swappable plugin by the plugin `spec` names.
     ///
     /// Executables already loaded call the new version from their next
     /// call on; nothing is reloaded. Calls in flight finish on the old
@@ -369,34 +424,32 @@ impl Manager {
     /// and the old one keeps serving: nothing changes.
     ///
     /// ```no_run
-    /// use std::sync::Arc;
     /// use xplug_manager::Manager;
     ///
-    /// let manager = Arc::new(Manager::new());
+    /// let manager = Manager::new();
     /// // SAFETY: both builds are trusted v0 plugins.
     /// let kernel = unsafe { manager.load_swappable("build/1/kernels.sos") }?;
     /// let imports = manager.resolve_imports(["scale_i32"])?;
     /// // ... executables call `imports` from any thread ...
     /// // SAFETY: as above.
-    /// let swapped = unsafe { manager.replace(&kernel, "build/2/kernels.sos") }?;
+    /// let swapped = unsafe { kernel.replace("build/2/kernels.sos") }?;
     /// assert_eq!(swapped.rebound, 1); // `imports` now calls build 2
     /// # Ok::<(), xplug_manager::Error>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::NotSwappable`] when `handle` is not a swappable plugin of
-    /// this manager; [`Error::SwapInsideImport`] when called from inside
-    /// a swappable import's call (it would wait for itself);
-    /// [`Error::SwapLoadFailed`] when `spec` is malformed or its plugin
-    /// fails to load or its load checks; [`Error::SwapIncompatible`] for
-    /// another plugin name or a changed args layout;
-    /// [`Error::SwapMissingImports`] when it lacks an import in use.
+    /// [`Error::SwapInsideImport`] when called from inside a swappable
+    /// import's call (it would wait for itself); [`Error::SwapLoadFailed`]
+    /// when `spec` is malformed or its plugin fails to load or its load
+    /// checks; [`Error::SwapIncompatible`] for another plugin name or a
+    /// changed args layout; [`Error::SwapMissingImports`] when it lacks an
+    /// import in use.
     ///
     /// # Safety
     /// As [`Manager::load_spec`], for the new version; and it must be a
     /// drop-in replacement: every import keeps its args contract.
-    pub unsafe fn replace(&self, handle: &Registered, spec: &str) -> Result<Swapped, Error> {
-        let cell = self.swap_cell(handle)?;
+    pub unsafe fn replace(&self, spec: &str) -> Result<Swapped, Error> {
+        let cell = &*self.cell;
         if inside_call() {
             return Err(Error::SwapInsideImport { provider: cell.name.to_string() });
         }
@@ -405,9 +458,9 @@ impl Manager {
             spec: spec.to_owned(),
             source: Box::new(source),
         };
-        let parsed = self.parse_spec(spec).map_err(refused_load)?;
+        let parsed = PluginSpec::parse_with(spec, &self.loaders).map_err(refused_load)?;
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { load_version(self, &parsed) }.map_err(refused_load)?;
+        let plugin = unsafe { load_version(self.allow_list.as_deref(), &parsed) }.map_err(refused_load)?;
         let mut state = cell.lock();
         let new = check_version(&cell.name, spec, &state, plugin)?;
         // Publish: every slot now points at the new version.
@@ -431,23 +484,10 @@ impl Manager {
         Ok(Swapped { previous_spec, rebound, swaps, previous_allocations })
     }
 
-    /// The spec of the version of swappable plugin `handle` serving now.
-    ///
-    /// # Errors
-    /// [`Error::NotSwappable`] as [`Manager::replace`].
-    pub fn current_spec(&self, handle: &Registered) -> Result<String, Error> {
-        Ok(self.swap_cell(handle)?.lock().version.spec.clone())
-    }
-
-    /// The swappable entry `handle` names.
-    fn swap_cell(&self, handle: &Registered) -> Result<&SwapCell, Error> {
-        match self.registry.get(handle.index()) {
-            Some(entry) if *entry.name == *handle.name() => match &entry.provider {
-                Held::Swappable(cell) => Ok(cell),
-                _ => Err(Error::NotSwappable { index: handle.index(), provider: handle.name().to_owned() }),
-            },
-            _ => Err(Error::NotSwappable { index: handle.index(), provider: handle.name().to_owned() }),
-        }
+    /// The spec of the version serving now.
+    #[must_use]
+    pub fn current_spec(&self) -> String {
+        self.cell.lock().version.spec.clone()
     }
 }
 

@@ -37,7 +37,7 @@ impl ResolvedImports {
     /// #     p.out = p.a + p.b;
     /// #     0
     /// # }
-    /// let manager = Arc::new(Manager::new());
+    /// let manager = Manager::new();
     /// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("add", add)])?))?;
     /// let imports = manager.resolve_imports(["add"])?;
     /// // SAFETY: `add` takes an `AddArgs` (its C declaration says so).

@@ -207,7 +207,7 @@ fn a_plugin_missing_from_the_allow_list_is_refused_and_a_listed_one_loads() {
     let list_path = dir.path().join("allowed.txt");
     std::fs::write(&list_path, format!("# approved\n{}  {}\n", sha256(&approved), approved.display()))
         .unwrap();
-    let manager = Manager::new().allow_only(AllowList::read(&list_path).unwrap());
+    let manager = Manager::builder().allow_only(AllowList::read(&list_path).unwrap()).build().unwrap();
 
     // SAFETY: the approved plugin is a well-formed v0 plugin; the crashing
     // one is refused before it is mapped.
@@ -300,18 +300,14 @@ fn swap_builds(dir: &Path) -> Vec<(i32, PathBuf)> {
 /// Swaps a pinned plugin through every build, then back to the first:
 /// each call runs the code of the build just swapped in. `spec` writes a
 /// build's spec.
-fn swap_through(
-    manager: &std::sync::Arc<Manager>,
-    builds: &[(i32, PathBuf)],
-    spec: impl Fn(&Path) -> String,
-) {
+fn swap_through(manager: &Manager, builds: &[(i32, PathBuf)], spec: impl Fn(&Path) -> String) {
     // SAFETY: the swap builds are well-formed v0 plugins.
     let handle = unsafe { manager.load_swappable(&spec(&builds[0].1)) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     assert_eq!(scale(&imports, 7), 7 * builds[0].0);
     for (factor, path) in builds[1..].iter().chain(&builds[..1]) {
         // SAFETY: as above.
-        let swapped = unsafe { manager.replace(&handle, &spec(path)) }.unwrap();
+        let swapped = unsafe { handle.replace(&spec(path)) }.unwrap();
         assert_eq!(scale(&imports, 7), 7 * factor, "after the swap to {} ({swapped:?})", path.display());
     }
 }
@@ -323,15 +319,13 @@ fn pinned_versions_swapped_in_turn_each_run_their_own_checked_code() {
     let builds = swap_builds(dir.path());
     // Each replaced `.so` stays mapped (`docs/swap.md`), and its in-memory
     // file is closed: the next version must not be taken for it.
-    swap_through(&std::sync::Arc::new(Manager::new()), &builds, |path| spec(path, &sha256(path)));
-    swap_through(&std::sync::Arc::new(Manager::new()), &builds, |path| {
-        format!("embedded:{}", spec(path, &sha256(path)))
-    });
+    swap_through(&Manager::new(), &builds, |path| spec(path, &sha256(path)));
+    swap_through(&Manager::new(), &builds, |path| format!("embedded:{}", spec(path, &sha256(path))));
     let list_path = dir.path().join("allowed.txt");
     let lines: String =
         builds.iter().map(|(_, path)| format!("{}  {}\n", sha256(path), path.display())).collect();
     std::fs::write(&list_path, lines).unwrap();
-    let listed = || std::sync::Arc::new(Manager::new().allow_only(AllowList::read(&list_path).unwrap()));
+    let listed = || Manager::builder().allow_only(AllowList::read(&list_path).unwrap()).build().unwrap();
     swap_through(&listed(), &builds, |path| path.display().to_string());
     swap_through(&listed(), &builds, |path| format!("embedded:{}", path.display()));
 }
@@ -363,7 +357,7 @@ fn a_pinned_load_after_other_plugins_were_loaded_and_dropped_gets_its_own_code()
         expected.iter().map(|(path, _)| format!("{}  {}\n", sha256(path), path.display())).collect();
     std::fs::write(&list_path, lines).unwrap();
     for (path, name) in expected.iter().rev() {
-        let manager = Manager::new().allow_only(AllowList::read(&list_path).unwrap());
+        let manager = Manager::builder().allow_only(AllowList::read(&list_path).unwrap()).build().unwrap();
         // SAFETY: the plugins are well-formed v0 plugins.
         unsafe { manager.load_spec(&path.display().to_string()) }.unwrap();
         assert_eq!(manager.providers(), [*name], "{}", path.display());

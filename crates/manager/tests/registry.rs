@@ -58,7 +58,7 @@ fn registration_returns_the_index_and_name_of_what_it_added() {
 #[test]
 fn a_full_manager_refuses_with_resource_exhausted_and_keeps_what_it_has() {
     let calls = Arc::new(Mutex::new(Vec::new()));
-    let manager = Manager::with_capacity(2);
+    let manager = Manager::builder().capacity(2).build().unwrap();
     assert_eq!(manager.capacity(), Some(2));
     manager.register_provider(Arc::new(FakeProvider::new(0, exporting(&[0]), calls.clone()))).unwrap();
     manager.register_provider(Arc::new(FakeProvider::new(1, exporting(&[1]), calls.clone()))).unwrap();
@@ -78,7 +78,7 @@ fn a_full_manager_refuses_with_resource_exhausted_and_keeps_what_it_has() {
     let (_, result) = resolve(&manager, &[Import { symbol: 2, optional: false, prefilled: false }]);
     assert_eq!(result.unwrap_err().code(), StatusCode::NOT_FOUND, "the refused provider must not be visible");
 
-    let empty = Manager::with_capacity(0);
+    let empty = Manager::builder().capacity(0).build().unwrap();
     assert_eq!(
         empty.register_provider(Arc::new(FakeProvider::new(0, exporting(&[]), calls))).unwrap_err().code(),
         StatusCode::RESOURCE_EXHAUSTED
@@ -176,7 +176,7 @@ fn resolves_racing_registrations_see_a_prefix_of_the_providers() {
     const RUN_FOR: Duration = Duration::from_secs(2);
     const MAX_PER_REGISTRAR: usize = 600;
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let stop = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
@@ -271,13 +271,25 @@ fn resolves_racing_registrations_see_a_prefix_of_the_providers() {
 
 #[test]
 fn a_manager_cannot_be_its_own_provider_but_can_stack_on_another() {
-    let inner = Arc::new(Manager::new());
-    let outer = Arc::new(Manager::new());
-    let error = outer.register_provider(outer.clone()).unwrap_err();
+    let inner = Manager::new();
+    let outer = Manager::new();
+    let error = outer.register_provider(Arc::new(outer.clone())).unwrap_err();
     assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT);
     assert!(error.to_string().contains("provider of itself"), "{error}");
     assert!(outer.is_empty(), "nothing was registered");
     // Another manager is a fine provider.
-    outer.register_provider(inner).unwrap();
+    outer.register_provider(Arc::new(inner)).unwrap();
     assert_eq!(outer.len(), 1);
+}
+
+#[test]
+fn a_cycle_of_managers_is_refused_at_resolve_not_a_stack_overflow() {
+    let (outer, inner) = (Manager::new(), Manager::new());
+    outer.register_provider(Arc::new(inner.clone())).unwrap();
+    // Not the same manager, so registration cannot see the cycle.
+    inner.register_provider(Arc::new(outer.clone())).unwrap();
+    let error = outer.resolve_imports(["anything"]).unwrap_err();
+    assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION, "{error}");
+    let chain = xplug_manager::Report::from(error).to_string();
+    assert!(chain.contains("more than 64 deep"), "{chain}");
 }

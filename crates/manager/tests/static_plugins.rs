@@ -1,4 +1,4 @@
-//! `with_static_plugins`: plugins linked into the binary are registered
+//! `ManagerBuilder::static_plugins`: plugins linked into the binary are registered
 //! first, so dynamic registrations (earlier or later) override them.
 
 use std::ffi::{CStr, c_int, c_void};
@@ -123,9 +123,8 @@ impl ImportProvider for Dynamic {
 #[test]
 fn static_plugins_are_registered_first_and_overridden() {
     // One provider registered before, one after.
-    let before = Manager::new();
-    before.register_provider(Arc::new(Dynamic)).unwrap();
-    let manager = Arc::new(before.with_static_plugins().unwrap());
+    let manager = Manager::builder().static_plugins().build().unwrap();
+    manager.register_provider(Arc::new(Dynamic)).unwrap();
     assert_eq!(
         manager.providers(),
         ["dynamic", "rust_static"],
@@ -147,7 +146,7 @@ fn static_plugins_are_registered_first_and_overridden() {
     assert_eq!(UNLOADS.load(Ordering::SeqCst), 1);
 
     // A capacity too small for the static plugins is refused up front.
-    let error = Manager::with_capacity(0).with_static_plugins().unwrap_err();
+    let error = Manager::builder().capacity(0).static_plugins().build().unwrap_err();
     assert_eq!(error.code(), StatusCode::RESOURCE_EXHAUSTED);
     assert_eq!(LOADS.load(Ordering::SeqCst), 1, "nothing may be loaded when it cannot fit");
 }

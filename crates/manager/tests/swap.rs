@@ -93,7 +93,7 @@ fn stress_swaps() -> usize {
 #[test]
 fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
     let (old_unloaded, new_unloaded) = (counter(), counter());
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_swappable(&embedded(&builds().x2, old_unloaded)) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -101,7 +101,7 @@ fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
 
     let new_spec = embedded(&builds().x3, new_unloaded);
     // SAFETY: as above.
-    let swapped = unsafe { manager.replace(&handle, &new_spec) }.unwrap();
+    let swapped = unsafe { handle.replace(&new_spec) }.unwrap();
     assert_eq!(swapped.rebound, 1);
     assert_eq!(swapped.swaps, 1);
     assert_eq!(swapped.previous_spec, embedded(&builds().x2, old_unloaded));
@@ -114,27 +114,35 @@ fn a_replaced_plugin_serves_resolved_imports_without_a_new_resolve() {
     assert_eq!(new_unloaded.load(Ordering::SeqCst), 0);
     // The same table, no new resolve: the new code.
     assert_eq!(scale(&imports, 7), 21);
-    assert_eq!(manager.current_spec(&handle).unwrap(), new_spec);
+    assert_eq!(handle.current_spec(), new_spec);
     // A later resolve gets the same slot, so the same function and context.
     let again = manager.resolve_imports(["?swap_scale_i32"]).unwrap();
     assert_eq!((again.function(0), again.context(0)), (imports.function(0), imports.context(0)));
     drop((imports, again));
     drop(manager);
-    assert_eq!(new_unloaded.load(Ordering::SeqCst), 1, "the manager unloads the current version");
+    assert_eq!(new_unloaded.load(Ordering::SeqCst), 0, "the handle keeps the swappable plugin alive");
+    drop(handle);
+    assert_eq!(
+        new_unloaded.load(Ordering::SeqCst),
+        1,
+        "the last of manager and handle unloads the current version"
+    );
 }
 
 #[test]
 fn the_spec_flag_loads_a_swappable_plugin_and_is_not_passed_to_it() {
     let unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // `swappable` is the manager's: the plugin still gets `unloaded`.
     let spec = format!("{}&swappable", embedded(&builds().x2, unloaded));
     // SAFETY: a test plugin built from this repository.
-    let handle = unsafe { manager.load_spec(&spec) }.unwrap();
+    let registered = unsafe { manager.load_spec(&spec) }.unwrap();
+    let handle =
+        xplug_manager::SwapHandle::of(&registered).expect("a `?swappable` spec registers a swappable plugin");
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     assert_eq!(scale(&imports, 5), 10);
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &embedded(&builds().x3, counter())) }.unwrap();
+    unsafe { handle.replace(&embedded(&builds().x3, counter())) }.unwrap();
     assert_eq!(scale(&imports, 5), 15);
     assert_eq!(unloaded.load(Ordering::SeqCst), 1);
 }
@@ -144,7 +152,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     // Through the OS loader, so a second load of the same file is the
     // same code and its function pointer can be compared.
     let path = &builds().x2;
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_spec(&path.display().to_string()) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -155,13 +163,10 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     assert!(!own.fns()[0].is_null());
     assert_eq!(imports.function(0), own.fns()[0], "no wrapper: the plugin's own function");
     assert_eq!(scale(&imports, 4), 8);
-    // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, &path.display().to_string()) }.unwrap_err();
-    assert!(matches!(error, Error::NotSwappable { .. }), "{error}");
-    assert!(error.to_string().contains("load_swappable"), "{error}");
+    assert!(xplug_manager::SwapHandle::of(&handle).is_none(), "a plain spec gives no swap handle");
 
     // The same file loaded as swappable resolves to the trampoline.
-    let swappable = Arc::new(Manager::new());
+    let swappable = Manager::new();
     // SAFETY: as above.
     unsafe { swappable.load_swappable(&path.display().to_string()) }.unwrap();
     let wrapped = swappable.resolve_imports(["swap_scale_i32"]).unwrap();
@@ -173,7 +178,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
 fn shared_library_versions_swap_and_stay_mapped() {
     // Each build has its own file: the OS loader would give back the
     // pinned copy of a path it has seen.
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let unloaded = counter();
     let spec =
         |path: &Path| format!("{}?unloaded={:x}", path.display(), std::ptr::from_ref(unloaded) as usize);
@@ -182,13 +187,13 @@ fn shared_library_versions_swap_and_stay_mapped() {
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     assert_eq!(scale(&imports, 3), 6);
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &spec(&builds().x3)) }.unwrap();
+    unsafe { handle.replace(&spec(&builds().x3)) }.unwrap();
     assert_eq!(scale(&imports, 3), 9);
     assert_eq!(unloaded.load(Ordering::SeqCst), 1, "the old version's unload ran");
     // Back to the first build: its library was never closed, so it is the
     // same code, loaded again (a new `load`, a new state).
     // SAFETY: as above.
-    unsafe { manager.replace(&handle, &spec(&builds().x2)) }.unwrap();
+    unsafe { handle.replace(&spec(&builds().x2)) }.unwrap();
     assert_eq!(scale(&imports, 3), 6);
     assert_eq!(unloaded.load(Ordering::SeqCst), 2);
 }
@@ -197,19 +202,19 @@ fn shared_library_versions_swap_and_stay_mapped() {
 /// `imports`, and nothing changed.
 fn assert_refused(
     manager: &Manager,
-    handle: &xplug_manager::Registered,
+    handle: &xplug_manager::SwapHandle,
     imports: &ResolvedImports,
     old_spec: &str,
 ) {
     assert_eq!(scale(imports, 10), 20, "the old version keeps serving");
-    assert_eq!(manager.current_spec(handle).unwrap(), old_spec);
+    assert_eq!(handle.current_spec(), old_spec);
     assert_eq!(manager.len(), 1, "nothing registered or lost");
 }
 
 #[test]
 fn refused_swaps_keep_the_old_version_serving() {
     let old_unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let old_spec = embedded(&builds().x2, old_unloaded);
     // SAFETY: test plugins built from this repository, here and below.
     let handle = unsafe { manager.load_swappable(&old_spec) }.unwrap();
@@ -219,7 +224,7 @@ fn refused_swaps_keep_the_old_version_serving() {
     let missing_unloaded = counter();
     let missing = embedded(&build("swap_no_scale", 3, &["-DOMIT_SCALE"]), missing_unloaded);
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, &missing) }.unwrap_err();
+    let error = unsafe { handle.replace(&missing) }.unwrap_err();
     match &error {
         Error::SwapMissingImports { provider, spec, missing: names } => {
             assert_eq!((provider.as_str(), spec.as_str()), ("swap_test", missing.as_str()));
@@ -237,7 +242,7 @@ fn refused_swaps_keep_the_old_version_serving() {
     // Fails the load checks (a header version newer than xplug's).
     let newer = embedded(&build("swap_newer", 3, &["-DNEWER_VERSION"]), counter());
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, &newer) }.unwrap_err();
+    let error = unsafe { handle.replace(&newer) }.unwrap_err();
     let Error::SwapLoadFailed { source, .. } = &error else {
         panic!("expected SwapLoadFailed, got {error:?}")
     };
@@ -248,10 +253,10 @@ fn refused_swaps_keep_the_old_version_serving() {
 
     // A file that does not exist, and a malformed spec.
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, "embedded:/nonexistent/swap.so") }.unwrap_err();
+    let error = unsafe { handle.replace("embedded:/nonexistent/swap.so") }.unwrap_err();
     assert!(matches!(error, Error::SwapLoadFailed { .. }), "{error}");
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, "") }.unwrap_err();
+    let error = unsafe { handle.replace("") }.unwrap_err();
     let Error::SwapLoadFailed { source, .. } = &error else {
         panic!("expected SwapLoadFailed, got {error:?}")
     };
@@ -262,7 +267,7 @@ fn refused_swaps_keep_the_old_version_serving() {
     let other_unloaded = counter();
     let other = embedded(&build("swap_other", 3, &["-DPLUGIN_NAME=\"not_swap_test\""]), other_unloaded);
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    let error = unsafe { manager.replace(&handle, &other) }.unwrap_err();
+    let error = unsafe { handle.replace(&other) }.unwrap_err();
     let Error::SwapIncompatible { reason, .. } = &error else {
         panic!("expected SwapIncompatible, got {error:?}")
     };
@@ -273,7 +278,7 @@ fn refused_swaps_keep_the_old_version_serving() {
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 0, "the old version was never unloaded");
     // And a good swap still works afterwards.
     // SAFETY: a test plugin built from this repository, or no plugin at all.
-    unsafe { manager.replace(&handle, &embedded(&builds().x3, counter())) }.unwrap();
+    unsafe { handle.replace(&embedded(&builds().x3, counter())) }.unwrap();
     assert_eq!(scale(&imports, 10), 30);
     assert_eq!(old_unloaded.load(Ordering::SeqCst), 1);
 }
@@ -281,7 +286,7 @@ fn refused_swaps_keep_the_old_version_serving() {
 #[test]
 fn a_call_in_flight_finishes_on_the_old_code_before_it_is_unloaded() {
     let old_unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&embedded(&builds().x2, old_unloaded)) }.unwrap();
     let imports = Arc::new(manager.resolve_imports(["swap_scale_i32", "swap_hold_i32"]).unwrap());
@@ -302,10 +307,9 @@ fn a_call_in_flight_finishes_on_the_old_code_before_it_is_unloaded() {
         std::thread::yield_now();
     }
     let swapper = {
-        let manager = Arc::clone(&manager);
         let spec = embedded(&builds().x3, counter());
         // SAFETY: as above.
-        std::thread::spawn(move || unsafe { manager.replace(&handle, &spec) }.map(|swapped| swapped.swaps))
+        std::thread::spawn(move || unsafe { handle.replace(&spec) }.map(|swapped| swapped.swaps))
     };
     // The new version is published while the held call is still inside
     // the old one...
@@ -339,8 +343,7 @@ struct CallBackArgs {
 
 /// What the host code run inside the import needs.
 struct Inside {
-    manager: Arc<Manager>,
-    handle: xplug_manager::Registered,
+    handle: xplug_manager::SwapHandle,
     spec: String,
     error: Option<Error>,
 }
@@ -351,7 +354,7 @@ extern "C" fn swap_from_inside(data: *mut c_void) -> i32 {
     let inside = unsafe { &mut *data.cast::<Inside>() };
     // SAFETY: a test plugin built from this repository.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-        inside.manager.replace(&inside.handle, &inside.spec)
+        inside.handle.replace(&inside.spec)
     }));
     match result {
         Ok(Err(error)) => {
@@ -365,17 +368,12 @@ extern "C" fn swap_from_inside(data: *mut c_void) -> i32 {
 #[test]
 fn a_swap_from_inside_an_import_call_is_refused() {
     let unloaded = counter();
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let old_spec = embedded(&builds().x2, unloaded);
     // SAFETY: a test plugin built from this repository.
     let handle = unsafe { manager.load_swappable(&old_spec) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32", "swap_call_back"]).unwrap();
-    let mut inside = Inside {
-        manager: Arc::clone(&manager),
-        handle: handle.clone(),
-        spec: embedded(&builds().x3, counter()),
-        error: None,
-    };
+    let mut inside = Inside { handle: handle.clone(), spec: embedded(&builds().x3, counter()), error: None };
     let mut args =
         CallBackArgs { callback: swap_from_inside, data: std::ptr::from_mut(&mut inside).cast(), out: -1 };
     // SAFETY: `swap_call_back` takes a `CallBackArgs`; `inside` outlives the call.
@@ -391,7 +389,7 @@ fn a_swap_from_inside_an_import_call_is_refused() {
 /// `swap_scale_i32`; every result must be the old or the new computation,
 /// and both builds must have served calls of the same resolved imports.
 fn stress(swaps: usize) {
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     let specs = [embedded(&builds().x2, counter()), embedded(&builds().x3, counter())];
     // SAFETY: test plugins built from this repository.
     let handle = unsafe { manager.load_swappable(&specs[0]) }.unwrap();
@@ -426,7 +424,7 @@ fn stress(swaps: usize) {
     while swap < swaps || (!both_served() && swap < swaps + 100_000) {
         swap += 1;
         // SAFETY: as above.
-        let swapped = unsafe { manager.replace(&handle, &specs[swap % 2]) }.unwrap();
+        let swapped = unsafe { handle.replace(&specs[swap % 2]) }.unwrap();
         assert_eq!(swapped.swaps, swap as u64);
     }
     done.store(true, Ordering::Relaxed);

@@ -51,7 +51,7 @@ fn resolve_is_traced_with_counts_and_outcome() {
     let honest = ProviderSpec { exports, behaviour: Behaviour::Honest, lists_exports: true };
     let failing =
         ProviderSpec { exports, behaviour: Behaviour::Fails(StatusCode::INTERNAL), lists_exports: true };
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
 
     let log = captured(|| {
         manager.register_provider(Arc::new(FakeProvider::new(0, honest.clone(), calls.clone()))).unwrap();

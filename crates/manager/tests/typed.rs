@@ -24,8 +24,8 @@ unsafe extern "C" fn scale(args: *mut c_void, _context: *mut c_void, _reserved: 
     0
 }
 
-fn manager() -> Arc<Manager> {
-    let manager = Arc::new(Manager::new());
+fn manager() -> Manager {
+    let manager = Manager::new();
     let provider = FnTableProvider::new("scaler", [FnTableEntry::new("scale_f64", scale)]).unwrap();
     manager.register_provider(Arc::new(provider)).unwrap();
     manager

@@ -14,8 +14,6 @@
 //! `tests/run.rs` compiles the program with the pinned `iree-compile` and
 //! checks this binary's output against a plain computation.
 
-use std::sync::Arc;
-
 use xplug_iree::{DeviceKind, Manager, Module, Report, Runtime, Session, TensorView};
 // Keeps the kernel's link-time registration in the binary.
 use xplug_example_embedding as _;
@@ -31,7 +29,7 @@ fn main() -> Result<(), Report> {
 
     // Linking the kernel was the trust decision: loading it takes no
     // `unsafe`, and its parameter is checked against its declaration.
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.load_static("scaled_add", [("k", k.as_str())])?;
     let scale: f32 = k.parse().map_err(|_| std::io::Error::other(format!("K `{k}` is not a number")))?;
     println!("plugin scaled_add linked in, k = {k}");
@@ -40,7 +38,7 @@ fn main() -> Result<(), Report> {
     let module = Module::from_file(&runtime, &module_path)?;
     let (a, b) = xplug_example_embedding::inputs(N);
     for kind in [DeviceKind::LocalSync, DeviceKind::LocalTask { workers: 2 }] {
-        let device = runtime.device(kind, Arc::clone(&manager))?;
+        let device = runtime.device(kind, manager.clone())?;
         // The program's executables load here, their imports resolved by
         // the manager.
         let session = Session::new(&device, &module)?;
@@ -75,7 +73,7 @@ fn main() -> Result<(), Report> {
             println!("refused as expected, {what}:\n{}", Report::from(error));
         }
     }
-    let device = runtime.device(DeviceKind::LocalSync, Arc::clone(&manager))?;
+    let device = runtime.device(DeviceKind::LocalSync, manager.clone())?;
     let session = Session::new(&device, &module)?;
     let short = TensorView::new(&[N - 1], &b[..N - 1])?;
     let call = session.prepare("scaled_add", [TensorView::new(&[N], &a)?, short])?;

@@ -7,7 +7,6 @@
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
 use sample_static as _;
 use static_runtime::Fma;
@@ -123,7 +122,7 @@ fn static_plugin_through_providers() {
 
 #[test]
 fn static_plugin_through_the_manager() {
-    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    let manager = Manager::builder().static_plugins().build().unwrap();
     assert!(
         manager.providers().iter().any(|name| name.contains("sample_static")),
         "{:?}",
@@ -188,7 +187,7 @@ fn manager_scans_dynamic_plugins_newest_first() {
         format!("{}?multiplier=2", library("sample_system").display()),
     ];
     // SAFETY: every library is one of this workspace's v0 plugins.
-    let manager = Arc::new(unsafe { Manager::from_specs(&specs) }.unwrap());
+    let manager = unsafe { Manager::from_specs(&specs) }.unwrap();
     assert_eq!(manager.len(), 3);
     let imports = manager
         .resolve_imports([
@@ -275,7 +274,7 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
     // C plugins have no such export.
     assert_eq!(c_sample.exports(), None);
 
-    let manager = Arc::new(Manager::new());
+    let manager = Manager::new();
     manager.register_plugin(c_sample).unwrap();
     manager.register_plugin(system).unwrap();
     let error = manager.resolve_imports(["simple_mul_workgrop"]).unwrap_err();
@@ -312,7 +311,7 @@ fn a_plugin_built_with_its_static_feature_is_diagnosed_with_the_fix() {
 fn a_runtime_calls_a_plugin_import_with_the_plugins_own_args_type() {
     // `sample_static::FmaArgs` derives `ImportArgs`, so it is
     // `AnyBitPattern` and a runtime can call with it directly.
-    let manager = Arc::new(Manager::new().with_static_plugins().unwrap());
+    let manager = Manager::builder().static_plugins().build().unwrap();
     let imports = manager.resolve_imports(["static_fma_i64"]).unwrap();
     // SAFETY: `static_fma_i64` takes `FmaArgs`: it is the plugin's own type.
     let fma = unsafe { imports.typed::<sample_static::FmaArgs>("static_fma_i64") }.unwrap();

@@ -97,10 +97,8 @@ impl Default for ProfileOptions {
 ///
 /// ```
 /// use std::ffi::{c_int, c_void};
-/// use std::sync::Arc;
-/// use xplug_manager::Manager;
-/// use xplug_manager::profile::{ImportProfiler, ProfileOptions};
-/// use xplug_manager::providers::{FnTableEntry, FnTableProvider, RequestSlots};
+/// use xplug_profile::{ImportProfiler, ProfileOptions};
+/// use xplug_providers::{FnTableEntry, FnTableProvider, ImportProvider, RequestSlots};
 ///
 /// unsafe extern "C" fn double(args: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
 ///     // SAFETY: callers pass an `i32`.
@@ -108,19 +106,18 @@ impl Default for ProfileOptions {
 ///     0
 /// }
 ///
-/// let manager = Manager::new();
-/// manager.register_provider(Arc::new(FnTableProvider::new("math", [FnTableEntry::new("double", double)])?))?;
+/// let math = FnTableProvider::new("math", [FnTableEntry::new("double", double)])?;
 /// let profiler = ImportProfiler::new(ProfileOptions::default().slices_per_import(2));
 /// let mut slots = RequestSlots::for_names([c"double"]);
 /// let mut request = slots.request();
-/// manager.resolve(&mut request)?;
+/// math.resolve(&mut request)?;
 /// assert_eq!(request.function(0), double as *mut c_void);
 /// profiler.install(0, &mut request, |_| Some("math".to_owned()));
 /// let (function, context) = (request.function(0), request.context(0));
 /// assert_ne!(function, double as *mut c_void, "the slot now holds the profiler's wrapper");
 ///
 /// // SAFETY: the slot holds an import function; the profiler is alive.
-/// let function = unsafe { xplug_manager::providers::abi::import_fn_from_ptr(function) }.unwrap();
+/// let function = unsafe { xplug_providers::abi::import_fn_from_ptr(function) }.unwrap();
 /// let mut value = 1i32;
 /// for _ in 0..5 {
 ///     // SAFETY: `double` takes an `i32`; the wrapper passes it on.
@@ -1028,7 +1025,7 @@ mod tests {
 }
 
 /// The sequence lock under `loom` (`RUSTFLAGS="--cfg loom" cargo test -p
-/// xplug-manager --release --lib profile_loom`, which `cargo xtask loom`
+/// xplug-profile --release --lib profile_loom`, which `cargo xtask loom`
 /// runs): a read that passes its sequence check sees the four figures of
 /// one instant, whatever the interleaving with the writer.
 #[cfg(all(test, loom))]
