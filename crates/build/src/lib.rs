@@ -43,8 +43,8 @@ use std::process::Command;
 
 pub use error::BuildError;
 pub use linked::{
-    LINKED_SECTION, LinkedFiles, LinkedFormat, LinkedKernel, LinkedOptions, LinkedReport, build_linked,
-    check_linked, linked_kernels,
+    LinkedFiles, LinkedFormat, LinkedKernel, LinkedOptions, LinkedReport, build_linked, check_linked,
+    linked_kernels,
 };
 pub use metadata::PluginCrate;
 pub use toolchain::{RecordTarget, SYSTEM_RUSTC, Toolchain};

@@ -20,14 +20,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
+use xplug_abi::LINKED_SECTION;
 
 use crate::metadata::PluginCrate;
 use crate::toolchain::{RecordTarget, Toolchain};
 use crate::{BuildError, LINK_FLAGS, SOS_FEATURE, SkippedRecord, create_dir, run, target_rustflags};
-
-/// The object section holding one record per linked kernel (its symbol
-/// and MLIR parameters, each NUL-terminated); `xplug_sdk` writes it.
-pub const LINKED_SECTION: &str = ".xplug.linked";
 
 /// What to build.
 #[derive(Clone, Debug)]

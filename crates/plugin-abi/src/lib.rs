@@ -86,7 +86,7 @@ pub use lookup::{gallop_search, hash_index_capacity, hash_index_insert, name_has
 pub use param::{FromParam, ParamKind, ParamValue};
 pub use plugin::{
     EXPORT_NAME, EXPORTS_LIST_NAME, EnvironmentV0, ExportsListFn, FieldLayout, IMPORT_LAYOUTS_NAME,
-    ImportLayout, ImportLayoutsFn, LOAD_ERROR_NAME, LoadErrorFn, LoadFnV0, OPTIONAL_EXPORTS,
+    ImportLayout, ImportLayoutsFn, LINKED_SECTION, LOAD_ERROR_NAME, LoadErrorFn, LoadFnV0, OPTIONAL_EXPORTS,
     PARAM_DECLS_NAME, ParamDecl, ParamDeclsFn, PluginV0, QueryFn, Resolution, ResolveFnV0, ResolveParamsV0,
     UnloadFnV0,
 };

@@ -7,6 +7,12 @@ use crate::{Allocator, Header, Status, StringPair, Version};
 /// Name of the function a shared-library plugin exports (C linkage).
 pub const EXPORT_NAME: &CStr = c"iree_hal_executable_plugin_query";
 
+/// The object section in which xplug's linked build (`xplug build
+/// --object`) records each kernel: its symbol, then its MLIR parameters,
+/// each NUL-terminated. `xplug-sdk` writes it, `xplug-build` reads it; no
+/// code refers to it, so IREE's linker drops it.
+pub const LINKED_SECTION: &str = ".xplug.linked";
+
 /// Name of xplug's optional extra export listing a plugin's import names
 /// (see [`ExportsListFn`]); hosts that do not know it ignore it.
 pub const EXPORTS_LIST_NAME: &CStr = c"xplug_plugin_exports";

@@ -566,7 +566,7 @@ pub mod __private {
     pub use crate::bits::assert_any_bit_pattern;
     pub use crate::cheader::{CDeclDispatch, CDeclarations, DeclareArgs, DeclareNothing};
     pub use crate::ffi::*;
-    pub use crate::linked::{LINKED_SECTION, linked_record, zeroed};
+    pub use crate::linked::{linked_record, zeroed};
     #[cfg(feature = "static-registration")]
     pub use xplug_abi::inventory;
 }

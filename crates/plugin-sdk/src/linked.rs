@@ -21,12 +21,6 @@
 
 use xplug_abi::AnyBitPattern;
 
-/// The name of the object section holding one record per linked kernel:
-/// its symbol and its MLIR parameter list, each NUL-terminated. `xplug
-/// build` reads it to print the declarations a program needs; no code
-/// refers to it, so IREE's linker drops it.
-pub const LINKED_SECTION: &str = ".xplug.linked";
-
 /// An all-zero `T`: the value a linked kernel's `#[import_field]` fields
 /// get (IREE passes them only to imports).
 #[must_use]
@@ -36,7 +30,7 @@ pub fn zeroed<T: AnyBitPattern>() -> T {
     unsafe { core::mem::zeroed() }
 }
 
-/// The bytes of one [`LINKED_SECTION`] record: `symbol`, NUL, `params`,
+/// The bytes of one record of the section [`xplug_abi::LINKED_SECTION`]: `symbol`, NUL, `params`,
 /// NUL. `N` must be `symbol.len() + params.len() + 2` (the generated code
 /// computes it from the same constants); a mismatch fails to compile.
 #[must_use]

@@ -13,6 +13,20 @@ typedef struct DotArgs {
   size_t n;
 } DotArgs;
 
+typedef struct MatmulArgs {
+  const float* lhs;
+  size_t lhs_offset;
+  const float* rhs;
+  size_t rhs_offset;
+  float* out;
+  size_t out_offset;
+  size_t m;
+  size_t n;
+  size_t k;
+  uint32_t processor_id;
+  const uint64_t* processor_data;
+} MatmulArgs;
+
 typedef struct SaxpyArgs {
   float alpha;
   const float* x;
@@ -34,6 +48,7 @@ typedef struct WorkgroupArgs {
 } WorkgroupArgs;
 
 /* import `dot` takes a `DotArgs*` */
+/* import `matmul_relu_workgroup` takes a `MatmulArgs*` */
 /* import `saxpy` takes a `SaxpyArgs*` */
 /* import `simple_add_workgroup` takes a `WorkgroupArgs*` */
 /* import `simple_mul_workgroup` takes a `WorkgroupArgs*` */

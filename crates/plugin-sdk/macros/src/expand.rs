@@ -405,6 +405,7 @@ fn linked_items(imports: &[ImportFnInfo]) -> TokenStream2 {
         let marker = marker_ident(import);
         let args_ty = &import.args_ty;
         let record = format_ident!("__XPLUG_LINKED_{}", fn_ident);
+        let section = LitStr::new(xplug_abi::LINKED_SECTION, Span::call_site());
         let symbol_lit = LitStr::new(symbol, import.symbol_span);
         let length = symbol.len() + 2;
         let globl = format!(".globl {symbol}");
@@ -419,7 +420,7 @@ fn linked_items(imports: &[ImportFnInfo]) -> TokenStream2 {
             );
             #[cfg(xplug_linked)]
             #[used]
-            #[unsafe(link_section = ".xplug.linked")]
+            #[unsafe(link_section = #section)]
             #[allow(non_upper_case_globals)]
             static #record: [u8; #length + <#args_ty>::__XPLUG_LINKED_PARAMS.len()] =
                 ::xplug_sdk::__private::linked_record(#symbol_lit, <#args_ty>::__XPLUG_LINKED_PARAMS);
