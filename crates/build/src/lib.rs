@@ -277,7 +277,29 @@ fn build_staticlib(
     target: &str,
     rustc: &Path,
 ) -> Result<PathBuf, BuildError> {
+    run("cargo", staticlib_command(krate, work, target, rustc, "\"s\"", &[]))?;
+    Ok(work.join(target).join("release").join(format!("lib{}.a", krate.lib_name)))
+}
+
+/// The `cargo rustc` command of the crate's library as a `no_std` static
+/// library for `target` into `work`: the `sos` feature, `panic = "abort"`,
+/// fat LTO, one codegen unit, `opt_level` (a TOML value), and
+/// [`target_rustflags`] plus `rustflags` for every crate of the target.
+/// The one recipe of the `.sos` records and the linked kernels.
+pub(crate) fn staticlib_command(
+    krate: &PluginCrate,
+    work: &Path,
+    target: &str,
+    rustc: &Path,
+    opt_level: &str,
+    rustflags: &[&str],
+) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut flags = target_rustflags(target);
+    for flag in rustflags {
+        flags.push('\u{1f}');
+        flags.push_str(flag);
+    }
     let mut command = Command::new(&cargo);
     command
         .arg("rustc")
@@ -292,15 +314,15 @@ fn build_staticlib(
         .args(["--config", "profile.release.lto=true"])
         .args(["--config", "profile.release.codegen-units=1"])
         .args(["--config", "profile.release.debug=false"])
-        .args(["--config", "profile.release.opt-level=\"s\""])
+        .arg("--config")
+        .arg(format!("profile.release.opt-level={opt_level}"))
         // For every crate of the target (not build scripts or proc macros,
         // thanks to the explicit --target); replaces RUSTFLAGS.
-        .env("CARGO_ENCODED_RUSTFLAGS", target_rustflags(target))
+        .env("CARGO_ENCODED_RUSTFLAGS", flags)
         .env("RUSTC", rustc)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET");
-    run("cargo", command)?;
-    Ok(work.join(target).join("release").join(format!("lib{}.a", krate.lib_name)))
+    command
 }
 
 /// Runs `command`, turning a failure into [`BuildError::Failed`].

@@ -24,7 +24,7 @@ use xplug_abi::LINKED_SECTION;
 
 use crate::metadata::PluginCrate;
 use crate::toolchain::{RecordTarget, Toolchain};
-use crate::{BuildError, LINK_FLAGS, SOS_FEATURE, SkippedRecord, create_dir, run, target_rustflags};
+use crate::{BuildError, LINK_FLAGS, SkippedRecord, create_dir, run, staticlib_command};
 
 /// What to build.
 #[derive(Clone, Debug)]
@@ -235,30 +235,10 @@ fn build_files(
     object: &Path,
     bitcode: &Path,
 ) -> Result<(), BuildError> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = Command::new(&cargo);
-    command
-        .arg("rustc")
-        .arg("--manifest-path")
-        .arg(&krate.manifest_path)
-        .args(["-p", &krate.package])
-        .args(["--lib", "--crate-type", "staticlib", "--release", "--no-default-features"])
-        .args(["--features", SOS_FEATURE, "--target", target])
-        .arg("--target-dir")
-        .arg(work)
-        .args(["--config", "profile.release.panic=\"abort\""])
-        .args(["--config", "profile.release.lto=true"])
-        .args(["--config", "profile.release.codegen-units=1"])
-        .args(["--config", "profile.release.debug=false"])
-        .args(["--config", "profile.release.opt-level=3"])
-        .env("CARGO_ENCODED_RUSTFLAGS", format!("{}\u{1f}--cfg\u{1f}xplug_linked", target_rustflags(target)))
-        .env("RUSTC", rustc)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        // The crate's own compilation only: the LTO'd crate, dependencies
-        // included, as one object and one bitcode module.
-        .arg("--")
-        .arg(format!("--emit=obj={},llvm-bc={}", object.display(), bitcode.display()));
+    let mut command = staticlib_command(krate, work, target, rustc, "3", &["--cfg", "xplug_linked"]);
+    // The crate's own compilation only: the LTO'd crate, dependencies
+    // included, as one object and one bitcode module.
+    command.arg("--").arg(format!("--emit=obj={},llvm-bc={}", object.display(), bitcode.display()));
     run("cargo", command)
 }
 
