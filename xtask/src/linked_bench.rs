@@ -18,7 +18,7 @@ use std::process::Command;
 
 use xplug_fixtures::iree_e2e::{self, E2eError, IreeTools};
 use xplug_fixtures::linked::{
-    KERNEL_CRATE, LinkedFormat, MATMUL_RELU_CODEGEN, MUL_CODEGEN, compile, linked_program, objects_attribute,
+    KERNEL_CRATE, LinkedFormat, MATMUL_RELU_CODEGEN, MUL_CODEGEN, compile, link_program,
 };
 use xplug_fixtures::plugins::{self, PluginProfile};
 use xplug_npy::NpyArray;
@@ -118,8 +118,6 @@ pub fn run(root: &Path, options: &Options) -> Result<Vec<Row>, E2eError> {
     let objects = work.join("objects");
     let report =
         xplug_fixtures::linked::build(root, &objects).map_err(|source| E2eError::Build { source })?;
-    let object_mlir = report.mlir(LinkedFormat::Object);
-    let bitcode_mlir = report.mlir(LinkedFormat::Bitcode);
 
     let mut rows = Vec::new();
     for program in programs() {
@@ -127,22 +125,15 @@ pub fn run(root: &Path, options: &Options) -> Result<Vec<Row>, E2eError> {
         let source_path = root.join("tests").join("iree").join(program.import_file);
         let import_source = std::fs::read_to_string(&source_path)
             .map_err(io(format!("cannot read {}", source_path.display())))?;
+        let linked = |format: LinkedFormat| {
+            let source =
+                link_program(&report, &source_path, format).map_err(|source| E2eError::Build { source })?;
+            compile(&tools, &work, &format!("{name}_{}", format.name()), &source, &objects)
+        };
         let modules = [
             compile(&tools, &work, &format!("{name}_import"), &import_source, &objects)?,
-            compile(
-                &tools,
-                &work,
-                &format!("{name}_object"),
-                &linked_program(&import_source, &objects_attribute(&object_mlir)),
-                &objects,
-            )?,
-            compile(
-                &tools,
-                &work,
-                &format!("{name}_bitcode"),
-                &linked_program(&import_source, &objects_attribute(&bitcode_mlir)),
-                &objects,
-            )?,
+            linked(LinkedFormat::Object)?,
+            linked(LinkedFormat::Bitcode)?,
             compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &objects)?,
         ];
         let inputs: Vec<PathBuf> = program

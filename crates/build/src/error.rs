@@ -117,6 +117,15 @@ pub enum BuildError {
         /// The object.
         object: PathBuf,
     },
+    /// A program could not be rewritten to link the kernels
+    /// (`xplug build --program`).
+    #[error("cannot link the kernels into {}: {reason}", program.display())]
+    ProgramNotLinkable {
+        /// The program (MLIR).
+        program: PathBuf,
+        /// What is wrong and what to do.
+        reason: String,
+    },
     /// An object file could not be read as one.
     #[error("cannot read {} as an object file", path.display())]
     Object {

@@ -35,6 +35,7 @@
 
 mod error;
 mod linked;
+mod linked_program;
 mod metadata;
 mod toolchain;
 

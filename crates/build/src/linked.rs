@@ -22,6 +22,7 @@ use std::process::Command;
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
 use xplug_abi::LINKED_SECTION;
 
+use crate::linked_program;
 use crate::metadata::PluginCrate;
 use crate::toolchain::{RecordTarget, Toolchain};
 use crate::{BuildError, LINK_FLAGS, SkippedRecord, create_dir, run, staticlib_command};
@@ -109,6 +110,17 @@ pub enum LinkedFormat {
     Bitcode,
 }
 
+impl LinkedFormat {
+    /// Its name in file names and reports: `object` or `bitcode`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Object => "object",
+            Self::Bitcode => "bitcode",
+        }
+    }
+}
+
 impl LinkedReport {
     /// The MLIR a program needs to link the kernels in `format`: the
     /// `hal.executable.objects` attribute of the executable, one object per
@@ -116,10 +128,21 @@ impl LinkedReport {
     /// `--iree-hal-executable-object-search-path`), and the declarations.
     #[must_use]
     pub fn mlir(&self, format: LinkedFormat) -> String {
-        let mut out = String::from(
-            "// The executable's attribute (on `stream.executable` or `hal.executable`):\n\
-             hal.executable.objects = #hal.executable.objects<{\n",
+        let mut out = format!(
+            "// The executable's attribute (on `stream.executable` or `hal.executable`):\n{}\n\
+             // The declarations, in the executable's inner module:\n",
+            self.objects_attribute(format)
         );
+        for kernel in &self.kernels {
+            out.push_str(&kernel.declaration());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The executable attribute `hal.executable.objects = ...` listing the
+    /// files of `format`, one entry per architecture.
+    fn objects_attribute(&self, format: LinkedFormat) -> String {
         let entries: Vec<String> = self
             .files
             .iter()
@@ -144,13 +167,34 @@ impl LinkedReport {
                 ))
             })
             .collect();
-        out.push_str(&entries.join(",\n"));
-        out.push_str("\n}>\n// The declarations, in the executable's inner module:\n");
-        for kernel in &self.kernels {
-            out.push_str(&kernel.declaration());
-            out.push('\n');
-        }
-        out
+        format!("hal.executable.objects = #hal.executable.objects<{{\n{}\n}}>", entries.join(",\n"))
+    }
+
+    /// The program at `program`, which calls the kernels as imports (a
+    /// `func.func private` declaration per kernel in a `stream.executable`,
+    /// as for a plugin), rewritten to link them in `format` instead: each
+    /// declaration a static import, each executable holding one given the
+    /// objects attribute. Compile it with the output directory as
+    /// `--iree-hal-executable-object-search-path`.
+    ///
+    /// # Errors
+    /// [`BuildError::Io`] when the file cannot be read,
+    /// [`BuildError::ProgramNotLinkable`] when it declares none of the
+    /// kernels, declares one with another number of parameters, or holds
+    /// the declaration where the objects cannot be added.
+    pub fn link_program(&self, program: &Path, format: LinkedFormat) -> Result<String, BuildError> {
+        let source = std::fs::read_to_string(program).map_err(|source| BuildError::Io {
+            action: "read",
+            path: program.to_path_buf(),
+            source,
+        })?;
+        let kernels: Vec<(&str, usize)> = self
+            .kernels
+            .iter()
+            .map(|kernel| (kernel.symbol.as_str(), linked_program::top_level(&kernel.params, b',').len()))
+            .collect();
+        linked_program::rewrite(&source, &kernels, &self.objects_attribute(format))
+            .map_err(|reason| BuildError::ProgramNotLinkable { program: program.to_path_buf(), reason })
     }
 }
 

@@ -24,7 +24,8 @@ use crate::output::{Style, Table, print_json};
     after_help = "The crate needs a `sos` feature that makes it no_std and turns on \
                   `xplug-sdk/standalone` (`xplug new --standalone` scaffolds one).\n\
                   Examples:\n  xplug build --sos\n  xplug build --sos --manifest-path my_plugin/Cargo.toml --out-dir dist\n  \
-                  xplug build --object --bitcode --mlir kernels.mlir"
+                  xplug build --object --bitcode --mlir kernels.mlir\n  \
+                  xplug build --object --bitcode --program my_program.mlir"
 )]
 pub(crate) struct BuildArgs {
     /// Build the `.sos` (an output is required, so that a plain `xplug
@@ -46,6 +47,13 @@ pub(crate) struct BuildArgs {
     /// instead of printing it.
     #[arg(long, value_name = "FILE", requires = "linked")]
     mlir: Option<PathBuf>,
+    /// With --object or --bitcode: the program FILE.mlir, which calls the
+    /// kernels as imports (as it does with the plugin), rewritten to link
+    /// them instead: FILE.object.mlir and FILE.bitcode.mlir beside the
+    /// objects. Compile those and compare their outputs with the import's.
+    /// Repeat for several programs.
+    #[arg(long, value_name = "FILE.mlir", requires = "linked")]
+    program: Vec<PathBuf>,
     /// The plugin crate's Cargo.toml (default: the nearest Cargo.toml
     /// in the current directory or above, as cargo finds it).
     #[arg(long, value_name = "PATH")]
@@ -114,10 +122,35 @@ fn run_linked(options: &BuildArgs, manifest: &Path, json_output: bool) -> Result
             source,
         })?;
     }
+    let dir = report
+        .files
+        .first()
+        .and_then(|files| files.object.parent())
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let mut programs: Vec<(xplug_build::LinkedFormat, PathBuf)> = Vec::new();
+    for program in &options.program {
+        for format in &formats {
+            let linked = report
+                .link_program(program, *format)
+                .map_err(|source| build_error("linked program", manifest, source))?;
+            let stem = program.file_stem().unwrap_or(program.as_os_str()).to_string_lossy();
+            let path = dir.join(format!("{stem}.{}.mlir", format.name()));
+            std::fs::write(&path, linked).map_err(|source| CliError::File {
+                context: format!("cannot write the linked program {}", path.display()),
+                source,
+            })?;
+            programs.push((*format, path));
+        }
+    }
     if json_output {
         print_json(&json!({
             "ok": true,
             "package": report.package,
+            "programs": programs.iter().map(|(format, path)| json!({
+                "format": format.name(),
+                "path": path.display().to_string(),
+            })).collect::<Vec<_>>(),
             "kernels": report.kernels.iter().map(|kernel| json!({
                 "symbol": kernel.symbol,
                 "declaration": kernel.declaration(),
@@ -158,15 +191,13 @@ fn run_linked(options: &BuildArgs, manifest: &Path, json_output: bool) -> Result
         table.row([skipped.target.clone(), "-".to_owned(), format!("skipped: {}", skipped.reason)]);
     }
     print!("{}", table.render(style));
-    let dir = report
-        .files
-        .first()
-        .and_then(|files| files.object.parent())
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    match &options.mlir {
-        Some(path) => println!("MLIR for the program: {}", path.display()),
-        None => print!("{mlir}"),
+    match (&options.mlir, programs.is_empty()) {
+        (Some(path), _) => println!("MLIR for the program: {}", path.display()),
+        (None, true) => print!("{mlir}"),
+        (None, false) => {}
+    }
+    for (format, path) in &programs {
+        println!("linked program ({}): {}", format.name(), path.display());
     }
     println!("compile with: iree-compile --iree-hal-executable-object-search-path={} ...", dir.display());
     Ok(())

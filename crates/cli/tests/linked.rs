@@ -19,9 +19,7 @@ use common::XPLUG;
 use xplug_elf::{ElfTarget, LIBRARY_QUERY_SYMBOL};
 use xplug_fixtures::iree_e2e;
 use xplug_fixtures::linked::compile;
-use xplug_fixtures::linked::{
-    KERNEL_CRATE, MATMUL_RELU_CODEGEN, MUL_CODEGEN, linked_program, objects_attribute,
-};
+use xplug_fixtures::linked::{KERNEL_CRATE, MATMUL_RELU_CODEGEN, MUL_CODEGEN};
 use xplug_fixtures::{build_rust_plugin, sos, target_dir, workspace_root};
 use xplug_npy::NpyArray;
 
@@ -127,11 +125,12 @@ struct Built {
     library: PathBuf,
     /// The `.sos`.
     standalone: PathBuf,
-    /// Where `xplug build --object --bitcode` wrote.
+    /// Where `xplug build --object --bitcode` wrote the objects and the
+    /// linked programs (`NAME.object.mlir`, `NAME.bitcode.mlir` for each
+    /// import program `NAME.mlir` it was given).
     linked_dir: PathBuf,
     /// The MLIR it wrote: the object block, then the bitcode block.
     object_mlir: String,
-    bitcode_mlir: String,
 }
 
 fn built() -> &'static Built {
@@ -152,6 +151,10 @@ fn built() -> &'static Built {
             .arg(&linked_dir)
             .arg("--mlir")
             .arg(&mlir_path)
+            .arg("--program")
+            .arg(root.join("tests/iree/mul_call.mlir"))
+            .arg("--program")
+            .arg(root.join("tests/iree/matmul_relu_call.mlir"))
             .env("NO_COLOR", "1")
             .output()
             .expect("xplug build runs");
@@ -173,13 +176,21 @@ fn built() -> &'static Built {
         }
         let (object_mlir, bitcode_mlir) = mlir.split_once("\n\n").expect("one MLIR block per format");
         assert!(object_mlir.contains(".o\"}>") && bitcode_mlir.contains(".bc\"}>"), "{mlir}");
-        Built {
-            library,
-            standalone,
-            linked_dir,
-            object_mlir: object_mlir.to_owned(),
-            bitcode_mlir: bitcode_mlir.to_owned(),
+        let stdout = String::from_utf8_lossy(&built.stdout);
+        for program in ["mul_call", "matmul_relu_call"] {
+            for format in ["object", "bitcode"] {
+                let path = linked_dir.join(format!("{program}.{format}.mlir"));
+                assert!(stdout.contains(&path.display().to_string()), "it names {}:\n{stdout}", path.display());
+                let linked = std::fs::read_to_string(&path).unwrap();
+                // The one change: the declaration and the executable's objects.
+                let block = if format == "object" { object_mlir } else { bitcode_mlir };
+                let objects = &block[block.find("hal.executable.objects").unwrap()..block.find("\n//").unwrap()];
+                assert!(linked.contains(objects.lines().next().unwrap()), "{linked}");
+                assert!(linked.contains("hal.import.static, llvm.bareptr = true}"), "{linked}");
+                assert!(!linked.contains("hal.import.fields = ["), "{linked}");
+            }
         }
+        Built { library, standalone, linked_dir, object_mlir: object_mlir.to_owned() }
     })
 }
 
@@ -189,8 +200,7 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
     let tools = iree_e2e::toolchain(&root).expect("IREE's pinned tools");
     let work = target_dir(&root).join("linked-test").join("host");
     std::fs::create_dir_all(&work).unwrap();
-    let Built { library, standalone, linked_dir, object_mlir, bitcode_mlir } = built();
-    let (object_mlir, bitcode_mlir) = (object_mlir.as_str(), bitcode_mlir.as_str());
+    let Built { library, standalone, linked_dir, .. } = built();
 
     let iree = tools.run_module.to_str().unwrap();
     let runtimes: [(&str, Vec<&str>); 2] =
@@ -202,12 +212,14 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
             std::fs::read_to_string(root.join("tests/iree").join(program.import_file)).unwrap();
         let import_module = compile(&tools, &work, &format!("{name}_import"), &import_source, linked_dir)
             .expect("iree-compile");
-        let linked = |format: &str, block: &str| {
-            let source = linked_program(&import_source, &objects_attribute(block));
+        // The programs `xplug build --program` wrote from the import program.
+        let linked = |format: &str| {
+            let stem = program.import_file.trim_end_matches(".mlir");
+            let source = std::fs::read_to_string(linked_dir.join(format!("{stem}.{format}.mlir"))).unwrap();
             compile(&tools, &work, &format!("{name}_{format}"), &source, linked_dir).expect("iree-compile")
         };
-        let object_module = linked("object", object_mlir);
-        let bitcode_module = linked("bitcode", bitcode_mlir);
+        let object_module = linked("object");
+        let bitcode_module = linked("bitcode");
         let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, linked_dir)
             .expect("iree-compile");
         let deployments: [(&str, &Path, Option<&Path>); 5] = [
@@ -258,7 +270,7 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
 
 #[test]
 fn aarch64_objects_and_bitcode_link_into_an_executable_that_validates() {
-    let Built { linked_dir, object_mlir, bitcode_mlir, .. } = built();
+    let Built { linked_dir, object_mlir, .. } = built();
     if !object_mlir.contains("embedded-elf-arm_64") {
         eprintln!(
             "note: no aarch64 core library is installed (Debian's libstd-rust-web-dev:arm64, as `cargo xtask \
@@ -268,14 +280,12 @@ fn aarch64_objects_and_bitcode_link_into_an_executable_that_validates() {
     }
     let root = workspace_root();
     let tools = iree_e2e::toolchain(&root).expect("IREE's pinned tools");
-    let import_source = std::fs::read_to_string(root.join("tests/iree/mul_call.mlir")).unwrap();
     let target = ElfTarget::aarch64(4096).with_query_symbol(LIBRARY_QUERY_SYMBOL);
-    for (format, block) in [("object", object_mlir), ("bitcode", bitcode_mlir)] {
+    for format in ["object", "bitcode"] {
         let work = target_dir(&root).join("linked-test").join(format!("aarch64-{format}"));
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
-        let source = work.join("mul_linked.mlir");
-        std::fs::write(&source, linked_program(&import_source, &objects_attribute(block))).unwrap();
+        let source = linked_dir.join(format!("mul_call.{format}.mlir"));
         let output = Command::new(&tools.compile)
             .arg(&source)
             .args([
