@@ -1,13 +1,15 @@
-//! `xplug new NAME [--path DIR] [--template add|workgroup] [--standalone]`:
-//! scaffolds a plugin crate that builds with plain `cargo build --release`
-//! into a loadable shared library.
+//! `xplug new NAME [--path DIR] [--template add|workgroup|kernel]
+//! [--standalone]`: scaffolds a plugin crate that builds with plain `cargo
+//! build --release` into a loadable shared library.
 //!
-//! Two templates: `add` (the default: one scalar import) and `workgroup`
-//! (a stateful dispatch kernel in IREE's workgroup convention with a
-//! declared load parameter, a host test over host slices, an `.mlir`
-//! program and the IREE commands that run it; `no_std`, with a `sos`
-//! feature, so `xplug build --sos` also makes it a `.sos`). `--standalone`
-//! asks for a crate that builds as both and selects `workgroup`.
+//! Three templates: `add` (the default: one scalar import); `workgroup` (a
+//! stateful dispatch kernel in IREE's workgroup convention with a declared
+//! load parameter, a host test over host slices, an `.mlir` program and the
+//! IREE commands that run it; `no_std`, with a `sos` feature, so `xplug
+//! build --sos` also makes it a `.sos`); `kernel` ([`kernel`]: a stateless
+//! workgroup kernel that also builds as an object and bitcode linked into
+//! the executable). `--standalone` asks for a crate that builds as both a
+//! shared library and a `.sos` and selects `workgroup`.
 //!
 //! The crate depends on `xplug-sdk` (and, for its test, `xplug-manager`)
 //! where this `xplug` came from, a fact of its build (`build.rs`), so the
@@ -18,6 +20,8 @@
 //! - an `xplug` built from a checkout: the crates are not on crates.io yet,
 //!   so by path on that checkout, and `xplug new` says so;
 //! - `--sdk DIR`: by path on the checkout at DIR, whatever the build.
+
+mod kernel;
 
 use std::path::{Path, PathBuf};
 
@@ -48,9 +52,11 @@ pub(crate) struct NewArgs {
     /// installed from a registry, its crates there by version).
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
-    /// What the crate holds: `add` (one scalar import, the default) or
+    /// What the crate holds: `add` (one scalar import, the default),
     /// `workgroup` (a stateful dispatch kernel with a load parameter, a
-    /// host test, an .mlir program; also builds as a .sos).
+    /// host test, an .mlir program; also builds as a .sos) or `kernel` (a
+    /// stateless dispatch kernel for every deployment: a .so, a .sos, and
+    /// an object and bitcode linked into IREE's executables).
     #[arg(long, value_enum, value_name = "TEMPLATE")]
     template: Option<Template>,
     /// A crate that builds as a shared library and, with `xplug build
@@ -74,6 +80,21 @@ pub(crate) enum Template {
     /// A stateful workgroup kernel with a declared load parameter, a host
     /// test, an `.mlir` program; a shared library and a `.sos`.
     Workgroup,
+    /// A stateless workgroup kernel, a host test, an `.mlir` program; a
+    /// shared library, a `.sos`, and an object and bitcode linked into the
+    /// executable.
+    Kernel,
+}
+
+impl Template {
+    /// Its name on the command line and in `--json`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Workgroup => "workgroup",
+            Self::Kernel => "kernel",
+        }
+    }
 }
 
 /// Words a crate name cannot be: Rust keywords (the name is also the
@@ -264,6 +285,7 @@ fn run(options: &NewArgs, json_output: bool) -> Result<u8, CliError> {
     let files = match template {
         Template::Add => scaffold(&options.name, &ident, &source),
         Template::Workgroup => scaffold_workgroup(&options.name, &ident, &source),
+        Template::Kernel => kernel::scaffold(&options.name, &ident, &source),
     };
     for (relative, contents) in &files {
         let path = dir.join(relative);
@@ -279,15 +301,15 @@ fn run(options: &NewArgs, json_output: bool) -> Result<u8, CliError> {
 
     let library = format!("{}{ident}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let built = Path::new("target").join("release").join(&library);
-    let sos = (template == Template::Workgroup)
-        .then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
-    let next = next_steps(&dir, &built, sos.as_deref(), &ident);
+    let sos =
+        (template != Template::Add).then(|| Path::new("target").join("sos").join(format!("{ident}.sos")));
+    let next = next_steps(&dir, &built, sos.as_deref(), template, &ident);
     if json_output {
         print_json(&json!({
             "ok": true,
             "name": options.name,
             "plugin": ident,
-            "template": match template { Template::Add => "add", Template::Workgroup => "workgroup" },
+            "template": template.name(),
             "path": dir.display().to_string(),
             "files": files.iter().map(|(relative, _)| *relative).collect::<Vec<_>>(),
             "dependencies": source.json(),
@@ -315,8 +337,9 @@ fn run(options: &NewArgs, json_output: bool) -> Result<u8, CliError> {
 /// The commands to run next, in order, as they work when pasted into a
 /// shell in the directory where `xplug new` ran: `cd` into the crate, then
 /// paths relative to it (`built`: the shared library, `sos`: the `.sos` of
-/// a `workgroup` crate, both under the default target directory).
-fn next_steps(dir: &Path, built: &Path, sos: Option<&Path>, ident: &str) -> Vec<String> {
+/// a `workgroup` or `kernel` crate, both under the default target
+/// directory).
+fn next_steps(dir: &Path, built: &Path, sos: Option<&Path>, template: Template, ident: &str) -> Vec<String> {
     let xplug = xplug_command();
     let built = shell_word(&built.display().to_string());
     let mut steps = vec![
@@ -332,7 +355,15 @@ fn next_steps(dir: &Path, built: &Path, sos: Option<&Path>, ident: &str) -> Vec<
         Some(sos) => {
             steps.push(format!("{xplug} build --sos"));
             steps.push(format!("{xplug} inspect {}", shell_word(&sos.display().to_string())));
-            steps.push("# README.md: the .mlir program and the IREE commands that run it".to_owned());
+            if template == Template::Kernel {
+                steps.push(format!("{xplug} build --object --bitcode --program {}", kernel::PROGRAM));
+                steps.push(
+                    "# README.md: the .mlir programs and the IREE commands that run each deployment"
+                        .to_owned(),
+                );
+            } else {
+                steps.push("# README.md: the .mlir program and the IREE commands that run it".to_owned());
+            }
         }
     }
     steps
@@ -465,48 +496,13 @@ fn scaffold_workgroup(name: &str, ident: &str, source: &Source) -> Vec<(&'static
     // after what the template happens to compute: the name stays right when
     // the author replaces the leaky ReLU with their own computation.
     let import = format!("{ident}_workgroup");
-    let cargo_toml = format!(
-        r#"[package]
-name = "{name}"
-version = "0.1.0"
-edition = "2024"
-publish = false
-
-[lib]
-# cdylib: the shared library hosts load (`cargo build --release` makes
-# target/release/{library}); rlib: for tests and for runtimes that link the
-# plugin into their binary. `xplug build --sos` builds the same library as
-# a standalone embedded ELF (target/sos/{ident}.sos).
-crate-type = ["cdylib", "rlib"]
-
-[features]
-default = ["std"]
-# The shared-library build: the SDK catches panics at the C boundary,
-# keeps load errors per thread and gives tests `Buffer::from_slice`.
-std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
-# Link the plugin into a runtime binary instead of exporting its C entry
-# points. A runtime opts in with `features = ["static"]`.
-static = []
-# The `.sos` build (`xplug build --sos` turns it on with
-# `--no-default-features`): no_std, the SDK's standalone mode (global
-# allocator through the host allocator, trapping panic handler, memory
-# functions).
-sos = ["xplug-sdk/standalone"]
-
-[dependencies]
-{comment}
-xplug-sdk = {sdk}
-
-[dev-dependencies]
-xplug-manager = {manager}
-
-# A workspace of its own; remove this table to make the crate a member of
-# an enclosing workspace.
-[workspace]
-"#,
-        comment = source.comment(),
-        sdk = source.dependency("plugin-sdk", ", default-features = false"),
-        manager = source.dependency("manager", ""),
+    let cargo_toml = standalone_cargo_toml(
+        name,
+        &library,
+        &format!(
+            "`xplug build --sos` builds the same library as\n# a standalone embedded ELF (target/sos/{ident}.sos)."
+        ),
+        source,
     );
     let lib_rs = format!(
         r#"//! `{name}`: a leaky-ReLU dispatch kernel for IREE executables, with
@@ -788,6 +784,54 @@ unwinding code a `.sos` cannot have: `xplug build --sos` then fails naming
     ]
 }
 
+/// The `Cargo.toml` of a crate that builds as a shared library (`library`)
+/// and, `no_std` with its `sos` feature, through `xplug build` (`builds`
+/// says what, as comment lines).
+fn standalone_cargo_toml(name: &str, library: &str, builds: &str, source: &Source) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+# cdylib: the shared library hosts load (`cargo build --release` makes
+# target/release/{library}); rlib: for tests and for runtimes that link the
+# plugin into their binary. {builds}
+crate-type = ["cdylib", "rlib"]
+
+[features]
+default = ["std"]
+# The shared-library build: the SDK catches panics at the C boundary,
+# keeps load errors per thread and gives tests `Buffer::from_slice`.
+std = ["xplug-sdk/std", "xplug-sdk/static-registration"]
+# Link the plugin into a runtime binary instead of exporting its C entry
+# points. A runtime opts in with `features = ["static"]`.
+static = []
+# The builds of `xplug build` (`--sos`, `--object`, `--bitcode` turn it on
+# with `--no-default-features`): no_std, the SDK's standalone mode (global
+# allocator through the host allocator, trapping panic handler, memory
+# functions).
+sos = ["xplug-sdk/standalone"]
+
+[dependencies]
+{comment}
+xplug-sdk = {sdk}
+
+[dev-dependencies]
+xplug-manager = {manager}
+
+# A workspace of its own; remove this table to make the crate a member of
+# an enclosing workspace.
+[workspace]
+"#,
+        comment = source.comment(),
+        sdk = source.dependency("plugin-sdk", ", default-features = false"),
+        manager = source.dependency("manager", ""),
+    )
+}
+
 /// `path` as a TOML basic string.
 fn toml_string(path: &Path) -> String {
     let text = path.display().to_string();
@@ -892,7 +936,8 @@ mod tests {
         assert_eq!(shell_word("/tmp/a b"), "'/tmp/a b'");
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(shell_word(""), "''");
-        let steps = next_steps(Path::new("my dir"), Path::new("target/release/libp.so"), None, "p");
+        let steps =
+            next_steps(Path::new("my dir"), Path::new("target/release/libp.so"), None, Template::Add, "p");
         assert_eq!(steps[..3], ["cd 'my dir'", "cargo build --release", "cargo test"]);
         assert!(steps[3].ends_with(" check target/release/libp.so"), "{steps:?}");
         assert!(steps.iter().skip(1).all(|step| !step.contains("my dir")), "{steps:?}");

@@ -379,3 +379,98 @@ fn a_standalone_crate_builds_as_sos_with_one_command_and_runs_in_xplug_and_iree(
     let text = refused("slope=2");
     assert!(text.contains("`slope` must be between 0 and 1"), "{text}");
 }
+
+/// Issue 42's workflow: a fresh `xplug new --template kernel` crate builds
+/// every deployment with the commands `xplug new` prints (the shared
+/// library, the `.sos`, and `xplug build --object --bitcode --program
+/// mul.mlir`), and its program gives the same bytes in each of them, on
+/// both local devices, under IREE's pinned `iree-run-module` and `xplug
+/// run`, at a length that is not a multiple of the workgroup.
+#[test]
+fn a_kernel_crate_gives_the_same_bytes_in_every_deployment() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("kern");
+    let dir_str = dir.to_str().expect("temporary paths are UTF-8");
+    let checkout = xplug_fixtures::workspace_root();
+    let checkout = checkout.to_str().expect("the checkout's path is UTF-8");
+    let (stdout, _) =
+        new_in(temp.path(), &["new_kernel", "--template", "kernel", "--path", dir_str, "--sdk", checkout]);
+    for file in ["Cargo.toml", "src/lib.rs", "tests/kernel.rs", "mul.mlir", "README.md"] {
+        assert!(dir.join(file).is_file(), "{file} was not created");
+    }
+    let steps = next_steps(&stdout);
+    assert!(
+        steps.iter().any(|step| step.ends_with("build --object --bitcode --program mul.mlir")),
+        "{stdout}"
+    );
+    run_pasted(temp.path(), &steps);
+
+    let target = dir.join("target");
+    let library = target.join("release").join(format!(
+        "{}new_kernel{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let sos = target.join("sos").join("new_kernel.sos");
+    let linked = target.join("linked");
+    let root = xplug_fixtures::workspace_root();
+    let tools = xplug_fixtures::iree_e2e::toolchain(&root).expect("IREE's pip tools are ready");
+    let work = temp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let compile = |name: &str, program: &Path| {
+        let source = std::fs::read_to_string(program).unwrap();
+        xplug_fixtures::linked::compile(&tools, &work, name, &source, &linked).expect("iree-compile")
+    };
+    let import = compile("import", &dir.join("mul.mlir"));
+    let object = compile("object", &linked.join("mul.object.mlir"));
+    let bitcode = compile("bitcode", &linked.join("mul.bitcode.mlir"));
+
+    // 1 001 elements: 16 workgroups, the last of 41.
+    let lhs: Vec<f32> = (0..1001).map(|i| (i as f32 - 500.0) * 0.375).collect();
+    let rhs: Vec<f32> = (0..1001).map(|i| 1.0 / (i as f32 + 1.5)).collect();
+    let expected: Vec<u32> = lhs.iter().zip(&rhs).map(|(a, b)| (a * b).to_bits()).collect();
+    let inputs = [work.join("lhs.npy"), work.join("rhs.npy")];
+    write_npy(&inputs[0], &lhs);
+    write_npy(&inputs[1], &rhs);
+    let out = work.join("out.npy");
+
+    let iree = tools.run_module.to_str().unwrap();
+    let deployments: [(&str, &Path, Option<&Path>); 4] = [
+        ("import from the .so", &import, Some(&library)),
+        ("import from the .sos", &import, Some(&sos)),
+        ("linked object", &object, None),
+        ("linked bitcode", &bitcode, None),
+    ];
+    let mut runs = 0;
+    for device in ["local-sync", "local-task"] {
+        for tool in [vec![iree], vec![common::XPLUG, "run"]] {
+            for (deployment, module, plugin) in deployments {
+                let _ = std::fs::remove_file(&out);
+                let mut command = Command::new(tool[0]);
+                command
+                    .args(&tool[1..])
+                    .arg(format!("--device={device}"))
+                    .arg(format!("--module={}", module.display()))
+                    .arg("--function=mul")
+                    .args(inputs.iter().map(|input| format!("--input=@{}", input.display())))
+                    .arg(format!("--output=@{}", out.display()));
+                if let Some(plugin) = plugin {
+                    command.arg(format!("--executable_plugin={}", plugin.display()));
+                }
+                let output = command.output().expect("the runtime runs");
+                assert!(
+                    output.status.success(),
+                    "{deployment} under {tool:?} on {device}:\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                let bits: Vec<u32> = read_npy(&out).iter().map(|value| value.to_bits()).collect();
+                assert!(
+                    bits == expected,
+                    "{deployment} under {tool:?} on {device} differs from Rust's product"
+                );
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 2 * 2 * 4);
+}
