@@ -140,22 +140,90 @@ fn matmul_relu(args: &mut MatmulArgs) -> Result<(), ImportError> {
         out.fill(0.0);
         return Ok(());
     }
-    // Row by row, each output row accumulated over `rhs`'s rows in order
-    // of `k`: every element's sum is taken in order of `k`, as a plain
-    // dot product would, while the inner loop runs along contiguous rows
-    // (vectorised).
-    for (out_row, lhs_row) in out.chunks_exact_mut(n).zip(lhs.chunks_exact(k)) {
-        out_row.fill(0.0);
-        for (a, rhs_row) in lhs_row.iter().zip(rhs.chunks_exact(n)) {
+    // Blocks of ROWS rows: each ROWS × COLUMNS tile of `out` accumulated in
+    // registers over `k`, so a row of `rhs` is loaded once for ROWS rows.
+    // Every element's sum is still taken in order of `k` from zero, as a
+    // plain dot product would (the same bits as IREE's own matmul).
+    let mut lhs_rows = lhs.chunks_exact(k);
+    let mut out_rows = out.chunks_exact_mut(n);
+    loop {
+        match (lhs_rows.next(), lhs_rows.next(), lhs_rows.next(), lhs_rows.next()) {
+            (Some(l0), Some(l1), Some(l2), Some(l3)) => {
+                let (Some(o0), Some(o1), Some(o2), Some(o3)) =
+                    (out_rows.next(), out_rows.next(), out_rows.next(), out_rows.next())
+                else {
+                    return Err(ImportError::INVALID_ARGUMENT);
+                };
+                matmul_block([o0, o1, o2, o3], [l0, l1, l2, l3], rhs, n);
+            }
+            rest => {
+                for (lhs_row, out_row) in [rest.0, rest.1, rest.2].into_iter().flatten().zip(&mut out_rows) {
+                    matmul_columns(out_row, lhs_row, rhs, n, 0);
+                }
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Rows of `lhs` (and `out`) a matmul tile holds.
+const ROWS: usize = 4;
+/// Columns of `rhs` (and `out`) a matmul tile holds: with [`ROWS`], 32
+/// sums, in eight 128-bit registers.
+const COLUMNS: usize = 8;
+
+/// `out_rows = max(lhs_rows × rhs, 0)` for [`ROWS`] rows of `n` columns,
+/// tile by tile.
+fn matmul_block(mut out_rows: [&mut [f32]; ROWS], lhs_rows: [&[f32]; ROWS], rhs: &[f32], n: usize) {
+    let [l0, l1, l2, l3] = lhs_rows;
+    let mut first = 0;
+    while first + COLUMNS <= n {
+        let mut sums = [[0.0_f32; COLUMNS]; ROWS];
+        for ((((a0, a1), a2), a3), rhs_row) in l0.iter().zip(l1).zip(l2).zip(l3).zip(rhs.chunks_exact(n)) {
+            let Some(b) =
+                rhs_row.get(first..first + COLUMNS).and_then(|b| <&[f32; COLUMNS]>::try_from(b).ok())
+            else {
+                return;
+            };
+            for column in 0..COLUMNS {
+                sums[0][column] += a0 * b[column];
+                sums[1][column] += a1 * b[column];
+                sums[2][column] += a2 * b[column];
+                sums[3][column] += a3 * b[column];
+            }
+        }
+        for (out_row, sums) in out_rows.iter_mut().zip(&sums) {
+            if let Some(out) = out_row.get_mut(first..first + COLUMNS) {
+                for (out, sum) in out.iter_mut().zip(sums) {
+                    *out = sum.max(0.0);
+                }
+            }
+        }
+        first += COLUMNS;
+    }
+    for (out_row, lhs_row) in out_rows.into_iter().zip(lhs_rows) {
+        matmul_columns(out_row, lhs_row, rhs, n, first);
+    }
+}
+
+/// `out_row[first..] = max(lhs_row × rhs[.., first..], 0)`: one row,
+/// accumulated over `rhs`'s rows in order of `k` along contiguous rows
+/// (vectorised).
+fn matmul_columns(out_row: &mut [f32], lhs_row: &[f32], rhs: &[f32], n: usize, first: usize) {
+    let Some(out_row) = out_row.get_mut(first..) else {
+        return;
+    };
+    out_row.fill(0.0);
+    for (a, rhs_row) in lhs_row.iter().zip(rhs.chunks_exact(n)) {
+        if let Some(rhs_row) = rhs_row.get(first..) {
             for (out, b) in out_row.iter_mut().zip(rhs_row) {
                 *out += a * b;
             }
         }
-        for out in out_row.iter_mut() {
-            *out = out.max(0.0);
-        }
     }
-    Ok(())
+    for out in out_row.iter_mut() {
+        *out = out.max(0.0);
+    }
 }
 
 /// Applies `op` to the `size` elements of this call's slice:
