@@ -36,6 +36,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use xplug_fixtures::command::{self, CommandError};
+use xplug_fixtures::linked::LinkedFormat;
 
 /// The target the tests are built for.
 pub const TARGET: &str = "aarch64-unknown-linux-gnu";
@@ -572,8 +573,9 @@ const RUN_INPUTS: [&str; 2] =
 pub struct RunParity {
     /// The program (`tests/iree/...`).
     pub program: &'static str,
-    /// The plugin file.
-    pub plugin: &'static str,
+    /// What serves the kernel: the plugin file, or `linked object` /
+    /// `linked bitcode` (the kernel linked into the executable, no plugin).
+    pub deployment: &'static str,
     /// What the native x86_64 run printed (the module compiled for x86_64).
     pub x86_64: String,
     /// What the aarch64 `xplug` printed under qemu (the module compiled for
@@ -584,8 +586,10 @@ pub struct RunParity {
 /// `cargo xtask test-aarch64 --xplug-run`: cross-builds `xplug` (with
 /// IREE's runtime) for aarch64, then runs [`RUN_CASES`] with the native
 /// `xplug` on the x86_64-compiled module and with the aarch64 `xplug` under
-/// qemu on the aarch64-compiled one, the same `.sos` serving the import;
-/// returns both outputs per case.
+/// qemu on the aarch64-compiled one, the same `.sos` serving the import,
+/// and `mul_call.mlir` with `sample_standalone`'s kernel linked in as an
+/// object and as bitcode (`xplug-build`'s linked programs); returns both
+/// outputs per case.
 ///
 /// # Errors
 /// Missing packages (not root), a failing build, compile or run.
@@ -621,11 +625,45 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
         })?;
         Ok(dir.join("module.vmfb"))
     };
+    let linked = root.join("target").join("iree-executables").join("linked");
+    let report = xplug_fixtures::linked::build(root, &linked.join("objects")).map_err(|error| {
+        Aarch64Error::Prepare { step: "build the linked kernels", detail: error.to_string() }
+    })?;
+    let linked_module = |format: LinkedFormat, triple: &str| -> Result<PathBuf, Aarch64Error> {
+        let program = root.join("tests").join("iree").join("mul_call.mlir");
+        let prepare = |step: &'static str| move |detail: String| Aarch64Error::Prepare { step, detail };
+        let source = xplug_fixtures::linked::link_program(&report, &program, format)
+            .map_err(|error| prepare("rewrite the program to link the kernel")(error.to_string()))?;
+        let work = linked.join(triple);
+        std::fs::create_dir_all(&work)
+            .map_err(|error| prepare("create the work directory")(error.to_string()))?;
+        xplug_fixtures::linked::compile(
+            &iree,
+            &work,
+            &format!("mul_call.{}", format.name()),
+            &source,
+            &linked.join("objects"),
+            Some(triple),
+        )
+        .map_err(|error| prepare("compile with iree-compile")(error.to_string()))
+    };
+    let cases = RUN_CASES.iter().map(|&(program, plugin)| (program, plugin, None)).chain(
+        [LinkedFormat::Object, LinkedFormat::Bitcode].map(|format| {
+            let deployment = match format {
+                LinkedFormat::Object => "linked object",
+                LinkedFormat::Bitcode => "linked bitcode",
+            };
+            ("mul_call.mlir", deployment, Some(format))
+        }),
+    );
     let mut rows = Vec::new();
-    for (program, plugin) in RUN_CASES {
+    for (program, deployment, format) in cases {
         let outputs =
             [("x86_64-unknown-linux-gnu", None), (TARGET, Some("qemu-aarch64"))].map(|(triple, runner)| {
-                let module = module(program, triple)?;
+                let module = match format {
+                    Some(format) => linked_module(format, triple)?,
+                    None => module(program, triple)?,
+                };
                 let mut command = match runner {
                     Some(runner) => {
                         let mut command = Command::new(runner);
@@ -638,13 +676,16 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
                 for input in RUN_INPUTS {
                     command.args(["--input", input]);
                 }
-                command.arg("--plugin").arg(plugin_dir.join(plugin)).current_dir(root);
+                if format.is_none() {
+                    command.arg("--plugin").arg(plugin_dir.join(deployment));
+                }
+                command.current_dir(root);
                 let output =
                     command::output(&mut command).map_err(|source| Aarch64Error::Command { source })?;
                 Ok(String::from_utf8_lossy(&output.stdout).into_owned())
             });
         let [x86_64, aarch64] = outputs;
-        rows.push(RunParity { program, plugin, x86_64: x86_64?, aarch64: aarch64? });
+        rows.push(RunParity { program, deployment, x86_64: x86_64?, aarch64: aarch64? });
     }
     Ok(rows)
 }

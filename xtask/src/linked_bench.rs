@@ -128,13 +128,13 @@ pub fn run(root: &Path, options: &Options) -> Result<Vec<Row>, E2eError> {
         let linked = |format: LinkedFormat| {
             let source =
                 link_program(&report, &source_path, format).map_err(|source| E2eError::Build { source })?;
-            compile(&tools, &work, &format!("{name}_{}", format.name()), &source, &objects)
+            compile(&tools, &work, &format!("{name}_{}", format.name()), &source, &objects, None)
         };
         let modules = [
-            compile(&tools, &work, &format!("{name}_import"), &import_source, &objects)?,
+            compile(&tools, &work, &format!("{name}_import"), &import_source, &objects, None)?,
             linked(LinkedFormat::Object)?,
             linked(LinkedFormat::Bitcode)?,
-            compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &objects)?,
+            compile(&tools, &work, &format!("{name}_codegen"), program.codegen, &objects, None)?,
         ];
         let inputs: Vec<PathBuf> = program
             .inputs

@@ -226,7 +226,7 @@ fn main() -> ExitCode {
                         for row in &rows {
                             let verdict = if row.x86_64 == row.aarch64 { "identical" } else { "DIFFERENT" };
                             same &= row.x86_64 == row.aarch64;
-                            println!("{} + {}: {verdict}", row.program, row.plugin);
+                            println!("{} + {}: {verdict}", row.program, row.deployment);
                             println!("  x86_64:  {}", row.x86_64.trim().replace('\n', "\n           "));
                             println!("  aarch64: {}", row.aarch64.trim().replace('\n', "\n           "));
                         }

@@ -210,18 +210,21 @@ fn one_kernel_gives_the_same_bytes_in_every_deployment() {
         let name = program.name;
         let import_source =
             std::fs::read_to_string(root.join("tests/iree").join(program.import_file)).unwrap();
-        let import_module = compile(&tools, &work, &format!("{name}_import"), &import_source, linked_dir)
-            .expect("iree-compile");
+        let import_module =
+            compile(&tools, &work, &format!("{name}_import"), &import_source, linked_dir, None)
+                .expect("iree-compile");
         // The programs `xplug build --program` wrote from the import program.
         let linked = |format: &str| {
             let stem = program.import_file.trim_end_matches(".mlir");
             let source = std::fs::read_to_string(linked_dir.join(format!("{stem}.{format}.mlir"))).unwrap();
-            compile(&tools, &work, &format!("{name}_{format}"), &source, linked_dir).expect("iree-compile")
+            compile(&tools, &work, &format!("{name}_{format}"), &source, linked_dir, None)
+                .expect("iree-compile")
         };
         let object_module = linked("object");
         let bitcode_module = linked("bitcode");
-        let codegen_module = compile(&tools, &work, &format!("{name}_codegen"), program.codegen, linked_dir)
-            .expect("iree-compile");
+        let codegen_module =
+            compile(&tools, &work, &format!("{name}_codegen"), program.codegen, linked_dir, None)
+                .expect("iree-compile");
         let deployments: [(&str, &Path, Option<&Path>); 5] = [
             ("import from the .so", &import_module, Some(library)),
             ("import from the .sos", &import_module, Some(standalone)),
@@ -285,23 +288,11 @@ fn aarch64_objects_and_bitcode_link_into_an_executable_that_validates() {
         let work = target_dir(&root).join("linked-test").join(format!("aarch64-{format}"));
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
-        let source = linked_dir.join(format!("mul_call.{format}.mlir"));
-        let output = Command::new(&tools.compile)
-            .arg(&source)
-            .args([
-                "--iree-hal-target-device=local",
-                "--iree-hal-local-target-device-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=generic",
-                "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu",
-            ])
-            .arg(format!("--iree-hal-executable-object-search-path={}", linked_dir.display()))
-            .arg(format!("--iree-hal-dump-executable-binaries-to={}", work.display()))
-            .arg("-o")
-            .arg(work.join("mul_linked.vmfb"))
-            .output()
-            .expect("iree-compile runs");
-        assert!(output.status.success(), "aarch64 {format}:\n{}", String::from_utf8_lossy(&output.stderr));
-        let executable = work.join("xplug_mul_call_kernels_embedded_elf_arm_64.so");
+        let source = std::fs::read_to_string(linked_dir.join(format!("mul_call.{format}.mlir"))).unwrap();
+        compile(&tools, &work, "mul_linked", &source, linked_dir, Some("aarch64-unknown-linux-gnu"))
+            .unwrap_or_else(|error| panic!("aarch64 {format}: {error}"));
+        let executable =
+            work.join("mul_linked.executables").join("xplug_mul_call_kernels_embedded_elf_arm_64.so");
         let bytes =
             std::fs::read(&executable).unwrap_or_else(|error| panic!("{}: {error}", executable.display()));
         let plan = xplug_elf::validate_for(&bytes, target)

@@ -419,7 +419,7 @@ fn a_kernel_crate_gives_the_same_bytes_in_every_deployment() {
     std::fs::create_dir_all(&work).unwrap();
     let compile = |name: &str, program: &Path| {
         let source = std::fs::read_to_string(program).unwrap();
-        xplug_fixtures::linked::compile(&tools, &work, name, &source, &linked).expect("iree-compile")
+        xplug_fixtures::linked::compile(&tools, &work, name, &source, &linked, None).expect("iree-compile")
     };
     let import = compile("import", &dir.join("mul.mlir"));
     let object = compile("object", &linked.join("mul.object.mlir"));
