@@ -1,4 +1,4 @@
-//! `docs/architecture.md` matches the code file for file: its "File by
+//! `docs/src/design/architecture.md` matches the code file for file: its "File by
 //! file" section has one `### `DIR` (package)` heading per workspace member
 //! and, under it, one table row per `.rs` file in `DIR/src`; a file added,
 //! moved or deleted without the map fails here.
@@ -10,8 +10,9 @@ use xplug_tests::{rust_files_under, workspace_members};
 /// The "File by file" section: each heading's directory and the files its
 /// table lists (without the `src/` prefix).
 fn mapped_files(architecture: &str) -> Vec<(String, BTreeSet<String>)> {
-    let start =
-        architecture.find("\n## File by file\n").expect("docs/architecture.md has a File by file section");
+    let start = architecture
+        .find("\n## File by file\n")
+        .expect("docs/src/design/architecture.md has a File by file section");
     let section = &architecture[start + 1..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
     let mut crates: Vec<(String, BTreeSet<String>)> = Vec::new();
@@ -32,7 +33,7 @@ fn mapped_files(architecture: &str) -> Vec<(String, BTreeSet<String>)> {
 #[test]
 fn the_architecture_map_lists_every_source_file_of_every_member() {
     let root = workspace_root();
-    let architecture = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let architecture = std::fs::read_to_string(root.join("docs/src/design/architecture.md")).unwrap();
     let mapped = mapped_files(&architecture);
 
     let headings: BTreeSet<String> = mapped.iter().map(|(dir, _)| dir.clone()).collect();
@@ -40,8 +41,14 @@ fn the_architecture_map_lists_every_source_file_of_every_member() {
     let members: BTreeSet<String> = workspace_members(&root).into_iter().collect();
     let unmapped: Vec<_> = members.difference(&headings).collect();
     let stale: Vec<_> = headings.difference(&members).collect();
-    assert!(unmapped.is_empty(), "workspace members without a heading in docs/architecture.md: {unmapped:?}");
-    assert!(stale.is_empty(), "headings in docs/architecture.md that are not workspace members: {stale:?}");
+    assert!(
+        unmapped.is_empty(),
+        "workspace members without a heading in docs/src/design/architecture.md: {unmapped:?}"
+    );
+    assert!(
+        stale.is_empty(),
+        "headings in docs/src/design/architecture.md that are not workspace members: {stale:?}"
+    );
 
     let mut problems = Vec::new();
     for (dir, listed) in &mapped {
@@ -57,5 +64,5 @@ fn the_architecture_map_lists_every_source_file_of_every_member() {
             problems.push(format!("{dir}/src/{gone} is in the map but not in the tree"));
         }
     }
-    assert!(problems.is_empty(), "docs/architecture.md, File by file:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "docs/src/design/architecture.md, File by file:\n{}", problems.join("\n"));
 }

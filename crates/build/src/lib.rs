@@ -104,7 +104,7 @@ pub struct SosOptions {
     pub out_dir: Option<PathBuf>,
     /// Keep the symbol table (link without `--discard-all`), so crash
     /// reports, gdb and perf can name every function of the plugin
-    /// (`docs/debugging.md`). `.symtab` lies in no loadable segment, so
+    /// (`docs/src/operating/debugging.md`). `.symtab` lies in no loadable segment, so
     /// IREE's loader runs the file as well; it only grows.
     pub keep_symbols: bool,
 }

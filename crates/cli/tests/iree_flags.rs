@@ -1,6 +1,6 @@
 //! `xplug run` against the flags of the pinned `iree-run-module`: every flag
 //! IREE's tool lists for local devices is named in `xplug run --help` (taken
-//! or refused with a reason), every IREE flag the README says `xplug run`
+//! or refused with a reason), every IREE flag the book (docs/src/cli/models.md) says `xplug run`
 //! takes is one IREE's tool lists, and the flags answered for IREE
 //! (`--dump_task_topologies`, `--list_devices`, `--list_drivers`) print what
 //! IREE's tool prints. A flag a new IREE adds fails here until it is taken
@@ -98,8 +98,10 @@ fn every_local_flag_of_iree_run_module_is_taken_or_refused_by_name() {
 fn the_readme_names_only_flags_both_tools_take() {
     let (_, help) = iree_help();
     let flags = iree_local_flags(&help);
-    let readme = std::fs::read_to_string(xplug_fixtures::workspace_root().join("README.md")).unwrap();
-    let start = readme.find("IREE flags `xplug run` takes").expect("the README lists IREE's flags");
+    let readme =
+        std::fs::read_to_string(xplug_fixtures::workspace_root().join("docs/src/cli/models.md")).unwrap();
+    let start =
+        readme.find("IREE flags `xplug run` takes").expect("the book's `xplug run` page lists IREE's flags");
     let paragraph = &readme[start..start + readme[start..].find("\n\n").unwrap()];
     // Up to where the README turns to xplug's own flags.
     let paragraph = paragraph.split("xplug adds").next().unwrap();

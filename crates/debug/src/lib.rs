@@ -1,5 +1,5 @@
 //! Debugging services for the plugin code xplug loads
-//! (`docs/debugging.md`): the fatal-signal reporter and the
+//! (`docs/src/operating/debugging.md`): the fatal-signal reporter and the
 //! [`FaultReport`] it leaves ([`crash`]), GDB's JIT interface ([`gdb`]) and
 //! perf's map ([`perf`]).
 //!

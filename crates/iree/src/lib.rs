@@ -39,7 +39,7 @@
 //! → [`CallResults`] (on the device until read). One manager can serve
 //! several devices, and providers registered with it after a device was
 //! made serve executables loaded later. How the provider answers IREE is in
-//! [`provider`]; the contract is in `docs/iree-runtime.md`.
+//! [`provider`]; the contract is in `docs/src/embedding/iree.md`.
 //!
 //! # Tensors
 //! [`Tensor`] owns its bytes, [`TensorView`] borrows them, and both are
@@ -68,7 +68,7 @@
 //! `PATH` or pinned PyPI wheels it installs once into `xplug-tools/` in the
 //! target directory, and the Rust declarations of IREE's API are committed.
 //! A missing prerequisite stops the build before the long step, naming the
-//! command that installs it. Linux only (`docs/iree-runtime.md`, "Building
+//! command that installs it. Linux only (`docs/src/embedding/iree.md`, "Building
 //! IREE's runtime").
 
 mod archive;

@@ -57,7 +57,7 @@
 //!
 //! Isolation protects the probing tool, not a production host: a plugin
 //! loaded for real runs in the host's process with the host's rights
-//! (`docs/loading.md#probing-in-a-child-process`).
+//! (`docs/src/reference/loading.md#probing-in-a-child-process`).
 
 use std::fmt;
 #[cfg(not(unix))]

@@ -1,6 +1,6 @@
 //! Per-import profiles: how often each resolved import is called and how
 //! long its calls take, counted by a wrapper the host installs at resolve
-//! time in place of the plugin's function (`docs/profiling.md`).
+//! time in place of the plugin's function (`docs/src/operating/profiles.md`).
 //!
 //! Every import has one C signature, `int(void* params, void* context,
 //! void* reserved)`. [`ImportProfiler::install`] replaces each filled slot
@@ -200,7 +200,7 @@ impl ImportProfiler {
                 continue;
             }
             // SAFETY: a filled slot holds an import function, as every
-            // provider writes one (`docs/resolution.md#resolve-call`),
+            // provider writes one (`docs/src/reference/resolution.md#resolve-call`),
             // callable while the manager holding its provider lives.
             let Some(function) =
                 (unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(index)) })
@@ -407,7 +407,7 @@ struct ProfiledImport {
 }
 
 // SAFETY: the function and context are what a provider resolved; the
-// provider contract (`docs/resolution.md#thread-safety`) makes an import
+// provider contract (`docs/src/reference/resolution.md#thread-safety`) makes an import
 // callable from any thread, concurrently. Everything else is atomics,
 // mutexes and immutable data.
 unsafe impl Send for ProfiledImport {}
