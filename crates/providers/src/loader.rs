@@ -11,7 +11,7 @@
 //! of code: the manager gives a spec to the first loader of the list that
 //! claims it, and the CLI and `xplug-iree` ask the loader.
 //!
-//! See `docs/src/design/architecture.md#adding-a-loader`.
+//! See `docs/src/design/internals.md#adding-a-loader`.
 
 use std::any::Any;
 use std::fmt;
