@@ -22,6 +22,10 @@
 //! container. Targets that are not installed are skipped and reported
 //! ([`SosReport::skipped`]).
 //!
+//! Not run as a doctest: it builds a plugin crate, for every installed
+//! target (`xplug build --sos` runs it, and `crates/cli/tests` build the
+//! example plugins' `.sos` files through it):
+//!
 //! ```no_run
 //! use xplug_build::{SosOptions, build_sos};
 //!

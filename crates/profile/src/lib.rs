@@ -2,6 +2,37 @@
 //! long its calls take, counted by a wrapper the host installs at resolve
 //! time in place of the plugin's function (`docs/src/operating/profiles.md`).
 //!
+//! ```
+//! use std::ffi::{c_int, c_void};
+//! use xplug_profile::{ImportProfiler, ProfileOptions};
+//! use xplug_providers::{ResolveRequest, SymbolName};
+//!
+//! unsafe extern "C" fn double(args: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+//!     // SAFETY: callers pass an `i32`, as the import's contract says.
+//!     unsafe { *args.cast::<i32>() *= 2 };
+//!     0
+//! }
+//!
+//! // An executable's import table, resolved to `double`.
+//! let names = [SymbolName::new(c"double")];
+//! let (mut fns, mut contexts) = ([double as *mut c_void], [std::ptr::null_mut()]);
+//! let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts)?;
+//! let profiler = ImportProfiler::new(ProfileOptions::default());
+//! assert_eq!(profiler.install(0, &mut request, |_| Some("doc".into())), 1);
+//!
+//! // The executable calls what the slot holds now: the profiler's wrapper.
+//! // SAFETY: a filled slot holds an import function, valid while `profiler` lives.
+//! let wrapped = unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }.unwrap();
+//! let mut value = 21;
+//! // SAFETY: `double` takes an `i32`.
+//! let status = unsafe { wrapped((&raw mut value).cast(), request.context(0), std::ptr::null_mut()) };
+//! assert_eq!((status, value), (0, 42));
+//!
+//! let stats = &profiler.snapshot().imports[0];
+//! assert_eq!((stats.name.as_str(), stats.calls), ("double", 1));
+//! # Ok::<(), xplug_providers::Error>(())
+//! ```
+//!
 //! Every import has one C signature, `int(void* params, void* context,
 //! void* reserved)`. [`ImportProfiler::install`] replaces each filled slot
 //! of a resolved request with one generic entry point whose `context` is a
