@@ -102,8 +102,9 @@ fn the_readme_names_only_flags_both_tools_take() {
         std::fs::read_to_string(xplug_fixtures::workspace_root().join("docs/src/cli/models.md")).unwrap();
     let start =
         readme.find("IREE flags `xplug run` takes").expect("the book's `xplug run` page lists IREE's flags");
-    let paragraph = &readme[start..start + readme[start..].find("\n\n").unwrap()];
-    // Up to where the README turns to xplug's own flags.
+    // The paragraph ends at a blank line or with the page.
+    let paragraph = &readme[start..start + readme[start..].find("\n\n").unwrap_or(readme.len() - start)];
+    // Up to where the page turns to xplug's own flags.
     let paragraph = paragraph.split("xplug adds").next().unwrap();
     let ours = String::from_utf8_lossy(&xplug(&["run", "--help"]).stdout).into_owned();
     let mut named = 0;
