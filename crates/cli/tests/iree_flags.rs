@@ -117,20 +117,17 @@ fn the_readme_names_only_flags_both_tools_take() {
         }
         if paragraph[at + 3 + name.len()..].starts_with('*') {
             // A family (`--task_*`): IREE has flags of it.
-            assert!(
-                flags.iter().any(|flag| flag.starts_with(&name)),
-                "the README's `--{name}*`: none in IREE"
-            );
+            assert!(flags.iter().any(|flag| flag.starts_with(&name)), "the book's `--{name}*`: none in IREE");
             continue;
         }
         named += 1;
         assert!(
             flags.contains(&name),
-            "the README names `--{name}` as IREE's; iree-run-module does not list it"
+            "the book names `--{name}` as IREE's; iree-run-module does not list it"
         );
-        assert!(names_flag(&ours, &name), "the README names `--{name}`; `xplug run --help` does not");
+        assert!(names_flag(&ours, &name), "the book names `--{name}`; `xplug run --help` does not");
     }
-    assert!(named > 20, "the README's paragraph names {named} flags");
+    assert!(named > 20, "the book's paragraph names {named} flags");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Differential test: random sets of probe plugins (configurable exports and
 //! failures, see `xplug_iree_reference::fixtures`) loaded into IREE's manager
 //! and into xplug's, random requests resolved by both; slots and statuses
-//! must agree, except for the two divergences the README documents, each of
+//! must agree, except for the two divergences the book documents (docs/src/design/comparison.md), each of
 //! which is asserted explicitly:
 //!
 //! - no providers and only optional names: IREE reports `NOT_FOUND` ("missing
