@@ -4,7 +4,9 @@
 //!   names each `.rs` file under the member's `src/`, so a file added,
 //!   moved or deleted without the map fails here;
 //! - the files and items of its resolve path exist;
-//! - the crates it says read ELF are the members that depend on `object`.
+//! - the crates it says read ELF are the members that depend on `object`;
+//! - it names the module graph's `KNOWN_CIRCLES` exactly while
+//!   `tests/tests/module_graph.rs` lists any.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -199,4 +201,24 @@ fn the_picture_puts_each_crate_above_what_it_uses() {
     assert_eq!(lines[1], format!("{:<6} {:<26} -", 0, "a"));
     assert_eq!(lines[2], format!("{:<6} {:<26} a", 1, "b"));
     assert_eq!(lines[3], format!("{:<6} {:<26} a (build), b", 2, "c"));
+}
+
+#[test]
+fn the_chapter_names_the_known_circles_while_there_are_any() {
+    let root = workspace_root();
+    let text = chapter(&root);
+    let graph_test = std::fs::read_to_string(root.join("tests/tests/module_graph.rs")).unwrap();
+    // Known circles exist while the list is declared with at least one entry.
+    let known = graph_test
+        .split_once("const KNOWN_CIRCLES")
+        .is_some_and(|(_, rest)| rest.split_once("];").is_some_and(|(list, _)| list.contains("(\"crates/")));
+    let said = text.contains("KNOWN_CIRCLES");
+    assert_eq!(
+        said,
+        known,
+        "{CHAPTER} {} `KNOWN_CIRCLES`, but tests/tests/module_graph.rs {}: say in \"Rules the tests keep\" \
+         whether the module graph has known circles",
+        if said { "names" } else { "does not name" },
+        if known { "lists known circles" } else { "lists none" }
+    );
 }
