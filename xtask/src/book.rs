@@ -50,12 +50,23 @@ pub enum BookError {
         #[source]
         source: std::io::Error,
     },
+    /// Chapter files that `docs/src/SUMMARY.md` does not list, so mdBook
+    /// would leave them out of the book.
+    #[error("{} not in docs/src/SUMMARY.md, so not in the book; list each or delete it", names(files))]
+    Unlisted {
+        /// The files, relative to `docs/src/`.
+        files: Vec<PathBuf>,
+    },
     /// Links of the built book lead nowhere.
     #[error("{} broken link(s) in the book (fix the chapter under docs/src/):\n{}", broken.len(), list(broken))]
     BrokenLinks {
         /// Each broken link.
         broken: Vec<BrokenLink>,
     },
+}
+
+fn names(files: &[PathBuf]) -> String {
+    files.iter().map(|file| file.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 fn list(broken: &[BrokenLink]) -> String {
@@ -106,6 +117,15 @@ pub fn output_dir(root: &Path) -> PathBuf {
 /// When mdBook cannot be installed or fails, a page cannot be read, or a
 /// link is broken ([`BookError::BrokenLinks`] lists every one).
 pub fn build(root: &Path) -> Result<(usize, usize), BookError> {
+    let src = root.join("docs/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md"))
+        .map_err(|source| BookError::Read { path: src.join("SUMMARY.md"), source })?;
+    let chapters =
+        read_pages(&src)?.into_keys().filter(|path| path.extension().is_some_and(|ext| ext == "md"));
+    let files = unlisted(&summary, chapters);
+    if !files.is_empty() {
+        return Err(BookError::Unlisted { files });
+    }
     let cache_dir = root.join("target/xplug-tools");
     let cache = ToolCache::new(&cache_dir);
     let venv = cache
@@ -119,6 +139,17 @@ pub fn build(root: &Path) -> Result<(usize, usize), BookError> {
     let links = pages.values().map(|html| hrefs(html).len()).sum();
     let broken = check_links(&pages);
     if broken.is_empty() { Ok((pages.len(), links)) } else { Err(BookError::BrokenLinks { broken }) }
+}
+
+/// The Markdown files of `chapters` (paths relative to `docs/src/`) that
+/// `summary` does not link, `SUMMARY.md` itself aside.
+fn unlisted(summary: &str, chapters: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    chapters
+        .filter(|chapter| {
+            let name = chapter.to_string_lossy().replace('\\', "/");
+            name != "SUMMARY.md" && !summary.contains(&format!("]({name})"))
+        })
+        .collect()
 }
 
 /// Every file under `dir`, keyed by its path relative to `dir`; the HTML
@@ -260,6 +291,14 @@ mod tests {
             ("a/c.css", ""),
         ]);
         assert_eq!(check_links(&pages), Vec::new());
+    }
+
+    #[test]
+    fn a_chapter_the_summary_does_not_list_is_reported() {
+        let summary = "# Summary\n\n[Intro](intro.md)\n\n- [Swap](operating/swap.md)\n";
+        let chapters =
+            ["SUMMARY.md", "intro.md", "operating/swap.md", "operating/orphan.md"].map(PathBuf::from);
+        assert_eq!(unlisted(summary, chapters.into_iter()), [PathBuf::from("operating/orphan.md")]);
     }
 
     #[test]
