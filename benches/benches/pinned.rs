@@ -1,4 +1,4 @@
-//! The cost of a pin (`docs/loading.md#pinned-plugins`): the same plugin
+//! The cost of a pin (`docs/src/reference/loading.md#pinned-plugins`): the same plugin
 //! file loaded and unloaded through `Manager::load_spec`, by its plain spec
 //! and by its pinned spec (`?sha256=HEX`: read once, hashed, checked, and a
 //! `.so` opened from a sealed in-memory file), as a shared library and as

@@ -548,7 +548,7 @@ struct ScaleArgs {
 }
 
 /// (12) Live swap: one import call through a swappable plugin's
-/// trampoline (`docs/swap.md`) vs the same build loaded as a plain plugin,
+/// trampoline (`docs/src/operating/swap.md`) vs the same build loaded as a plain plugin,
 /// whose import resolves to the plugin's own function; both called as (3)
 /// calls, from a resolved table. Two imports of `tests/c/swap_plugin.c`:
 /// `swap_scale_i32` (one multiply: the call itself dominates, so the

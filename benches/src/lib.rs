@@ -347,7 +347,7 @@ pub fn pair(
 /// (`iree_hal_executable_library_initialize_imports`); so does every
 /// resolve here. When each side of a pair had arrays of its own, at fixed
 /// places, which side got the better-placed memory was the allocator's
-/// choice, and these machines are sensitive to placement (see the README's
+/// choice, and these machines are sensitive to placement (see docs/src/design/benchmarks.md,
 /// notes on row (8)). Here both sides use the same memory, and each resolve
 /// uses the next of [`PLACEMENTS`] places, one cache line apart over a
 /// 4 KiB page, as a loader's allocation lands wherever the allocator puts

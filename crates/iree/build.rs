@@ -10,19 +10,19 @@
 //! once under the target directory; a missing one stops the build here,
 //! before the long step, with the command that installs it. The Rust
 //! bindings are committed (`src/iree_bindings.rs`, `cargo iree-bindings`),
-//! so no libclang is needed. See docs/publishing.md, "Building xplug-iree".
+//! so no libclang is needed. See docs/src/design/publishing.md, "Building xplug-iree".
 //!
 //! IREE's runtime is always compiled with `NDEBUG`, as IREE's release tools
 //! are: with C `assert` on, a damaged module made IREE's runtime abort (for
 //! example `IREE_ASSERT_ARGUMENT(symbol_names)` in `executable_loader.c`)
 //! where `iree-run-module` returns the error the check stands for. Debug
-//! builds keep `-g` and no optimisation (docs/iree-runtime.md, "Damaged
+//! builds keep `-g` and no optimisation (docs/src/embedding/iree.md, "Damaged
 //! modules").
 //!
 //! xplug's patches to IREE's sources (`build/iree_patches.rs`: holes
 //! through which a damaged module crashed IREE's runtime) are applied to
 //! copies under the CMake build tree, which `glue/CMakeLists.txt` compiles
-//! in place of the originals (docs/iree-runtime.md, "Building IREE's
+//! in place of the originals (docs/src/embedding/iree.md, "Building IREE's
 //! runtime").
 //!
 //! The script reruns only when this file, `build/`, `glue/`, or the tools' and
@@ -76,7 +76,7 @@ fn main() {
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").expect("cargo sets CARGO_CFG_TARGET_OS");
     assert!(
         target_os == "linux",
-        "xplug-iree builds IREE's runtime for Linux targets only (this is {target_os}); see docs/publishing.md"
+        "xplug-iree builds IREE's runtime for Linux targets only (this is {target_os}); see docs/src/design/publishing.md"
     );
     let runtime_src = xplug_iree_build::runtime_src_dir();
     if std::env::var_os(xplug_iree_build::RUNTIME_SRC_VAR).is_some() {

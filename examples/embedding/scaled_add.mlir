@@ -8,7 +8,7 @@
 // fields of `hal.import.fields`: exactly `ScaledAddArgs`.
 //
 // Both inputs are imported with `a`'s length, so IREE refuses a `b` of
-// another length before anything runs (docs/dispatch.md, "Tie the inputs'
+// another length before anything runs (docs/src/plugins/dispatch.md, "Tie the inputs'
 // shapes").
 func.func @scaled_add(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
   %one = arith.constant 1 : index

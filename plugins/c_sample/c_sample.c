@@ -8,7 +8,7 @@
  *   simple_mul_workgroup  out[i] = lhs[i] * rhs[i] for the `size` elements of
  *                         this call's slice (IREE's custom-dispatch args;
  *                         pointer + offset starts the slice, `tid` is only
- *                         the workgroup id: docs/dispatch.md);
+ *                         the workgroup id: docs/src/plugins/dispatch.md);
  *   c_sample_negate_f32   value = -value.
  */
 #include "xplug/executable_plugin.h"

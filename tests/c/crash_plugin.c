@@ -1,6 +1,6 @@
 /*
  * A C plugin that crashes in `resolve`, for the crash-report tests
- * (docs/debugging.md): `xplug check` must name the function.
+ * (docs/src/operating/debugging.md): `xplug check` must name the function.
  *
  * By default `crashy_resolve` writes through address 0x10 (a SIGSEGV
  * inside the plugin). With -DCRASH_IN_LIBC it passes that address to

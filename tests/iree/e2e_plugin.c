@@ -18,7 +18,7 @@
  *                       lines come out in iree-run-module's order.
  *
  * Both take the args of IREE's custom-dispatch sample with IREE's slice
- * convention (docs/dispatch.md): pointer + offset starts this call's slice,
+ * convention (docs/src/plugins/dispatch.md): pointer + offset starts this call's slice,
  * `size` is its length, `tid` is only the workgroup id.
  */
 #include "iree/hal/local/executable_plugin.h"

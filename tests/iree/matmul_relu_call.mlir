@@ -7,7 +7,7 @@
 // advanced to row `16 * w`, all of `b`, the block's row count and the
 // matrices' other sizes; the import also receives the processor id and
 // data IREE appends when asked for them with `hal.import.fields`. Linked
-// instead of imported (`docs/dispatch.md#linked-kernels`), the declaration
+// instead of imported (`docs/src/plugins/dispatch.md#linked-kernels`), the declaration
 // says `hal.import.static` and the executable lists the objects.
 module @xplug_matmul_relu_call {
   stream.executable private @kernels {

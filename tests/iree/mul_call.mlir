@@ -10,7 +10,7 @@
 //
 // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
 // against it before anything runs and refuses a shorter or longer `b`
-// (docs/dispatch.md, "Tie the inputs' shapes").
+// (docs/src/plugins/dispatch.md, "Tie the inputs' shapes").
 module @xplug_mul_call {
   stream.executable private @kernels {
     stream.executable.export public @mul_slices workgroups(%n: index) -> (index, index, index) {

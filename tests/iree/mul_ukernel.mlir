@@ -10,7 +10,7 @@
 //
 // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
 // against it before anything runs and refuses a shorter or longer `b`
-// (docs/dispatch.md, "Tie the inputs' shapes").
+// (docs/src/plugins/dispatch.md, "Tie the inputs' shapes").
 func.func @mul(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
   %one = arith.constant 1 : index
   %groups = arith.constant 5 : index

@@ -60,7 +60,7 @@ module @xplug_two_imports {
   }
 
   // Both inputs are imported with `a`'s length, so IREE checks `b`'s shape
-  // against it before anything runs (docs/dispatch.md, "Tie the inputs'
+  // against it before anything runs (docs/src/plugins/dispatch.md, "Tie the inputs'
   // shapes").
   func.func @mul_then_sub(%a_view: !hal.buffer_view, %b_view: !hal.buffer_view) -> !hal.buffer_view {
     %n = hal.buffer_view.dim<%a_view : !hal.buffer_view>[0] : index

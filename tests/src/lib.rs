@@ -26,7 +26,7 @@ pub fn code_segments(image: &ElfImage) -> Vec<Range<usize>> {
 /// instruction cache it synchronised (aarch64: `dc cvau`/`ic ivau` per
 /// line; riscv64), or, on x86_64, that none was needed. qemu executes
 /// stale code all the same, so under `cargo xtask test-aarch64` only this
-/// bookkeeping proves the flush (`docs/embedded-elf.md`).
+/// bookkeeping proves the flush (`docs/src/reference/embedded-elf.md`).
 ///
 /// # Panics
 /// When `image` (named `name` in messages) has no code, or code outside
@@ -97,4 +97,29 @@ pub fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
     }
     files.sort();
     files
+}
+
+/// The Rust examples of the README and the book's chapters under `docs/src/`,
+/// compiled and run as this crate's doctests (`cargo test -p xplug-tests
+/// --doc`) against the workspace's crates. A block that cannot run here says
+/// why next to its `ignore`.
+#[cfg(doctest)]
+pub mod book {
+    /// Every Rust block of one Markdown file, as a doctest.
+    macro_rules! chapters {
+        ($($name:ident = $path:literal;)*) => {$(
+            #[doc = include_str!(concat!("../../", $path))]
+            pub struct $name;
+        )*};
+    }
+    chapters! {
+        Readme = "README.md";
+        WritingAPlugin = "docs/src/plugins/writing.md";
+        HowIreeCallsAnImport = "docs/src/plugins/dispatch.md";
+        UsingPluginsFromARuntime = "docs/src/embedding/runtimes.md";
+        RunIreePrograms = "docs/src/cli/run.md";
+        LiveSwap = "docs/src/operating/swap.md";
+        TheAbi = "docs/src/reference/abi.md";
+        PluginSpecs = "docs/src/reference/specs.md";
+    }
 }

@@ -1,48 +1,131 @@
-//! `docs/architecture.md` matches the code file for file: its "File by
-//! file" section has one `### `DIR` (package)` heading per workspace member
-//! and, under it, one table row per `.rs` file in `DIR/src`; a file added,
-//! moved or deleted without the map fails here.
+//! `docs/src/design/architecture.md` matches the code:
+//! - its crate picture is the one generated here from `cargo metadata`;
+//! - its "Every file" table gives every workspace member one row that
+//!   names each `.rs` file under the member's `src/`, so a file added,
+//!   moved or deleted without the map fails here;
+//! - the files and items of its resolve path exist;
+//! - the crates it says read ELF are the members that depend on `object`;
+//! - it names the module graph's `KNOWN_CIRCLES` exactly while
+//!   `tests/tests/module_graph.rs` lists any.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use cargo_metadata::{DependencyKind, MetadataCommand};
 use xplug_fixtures::workspace_root;
 use xplug_tests::{rust_files_under, workspace_members};
 
-/// The "File by file" section: each heading's directory and the files its
-/// table lists (without the `src/` prefix).
-fn mapped_files(architecture: &str) -> Vec<(String, BTreeSet<String>)> {
-    let start =
-        architecture.find("\n## File by file\n").expect("docs/architecture.md has a File by file section");
-    let section = &architecture[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
-    let mut crates: Vec<(String, BTreeSet<String>)> = Vec::new();
-    for line in section.lines() {
-        if let Some(heading) = line.strip_prefix("### `") {
-            let dir = heading.split('`').next().unwrap().to_owned();
-            crates.push((dir, BTreeSet::new()));
-        } else if let Some(row) = line.strip_prefix("| `src/") {
-            let file = row.split('`').next().unwrap().to_owned();
-            let (dir, files) =
-                crates.last_mut().unwrap_or_else(|| panic!("a file row before any heading: {line}"));
-            assert!(files.insert(file), "`{dir}`: a file is listed twice: {line}");
-        }
+const CHAPTER: &str = "docs/src/design/architecture.md";
+
+fn chapter(root: &Path) -> String {
+    std::fs::read_to_string(root.join(CHAPTER)).unwrap_or_else(|error| panic!("{CHAPTER}: {error}"))
+}
+
+/// The workspace's packages: name to (workspace dependencies, normal and
+/// build, build ones marked), and every normal dependency's name.
+fn packages(root: &Path) -> BTreeMap<String, (Vec<String>, BTreeSet<String>)> {
+    let metadata = MetadataCommand::new()
+        .manifest_path(root.join("Cargo.toml"))
+        .no_deps()
+        .exec()
+        .unwrap_or_else(|error| panic!("cargo metadata on {}: {error}", root.display()));
+    let members: BTreeSet<String> =
+        metadata.workspace_packages().iter().map(|package| package.name.to_string()).collect();
+    metadata
+        .workspace_packages()
+        .iter()
+        .map(|package| {
+            let mut inner = BTreeSet::new();
+            let mut normal = BTreeSet::new();
+            for dependency in &package.dependencies {
+                match dependency.kind {
+                    DependencyKind::Normal => {
+                        normal.insert(dependency.name.clone());
+                        if members.contains(&dependency.name) {
+                            inner.insert(dependency.name.clone());
+                        }
+                    }
+                    DependencyKind::Build if members.contains(&dependency.name) => {
+                        inner.insert(format!("{} (build)", dependency.name));
+                    }
+                    _ => {}
+                }
+            }
+            (package.name.to_string(), (inner.into_iter().collect(), normal))
+        })
+        .collect()
+}
+
+/// The crate picture: every member with the members it depends on (normal
+/// and build dependencies; dev-dependencies left out), in layers: layer 0
+/// depends on no member, layer n on members of layers below n only.
+fn crate_graph(packages: &BTreeMap<String, (Vec<String>, BTreeSet<String>)>) -> String {
+    fn layer(name: &str, packages: &BTreeMap<String, (Vec<String>, BTreeSet<String>)>) -> usize {
+        packages[name]
+            .0
+            .iter()
+            .map(|dependency| 1 + layer(dependency.trim_end_matches(" (build)"), packages))
+            .max()
+            .unwrap_or(0)
     }
-    crates
+    let mut rows: Vec<(usize, &str, String)> = packages
+        .iter()
+        .map(|(name, (inner, _))| {
+            let uses = if inner.is_empty() { "-".to_owned() } else { inner.join(", ") };
+            (layer(name, packages), name.as_str(), uses)
+        })
+        .collect();
+    rows.sort();
+    let mut out = String::from("layer  crate                      uses (workspace members)\n");
+    for (layer, name, uses) in rows {
+        out.push_str(&format!("{layer:<6} {name:<26} {uses}\n"));
+    }
+    out
+}
+
+/// The text of the first fenced block after `marker`.
+fn block_after<'a>(text: &'a str, marker: &str) -> &'a str {
+    let start = text.find(marker).unwrap_or_else(|| panic!("{CHAPTER} has no `{marker}`"));
+    let rest = &text[start..];
+    let open = rest.find("```").expect("a fenced block follows the marker");
+    let body = &rest[open..];
+    let body = &body[body.find('\n').expect("a fence line") + 1..];
+    &body[..body.find("```").expect("the block is closed")]
+}
+
+#[test]
+fn the_crate_picture_is_generated_from_cargo_metadata() {
+    let root = workspace_root();
+    let expected = crate_graph(&packages(&root));
+    let text = chapter(&root);
+    let found = block_after(&text, "<!-- crate graph: generated by tests/tests/architecture_map.rs -->");
+    assert!(
+        found == expected,
+        "{CHAPTER}'s crate picture differs from `cargo metadata`; replace the block with:\n{expected}"
+    );
 }
 
 #[test]
 fn the_architecture_map_lists_every_source_file_of_every_member() {
     let root = workspace_root();
-    let architecture = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
-    let mapped = mapped_files(&architecture);
-
-    let headings: BTreeSet<String> = mapped.iter().map(|(dir, _)| dir.clone()).collect();
-    assert_eq!(headings.len(), mapped.len(), "a member has two headings");
+    let text = chapter(&root);
+    let start = text.find("\n## Every file\n").expect("the chapter has an `## Every file` section");
+    let section = &text[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)];
+    let mut mapped: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines().filter(|line| line.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 3, "a row is `| directory | crate | files |`: {line}");
+        let dir = cells[0].trim_matches('`').to_owned();
+        let files: BTreeSet<String> = cells[2]
+            .split_whitespace()
+            .map(|file| file.trim_matches(|c| c == '`' || c == ',').to_owned())
+            .collect();
+        assert!(mapped.insert(dir.clone(), files).is_none(), "`{dir}` has two rows");
+    }
     let members: BTreeSet<String> = workspace_members(&root).into_iter().collect();
-    let unmapped: Vec<_> = members.difference(&headings).collect();
-    let stale: Vec<_> = headings.difference(&members).collect();
-    assert!(unmapped.is_empty(), "workspace members without a heading in docs/architecture.md: {unmapped:?}");
-    assert!(stale.is_empty(), "headings in docs/architecture.md that are not workspace members: {stale:?}");
-
+    let rows: BTreeSet<String> = mapped.keys().cloned().collect();
+    assert_eq!(rows, members, "{CHAPTER}'s Every file rows are not the workspace's members");
     let mut problems = Vec::new();
     for (dir, listed) in &mapped {
         let src = root.join(dir).join("src");
@@ -57,5 +140,85 @@ fn the_architecture_map_lists_every_source_file_of_every_member() {
             problems.push(format!("{dir}/src/{gone} is in the map but not in the tree"));
         }
     }
-    assert!(problems.is_empty(), "docs/architecture.md, File by file:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "{CHAPTER}, Every file:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_resolve_path_names_items_that_exist() {
+    let root = workspace_root();
+    let text = chapter(&root);
+    let block = block_after(&text, "<!-- resolve path: checked by tests/tests/architecture_map.rs -->");
+    let mut steps = 0;
+    for line in block.lines().filter(|line| line.contains(".rs")) {
+        // `N  what  crate  path/to/file.rs  item`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let file = words.iter().find(|word| word.ends_with(".rs")).expect("a file");
+        let item = words.last().expect("an item");
+        let name = item.rsplit("::").next().unwrap().trim_end_matches("()");
+        let source = std::fs::read_to_string(root.join(file))
+            .unwrap_or_else(|error| panic!("{CHAPTER}: the resolve path names {file}: {error}"));
+        let defined = ["fn ", "struct ", "trait ", "enum "]
+            .iter()
+            .any(|kind| source.contains(&format!("{kind}{name}")));
+        assert!(defined, "{CHAPTER}: the resolve path names `{item}` in {file}, which defines no `{name}`");
+        steps += 1;
+    }
+    assert!(steps >= 6, "the resolve path has {steps} steps");
+}
+
+#[test]
+fn the_crates_said_to_read_elf_are_those_that_depend_on_object() {
+    let root = workspace_root();
+    let text = chapter(&root);
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("ELF is read by "))
+        .expect("the chapter has a line `ELF is read by ...`");
+    let said: BTreeSet<String> = line
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .filter(|name| name.starts_with("xplug"))
+        .collect();
+    let readers: BTreeSet<String> = packages(&root)
+        .into_iter()
+        .filter(|(_, (_, normal))| normal.contains("object"))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(said, readers, "{CHAPTER}: `ELF is read by` names other crates than depend on `object`");
+}
+
+#[test]
+fn the_picture_puts_each_crate_above_what_it_uses() {
+    let packages: BTreeMap<String, (Vec<String>, BTreeSet<String>)> =
+        [("a", vec![]), ("b", vec!["a".to_owned()]), ("c", vec!["a (build)".to_owned(), "b".to_owned()])]
+            .into_iter()
+            .map(|(name, inner)| (name.to_owned(), (inner, BTreeSet::new())))
+            .collect();
+    let graph = crate_graph(&packages);
+    let lines: Vec<&str> = graph.lines().map(str::trim_end).collect();
+    assert_eq!(lines[1], format!("{:<6} {:<26} -", 0, "a"));
+    assert_eq!(lines[2], format!("{:<6} {:<26} a", 1, "b"));
+    assert_eq!(lines[3], format!("{:<6} {:<26} a (build), b", 2, "c"));
+}
+
+#[test]
+fn the_chapter_names_the_known_circles_while_there_are_any() {
+    let root = workspace_root();
+    let text = chapter(&root);
+    let graph_test = std::fs::read_to_string(root.join("tests/tests/module_graph.rs")).unwrap();
+    // Known circles exist while the list is declared with at least one entry.
+    let known = graph_test
+        .split_once("const KNOWN_CIRCLES")
+        .is_some_and(|(_, rest)| rest.split_once("];").is_some_and(|(list, _)| list.contains("(\"crates/")));
+    let said = text.contains("KNOWN_CIRCLES");
+    assert_eq!(
+        said,
+        known,
+        "{CHAPTER} {} `KNOWN_CIRCLES`, but tests/tests/module_graph.rs {}: say in \"Rules the tests keep\" \
+         whether the module graph has known circles",
+        if said { "names" } else { "does not name" },
+        if known { "lists known circles" } else { "lists none" }
+    );
 }

@@ -1,5 +1,5 @@
 //! Commit messages: a summary line of at most 72 characters, then a blank
-//! line before any body (docs/contributing.md). Checked on every commit made
+//! line before any body (docs/src/design/contributing.md). Checked on every commit made
 //! after the rule began (`RULE_SINCE`, whose own message predates it), so a
 //! submission whose commits break it fails CI.
 

@@ -1,4 +1,4 @@
-//! Debuggable plugins (`docs/debugging.md`): gdb names the function a
+//! Debuggable plugins (`docs/src/operating/debugging.md`): gdb names the function a
 //! `.sos` kernel crashes in, the opt-in crash reporter names it on stderr,
 //! the perf map lists an image's functions, and GDB JIT registration stays
 //! balanced when one thread loads while another unloads.

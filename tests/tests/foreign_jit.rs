@@ -1,7 +1,7 @@
 //! A process that links another JIT defining GDB's JIT symbols (as LLVM's
 //! `GDBRegistrationListener.cpp`, V8 and wasmtime do) links with xplug, and
 //! the images xplug maps are listed in that JIT's descriptor, the one a
-//! debugger reads (`docs/debugging.md#gdb-and-lldb`).
+//! debugger reads (`docs/src/operating/debugging.md#gdb-and-lldb`).
 //!
 //! This test binary plays the other JIT: it defines both symbols strongly,
 //! so the linker takes its definitions over xplug-debug's weak ones.

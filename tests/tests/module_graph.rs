@@ -8,7 +8,7 @@
 //! to the module that defines `Error`. A module and its own ancestors or
 //! descendants do not count (a parent re-exporting its children is how Rust
 //! crates are built); `#[cfg(test)]` items do not count either. A `super::`
-//! that climbs above the crate root fails the test. `docs/architecture.md`
+//! that climbs above the crate root fails the test. `docs/src/design/architecture.md`
 //! says why: a circle means two modules that cannot be understood, or
 //! changed, one without the other.
 

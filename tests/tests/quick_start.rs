@@ -1,5 +1,6 @@
 //! The README's Quick start is what CI runs: every command of its table is
-//! run by `.ci/run`, the main job before the tests. A green test run does
+//! run by `.ci/run`, the main job before the tests, and the book's Getting
+//! started chapter gives the same table. A green test run does
 //! not prove the main job works (it once failed on every fresh clone while
 //! CI was green), so a Quick start command that `.ci/run` leaves out, or
 //! runs only after the tests, fails here.
@@ -8,13 +9,16 @@ use std::fs;
 
 use xplug_fixtures::workspace_root;
 
-/// The commands of the README's Quick start table, in table order, with
-/// each row's first column (`main job: ...`, `tests`).
-fn quick_start_commands(readme: &str) -> Vec<(String, String)> {
-    let section = readme
-        .split("\n## ")
-        .find(|section| section.starts_with("Quick start\n"))
-        .expect("README.md has a `## Quick start` section");
+/// The commands of a page's Quick start table (under a `# Quick start` or
+/// `## Quick start` heading), in table order, with each row's first
+/// column (`main job: ...`, `tests`).
+fn quick_start_commands(page: &str) -> Vec<(String, String)> {
+    let section = format!("\n{page}")
+        .split("\n#")
+        .map(|section| section.trim_start_matches('#'))
+        .find(|section| section.starts_with(" Quick start\n"))
+        .expect("the page has a `Quick start` section")
+        .to_owned();
     section
         .lines()
         .filter(|line| line.starts_with('|') && line.contains('`'))
@@ -69,6 +73,18 @@ fn ci_runs_the_quick_start_commands_main_job_first() {
         ".ci/run runs the tests (`{}`) before the main job (`{}`); run the main job first",
         rows[1].1,
         rows[0].1
+    );
+}
+
+#[test]
+fn the_books_getting_started_gives_the_readmes_commands() {
+    let root = workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).expect("README.md is readable");
+    let book = fs::read_to_string(root.join("docs/src/getting-started.md")).expect("the chapter is readable");
+    assert_eq!(
+        quick_start_commands(&book),
+        quick_start_commands(&readme),
+        "docs/src/getting-started.md's Quick start differs from the README's"
     );
 }
 

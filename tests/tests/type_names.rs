@@ -2,7 +2,7 @@
 //! declare a `pub` struct, enum, union, trait or type alias of the same
 //! name in their `src/`, so a name in a message, a doc or a review points
 //! at one type. `Error` is the exception, one per crate by design (each
-//! crate's error enum, docs/architecture.md#errors).
+//! crate's error enum, docs/src/design/internals.md#errors).
 
 use std::collections::{BTreeMap, BTreeSet};
 

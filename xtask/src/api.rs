@@ -8,7 +8,7 @@
 //! crate root with its path and signature, the trait implementations of
 //! public types included (auto traits and blanket implementations left out,
 //! as they follow from the rest). `--check` fails on any difference
-//! (docs/publishing.md: an intended change is a reviewed baseline update,
+//! (docs/src/design/publishing.md: an intended change is a reviewed baseline update,
 //! `cargo xtask api`).
 
 use std::collections::BTreeSet;
@@ -122,7 +122,7 @@ pub fn listing(root: &Path, package: &str, library: &str) -> Result<String, ApiE
         .build()
         .map_err(|source| ApiError::PublicApi { path: path.clone(), source })?;
     let lines: BTreeSet<String> = api.items().map(ToString::to_string).collect();
-    let mut out = format!("# The public API of {package} (cargo xtask api; docs/publishing.md)\n");
+    let mut out = format!("# The public API of {package} (cargo xtask api; docs/src/design/publishing.md)\n");
     for line in lines {
         out.push_str(&line);
         out.push('\n');

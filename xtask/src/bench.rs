@@ -561,7 +561,7 @@ pub const LEGEND: &str = "ratio = xplug / baseline for every row: lower is bette
      baseline's time). target: the bound the ratio must stay under; met: yes, **no** (a miss: `cargo xtask bench \
      --check` fails), or n/a for rows reported without a target.";
 
-/// The summary as a Markdown table (what the README records).
+/// The summary as a Markdown table (what docs/src/design/benchmarks.md records).
 #[must_use]
 pub fn table(ratios: &[Ratio]) -> String {
     let mut out = format!(

@@ -127,7 +127,7 @@ pub fn asan(root: &Path) -> Result<(), HardeningError> {
         .env("RUSTDOCFLAGS", "-Zsanitizer=address")
         .env("CARGO_TARGET_DIR", root.join("target").join("asan"))
         // Leaks are valgrind's run; a `.so` loaded swappable is never
-        // closed on purpose (docs/swap.md), which LeakSanitizer would count.
+        // closed on purpose (docs/src/operating/swap.md), which LeakSanitizer would count.
         .env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")
         .args(["+nightly", "test", "-p", "xplug-manager", "--target", &host_target()?]);
     for test in ASAN_TESTS {

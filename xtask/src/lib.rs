@@ -8,7 +8,8 @@
 //! and the hardening runs ([`hardening`]: loom,
 //! valgrind, fuzzing), and the byte-flip sweep of a compiled module
 //! through `xplug run` and IREE's `iree-run-module` ([`flip_sweep`]),
-//! and the aarch64 test run under qemu ([`aarch64`]). The example plugins are built by `xplug-fixtures`
+//! and the aarch64 test run under qemu ([`aarch64`]), and the book's
+//! build and link check ([`book`]). The example plugins are built by `xplug-fixtures`
 //! (`build-plugins` calls [`xplug_fixtures::plugins::build`]), the crate the
 //! test suites use too, so no test build depends on xtask. The binary
 //! (`src/main.rs`) is the command-line front end.
@@ -16,6 +17,7 @@
 pub mod aarch64;
 pub mod api;
 pub mod bench;
+pub mod book;
 pub mod demo;
 pub mod flip_sweep;
 pub mod hardening;

@@ -1,5 +1,5 @@
 //! `cargo xtask linked-bench`: one Rust kernel in each deployment
-//! (`docs/dispatch.md#linked-kernels`), side by side with IREE's own code
+//! (`docs/src/plugins/dispatch.md#linked-kernels`), side by side with IREE's own code
 //! for the same operation, timed by IREE's `iree-benchmark-module` on
 //! `local-sync`.
 //!

@@ -22,6 +22,9 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Build the book (docs/, with the pinned mdBook) into target/book and
+    /// check every link in it, anchors included.
+    Book,
     /// Regenerate include/xplug/executable_plugin.h from xplug-abi.
     Header {
         /// Do not write; fail if the committed header differs from a fresh one.
@@ -252,6 +255,16 @@ fn main() -> ExitCode {
                 Err(error) => failure(&error),
             }
         }
+        Command::Book => match xtask::book::build(&xtask::workspace_root()) {
+            Ok((pages, links)) => {
+                println!(
+                    "the book is in {}: {pages} files, {links} links checked",
+                    xtask::book::output_dir(&xtask::workspace_root()).display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(error) => failure(&error),
+        },
         Command::Loom => hardening(xtask::hardening::loom(&xtask::workspace_root())),
         Command::Valgrind { cycles } => {
             hardening(xtask::hardening::valgrind(&xtask::workspace_root(), cycles))
@@ -490,7 +503,7 @@ fn main() -> ExitCode {
                 }
                 eprintln!(
                     "an intended change: run `cargo xtask api`, note it in CHANGELOG.md and commit both \
-                     (docs/publishing.md)"
+                     (docs/src/design/publishing.md)"
                 );
                 ExitCode::FAILURE
             }

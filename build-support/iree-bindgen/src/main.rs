@@ -3,7 +3,7 @@
 //! declarations of IREE's runtime API, with bindgen.
 //!
 //! The bindings are committed so that building `xplug-iree` needs no
-//! libclang (docs/publishing.md, "Building xplug-iree"). They hold exactly
+//! libclang (docs/src/design/publishing.md, "Building xplug-iree"). They hold exactly
 //! the IREE items `crates/iree/src` names as `iree::<item>` (and what those
 //! items need), generated from the headers of the IREE tree in eerie-sys
 //! plus the headers IREE's CMake build generates (the bytecode ISA table,

@@ -19,6 +19,9 @@
 //! Every function panics with what went wrong and what to do: a build
 //! script has no better way to stop a build.
 //!
+//! Not run as a doctest: it reads the environment Cargo gives a build
+//! script (`crates/iree/build.rs` is the real caller):
+//!
 //! ```no_run
 //! // In a build script of a crate that depends on eerie-sys:
 //! let runtime_src = xplug_iree_build::runtime_src_dir();

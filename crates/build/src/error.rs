@@ -97,7 +97,7 @@ pub enum BuildError {
     /// and, where the object says, the function that reaches it.
     #[error(
         "{} cannot be linked into an IREE executable: {}; keep the kernels free of panics, globals and \
-         thread-locals (docs/dispatch.md#linked-kernels)",
+         thread-locals (docs/src/plugins/dispatch.md#linked-kernels)",
         object.display(),
         problems.join("; ")
     )]

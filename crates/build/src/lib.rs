@@ -22,6 +22,10 @@
 //! container. Targets that are not installed are skipped and reported
 //! ([`SosReport::skipped`]).
 //!
+//! Not run as a doctest: it builds a plugin crate, for every installed
+//! target (`xplug build --sos` runs it, and `crates/cli/tests` build the
+//! example plugins' `.sos` files through it):
+//!
 //! ```no_run
 //! use xplug_build::{SosOptions, build_sos};
 //!
@@ -105,7 +109,7 @@ pub struct SosOptions {
     pub out_dir: Option<PathBuf>,
     /// Keep the symbol table (link without `--discard-all`), so crash
     /// reports, gdb and perf can name every function of the plugin
-    /// (`docs/debugging.md`). `.symtab` lies in no loadable segment, so
+    /// (`docs/src/operating/debugging.md`). `.symtab` lies in no loadable segment, so
     /// IREE's loader runs the file as well; it only grows.
     pub keep_symbols: bool,
 }

@@ -59,7 +59,7 @@ pub struct LinkedKernel {
 
 impl LinkedKernel {
     /// The `func.func private` declaration a dispatch's module needs to call
-    /// the kernel (`docs/dispatch.md#linked-kernels`).
+    /// the kernel (`docs/src/plugins/dispatch.md#linked-kernels`).
     #[must_use]
     pub fn declaration(&self) -> String {
         format!(

@@ -1,5 +1,5 @@
 //! A program that calls kernels as imports, rewritten to link them
-//! instead: the one change `docs/dispatch.md#linked-kernels` describes,
+//! instead: the one change `docs/src/plugins/dispatch.md#linked-kernels` describes,
 //! made by the tool rather than by hand.
 //!
 //! For every kernel the build made, each `func.func private @SYMBOL(...)`

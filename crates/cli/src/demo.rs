@@ -137,7 +137,7 @@ fn dispatch(
 
 /// One thread's share through the plugin: one import call per workgroup,
 /// each given its own slice as IREE's compiler does
-/// (`docs/dispatch.md#slice-convention`): the binding pointers plus
+/// (`docs/src/plugins/dispatch.md#slice-convention`): the binding pointers plus
 /// offsets start the workgroup's elements, `size` is their count and `tid`
 /// the workgroup's id.
 fn plugin_share(

@@ -4,7 +4,7 @@
 //! The hash is taken of the bytes the spec's loader reads for a pinned
 //! open ([`xplug_providers::Loader::read`]: the whole `.so` or `.sos`
 //! file), so it is what `sha256sum FILE` prints and what the loader checks
-//! (`docs/loading.md#pinned-plugins`). Nothing of the plugin runs.
+//! (`docs/src/reference/loading.md#pinned-plugins`). Nothing of the plugin runs.
 
 use serde_json::json;
 use xplug_manager::spec::PluginSpec;

@@ -1,5 +1,5 @@
 //! `xplug run --profile`: the device's per-import profile
-//! (`xplug_iree::Device::import_profile`, `docs/profiling.md`) as a table on
+//! (`xplug_iree::Device::import_profile`, `docs/src/operating/profiles.md`) as a table on
 //! stderr, as JSON (in `--json`'s object, or `--profile-json FILE`) and as a
 //! Chrome trace-event file (`--profile-trace FILE`) that Perfetto and
 //! `chrome://tracing` open.

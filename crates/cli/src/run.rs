@@ -3,7 +3,7 @@
 //! executables.
 //!
 //! Output is `iree-run-module`'s for the same program, flags and plugins
-//! (`docs/iree-runtime.md`, "What matches iree-run-module"): the function
+//! (`docs/src/embedding/iree.md`, "What matches iree-run-module"): the function
 //! is looked up in the module alone, the inputs are parsed against its
 //! calling convention, `EXEC @fn` is printed once the call is ready, then
 //! `result[N]: ` and IREE's formatting of each result, or, with
@@ -340,7 +340,7 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
     let run_time = started.elapsed();
     // Read once the call returned: IREE waited for every worker, so the
-    // counts are exact (`docs/profiling.md`).
+    // counts are exact (`docs/src/operating/profiles.md`).
     let profile = profile_request.as_ref().zip(device.import_profile());
     let profile_json =
         profile.as_ref().map(|(_, profile)| crate::profile::to_json(profile, run_time, &built));

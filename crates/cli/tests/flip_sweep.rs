@@ -23,7 +23,7 @@ const STRIDE: usize = 7;
 /// same in every checkout (`the_swept_module_is_the_same_in_every_checkout`),
 /// so this choice is fixed: it takes in offset 6793, where xplug and IREE's
 /// tool built like xplug's runtime both crash and the `iree-base-runtime`
-/// package's tool does not (docs/iree-runtime.md, "Damaged modules"), so
+/// package's tool does not (docs/src/embedding/iree.md, "Damaged modules"), so
 /// every check of the sweep runs here, the build of that tool included.
 const FIRST: usize = 3;
 
@@ -61,7 +61,7 @@ fn no_flipped_byte_crashes_or_hangs_xplug_run_where_iree_run_module_survives() {
     // executables' ELF structure) kills xplug. A flipped byte of machine
     // code is another program no check of the module can tell from the
     // compiled one; those crashes are listed in the table, and `cargo
-    // xtask flip-sweep` fails on them (docs/iree-runtime.md, "Damaged
+    // xtask flip-sweep` fails on them (docs/src/embedding/iree.md, "Damaged
     // modules").
     assert!(!report.code.is_empty(), "the module embeds an executable: {table}");
     assert!(report.crashes_outside_code().is_empty(), "{table}");
@@ -75,7 +75,7 @@ fn no_flipped_byte_crashes_or_hangs_xplug_run_where_iree_run_module_survives() {
 }
 
 /// The swept module's bytes do not depend on where the checkout lies, so
-/// the offsets the sweep reports (and docs/iree-runtime.md names) are the
+/// the offsets the sweep reports (and docs/src/embedding/iree.md names) are the
 /// same everywhere: the same program compiled from two directories of
 /// different path lengths gives the same bytes, naming neither directory.
 #[test]
@@ -115,7 +115,7 @@ fn the_swept_module_is_the_same_in_every_checkout() {
 /// loader parses it: at offsets 5274 and 5386 (in the embedded ELF, which
 /// starts at 5152) IREE's parser follows a damaged dynamic-table address
 /// or RELRO range unchecked, and crashed `xplug run` under one memory
-/// layout (docs/iree-runtime.md, "Damaged modules"). Now the run exits 1
+/// layout (docs/src/embedding/iree.md, "Damaged modules"). Now the run exits 1
 /// naming what lies outside the file, and the undamaged module runs.
 #[test]
 fn damaged_modules_are_refused_by_xplugs_checks_and_patches() {
@@ -128,7 +128,7 @@ fn damaged_modules_are_refused_by_xplugs_checks_and_patches() {
     let flags = Config::mul_flags(MUL_CALL.function, prepared.library("sample_system"));
     let dir = prepared.work.join("elf-checks");
     std::fs::create_dir_all(&dir).unwrap();
-    // Each a byte that killed `xplug run` before (docs/iree-runtime.md,
+    // Each a byte that killed `xplug run` before (docs/src/embedding/iree.md,
     // "Damaged modules"): the dynamic table and RELRO addresses, a
     // relocation addend, a segment's file offset, a PT_DYNAMIC address and
     // DT_RELA's tag (xplug-elf's checks); a register operand of the VM

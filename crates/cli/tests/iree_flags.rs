@@ -1,6 +1,6 @@
 //! `xplug run` against the flags of the pinned `iree-run-module`: every flag
 //! IREE's tool lists for local devices is named in `xplug run --help` (taken
-//! or refused with a reason), every IREE flag the README says `xplug run`
+//! or refused with a reason), every IREE flag the book (docs/src/cli/models.md) says `xplug run`
 //! takes is one IREE's tool lists, and the flags answered for IREE
 //! (`--dump_task_topologies`, `--list_devices`, `--list_drivers`) print what
 //! IREE's tool prints. A flag a new IREE adds fails here until it is taken
@@ -98,10 +98,13 @@ fn every_local_flag_of_iree_run_module_is_taken_or_refused_by_name() {
 fn the_readme_names_only_flags_both_tools_take() {
     let (_, help) = iree_help();
     let flags = iree_local_flags(&help);
-    let readme = std::fs::read_to_string(xplug_fixtures::workspace_root().join("README.md")).unwrap();
-    let start = readme.find("IREE flags `xplug run` takes").expect("the README lists IREE's flags");
-    let paragraph = &readme[start..start + readme[start..].find("\n\n").unwrap()];
-    // Up to where the README turns to xplug's own flags.
+    let readme =
+        std::fs::read_to_string(xplug_fixtures::workspace_root().join("docs/src/cli/models.md")).unwrap();
+    let start =
+        readme.find("IREE flags `xplug run` takes").expect("the book's `xplug run` page lists IREE's flags");
+    // The paragraph ends at a blank line or with the page.
+    let paragraph = &readme[start..start + readme[start..].find("\n\n").unwrap_or(readme.len() - start)];
+    // Up to where the page turns to xplug's own flags.
     let paragraph = paragraph.split("xplug adds").next().unwrap();
     let ours = String::from_utf8_lossy(&xplug(&["run", "--help"]).stdout).into_owned();
     let mut named = 0;
@@ -114,20 +117,17 @@ fn the_readme_names_only_flags_both_tools_take() {
         }
         if paragraph[at + 3 + name.len()..].starts_with('*') {
             // A family (`--task_*`): IREE has flags of it.
-            assert!(
-                flags.iter().any(|flag| flag.starts_with(&name)),
-                "the README's `--{name}*`: none in IREE"
-            );
+            assert!(flags.iter().any(|flag| flag.starts_with(&name)), "the book's `--{name}*`: none in IREE");
             continue;
         }
         named += 1;
         assert!(
             flags.contains(&name),
-            "the README names `--{name}` as IREE's; iree-run-module does not list it"
+            "the book names `--{name}` as IREE's; iree-run-module does not list it"
         );
-        assert!(names_flag(&ours, &name), "the README names `--{name}`; `xplug run --help` does not");
+        assert!(names_flag(&ours, &name), "the book names `--{name}`; `xplug run --help` does not");
     }
-    assert!(named > 20, "the README's paragraph names {named} flags");
+    assert!(named > 20, "the book's paragraph names {named} flags");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! One Rust kernel, every deployment (`docs/dispatch.md#linked-kernels`):
+//! One Rust kernel, every deployment (`docs/src/plugins/dispatch.md#linked-kernels`):
 //! `sample_standalone`'s `simple_mul_workgroup`, unchanged, runs in one
 //! program as an import resolved from the `.so`, as an import resolved from
 //! the `.sos`, as an object and as LLVM bitcode that `xplug build --object

@@ -76,6 +76,36 @@ fn run_pasted(cwd: &Path, steps: &[String]) {
     );
 }
 
+/// A printed step as a user types it: `xplug` for the absolute path the
+/// tests' binary is run by.
+fn as_typed(step: &str) -> String {
+    match step.split_once(' ') {
+        Some((program, rest)) if program.ends_with("/xplug") || program.ends_with("/xplug-static") => {
+            format!("xplug {rest}")
+        }
+        _ => step.to_owned(),
+    }
+}
+
+/// The commands of the README's `sh` block that starts with `xplug new`,
+/// without their comments.
+fn readme_new_plugin_commands() -> Vec<String> {
+    let readme = std::fs::read_to_string(xplug_fixtures::workspace_root().join("README.md")).unwrap();
+    let block = readme
+        .split("```sh\n")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("```").expect("a closed block")])
+        .find(|block| block.starts_with("xplug new "))
+        .expect("README.md has a `sh` block starting with `xplug new`");
+    let commands: Vec<String> = block
+        .lines()
+        .map(|line| line.split(" #").next().unwrap().trim().to_owned())
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert!(commands.len() >= 3, "{commands:?}");
+    commands
+}
+
 #[test]
 fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     let temp = tempfile::tempdir().unwrap();
@@ -108,6 +138,16 @@ fn a_new_plugin_builds_with_plain_cargo_and_passes_check_and_call() {
     std::os::unix::fs::symlink(shared_target_dir(), dir.join("target")).unwrap();
     let steps = next_steps(&stdout);
     assert_eq!(steps[..3], ["cd new_adder", "cargo build --release", "cargo test"], "{stdout}");
+    // The README's commands for a new plugin are these steps (its name
+    // for the crate is `my_plugin`), so running the steps runs them.
+    let printed: Vec<String> = steps.iter().map(|step| as_typed(step)).collect();
+    for command in readme_new_plugin_commands() {
+        let command = command.replace("my_plugin", "new_adder");
+        assert!(
+            command == "xplug new new_adder" || printed.contains(&command),
+            "README.md says to run `{command}`, which is not what `xplug new` prints: {printed:?}"
+        );
+    }
     run_pasted(temp.path(), &steps);
     // Its test wrote the C header of its args struct.
     let header = std::fs::read_to_string(dir.join("include/new_adder_args.h")).unwrap();

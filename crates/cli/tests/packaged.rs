@@ -22,7 +22,7 @@
 //! (`CMAKE`, `LIBCLANG_PATH` and `CLANG_PATH` are removed): `xplug-iree`'s
 //! build script finds CMake >= 3.26 and Ninja or installs pinned ones from
 //! PyPI itself, and its IREE bindings are committed, so no libclang is
-//! needed (docs/publishing.md, "Building xplug-iree").
+//! needed (docs/src/design/publishing.md, "Building xplug-iree").
 //!
 //! The compiled artifacts are kept in `target/xplug-packaged-test`, so a
 //! rerun compiles only what changed.

@@ -17,7 +17,7 @@
 //!
 //! Registration costs one symbol-table read, a small ELF and a lock per
 //! image: about 7 µs on a 41 µs load on a quiet machine, which keeps the
-//! load row (7) below IREE's own embedded loader (`docs/debugging.md#cost`).
+//! load row (7) below IREE's own embedded loader (`docs/src/operating/debugging.md#cost`).
 //! So it is on by default; [`GDB_JIT_ENV`] (`0` or `1`) or [`set_enabled`]
 //! turn it off or on.
 

@@ -1,5 +1,5 @@
 //! Debugging services for the plugin code xplug loads
-//! (`docs/debugging.md`): the fatal-signal reporter and the
+//! (`docs/src/operating/debugging.md`): the fatal-signal reporter and the
 //! [`FaultReport`] it leaves ([`crash`]), GDB's JIT interface ([`gdb`]) and
 //! perf's map ([`perf`]).
 //!
@@ -27,6 +27,23 @@
 //! parsed only for a service that uses it.
 //!
 //! # Example
+//!
+//! ```
+//! use xplug_debug::{MappedRegion, code_mapped, install_crash_reporter};
+//!
+//! // Once, at start: a crash inside announced code is then reported with
+//! // the function and the file it hit.
+//! install_crash_reporter(None)?;
+//! // A loader announces code it made runnable. Here: the shared library
+//! // that holds `getpid`, as if it were a plugin opened by the OS loader.
+//! let announced = code_mapped(MappedRegion::system_library("libc.so.6", libc::getpid as usize));
+//! assert!(announced.is_listed()); // in the crash reporter's table
+//! drop(announced); // withdrawn before the code goes
+//! # Ok::<(), xplug_debug::DebugError>(())
+//! ```
+//!
+//! An embedded ELF image, mapped by `xplug-elf`, is announced the same way
+//! (not run here: it needs a `.sos` file):
 //!
 //! ```no_run
 //! use xplug_debug::{MappedRegion, code_mapped};

@@ -1,5 +1,5 @@
 //! FatELF containers: several ELF images of one plugin, one per
-//! architecture, in one file (`docs/embedded-elf.md#fatelf-container`).
+//! architecture, in one file (`docs/src/reference/embedded-elf.md#fatelf-container`).
 //!
 //! Layout (little-endian): an 8-byte header (`u32` magic `0x1F0E70FA`,
 //! `u16` version 1, `u8` record count, `u8` reserved) followed by 24-byte

@@ -1,6 +1,6 @@
 //! The functions an ELF file names in its symbol tables, as offsets from
 //! where its code is loaded: what crash reports, gdb and perf are told
-//! about a plugin's code (`docs/debugging.md`).
+//! about a plugin's code (`docs/src/operating/debugging.md`).
 //!
 //! Read with `object`, which bounds-checks every table and string of the
 //! (possibly hostile) file; nothing here trusts a count or an offset.

@@ -19,7 +19,7 @@ use crate::validate::validate;
 /// # Debugging
 /// Loading tells no debugger, profiler or crash reporter about the image:
 /// the host that maps it does, through `xplug-debug`'s hook
-/// (`docs/debugging.md`), with [`ElfImage::code_range`] and the functions
+/// (`docs/src/operating/debugging.md`), with [`ElfImage::code_range`] and the functions
 /// of its symbol table ([`image_functions`](crate::image_functions)).
 pub struct ElfImage {
     mapping: map::MappedImage,
@@ -99,7 +99,7 @@ impl ElfImage {
     /// aarch64 (`dc cvau`/`ic ivau`) and riscv64; empty on x86_64, whose
     /// instruction fetch sees stores without maintenance. An emulator runs
     /// code without the flush all the same, so this is how a test proves
-    /// it happened (`docs/embedded-elf.md`).
+    /// it happened (`docs/src/reference/embedded-elf.md`).
     ///
     /// Hidden: a bookkeeping record for the tests
     /// (`tests/src/lib.rs`, `assert_code_synchronized`), not an API.

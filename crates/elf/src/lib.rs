@@ -1,6 +1,6 @@
 //! IREE's embedded ELF plugin format (`.sos`): standalone,
 //! position-independent ELF shared objects that xplug loads itself, without
-//! the OS loader (`docs/embedded-elf.md`).
+//! the OS loader (`docs/src/reference/embedded-elf.md`).
 //!
 //! # Where this crate sits
 //! A host (`xplug-providers`) turns a query function into a loaded,
@@ -29,7 +29,7 @@
 //! # Debugging aids
 //! This crate maps code but tells no tool about it: the host that loads an
 //! image hands it to `xplug-debug`'s one "code mapped" hook (crash
-//! reports, GDB's JIT interface, perf's map; `docs/debugging.md`), which
+//! reports, GDB's JIT interface, perf's map; `docs/src/operating/debugging.md`), which
 //! names functions by the file's symbol table ([`image_functions`]) and
 //! places them with [`ElfImage::code_range`] and [`ElfImage::base`].
 //!

@@ -238,7 +238,7 @@ fn protection_calls(protections: &[i32], initial: i32) -> Vec<(usize, usize, i32
 /// Returns the address range synchronised (whole cache lines on aarch64),
 /// `None` where nothing is needed: what [`crate::ElfImage::synchronized_code`]
 /// reports, so a test proves every code segment was covered
-/// (`docs/embedded-elf.md`, "Caches"), which emulation cannot.
+/// (`docs/src/reference/embedded-elf.md`, "Caches"), which emulation cannot.
 #[cfg(unix)]
 fn flush_instruction_cache(start: *mut u8, size: usize) -> Option<std::ops::Range<usize>> {
     #[cfg(target_arch = "aarch64")]

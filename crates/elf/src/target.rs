@@ -91,7 +91,7 @@ impl ElfTarget {
     /// [`QUERY_SYMBOL`]: IREE's own compiled executables export
     /// [`LIBRARY_QUERY_SYMBOL`](crate::LIBRARY_QUERY_SYMBOL) and are
     /// otherwise the same standalone ELF format, an outside corpus for the
-    /// loader (`docs/embedded-elf.md`).
+    /// loader (`docs/src/reference/embedded-elf.md`).
     #[must_use]
     pub fn with_query_symbol(mut self, symbol: &'static str) -> Self {
         self.query_symbol = symbol;

@@ -1,5 +1,5 @@
 //! xplug's patches to IREE's runtime sources: each closes a hole through
-//! which a damaged module crashes IREE's runtime (docs/iree-runtime.md,
+//! which a damaged module crashes IREE's runtime (docs/src/embedding/iree.md,
 //! "Damaged modules"). A patch is a list of exact edits to one file of the
 //! IREE tree; `build.rs` applies them to a copy under the CMake build tree
 //! (the registry's tree stays untouched) and `glue/CMakeLists.txt` compiles

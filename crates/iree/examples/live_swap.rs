@@ -1,4 +1,4 @@
-//! Live swap (`docs/swap.md`): `tests/iree/mul_call.mlir` runs in a loop on
+//! Live swap (`docs/src/operating/swap.md`): `tests/iree/mul_call.mlir` runs in a loop on
 //! `local-task` while its kernel plugin is rebuilt in place and swapped
 //! under it. The session (module, executables, resolved imports) is made
 //! once; each round's results come from the build swapped in last.

@@ -3,7 +3,7 @@
 //! [`read_bounded`]: regular files only, and at most a limit, both checked
 //! before the first byte is read, so `/dev/zero`, a FIFO or a directory is
 //! refused at once instead of growing memory until the process is killed
-//! (`docs/iree-runtime.md`, "Bounded input").
+//! (`docs/src/embedding/iree.md`, "Bounded input").
 //!
 //! A module may also come down a pipe, as IREE's tests feed it
 //! (`iree-compile prog.mlir | iree-run-module --module=-`):

@@ -13,24 +13,39 @@
 //! tables), with xplug's checks, load parameters and errors. IREE's own
 //! plugin manager is not involved, and neither is IREE's flag parsing.
 //!
-//! ```no_run
+//! A program whose kernel imports `simple_mul_workgroup`, run on the
+//! example plugin `sample_system`, linked into the binary (its `static`
+//! feature), so loading it takes no `unsafe`:
+//!
+//! ```
 //! use xplug_iree::{DeviceKind, Module, Report, Runtime, Session, TensorView};
 //! use xplug_manager::Manager;
+//! # use sample_system as _;
 //!
 //! fn main() -> Result<(), Report> {
-//!     // SAFETY: the plugin is trusted code built from this workspace.
-//!     let manager = unsafe { Manager::from_specs(["target/plugins/release/libsample_system.so"]) }?;
+//!     let manager = Manager::new();
+//!     manager.load_static("sample_system", [("multiplier", "1")])?;
 //!     let runtime = Runtime::new()?;
-//!     let device = runtime.device(DeviceKind::LocalTask { workers: 2 }, manager)?;
-//!     let module = Module::from_file(&runtime, "mul.vmfb")?;
+//!     let device = runtime.device(DeviceKind::LocalSync, manager)?;
+//! #   // `tests/iree/mul_call.mlir`, compiled by the pinned `iree-compile`.
+//! #   let root = xplug_fixtures::workspace_root();
+//! #   let tools = xplug_fixtures::iree_e2e::toolchain(&root).expect("IREE's pinned tools");
+//! #   let work = tempfile::tempdir().expect("a scratch directory");
+//! #   let mul_vmfb = xplug_fixtures::iree_e2e::compile(&root, &tools, xplug_fixtures::iree_e2e::MUL_CALL, work.path())
+//! #       .expect("mul_call.mlir compiles");
+//!     let module = Module::from_file(&runtime, mul_vmfb)?;
 //!     let session = Session::new(&device, &module)?; // executables load, imports resolve
 //!     let (a, b) = ([1.0f32, 2.0], [3.0f32, 4.0]);
 //!     let call = session.prepare("mul", [TensorView::new(&[2], &a)?, TensorView::new(&[2], &b)?])?;
 //!     let results = call.invoke()?; // results stay on the device until read
-//!     println!("{:?}", results.values()?); // [Tensor(Tensor(f32 [2]: [3.0, 8.0]))]
+//!     assert_eq!(results.tensor(0)?.as_slice::<f32>()?, [3.0, 8.0]);
 //!     Ok(())
 //! }
 //! ```
+//!
+//! A plugin in a shared library is loaded with
+//! `unsafe { Manager::from_specs(["path/libkernels.so?key=value"]) }` instead:
+//! loading runs its code, which the caller vouches for.
 //!
 //! Layers: [`Runtime`] (IREE's VM instance) → [`Device`] (a HAL device whose
 //! loaders resolve through a manager) → [`Module`] (a loaded `.vmfb`) →
@@ -39,7 +54,7 @@
 //! → [`CallResults`] (on the device until read). One manager can serve
 //! several devices, and providers registered with it after a device was
 //! made serve executables loaded later. How the provider answers IREE is in
-//! [`provider`]; the contract is in `docs/iree-runtime.md`.
+//! [`provider`]; the contract is in `docs/src/embedding/iree.md`.
 //!
 //! # Tensors
 //! [`Tensor`] owns its bytes, [`TensorView`] borrows them, and both are
@@ -68,7 +83,7 @@
 //! `PATH` or pinned PyPI wheels it installs once into `xplug-tools/` in the
 //! target directory, and the Rust declarations of IREE's API are committed.
 //! A missing prerequisite stops the build before the long step, naming the
-//! command that installs it. Linux only (`docs/iree-runtime.md`, "Building
+//! command that installs it. Linux only (`docs/src/embedding/iree.md`, "Building
 //! IREE's runtime").
 
 mod archive;

@@ -13,7 +13,7 @@ use crate::sys;
 
 /// How a session opens its parameter archives: the `--parameter_mode` of
 /// `xplug run`. The outputs are the same in every mode; what differs is
-/// what is read and what memory it takes (`docs/iree-runtime.md`,
+/// what is read and what memory it takes (`docs/src/embedding/iree.md`,
 /// "Parameter archives").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -5,7 +5,7 @@
 //! with the executable's whole import table. Each [`crate::Device`] installs
 //! one [`IreeImportProvider`] as that pair on both of its loaders, so every
 //! import of every executable goes through [`Manager::resolve`], with
-//! IREE's semantics (`docs/resolution.md`). Unlike
+//! IREE's semantics (`docs/src/reference/resolution.md`). Unlike
 //! [`Manager::as_c_provider`], which can only return status codes, a failure
 //! here becomes a full `iree_status_t` carrying xplug's explanation (the
 //! executable, the missing imports with suggestions, the providers asked),
@@ -14,7 +14,7 @@
 //! The provider can also record what each executable asked for and who
 //! answered ([`ExecutableImports`]): `xplug run --trace` and
 //! `--list-imports` print that record. And it can profile every import
-//! call ([`ImportProfiler`], `docs/profiling.md`): with a profile asked for,
+//! call ([`ImportProfiler`], `docs/src/operating/profiles.md`): with a profile asked for,
 //! each resolved slot gets the profiler's counting wrapper in place of the
 //! plugin's function, at one point of the resolve
 //! (`IreeImportProvider::install_profile`); without one, the slots hold

@@ -83,7 +83,7 @@ impl Runtime {
     ///
     /// # Safety
     /// `provider` must stay valid, callable from any thread with IREE's
-    /// resolve contract (`docs/abi.md`), for as long as `owner` lives: the
+    /// resolve contract (`docs/src/reference/abi.md`), for as long as `owner` lives: the
     /// device's loaders call it on every executable load until the device
     /// is destroyed.
     pub unsafe fn device_with_c_provider(
@@ -188,7 +188,7 @@ impl<'runtime> DeviceBuilder<'runtime> {
     }
 
     /// Profiles every import call of the executables the device loads
-    /// ([`Device::import_profile`], `docs/profiling.md`); off by default,
+    /// ([`Device::import_profile`], `docs/src/operating/profiles.md`); off by default,
     /// and then no wrapper is installed: executables call the plugins'
     /// functions directly.
     #[must_use]
@@ -324,7 +324,7 @@ impl Device {
     /// maximum time, and the first calls as timed slices; `None` unless the
     /// device was built with [`DeviceBuilder::profile`]. Counting is per
     /// thread, so `local-task` workers do not contend; a read after a call
-    /// returned is exact (`docs/profiling.md`).
+    /// returned is exact (`docs/src/operating/profiles.md`).
     ///
     /// ```no_run
     /// use xplug_iree::{DeviceBuilder, DeviceKind, Module, ProfileOptions, Runtime, Session, TensorView};

@@ -312,7 +312,7 @@ const STATUS_FILE: &[u8] = b"xplug-iree";
 /// prints the status). `iree_status_allocate_copy` copies the file name and
 /// the message into the status's own allocation, which IREE frees with the
 /// status; nothing of ours is borrowed after the call
-/// (`docs/iree-runtime.md#memory-handed-to-iree`).
+/// (`docs/src/embedding/iree.md#memory-handed-to-iree`).
 pub(crate) fn make_status(code: u32, message: &str) -> StatusHandle {
     // SAFETY: both views are valid for the duration of the call, and IREE
     // copies both into the status it allocates before returning.

@@ -252,7 +252,7 @@ fn damaged_archives_are_refused_before_iree_reads_them_in_every_mode() {
 }
 
 /// What each mode does when the archive changes under a live session
-/// (README "Parameter archives", docs/iree-runtime.md "Parameters"):
+/// (docs/src/cli/models.md, docs/src/embedding/iree.md#parameters):
 /// `file` (the default, as iree-run-module's) and `preload` keep the bytes
 /// read at start-up through an in-place rewrite and a truncation; `mmap`
 /// computes with rewritten bytes, and its mapping of a truncated archive

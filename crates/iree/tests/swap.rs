@@ -1,4 +1,4 @@
-//! Live swap under IREE's runtime (`docs/swap.md`): `tests/iree/mul_call.mlir`
+//! Live swap under IREE's runtime (`docs/src/operating/swap.md`): `tests/iree/mul_call.mlir`
 //! on `local-task` with 4 workers, its kernel import (`simple_mul_workgroup`,
 //! one call per 64-element workgroup) served by a swappable plugin, called
 //! in a loop while another thread swaps the plugin 1 000 times between two

@@ -2,7 +2,7 @@
 //! ([`ManagerBuilder`], from [`Manager::builder`]): its capacity, the
 //! loaders specs are offered to, the allow-list, the plugins linked into
 //! the binary, and the debugging aids of `xplug-debug` (the fatal-signal
-//! reporter, GDB JIT announcement and the perf map, `docs/debugging.md`),
+//! reporter, GDB JIT announcement and the perf map, `docs/src/operating/debugging.md`),
 //! which are process-wide by nature: the last manager built decides.
 
 use std::sync::Arc;
@@ -97,7 +97,7 @@ impl ManagerBuilder {
     }
 
     /// Refuses every plugin whose code is not on `list`
-    /// (`docs/loading.md#allow-lists`): each spec's bytes are read once,
+    /// (`docs/src/reference/loading.md#allow-lists`): each spec's bytes are read once,
     /// hashed and checked before anything is mapped, as for a pinned spec.
     /// Plugins linked into the program ([`Manager::load_static`],
     /// [`ManagerBuilder::static_plugins`], `static:` specs) are excepted.
@@ -157,7 +157,7 @@ impl ManagerBuilder {
     /// lldb through GDB's JIT interface (`on`), or stops doing so
     /// (process-wide). On by default (`XPLUG_GDB_JIT=0` or `1` decides
     /// too); it costs a symbol-table read and a small ELF per image load,
-    /// about 7 µs (`docs/debugging.md#cost`).
+    /// about 7 µs (`docs/src/operating/debugging.md#cost`).
     pub fn announce_images_to_debuggers(mut self, on: bool) -> Self {
         self.announce_images = Some(on);
         self

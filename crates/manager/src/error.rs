@@ -85,7 +85,7 @@ pub enum Error {
         /// The loader's error.
         source: xplug_providers::Error,
     },
-    /// A debugging aid (`docs/debugging.md`) cannot be set up on this
+    /// A debugging aid (`docs/src/operating/debugging.md`) cannot be set up on this
     /// host.
     #[error("cannot set up {aid}")]
     DebuggingAid {

@@ -45,7 +45,7 @@ struct Slot {
 
 // SAFETY: the raw pointers are import functions and their contexts handed out
 // by providers. The provider contract (`ImportProvider` is `Send + Sync`, and
-// the v0 ABI, `docs/resolution.md#thread-safety`) makes imports callable
+// the v0 ABI, `docs/src/reference/resolution.md#thread-safety`) makes imports callable
 // from any thread, concurrently,
 // as IREE's worker threads call them; the table itself is immutable after
 // construction and the `Manager` handle keeping the code alive is `Send + Sync`.

@@ -4,7 +4,7 @@
 //! A runtime loading an executable asks the [`Manager`] to resolve the
 //! executable's imports. The manager asks its providers, newest registration
 //! first, until every import has a function, and reports what is missing with
-//! IREE's status codes (`docs/resolution.md#outcome`). Plugins loaded from
+//! IREE's status codes (`docs/src/reference/resolution.md#outcome`). Plugins loaded from
 //! specs like IREE's
 //! `--executable_plugin` flag ([`spec`], [`Manager::from_specs`],
 //! [`Manager::from_env`]) or linked into the binary
@@ -107,7 +107,7 @@
 //! spec) can be replaced by a new build with [`SwapHandle::replace`] while
 //! executables run: they call the new code from their next call, calls in
 //! flight finish on the old code, and the old version is unloaded once no
-//! call can be inside it (`docs/swap.md`).
+//! call can be inside it (`docs/src/operating/swap.md`).
 //!
 //! # Threads
 //!

@@ -41,7 +41,7 @@ impl Manager {
     /// # Safety
     /// Loading a shared library runs its initialisers and then calls its v0
     /// functions, which Rust cannot check: the library must be a well-formed
-    /// v0 plugin (`docs/abi.md#overview`) that is sound to load into this
+    /// v0 plugin (`docs/src/reference/abi.md#overview`) that is sound to load into this
     /// process. The same holds for an embedded ELF's code, although its file
     /// is validated before anything runs.
     ///
@@ -51,7 +51,7 @@ impl Manager {
     ///
     /// # Platform-specific behaviour
     /// The spec goes to the first of [`Manager::loaders`] that claims it
-    /// (`docs/specs.md#loader-selection`): an `embedded:` spec or a `.sos`
+    /// (`docs/src/reference/specs.md#loader-selection`): an `embedded:` spec or a `.sos`
     /// path (IREE's rule) to xplug's own embedded ELF loader (Unix hosts),
     /// anything no other loader claims to the system loader (`dlopen` on
     /// Unix, `LoadLibrary` on Windows).
@@ -109,7 +109,7 @@ impl Manager {
 
     /// A manager holding the plugins `specs` name, registered in order, so a
     /// later spec overrides an earlier one (like IREE's repeatable
-    /// `--executable_plugin` flag; `docs/specs.md#order`). Every spec is
+    /// `--executable_plugin` flag; `docs/src/reference/specs.md#order`). Every spec is
     /// parsed before any plugin is opened.
     ///
     /// ```no_run

@@ -14,7 +14,7 @@ use crate::suggest;
 ///
 /// Providers are kept in registration order and asked **newest first**, so a
 /// later registration overrides an earlier one. [`Manager::resolve`]
-/// implements `docs/resolution.md#reference-model` exactly:
+/// implements `docs/src/reference/resolution.md#reference-model` exactly:
 ///
 /// 1. a request with no names succeeds at once; no provider is called;
 /// 2. providers are walked newest first, and the walk stops before calling a
@@ -199,7 +199,7 @@ pub struct ResolveTrace {
 }
 
 /// A provider changed a slot that was already filled; the manager put the
-/// old function and context back (`docs/resolution.md#provider-rules`).
+/// old function and context back (`docs/src/reference/resolution.md#provider-rules`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotRewrite {
     /// The slot, in request order.
@@ -511,7 +511,7 @@ impl Manager {
     }
 
     /// Asks providers `0..count` newest first to fill `request`
-    /// (`docs/resolution.md#reference-model`, steps 2 to 4): the walk stops
+    /// (`docs/src/reference/resolution.md#reference-model`, steps 2 to 4): the walk stops
     /// before calling a provider once every slot is filled, and at the
     /// first provider that fails with a code other than `NOT_FOUND`. Each
     /// provider called while some slot is filled is held to the

@@ -12,7 +12,7 @@
 //! - `path` is everything before the first `?`, taken literally (no
 //!   decoding), so a library path cannot contain `?`. It must not be empty.
 //! - The part before `?` goes to the first [`Loader`] of the list that
-//!   claims it ([`Loader::claim`], `docs/specs.md#loader-selection`):
+//!   claims it ([`Loader::claim`], `docs/src/reference/specs.md#loader-selection`):
 //!   `static:NAME` to [`xplug_providers::STATIC`] (a plugin linked into the
 //!   binary), `embedded:PATH` or a path ending in `.sos` to
 //!   [`xplug_providers::EMBEDDED_ELF`], a prefix a registered loader
@@ -28,7 +28,7 @@
 //!   code to that SHA-256 hash (64 hex digits, what `sha256sum` and
 //!   `xplug pin` print). It is not passed to the plugin; the loader hashes
 //!   the bytes it maps and refuses others ([`PluginSpec::sha256`],
-//!   `docs/specs.md#pinned-plugins`). Given twice, or not 64 hex digits,
+//!   `docs/src/reference/specs.md#pinned-plugins`). Given twice, or not 64 hex digits,
 //!   the spec is refused.
 //! - A key that spells a reserved key (`sha256`, `swappable`) any other
 //!   way, judged by its letters and digits alone in any case after

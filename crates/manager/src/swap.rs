@@ -1,4 +1,4 @@
-//! Live swap of a plugin (`docs/swap.md`): a plugin loaded as swappable
+//! Live swap of a plugin (`docs/src/operating/swap.md`): a plugin loaded as swappable
 //! ([`Manager::load_swappable`], or a spec with `?swappable`) is a provider
 //! of its own, registered like any other, that resolves every import to one
 //! trampoline whose context is a slot it owns; [`SwapHandle::replace`]
@@ -15,7 +15,7 @@
 //! no case for it.
 //!
 //! A `.so` version is never closed (`dlclose`): it is pinned when loaded
-//! (`RTLD_NODELETE`, `docs/loading.md#unload-policy`), its `unload` runs
+//! (`RTLD_NODELETE`, `docs/src/reference/loading.md#unload-policy`), its `unload` runs
 //! after quiescence, its code stays mapped. A `.sos` version (xplug's own
 //! loader: no libc, no thread-locals, nothing registered outside xplug) is
 //! unmapped once quiescent.
@@ -80,7 +80,7 @@ struct SwapSlot {
 }
 
 // SAFETY: the raw pointers are a plugin's import functions and contexts,
-// callable from any thread by the v0 ABI (`docs/resolution.md#thread-safety`),
+// callable from any thread by the v0 ABI (`docs/src/reference/resolution.md#thread-safety`),
 // and bindings are immutable once made; the state is behind a mutex.
 unsafe impl Send for SwapState {}
 
@@ -271,7 +271,7 @@ fn wait_for_quiescence() -> bool {
 
 /// True when calls through swappable imports pay no fence: the process
 /// registered for Linux's `membarrier`, so swaps pay for the ordering
-/// instead (`docs/swap.md#quiescence`). False before the first swappable
+/// instead (`docs/src/operating/swap.md#quiescence`). False before the first swappable
 /// plugin is loaded, and where `membarrier` is unavailable (calls then run
 /// one `fence(SeqCst)` each).
 ///
@@ -354,13 +354,13 @@ impl Manager {
     /// provider owns, so [`SwapHandle::replace`] can later point every
     /// executable already loaded at a new version. The same as
     /// [`Manager::load_spec`] with `?swappable` in the spec
-    /// (`docs/swap.md`).
+    /// (`docs/src/operating/swap.md`).
     ///
     /// A call through a swappable import costs a few plain loads and
     /// stores more than a direct one (the README's benchmark row); plugins
     /// not loaded this way resolve to their own functions and pay nothing.
     /// A `.so` loaded this way is pinned: never closed, even after it is
-    /// replaced (`docs/swap.md#shared-libraries-are-never-closed`).
+    /// replaced (`docs/src/operating/swap.md#shared-libraries-are-never-closed`).
     ///
     /// # Errors
     /// As [`Manager::load_spec`].

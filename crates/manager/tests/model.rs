@@ -1,5 +1,5 @@
 //! The manager against the reference model of
-//! `docs/resolution.md#reference-model`, on random providers
+//! `docs/src/reference/resolution.md#reference-model`, on random providers
 //! (honest, failing, lying) and random requests (sorted or not, optional
 //! names, pre-filled slots, duplicates), through every entry point: the Rust
 //! API, the traced variant, the manager as an `ImportProvider`, and the C

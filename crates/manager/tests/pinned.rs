@@ -1,4 +1,4 @@
-//! Pinned plugins (`docs/loading.md#pinned-plugins`): a spec's `?sha256=`
+//! Pinned plugins (`docs/src/reference/loading.md#pinned-plugins`): a spec's `?sha256=`
 //! and a manager's allow-list are checked against the bytes the loader
 //! maps, so a file replaced after the check still loads the checked bytes,
 //! and refused code never runs.
@@ -317,7 +317,7 @@ fn pinned_versions_swapped_in_turn_each_run_their_own_checked_code() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let builds = swap_builds(dir.path());
-    // Each replaced `.so` stays mapped (`docs/swap.md`), and its in-memory
+    // Each replaced `.so` stays mapped (`docs/src/operating/swap.md`), and its in-memory
     // file is closed: the next version must not be taken for it.
     swap_through(&Manager::new(), &builds, |path| spec(path, &sha256(path)));
     swap_through(&Manager::new(), &builds, |path| format!("embedded:{}", spec(path, &sha256(path))));
@@ -335,7 +335,7 @@ fn a_pinned_load_after_other_plugins_were_loaded_and_dropped_gets_its_own_code()
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let examples = xplug_fixtures::plugins::built_for_tests();
-    // A Rust plugin is never unmapped (`docs/loading.md#unload-policy`), so
+    // A Rust plugin is never unmapped (`docs/src/reference/loading.md#unload-policy`), so
     // its in-memory file's descriptor number is free again once it is
     // dropped while its library stays loaded.
     let rust = examples.join(xplug_fixtures::plugins::library_file_name("sample_system"));

@@ -1,4 +1,4 @@
-//! Live swap through the manager (`docs/swap.md`): a swappable plugin
+//! Live swap through the manager (`docs/src/operating/swap.md`): a swappable plugin
 //! replaced under resolved imports, the refusals that leave the old
 //! version serving, a call held in flight across a swap, 4 threads calling
 //! while the plugin is swapped 1 000 times, and all of it under valgrind.

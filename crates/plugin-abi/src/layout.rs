@@ -1,7 +1,7 @@
 //! Compile-time checks of the v0 layout.
 //!
 //! Every size, alignment and field offset below is what IREE's C header
-//! produces on the same target. The 64-bit figures are the ones `docs/abi.md#layout-summary`
+//! produces on the same target. The 64-bit figures are the ones `docs/src/reference/abi.md#layout-summary`
 //! lists;
 //! the 32-bit ones follow from 4-byte pointers, with `u64` aligned as the
 //! target's C ABI aligns it (4 on i386, 8 on 32-bit Arm).
@@ -88,7 +88,7 @@ const _: () = {
     assert!(offset_of!(ResolveParamsV0, out_fn_contexts) == 3 * P);
 };
 
-// The figures `docs/abi.md#layout-summary` gives for 64-bit targets, spelled out.
+// The figures `docs/src/reference/abi.md#layout-summary` gives for 64-bit targets, spelled out.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
     assert!(size_of::<Header>() == 96 && align_of::<Header>() == 8);

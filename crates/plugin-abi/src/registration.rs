@@ -20,7 +20,7 @@ use crate::{
 /// list, declared load parameters, import layouts and the message of its
 /// last refused `load`. Each is optional, as the exports are; a host reads
 /// them exactly as it reads the exports of a library
-/// (`docs/abi.md#optional-exports-of-linked-in-plugins`).
+/// (`docs/src/reference/abi.md#optional-exports-of-linked-in-plugins`).
 ///
 /// Attached to a registration with
 /// [`StaticPluginRegistration::with_optional_exports`]; `xplug-sdk`'s
@@ -114,7 +114,7 @@ impl StaticPluginRegistration {
     /// Registers `query` under `name`.
     ///
     /// # Safety
-    /// `query` must implement the v0 query contract (`docs/abi.md#query`):
+    /// `query` must implement the v0 query contract (`docs/src/reference/abi.md#query`):
     /// return NULL or a pointer to a
     /// valid, immutable v0 table whose header and function pointers obey the
     /// v0 ABI, callable from any thread, for the life of the program.
@@ -172,7 +172,7 @@ impl StaticPluginRegistration {
     ///
     /// # Safety
     /// Each function set in `optional` must have the contract of the
-    /// optional export it stands for (`docs/abi.md`, from `#exports-list`; the
+    /// optional export it stands for (`docs/src/reference/abi.md`, from `#exports-list`; the
     /// function types in this crate), callable from any thread, with what
     /// it returns valid for the life of the program.
     #[must_use]

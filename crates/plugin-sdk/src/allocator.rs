@@ -13,7 +13,7 @@ use xplug_abi::{Allocator, AllocatorAllocParams, AllocatorCommand, StatusCode};
 
 use crate::Error;
 
-/// The alignment every host allocation is guaranteed to have (`docs/abi.md#allocator`).
+/// The alignment every host allocation is guaranteed to have (`docs/src/reference/abi.md#allocator`).
 pub const HOST_ALIGNMENT: usize = 16;
 
 /// A copy of the allocator the host passed in the load environment.
@@ -40,7 +40,7 @@ impl HostAllocator {
     /// Wraps the allocator a host handed over.
     ///
     /// # Safety
-    /// `raw` must obey the v0 allocator contract (`docs/abi.md#allocator`) for as long as the
+    /// `raw` must obey the v0 allocator contract (`docs/src/reference/abi.md#allocator`) for as long as the
     /// returned value or any copy of it is used: `ctl` is NULL or a function
     /// that, for `MALLOC`, writes a block of at least the requested size
     /// aligned to [`HOST_ALIGNMENT`] (or returns an error), and for `FREE`

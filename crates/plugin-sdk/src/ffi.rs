@@ -288,7 +288,7 @@ pub const fn descriptor<D: PluginDef>(
 }
 
 /// The v0 query function of plugin `D`: its table when the host speaks v0.1
-/// or later, else NULL (`docs/abi.md#query`).
+/// or later, else NULL (`docs/src/reference/abi.md#query`).
 pub extern "C" fn query<D: PluginDef>(max_version: Version, _reserved: *mut c_void) -> *mut *const Header {
     if max_version >= Version::V0_1 {
         ptr::from_ref(D::v0()).cast_mut().cast::<*const Header>()
@@ -755,7 +755,7 @@ pub unsafe extern "C" fn unload<D: PluginDef>(plugin_self: *mut c_void) {
     });
 }
 
-/// v0 `resolve` of plugin `D` (`docs/resolution.md#provider-rules`).
+/// v0 `resolve` of plugin `D` (`docs/src/reference/resolution.md#provider-rules`).
 ///
 /// # Safety
 /// `plugin_self` is what `load::<D>` produced; `params` points at a valid

@@ -165,7 +165,7 @@
 //!   just past where the previous name landed, so a request sorted by bare
 //!   name (as IREE's compiler emits it) is a single merge pass.
 //!
-//! Either way the resolution rules (`docs/resolution.md#provider-rules`)
+//! Either way the resolution rules (`docs/src/reference/resolution.md#provider-rules`)
 //! hold for any request: the `?` prefix is
 //! stripped before matching, already-filled slots are skipped and never
 //! overwritten, duplicates and unsorted names are found, an unresolved

@@ -1,6 +1,6 @@
 //! The linked deployment of an import: the same kernel, linked into an
 //! IREE executable at compile time instead of resolved from a plugin at
-//! run time (`docs/dispatch.md#linked-kernels`).
+//! run time (`docs/src/plugins/dispatch.md#linked-kernels`).
 //!
 //! A plugin crate built with `--cfg xplug_linked` (what `xplug build
 //! --object` and `--bitcode` do) gets, for every stateless import, a global

@@ -1,4 +1,4 @@
-//! The resolver every generated plugin shares (`docs/resolution.md#provider-rules`), free of FFI.
+//! The resolver every generated plugin shares (`docs/src/reference/resolution.md#provider-rules`), free of FFI.
 //!
 //! `ffi.rs` adapts it to the raw v0 resolve call; keeping the search itself
 //! safe and generic lets it be tested against a naive model.
@@ -329,7 +329,7 @@ mod tests {
     }
 
     /// The obvious quadratic model of the resolution rules
-    /// (`docs/resolution.md#reference-model`) for one provider (its
+    /// (`docs/src/reference/resolution.md#reference-model`) for one provider (its
     /// `strategy` is copied from the run it is compared with).
     fn model(
         strategy: Search,

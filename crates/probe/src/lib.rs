@@ -38,26 +38,37 @@
 //! process group (a daemon), and, after a `SIGKILL` to the parent, what the
 //! child started.
 //!
-//! ```no_run
+//! ```
 //! use std::process::Command;
 //! use std::time::Duration;
 //! use xplug_probe::Probe;
 //!
-//! let mut child = Command::new(std::env::current_exe()?);
-//! child.args(["--in-process", "inspect", "libplugin.so"]);
-//! // The child calls `xplug_probe::install()` at start and
-//! // `xplug_probe::finish()` once the plugin is unloaded.
-//! let output = Probe::new(child).timeout(Duration::from_secs(10)).run()?;
-//! match output.failure() {
-//!     Some(failure) => eprintln!("the plugin {failure}"),
-//!     None => print!("{}", String::from_utf8_lossy(&output.stdout)),
-//! }
+//! // A child that crashes: the tool lives on and says how the child ended.
+//! let mut crashing = Command::new("sh");
+//! crashing.args(["-c", "kill -SEGV $$"]);
+//! let output = Probe::new(crashing).timeout(Duration::from_secs(10)).run()?;
+//! let failure = output.failure().expect("the child crashed");
+//! assert_eq!(failure.kind(), "crashed");
+//! assert_eq!(failure.to_string(), "crashed with SIGSEGV during startup");
+//!
+//! // A child that exits before its work is done (it never called
+//! // `xplug_probe::finish`): the exit is reported too, with its output.
+//! let mut exiting = Command::new("sh");
+//! exiting.args(["-c", "echo loading; exit 3"]);
+//! let output = Probe::new(exiting).run()?;
+//! assert_eq!(output.failure().map(|failure| failure.to_string()).as_deref(), Some("ended the process with status 3 during startup"));
+//! assert_eq!(String::from_utf8_lossy(&output.stdout), "loading\n");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A tool probes a plugin by re-running itself (`std::env::current_exe()`)
+//! with the work to do; the child calls [`install`] at start, marks its
+//! stages ([`mark`]), and calls [`finish`] once the plugin is unloaded, so a
+//! crash is reported with the stage it hit.
+//!
 //! Isolation protects the probing tool, not a production host: a plugin
 //! loaded for real runs in the host's process with the host's rights
-//! (`docs/loading.md#probing-in-a-child-process`).
+//! (`docs/src/reference/loading.md#probing-in-a-child-process`).
 
 use std::fmt;
 #[cfg(not(unix))]

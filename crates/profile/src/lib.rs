@@ -1,6 +1,37 @@
 //! Per-import profiles: how often each resolved import is called and how
 //! long its calls take, counted by a wrapper the host installs at resolve
-//! time in place of the plugin's function (`docs/profiling.md`).
+//! time in place of the plugin's function (`docs/src/operating/profiles.md`).
+//!
+//! ```
+//! use std::ffi::{c_int, c_void};
+//! use xplug_profile::{ImportProfiler, ProfileOptions};
+//! use xplug_providers::{ResolveRequest, SymbolName};
+//!
+//! unsafe extern "C" fn double(args: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+//!     // SAFETY: callers pass an `i32`, as the import's contract says.
+//!     unsafe { *args.cast::<i32>() *= 2 };
+//!     0
+//! }
+//!
+//! // An executable's import table, resolved to `double`.
+//! let names = [SymbolName::new(c"double")];
+//! let (mut fns, mut contexts) = ([double as *mut c_void], [std::ptr::null_mut()]);
+//! let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts)?;
+//! let profiler = ImportProfiler::new(ProfileOptions::default());
+//! assert_eq!(profiler.install(0, &mut request, |_| Some("doc".into())), 1);
+//!
+//! // The executable calls what the slot holds now: the profiler's wrapper.
+//! // SAFETY: a filled slot holds an import function, valid while `profiler` lives.
+//! let wrapped = unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(0)) }.unwrap();
+//! let mut value = 21;
+//! // SAFETY: `double` takes an `i32`.
+//! let status = unsafe { wrapped((&raw mut value).cast(), request.context(0), std::ptr::null_mut()) };
+//! assert_eq!((status, value), (0, 42));
+//!
+//! let stats = &profiler.snapshot().imports[0];
+//! assert_eq!((stats.name.as_str(), stats.calls), ("double", 1));
+//! # Ok::<(), xplug_providers::Error>(())
+//! ```
 //!
 //! Every import has one C signature, `int(void* params, void* context,
 //! void* reserved)`. [`ImportProfiler::install`] replaces each filled slot
@@ -200,7 +231,7 @@ impl ImportProfiler {
                 continue;
             }
             // SAFETY: a filled slot holds an import function, as every
-            // provider writes one (`docs/resolution.md#resolve-call`),
+            // provider writes one (`docs/src/reference/resolution.md#resolve-call`),
             // callable while the manager holding its provider lives.
             let Some(function) =
                 (unsafe { xplug_providers::abi::import_fn_from_ptr(request.function(index)) })
@@ -407,7 +438,7 @@ struct ProfiledImport {
 }
 
 // SAFETY: the function and context are what a provider resolved; the
-// provider contract (`docs/resolution.md#thread-safety`) makes an import
+// provider contract (`docs/src/reference/resolution.md#thread-safety`) makes an import
 // callable from any thread, concurrently. Everything else is atomics,
 // mutexes and immutable data.
 unsafe impl Send for ProfiledImport {}

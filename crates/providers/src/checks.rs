@@ -1,5 +1,5 @@
 //! The load checks a host runs on a plugin's header and table before it
-//! calls `load` (`docs/loading.md#load-checks`).
+//! calls `load` (`docs/src/reference/loading.md#load-checks`).
 //!
 //! Each check is a small function returning a typed [`Incompatibility`]
 //! with the expected and found values; [`check_plugin`] runs them in order.

@@ -3,7 +3,7 @@
 //! An executable declares imports by name; an [`ImportProvider`] fills a
 //! [`ResolveRequest`] (names plus function and context slots) with what it
 //! exports, following IREE's resolution rules
-//! (`docs/resolution.md#provider-rules`: filled slots are never overwritten,
+//! (`docs/src/reference/resolution.md#provider-rules`: filled slots are never overwritten,
 //! `?name` is optional, a provider fills what it can and answers
 //! [`Error::NotFound`] while a required slot is empty). `xplug-manager`
 //! composes many providers; this crate holds the providers themselves, in
@@ -33,7 +33,7 @@
 //!   named functions in [`checks`], each returning a typed
 //!   [`checks::Incompatibility`].
 //!
-//! Loading a plugin runs the checks of `docs/loading.md#load-checks` in order,
+//! Loading a plugin runs the checks of `docs/src/reference/loading.md#load-checks` in order,
 //! each failure a typed [`Error`] that names the plugin and says what to
 //! do; then calls the plugin's `load` with a [`LoadParamList`] and a
 //! [`CountingAllocator`] that counts what the plugin holds

@@ -11,7 +11,7 @@
 //! of code: the manager gives a spec to the first loader of the list that
 //! claims it, and the CLI and `xplug-iree` ask the loader.
 //!
-//! See `docs/architecture.md#adding-a-loader`.
+//! See `docs/src/design/internals.md#adding-a-loader`.
 
 use std::any::Any;
 use std::fmt;
@@ -97,7 +97,7 @@ pub trait Loader: Send + Sync + 'static {
     /// # Safety
     /// Opening may run the code's initialisers, and the [`Code`]'s query
     /// function is called afterwards: `target` must be a trusted v0 plugin
-    /// (`docs/abi.md#overview`).
+    /// (`docs/src/reference/abi.md#overview`).
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error>;
 
     /// Opens code from bytes in memory, as if read from a file called

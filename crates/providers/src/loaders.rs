@@ -223,7 +223,7 @@ impl Loader for SystemLibraryLoader {
     }
 
     /// Opens the bytes read from `target` from their sealed in-memory file
-    /// (`docs/loading.md#pinned-plugins`), under a name no earlier open used,
+    /// (`docs/src/reference/loading.md#pinned-plugins`), under a name no earlier open used,
     /// and refuses any object the OS loader hands out but that file
     /// ([`Error::CodeSubstituted`]); the library's origin is the file.
     unsafe fn open_bytes(&'static self, target: &str, code: &CodeBytes) -> Result<Code, Error> {
@@ -233,7 +233,7 @@ impl Loader for SystemLibraryLoader {
 }
 
 /// The code of an open library: its query export, and the unload policy
-/// (`docs/loading.md#unload-policy`): a Rust library stays mapped after
+/// (`docs/src/reference/loading.md#unload-policy`): a Rust library stays mapped after
 /// its plugin is dropped, pinned before any of its code that could leave
 /// thread-local destructors behind (its `load`) runs.
 fn library_code(library: RawLibrary) -> Result<Code, Error> {
@@ -260,7 +260,7 @@ impl Loader for EmbeddedElfLoader {
     }
 
     /// `embedded:PATH`, or a path ending in `.sos` (IREE's rule,
-    /// `docs/specs.md#loader-selection`).
+    /// `docs/src/reference/specs.md#loader-selection`).
     fn claim<'s>(&self, spec: &'s str) -> Option<&'s str> {
         match spec.strip_prefix(EMBEDDED_PREFIX) {
             Some(path) => Some(path),
@@ -359,7 +359,7 @@ impl Plugin {
     /// As [`Plugin::from_code`].
     ///
     /// # Safety
-    /// `query` must implement the v0 query contract (`docs/abi.md#query`)
+    /// `query` must implement the v0 query contract (`docs/src/reference/abi.md#query`)
     /// for the rest of the program: return NULL or a pointer to a v0 table
     /// that stays valid and unchanged, with NUL-terminated header strings
     /// and functions that obey the v0 ABI (callable from any thread).
@@ -598,7 +598,7 @@ fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
 
     // Asking for the load message before `load` tells an `xplug-sdk`
     // plugin that this host shows it (as a cause of the error below), so
-    // the plugin does not also print it (docs/abi.md#load-error-message).
+    // the plugin does not also print it (docs/src/reference/abi.md#load-error-message).
     if let Some(library) = library {
         let _ = library.load_error();
     }

@@ -9,7 +9,7 @@
 //! opened from the sealed file, never from its path again, and refused
 //! unless the OS loader mapped that very file. So a file replaced after the
 //! check, or a library loaded earlier, changes nothing
-//! (`docs/loading.md#pinned-plugins`).
+//! (`docs/src/reference/loading.md#pinned-plugins`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -95,7 +95,7 @@ impl fmt::Debug for Sha256Digest {
 ///
 /// A manager with an allow-list refuses every plugin whose code is not on
 /// it; plugins linked into the program (`static:`) are excepted, since
-/// linking them was the trust decision (`docs/loading.md#allow-lists`).
+/// linking them was the trust decision (`docs/src/reference/loading.md#allow-lists`).
 ///
 /// ```
 /// use xplug_providers::{AllowList, Sha256Digest};

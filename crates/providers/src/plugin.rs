@@ -54,7 +54,7 @@ pub struct PluginInfo {
 /// of the process, because Rust thread-locals with destructors may still
 /// be alive on threads that outlive the plugin. Other libraries (C, C++)
 /// are closed when their plugin drops. See
-/// `docs/loading.md#unload-policy`.
+/// `docs/src/reference/loading.md#unload-policy`.
 ///
 /// Function and context pointers the plugin handed out through `resolve`
 /// are valid only while the `Plugin` lives.

@@ -6,7 +6,7 @@ use crate::{Error, ResolveRequest};
 
 /// Something that resolves import names to functions and contexts.
 ///
-/// Implementations follow `docs/resolution.md#provider-rules` exactly:
+/// Implementations follow `docs/src/reference/resolution.md#provider-rules` exactly:
 /// - skip slots that are already filled, never overwrite them;
 /// - match `?name` as `name`; an optional name nobody has stays empty;
 /// - fill every empty slot whose (bare) name they export;
@@ -34,7 +34,7 @@ pub trait ImportProvider: Send + Sync {
 
     /// Fills what this provider can of `request` for a caller that asks
     /// several providers in turn and judges the slots itself once they are
-    /// done (a manager, `docs/resolution.md#reference-model`): only a real
+    /// done (a manager, `docs/src/reference/resolution.md#reference-model`): only a real
     /// failure is an error; a provider that lacks some names returns
     /// `Ok(())`, as the walk goes on to the next one.
     ///

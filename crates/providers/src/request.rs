@@ -104,7 +104,7 @@ impl Slots {
 
 /// A batch of imports to resolve: names and the function/context slots to fill.
 ///
-/// Semantics every provider follows (`docs/resolution.md#provider-rules`): a
+/// Semantics every provider follows (`docs/src/reference/resolution.md#provider-rules`): a
 /// slot whose function pointer is already set is skipped and never
 /// overwritten; names starting with `?` are optional and matched without the
 /// `?`; a provider fills what it can.
@@ -421,8 +421,8 @@ impl<'a> ResolveRequest<'a> {
     ///
     /// This is for the host, after every provider has answered, to put a
     /// wrapper of its own between the executable and the resolved function
-    /// (xplug's per-import profiles, `docs/profiling.md`); a provider never
-    /// overwrites a filled slot (`docs/resolution.md#provider-rules`) and
+    /// (xplug's per-import profiles, `docs/src/operating/profiles.md`); a provider never
+    /// overwrites a filled slot (`docs/src/reference/resolution.md#provider-rules`) and
     /// has no use for it. The wrapper is then responsible for calling the
     /// pair it was given.
     ///
@@ -461,7 +461,7 @@ impl<'a> ResolveRequest<'a> {
     }
 
     /// Calls `call` (typically a provider's resolve) on this request and
-    /// holds it to the first provider rule (`docs/resolution.md#provider-rules`):
+    /// holds it to the first provider rule (`docs/src/reference/resolution.md#provider-rules`):
     /// every slot that was filled before the call and that `call` changed
     /// (function or context rewritten, or cleared) is put back as it was,
     /// and `rewritten(index)` is told about each. Slots that were empty
@@ -599,7 +599,7 @@ impl<'a> ResolveRequest<'a> {
     }
 
     /// The outcome the slots show, judged exactly as
-    /// `docs/resolution.md#provider-rules` judges a provider's answer:
+    /// `docs/src/reference/resolution.md#provider-rules` judges a provider's answer:
     /// `NotFound` if a required slot is empty, otherwise OK with
     /// [`Resolution::MISSING_OPTIONAL`] iff an optional slot is empty.
     ///

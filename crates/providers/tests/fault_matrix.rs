@@ -1,5 +1,5 @@
 //! One purpose-built bad plugin per load check
-//! (`docs/loading.md#load-checks`): each must be refused with the right typed
+//! (`docs/src/reference/loading.md#load-checks`): each must be refused with the right typed
 //! error, status code and message.
 
 mod common;

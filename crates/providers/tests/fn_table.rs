@@ -1,4 +1,4 @@
-//! `FnTableProvider` against `docs/resolution.md#provider-rules`, by example
+//! `FnTableProvider` against `docs/src/reference/resolution.md#provider-rules`, by example
 //! and against a naive reference model with proptest.
 
 use std::ffi::{CString, c_int, c_void};
@@ -149,7 +149,7 @@ fn slot() -> impl Strategy<Value = Slot> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// The provider agrees with `docs/resolution.md#provider-rules`: every
+    /// The provider agrees with `docs/src/reference/resolution.md#provider-rules`: every
     /// empty slot whose
     /// bare name is exported gets that entry; filled slots are untouched;
     /// NOT_FOUND iff a required slot stays empty, else MISSING_OPTIONAL iff

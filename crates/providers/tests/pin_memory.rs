@@ -1,6 +1,6 @@
 //! A pinned open reads its file in chunks: hashing a large file never
 //! holds it in the process's memory, and a file over the limit is refused
-//! before any of it is read (`docs/loading.md#pinned-plugins`).
+//! before any of it is read (`docs/src/reference/loading.md#pinned-plugins`).
 //!
 //! Alone in its binary: the peak resident size (`getrusage`'s
 //! `ru_maxrss`) is the process's, and no other test may raise it.

@@ -8,7 +8,7 @@
 //! [`WorkgroupArgs`] is that struct as an [`ImportArgs`] type, and
 //! [`WorkgroupArgs::slices`] turns it into this call's three slices
 //! ([`Slices`]),
-//! following IREE's dispatch convention (`docs/dispatch.md#slice-convention`):
+//! following IREE's dispatch convention (`docs/src/plugins/dispatch.md#slice-convention`):
 //! `binding + offset` is the first element of *this call's* slice and
 //! `size` its length; `tid` says which workgroup is calling and is never an
 //! element position.
@@ -100,7 +100,7 @@ impl WorkgroupArgs {
             return Err(ImportError::INVALID_ARGUMENT);
         }
         // Never from an IREE executable; from damaged code, a slice of an
-        // unaligned pointer would be undefined (docs/iree-runtime.md,
+        // unaligned pointer would be undefined (docs/src/embedding/iree.md,
         // offset 6425 of the byte-flip sweep).
         if !(self.binding0.is_aligned() && self.binding1.is_aligned() && self.binding2.is_aligned()) {
             return Err(ImportError::INVALID_ARGUMENT);
@@ -147,7 +147,7 @@ impl WorkgroupArgs {
 
     /// One call of workgroup `tid` over `size` elements starting at
     /// `offsets` (left, right, result) in the three arrays, as IREE's
-    /// compiler slices a dispatch (`docs/dispatch.md#slice-convention`).
+    /// compiler slices a dispatch (`docs/src/plugins/dispatch.md#slice-convention`).
     ///
     /// # Panics
     /// When an offset plus `size` runs past its array (or overflows).

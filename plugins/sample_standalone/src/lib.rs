@@ -15,7 +15,7 @@
 //! IREE's custom-dispatch CPU sample: three bindings, each a base pointer
 //! plus an element offset, the element count `size`, the workgroup id `tid`
 //! and the processor information. Following IREE's dispatch convention
-//! (`docs/dispatch.md#slice-convention`), `binding + offset` is the first
+//! (`docs/src/plugins/dispatch.md#slice-convention`), `binding + offset` is the first
 //! element of *this call's* slice and `size` its length; `tid` says which
 //! workgroup is calling and is never used as an element position.
 //!

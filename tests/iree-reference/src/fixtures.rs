@@ -10,7 +10,7 @@
 //! - `lie`: every resolve fills what it can, then claims OK with no
 //!   resolution bits, even when required names are still missing.
 //!
-//! Without `fail` or `lie` an instance is honest (`docs/resolution.md#provider-rules`): it fills the empty
+//! Without `fail` or `lie` an instance is honest (`docs/src/reference/resolution.md#provider-rules`): it fills the empty
 //! slots whose bare names it exports, returns `NOT_FOUND` when a required slot
 //! is still empty, and sets `MISSING_OPTIONAL` when an optional one is.
 //!

@@ -252,7 +252,7 @@ impl IreePlugin {
 
     /// Loads the plugin file at `path` with the loader IREE picks for it:
     /// the embedded-ELF one for what xplug's embedded-ELF loader claims
-    /// (`.sos`, `docs/specs.md#loader-selection`), else the system-library
+    /// (`.sos`, `docs/src/reference/specs.md#loader-selection`), else the system-library
     /// one, as `iree-run-module --executable_plugin` does.
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! Differential test: random sets of probe plugins (configurable exports and
 //! failures, see `xplug_iree_reference::fixtures`) loaded into IREE's manager
 //! and into xplug's, random requests resolved by both; slots and statuses
-//! must agree, except for the two divergences the README documents, each of
+//! must agree, except for the two divergences the book documents (docs/src/design/comparison.md), each of
 //! which is asserted explicitly:
 //!
 //! - no providers and only optional names: IREE reports `NOT_FOUND` ("missing
@@ -11,7 +11,7 @@
 //!   the slots and keeps asking older providers.
 //!
 //! Each side is also checked against a model of its own rules (IREE's from
-//! its manager's source, xplug's from `docs/resolution.md#reference-model`), so a case that hits a
+//! its manager's source, xplug's from `docs/src/reference/resolution.md#reference-model`), so a case that hits a
 //! divergence still checks both implementations exactly.
 
 use std::ffi::{CString, c_void};
@@ -164,7 +164,7 @@ fn iree_model(configs: &[ProbeConfig], names: &[Name]) -> Answer {
     }
 }
 
-/// The reference model of `docs/resolution.md#reference-model`, which xplug implements.
+/// The reference model of `docs/src/reference/resolution.md#reference-model`, which xplug implements.
 fn spec_model(configs: &[ProbeConfig], names: &[Name]) -> Answer {
     let mut slots = vec![None; names.len()];
     if names.is_empty() {

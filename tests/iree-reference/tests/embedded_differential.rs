@@ -6,7 +6,7 @@
 //! filled and empty slots with the same resolution bits, and the resolved
 //! `simple_mul_workgroup` of each must compute the same result on the same
 //! data. (Hostile files are not given to IREE: its loader does not
-//! range-check relocation targets, `docs/embedded-elf.md#iree-loader-gaps`.)
+//! range-check relocation targets, `docs/src/reference/embedded-elf.md#iree-loader-gaps`.)
 
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};

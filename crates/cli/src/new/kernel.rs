@@ -1,5 +1,5 @@
 //! The `kernel` template: one stateless workgroup kernel that serves every
-//! deployment (`docs/dispatch.md#linked-kernels`): an import resolved at
+//! deployment (`docs/src/plugins/dispatch.md#linked-kernels`): an import resolved at
 //! run time from the shared library or the `.sos`, and the same code
 //! linked into the executable at compile time as an object or LLVM
 //! bitcode. Its program `mul.mlir` calls the kernel as an import;

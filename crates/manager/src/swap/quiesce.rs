@@ -1,4 +1,4 @@
-//! The quiescence protocol of live swap (`docs/swap.md#quiescence`): how a
+//! The quiescence protocol of live swap (`docs/src/operating/swap.md#quiescence`): how a
 //! swap knows that no call can still be inside the old version of a
 //! plugin, at a cost per call of a few plain loads and stores.
 //!

@@ -1,5 +1,5 @@
 //! Test providers with recognisable fake pointers, and the reference model of
-//! `docs/resolution.md#reference-model`, written independently of the
+//! `docs/src/reference/resolution.md#reference-model`, written independently of the
 //! manager.
 #![allow(dead_code, missing_docs, reason = "test helpers; each test binary uses a different subset")]
 
@@ -155,7 +155,7 @@ pub struct ModelResult {
     pub calls: Vec<usize>,
 }
 
-/// The reference model of `docs/resolution.md#reference-model` over
+/// The reference model of `docs/src/reference/resolution.md#reference-model` over
 /// `providers` (registration order, provider `i` having id `ids[i]`).
 pub fn model(providers: &[(usize, &ProviderSpec)], request: &[Import]) -> ModelResult {
     let mut fns: Vec<*mut c_void> =

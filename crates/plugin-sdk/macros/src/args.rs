@@ -155,7 +155,7 @@ fn linked_items(name: &syn::Ident, fields: &syn::Fields) -> syn::Result<TokenStr
                 let mut args = Self { #(#inits),* };
                 // A linked call has no status to return (IREE's static
                 // functions return nothing); the kernel's error code is
-                // dropped, as `docs/dispatch.md#linked-kernels` says.
+                // dropped, as `docs/src/plugins/dispatch.md#linked-kernels` says.
                 let _ = <M as ::xplug_sdk::__private::Import>::call(&mut args, ::core::option::Option::None);
             }
         }

@@ -1,7 +1,9 @@
 //! Procedural macros behind `xplug-sdk`: `#[plugin]` and
 //! `#[derive(ImportArgs)]`. Use them through `xplug_sdk`; the generated
-//! code refers to `::xplug_sdk` paths. A whole plugin (compiled and run as
-//! a doctest of `xplug-sdk`, whose front page has the longer example):
+//! code refers to `::xplug_sdk` paths. A whole plugin, shown as text: a
+//! doctest here would need `xplug-sdk`, which depends on this crate.
+//! `xplug-sdk`'s front page has the same shape with a state and a
+//! parameter, and runs it:
 //!
 //! ```text
 //! use xplug_sdk::{ImportArgs, ImportError};

@@ -104,7 +104,7 @@ impl RawLibrary {
     /// # Safety
     /// Opening a library runs its initialisers, and the safe methods of the
     /// result call into it: the file must be a v0 plugin whose query export,
-    /// table and functions obey the v0 ABI (`docs/abi.md`), whose
+    /// table and functions obey the v0 ABI (`docs/src/reference/abi.md`), whose
     /// `xplug_plugin_exports`, if present, has [`ExportsListFn`](xplug_abi::ExportsListFn)'s contract,
     /// and whose initialisers and finalisers are sound to run here.
     ///
@@ -117,7 +117,7 @@ impl RawLibrary {
     /// `dlopen(RTLD_NOW | RTLD_LOCAL)` on Unix, `LoadLibraryW` on Windows:
     /// a library with an unresolvable reference is refused here, instead of
     /// killing the process at the reference's first use
-    /// (`docs/loading.md#finding-the-query`). A bare file name (no
+    /// (`docs/src/reference/loading.md#finding-the-query`). A bare file name (no
     /// directory: `libfoo.so`) is searched for as the OS loader searches
     /// (`LD_LIBRARY_PATH`, the loader cache, the system directories; on
     /// Linux not the current directory: write `./libfoo.so` for that); any
@@ -289,7 +289,7 @@ impl RawLibrary {
 
     /// Keeps the library's code mapped for the rest of the process, even
     /// after every handle is closed: its finalisers never run and its
-    /// memory is never unmapped (`docs/loading.md#unload-policy`).
+    /// memory is never unmapped (`docs/src/reference/loading.md#unload-policy`).
     ///
     /// This is the unload policy for Rust libraries: a Rust library may
     /// have registered thread-local destructors on threads that outlive the

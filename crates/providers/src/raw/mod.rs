@@ -101,7 +101,7 @@ impl<'code> RawQuery<'code> {
     /// Wraps a query function.
     ///
     /// # Safety
-    /// `query` implements the v0 query contract (`docs/abi.md#query`): it
+    /// `query` implements the v0 query contract (`docs/src/reference/abi.md#query`): it
     /// returns NULL or a pointer to a v0 table that stays valid and
     /// unchanged for `'code`, with a NULL or valid header whose strings are
     /// NULL or NUL-terminated, and functions that obey the v0 ABI (callable

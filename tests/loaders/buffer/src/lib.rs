@@ -68,7 +68,7 @@ impl Loader for BufferLoader {
         // SAFETY: forwarded to the caller.
         let library = unsafe { RawLibrary::open_image(name, bytes) }?;
         let query = library.query()?.as_fn();
-        // A Rust library stays mapped after its plugin (docs/loading.md#unload-policy).
+        // A Rust library stays mapped after its plugin (docs/src/reference/loading.md#unload-policy).
         if library.is_xplug_sdk() {
             library.pin()?;
         }

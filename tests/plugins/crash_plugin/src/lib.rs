@@ -1,5 +1,5 @@
 //! `crash_plugin`: a plugin that crashes on purpose, for the debugging
-//! tests (`docs/debugging.md`).
+//! tests (`docs/src/operating/debugging.md`).
 //!
 //! - Loaded without parameters (as `xplug check` loads it), its `load`
 //!   calls [`crash_plugin_load`], which writes to address 0x10.
