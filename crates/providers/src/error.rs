@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use xplug_abi::StatusCode;
 
-use crate::ProviderName;
-use crate::checks::Incompatibility;
+use crate::incompatibility::Incompatibility;
+use crate::name::ProviderName;
 
 /// What the OS loader said when it refused a library (`dlerror()` on
 /// Unix): the source of [`Error::LibraryOpen`].
@@ -286,9 +286,9 @@ pub enum Error {
         /// The file (the spec's target).
         target: String,
         /// The hash the spec pins.
-        expected: crate::Sha256Digest,
+        expected: crate::digest::Sha256Digest,
         /// The hash of the bytes read.
-        found: crate::Sha256Digest,
+        found: crate::digest::Sha256Digest,
     },
     /// A plugin's code is not on the allow-list in force; nothing was
     /// mapped or run.
@@ -301,7 +301,7 @@ pub enum Error {
         /// The file (the spec's target).
         target: String,
         /// The hash of the bytes read.
-        found: crate::Sha256Digest,
+        found: crate::digest::Sha256Digest,
         /// The allow-list file.
         list: PathBuf,
     },

@@ -51,7 +51,7 @@ pub struct RawLibrary {
     /// before the allocators its plugins were given.
     library: Library,
     /// The host allocators of plugins that ran from this library and were
-    /// unloaded ([`crate::Plugin::into_raw_library`]): kept until the
+    /// unloaded ([`SystemLibraryLoader::into_library`](crate::SystemLibraryLoader::into_library)): kept until the
     /// library is closed, so its finalisers may still free through them.
     allocators: Vec<Arc<CountingAllocator>>,
     /// Where the library came from: the file, or the image's name.
@@ -518,40 +518,7 @@ fn open_now(path: &Path) -> Result<Library, dlopen2::Error> {
 /// are followed).
 fn require_regular_file(path: &Path) -> Result<(), Error> {
     let metadata = std::fs::metadata(path).map_err(Error::reading("plugin library", path))?;
-    if metadata.is_file() { Ok(()) } else { Err(not_a_regular_file(path, &metadata)) }
-}
-
-/// The refusal of a path that names something other than a regular file
-/// (a directory, a FIFO...): plugins are only ever read from files.
-pub(crate) fn not_a_regular_file(path: &Path, metadata: &std::fs::Metadata) -> Error {
-    Error::NotSharedObject {
-        path: path.to_path_buf(),
-        reason: format!(
-            "it is {}, not a regular file; pass the path of a plugin file",
-            file_kind(&metadata.file_type())
-        ),
-    }
-}
-
-/// "a directory", "a FIFO"...
-fn file_kind(kind: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() { "a directory" } else { "not a regular file" }
+    if metadata.is_file() { Ok(()) } else { Err(super::sealed::not_a_regular_file(path, &metadata)) }
 }
 
 /// The typed error for a loader refusal: [`Error::UndefinedSymbol`] when
