@@ -1,13 +1,15 @@
 //! A declared load parameter is parsed by one function on both sides: for
 //! every declared type and its edge values, the host's check before `load`
-//! (`xplug_providers::checks::check_params`) refuses exactly the values an
+//! (`xplug_providers::compatibility::judge_params`) refuses exactly the values an
 //! `xplug-sdk` plugin would refuse, and a value it lets through is read by
 //! the plugin (`LoadParams::parse`) as the value `ParamKind::parse` gives.
 //! A host refusal is the host's (`Incompatible`), never a failed `load`.
 
 use std::sync::Mutex;
 
-use xplug_manager::providers::{Error, LoadParamList, STATIC, checks::Incompatibility, static_plugins};
+use xplug_manager::providers::{
+    Error, LoadParamList, STATIC, compatibility::Incompatibility, static_plugins,
+};
 use xplug_sdk::{Environment, ImportArgs, LoadParams, ParamKind, ParamValue, PluginState};
 
 /// What the plugin's `load` read, as `ParamValue`s with owned text.

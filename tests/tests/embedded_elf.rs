@@ -261,7 +261,7 @@ fn a_plugin_without_the_standalone_feature_is_refused() {
         matches!(
             &error,
             ProviderError::Incompatible {
-                reason: xplug_manager::providers::checks::Incompatibility::MissingFeatures {
+                reason: xplug_manager::providers::compatibility::Incompatibility::MissingFeatures {
                     loader: "embedded ELF",
                     ..
                 },
@@ -847,7 +847,7 @@ fn c_header_and_relas() -> (Vec<u8>, u64, Vec<usize>) {
 }
 
 /// Loads the damaged image; returns the refusal's reason and its text.
-fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::checks::Incompatibility, String) {
+fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::compatibility::Incompatibility, String) {
     // SAFETY: the project's C plugin with one relocation addend changed;
     // the header pointers are checked against the image before any read.
     match unsafe {
@@ -878,7 +878,7 @@ fn far_pointer(elf: &mut [u8], rela: usize) {
 
 #[test]
 fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     for (field, offset) in [("name", 8), ("description", 16)] {
         let (mut elf, header, relas) = c_header_and_relas();
         // The RELATIVE relocation that writes the field's pointer.
@@ -897,7 +897,7 @@ fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
 
 #[test]
 fn a_header_string_without_its_nul_inside_the_image_is_refused() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     let (mut elf, header, relas) = c_header_and_relas();
     let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela) == header + 16).expect("its relocation");
     // Inside the image, a string is read: the header's `version` field,
@@ -932,7 +932,7 @@ fn a_header_string_without_its_nul_inside_the_image_is_refused() {
 
 #[test]
 fn a_table_header_pointer_outside_the_image_is_refused() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     let (mut elf, header, relas) = c_header_and_relas();
     // The RELATIVE relocation that writes the table's header pointer.
     let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela + 16) == header).expect("its relocation");

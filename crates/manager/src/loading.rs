@@ -34,7 +34,7 @@ impl Manager {
     /// [`Error::CapacityReached`] when full. A spec that pins its code
     /// (`?sha256=`), or any spec while an allow-list applies
     /// ([`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only), `XPLUG_ALLOWED_PLUGINS`), is opened pinned
-    /// ([`PluginSpec::open_checked`]): code of another hash is refused with
+    /// ([`PluginSpec::open_verified`]): code of another hash is refused with
     /// [`xplug_providers::Error::HashMismatch`] or
     /// [`xplug_providers::Error::NotAllowed`] before it is mapped.
     ///
@@ -227,7 +227,7 @@ impl PluginSpec {
     }
 
     /// Loads as [`PluginSpec::load`], checking the code against `allow_list`
-    /// as well as the environment's ([`PluginSpec::open_checked`]).
+    /// as well as the environment's ([`PluginSpec::open_verified`]).
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
@@ -238,7 +238,7 @@ impl PluginSpec {
         let loaded = AllowList::from_env().and_then(|env_list| {
             let lists: Vec<&AllowList> = env_list.iter().chain(allow_list).collect();
             // SAFETY: the caller vouches for the plugin (see `load_spec`).
-            unsafe { self.open_checked(&lists) }.and_then(|code| code.load(&params))
+            unsafe { self.open_verified(&lists) }.and_then(|code| code.load(&params))
         });
         loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }

@@ -29,9 +29,10 @@
 //!   what a broken plugin answers; [`Plugin`] is built on it
 //!   ([`SystemLibraryLoader::library_code`] turns an open
 //!   [`raw::RawLibrary`] into code,
-//!   [`SystemLibraryLoader::into_library`] gives it back). The load checks
-//!   are small named functions in [`checks`], each returning a typed
-//!   [`checks::Incompatibility`].
+//!   [`SystemLibraryLoader::into_library`] gives it back). The load
+//!   compatibility requirements are small named functions in
+//!   [`compatibility`], each returning a typed
+//!   [`compatibility::Incompatibility`].
 //!
 //! Loading a plugin runs the checks of `docs/loading.md#load-checks` in order,
 //! each failure a typed [`Error`] that names the plugin and says what to
@@ -100,7 +101,7 @@
 //! # Ok::<(), xplug_providers::Error>(())
 //! ```
 
-pub mod checks;
+pub mod compatibility;
 mod counting_allocator;
 mod digest;
 mod error;
@@ -120,7 +121,7 @@ mod request;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
 pub use digest::Sha256Digest;
-pub use error::{Error, ErrorChain, LoaderError, PluginMessage, Report};
+pub use error::{Error, ErrorChain, OsLoaderMessage, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use linked::{StaticPluginRegistration, static_plugins};
 pub use loader::{
@@ -131,7 +132,7 @@ pub use loaders::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, EmbeddedElfCode, STATIC_PREF
 pub use name::ProviderName;
 pub use origin::Origin;
 pub use params::LoadParamList;
-pub use pin::{ALLOW_LIST_VAR, AllowList, CodeCheck, open_verified};
+pub use pin::{ALLOW_LIST_VAR, AllowList, PinPolicy, open_verified};
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
 pub use raw::sealed::{CodeBytes, CodeView};

@@ -415,7 +415,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::{LoadParamList, STATIC, checks};
+    use crate::{LoadParamList, STATIC, compatibility};
 
     struct Table(
         #[expect(dead_code, reason = "read by the host through the pointer the query returns")] PluginV0,
@@ -478,7 +478,7 @@ mod tests {
         let error = code(&EMBEDDED_ELF, query).load(&LoadParamList::new()).unwrap_err();
         assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
         assert!(
-            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::MissingFeatures { missing, .. } }
+            matches!(&error, Error::Incompatible { plugin, reason: compatibility::Incompatibility::MissingFeatures { missing, .. } }
                 if plugin == "`unit` (memory image `unit` (embedded ELF))" && *missing == Features::STANDALONE),
             "{error:?}"
         );
@@ -488,7 +488,7 @@ mod tests {
     fn a_nameless_header_is_refused() {
         let error = code(&STATIC, nameless_query).load(&LoadParamList::new()).unwrap_err();
         assert!(
-            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::NullName }
+            matches!(&error, Error::Incompatible { plugin, reason: compatibility::Incompatibility::NullName }
                 if plugin == "`fallback` (linked in)"),
             "{error:?}"
         );

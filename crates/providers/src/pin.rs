@@ -152,7 +152,7 @@ impl AllowList {
     ///
     /// # Errors
     /// [`Error::NotAllowed`].
-    pub fn check(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
+    pub fn admit(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
         if self.allows(found) {
             return Ok(());
         }
@@ -190,14 +190,14 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
 /// What a pinned open checks before anything is mapped: the hash the spec
 /// pins, and the allow-lists that apply.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CodeCheck<'a> {
+pub struct PinPolicy<'a> {
     /// The hash the code must have (`?sha256=HEX`).
     pub sha256: Option<&'a Sha256Digest>,
     /// Allow-lists the code's hash must be on, each of them.
     pub allow_lists: &'a [&'a AllowList],
 }
 
-impl CodeCheck<'_> {
+impl PinPolicy<'_> {
     /// True when nothing is checked (no pin, no allow-list): the code is
     /// opened by path, as [`Loader::open`] does.
     #[must_use]
@@ -220,7 +220,7 @@ impl CodeCheck<'_> {
                 found: *found,
             });
         }
-        self.allow_lists.iter().try_for_each(|list| list.check(target, found))
+        self.allow_lists.iter().try_for_each(|list| list.admit(target, found))
     }
 }
 
@@ -232,7 +232,7 @@ impl CodeCheck<'_> {
 /// # Errors
 /// [`Error::PinUnsupported`] for a loader that cannot read its code as
 /// bytes (plugins linked in); the read's errors; those of
-/// [`CodeCheck::verify`]; then those of [`Loader::open_bytes`].
+/// [`PinPolicy::verify`]; then those of [`Loader::open_bytes`].
 ///
 /// # Safety
 /// As [`Loader::open`]: the code must be a trusted v0 plugin (the hash
@@ -240,11 +240,11 @@ impl CodeCheck<'_> {
 pub unsafe fn open_verified(
     loader: &'static dyn Loader,
     target: &str,
-    check: &CodeCheck<'_>,
+    policy: &PinPolicy<'_>,
 ) -> Result<Code, Error> {
     let bytes = loader.read(target)?;
     let found = *bytes.sha256();
-    check.verify(target, &found)?;
+    policy.verify(target, &found)?;
     // SAFETY: forwarded to the caller.
     let code = unsafe { loader.open_bytes(target, &bytes) }?;
     Ok(code.with_sha256(found))

@@ -3,7 +3,7 @@
 //!
 //! A plugin is made one way: a [`Loader`](crate::Loader) opens its
 //! [`Code`], and [`Code::load`] adds to the raw steps of [`crate::raw`] the
-//! checks of [`crate::checks`]. This module is that step and what a loaded
+//! checks of [`crate::compatibility`]. This module is that step and what a loaded
 //! plugin is and does: its name and code, `resolve`, tracing and the
 //! unload order. What only one kind of code has is its loader's
 //! ([`Code::downcast_ref`]).
@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 
-use crate::checks;
+use crate::compatibility;
 use crate::counting_allocator::{AllocationStats, CountingAllocator};
 use crate::error::{Error, PluginMessage};
 use crate::loader::{Code, MappedCode};
@@ -43,7 +43,7 @@ pub struct PluginInfo {
 ///
 /// Made by [`Code::load`], from the code a [`Loader`](crate::Loader)
 /// opened, after every check of
-/// [`crate::checks`] passed and the plugin's `load` succeeded. Dropping
+/// [`crate::compatibility`] passed and the plugin's `load` succeeded. Dropping
 /// it (or [`Plugin::unload`]) calls the plugin's `unload` exactly once,
 /// then releases the code it came from, then the host allocator (so
 /// library finalizers may still free through it).
@@ -264,7 +264,7 @@ impl Drop for Plugin {
 
 impl Code {
     /// Loads the plugin in this code, the one way a [`Plugin`] is made:
-    /// the code's query function, the checks of [`crate::checks`] (with
+    /// the code's query function, the checks of [`crate::compatibility`] (with
     /// the loader's name and required features), then the plugin's `load`
     /// with `params`. The code stays mapped until the plugin is dropped.
     ///
@@ -319,7 +319,7 @@ impl Code {
         span.record("name", shown_name.as_str());
         // How errors name the plugin; formatted only when one is built.
         let plugin = || code.plugin_label(&shown_name);
-        let header = checks::check_plugin(
+        let header = compatibility::judge_plugin(
             header.as_ref(),
             table.entry_points(),
             code.loader().name(),
@@ -335,7 +335,7 @@ impl Code {
         if !params.is_empty() {
             let declared = param_decls.get_or_init(|| library.and_then(|library| library.param_decls()));
             if let Some(declared) = declared {
-                checks::check_params(declared, params)
+                compatibility::judge_params(declared, params)
                     .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
             }
         }
@@ -367,7 +367,7 @@ impl Code {
             }
             RawLoadError::MissingFunction { function } => Error::Incompatible {
                 plugin: plugin(),
-                reason: checks::Incompatibility::MissingFunction { function },
+                reason: compatibility::Incompatibility::MissingFunction { function },
             },
         })?;
 

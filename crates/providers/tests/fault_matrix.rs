@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::build_configurable;
 use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
-use xplug_providers::checks::Incompatibility;
+use xplug_providers::compatibility::Incompatibility;
 use xplug_providers::{Error, ErrorChain, LoadParamList, Loader, Plugin, SYSTEM_LIBRARY};
 
 fn load(path: &Path) -> Result<Plugin, Error> {

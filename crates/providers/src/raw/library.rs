@@ -11,7 +11,7 @@ use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 use super::RawQuery;
 use super::optional::{ImportLayoutInfo, OptionalExports, ParamDeclInfo};
 use super::stage::{self, Stage};
-use crate::{CodeBytes, CountingAllocator, Error, LoaderError, Origin};
+use crate::{CodeBytes, CountingAllocator, Error, Origin, OsLoaderMessage};
 
 /// The hint attached to a missing query export.
 const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
@@ -599,8 +599,8 @@ pub(crate) fn is_bare_name(path: &Path) -> bool {
         && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
 }
 
-fn loader_error(error: &dlopen2::Error) -> LoaderError {
-    LoaderError::new(match error {
+fn loader_error(error: &dlopen2::Error) -> OsLoaderMessage {
+    OsLoaderMessage::new(match error {
         dlopen2::Error::OpeningLibraryError(cause) | dlopen2::Error::SymbolGettingError(cause) => {
             cause.to_string()
         }
