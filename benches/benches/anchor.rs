@@ -23,7 +23,7 @@ use xplug_benches::{SDK_PLUGIN, build_strcmp_c_plugin, pair, request_names};
 use xplug_iree_reference::fixtures::build_probe_plugin;
 use xplug_iree_reference::{IreeManager, IreePlugin, RawProvider};
 use xplug_manager::Manager;
-use xplug_providers::{LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{LoadParamList, ResolveRequest, STATIC, SymbolName};
 
 /// Names and reusable slots for one request.
 struct Request {
@@ -226,8 +226,9 @@ fn exports_4096(c: &mut Criterion) {
     iree.register_plugin(plugin).expect("capacity");
     let xplug = Manager::new();
     // SAFETY: as above.
-    let plugin = unsafe { Plugin::from_static_query(SDK_PLUGIN.query(), &LoadParamList::new()) }
-        .expect("xplug loads it");
+    let plugin =
+        unsafe { STATIC.query_code("static plugin", SDK_PLUGIN.query()).load(&LoadParamList::new()) }
+            .expect("xplug loads it");
     xplug.register_plugin(plugin).expect("unbounded");
     for count in [16usize, 256, 4096] {
         let names: Vec<String> =

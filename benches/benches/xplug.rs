@@ -20,7 +20,8 @@ use xplug_benches::{
 };
 use xplug_manager::Manager;
 use xplug_providers::{
-    FnTableEntry, FnTableProvider, ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName,
+    EMBEDDED_ELF, FnTableEntry, FnTableProvider, ImportProvider, LoadParamList, Loader, Plugin,
+    ResolveRequest, STATIC, SYSTEM_LIBRARY, SymbolName,
 };
 
 /// Resolves `names` through `provider` into fresh slots.
@@ -40,11 +41,16 @@ fn resolve_per_name(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let c_path = build_strcmp_c_plugin(dir.path());
     // SAFETY: the C plugin was generated and compiled above; it is a v0 plugin.
-    let c_plugin =
-        unsafe { Plugin::load_system_library(&c_path, &LoadParamList::new()) }.expect("C plugin loads");
+    let c_plugin = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&c_path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect("C plugin loads");
     // SAFETY: the SDK generated this query function; it obeys the v0 contract.
-    let sdk_plugin = unsafe { Plugin::from_static_query(SDK_PLUGIN.query(), &LoadParamList::new()) }
-        .expect("SDK plugin loads");
+    let sdk_plugin =
+        unsafe { STATIC.query_code("static plugin", SDK_PLUGIN.query()).load(&LoadParamList::new()) }
+            .expect("SDK plugin loads");
     // The generated resolver itself, called through its raw v0 table (no
     // provider wrapper), loaded by hand.
     // SAFETY: the SDK generated this query function (v0 contract); the
@@ -375,7 +381,7 @@ unsafe extern "C" fn malloc_ctl(
     }
 }
 
-/// (4) `Plugin::load_system_library` + first resolve vs by hand.
+/// (4) `SYSTEM_LIBRARY.open` + `Code::load` + first resolve vs by hand.
 fn load(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
@@ -385,8 +391,12 @@ fn load(c: &mut Criterion) {
     group.bench_function("system_library_plugin", |b| {
         b.iter(|| {
             // SAFETY: the minimal C plugin of this repository.
-            let plugin: Plugin =
-                unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
+            let plugin: Plugin = unsafe {
+                SYSTEM_LIBRARY
+                    .open(&std::path::Path::new(&path).to_string_lossy())
+                    .and_then(|code| code.load(&LoadParamList::new()))
+            }
+            .expect("loads");
             let names = [SymbolName::new(&name)];
             let (mut fns, mut contexts) = ([std::ptr::null_mut(); 1], [std::ptr::null_mut(); 1]);
             let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).expect("equal lengths");
@@ -449,14 +459,24 @@ fn embedded_load(c: &mut Criterion) {
     group.bench_function("embedded_elf_plugin", |b| {
         b.iter(|| {
             // SAFETY: the repository's standalone C sample.
-            let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.expect("loads");
+            let plugin = unsafe {
+                EMBEDDED_ELF
+                    .open(&std::path::Path::new(&path).to_string_lossy())
+                    .and_then(|code| code.load(&LoadParamList::new()))
+            }
+            .expect("loads");
             resolve(&plugin);
         });
     });
     group.bench_function("system_library_plugin", |b| {
         b.iter(|| {
             // SAFETY: as above; the same file is also a valid shared library.
-            let plugin = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.expect("loads");
+            let plugin = unsafe {
+                SYSTEM_LIBRARY
+                    .open(&std::path::Path::new(&path).to_string_lossy())
+                    .and_then(|code| code.load(&LoadParamList::new()))
+            }
+            .expect("loads");
             resolve(&plugin);
         });
     });

@@ -121,5 +121,6 @@ pub mod book {
         LiveSwap = "docs/src/operating/swap.md";
         TheAbi = "docs/src/reference/abi.md";
         PluginSpecs = "docs/src/reference/specs.md";
+        LoadingAPlugin = "docs/src/reference/loading.md";
     }
 }

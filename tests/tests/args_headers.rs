@@ -42,7 +42,7 @@ fn args_headers_compile_as_c99_with_the_rust_layout() {
     let dir = tempfile::tempdir().unwrap();
     for (plugin, relative) in plugins() {
         let path = header_path(relative);
-        let checks = plugin.c_layout_checks();
+        let checks = plugin.c_layout_asserts();
         // The checks are real: every struct has a size check and at least
         // one offset check.
         assert!(checks.matches("_size[").count() >= 1, "{checks}");
@@ -61,7 +61,7 @@ fn a_wrong_layout_fails_the_c_checks() {
     let plugin = sample_system::PLUGIN;
     let header = plugin.c_header().replace("  size_t binding0_offset;\n", "");
     let source = dir.path().join("broken.c");
-    std::fs::write(&source, format!("{header}\n{}", plugin.c_layout_checks())).unwrap();
+    std::fs::write(&source, format!("{header}\n{}", plugin.c_layout_asserts())).unwrap();
     // The command the intact header passes with (the test above).
     let status = object_command(&c_compiler(), "-std=c99", &source, &source.with_extension("o"))
         .stderr(std::process::Stdio::null())

@@ -15,6 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use xplug_debug::{CodeAnnouncement, MappedRegion, code_mapped};
 use xplug_elf::ElfImage;
 use xplug_manager::Manager;
+use xplug_manager::providers::Loader as _;
 
 /// Set (to the `.sos` path) in the child that loads and crashes.
 const CHILD_ENV: &str = "XPLUG_TEST_CRASH_HOST_SOS";
@@ -181,8 +182,12 @@ fn the_embedded_elf_loader_announces_its_images_through_the_hook() {
     // Armed for the kernel, so its load does not crash.
     let params = xplug_manager::providers::LoadParamList::new().with("crash", "kernel");
     // SAFETY: the test's own fixture, a v0 plugin.
-    let plugin =
-        unsafe { xplug_manager::providers::Plugin::load_embedded_elf(crash_sos(), &params) }.unwrap();
+    let plugin = unsafe {
+        xplug_manager::providers::EMBEDDED_ELF
+            .open(&std::path::Path::new(&crash_sos()).to_string_lossy())
+            .and_then(|code| code.load(&params))
+    }
+    .unwrap();
     assert_eq!(xplug_debug::gdb::registered_images(), listed_before + 1, "the loader called code_mapped");
     drop(plugin);
     assert_eq!(xplug_debug::gdb::registered_images(), listed_before, "and withdrew it on unload");

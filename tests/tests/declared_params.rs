@@ -1,13 +1,15 @@
 //! A declared load parameter is parsed by one function on both sides: for
 //! every declared type and its edge values, the host's check before `load`
-//! (`xplug_providers::checks::check_params`) refuses exactly the values an
+//! (`xplug_providers::compatibility::judge_params`) refuses exactly the values an
 //! `xplug-sdk` plugin would refuse, and a value it lets through is read by
 //! the plugin (`LoadParams::parse`) as the value `ParamKind::parse` gives.
 //! A host refusal is the host's (`Incompatible`), never a failed `load`.
 
 use std::sync::Mutex;
 
-use xplug_manager::providers::{Error, LoadParamList, Plugin, checks::Incompatibility, static_plugins};
+use xplug_manager::providers::{
+    Error, LoadParamList, STATIC, compatibility::Incompatibility, static_plugins,
+};
 use xplug_sdk::{Environment, ImportArgs, LoadParams, ParamKind, ParamValue, PluginState};
 
 /// What the plugin's `load` read, as `ParamValue`s with owned text.
@@ -165,8 +167,10 @@ fn the_hosts_check_and_the_plugins_parse_agree_for_every_declared_type() {
         .expect("the test's plugin is registered");
     // The report behind this test: `verbose=1` for a declared `bool`
     // passed the check, then the plugin's own parse refused it.
-    let _plugin =
-        Plugin::from_registration(registration, &LoadParamList::new().with("b", "1")).expect("`b=1` loads");
+    let _plugin = STATIC
+        .registration_code(registration)
+        .load(&LoadParamList::new().with("b", "1"))
+        .expect("`b=1` loads");
     assert_eq!(*READ.lock().unwrap(), [Read::Bool(true)]);
 
     let mut accepted = 0;
@@ -174,7 +178,7 @@ fn the_hosts_check_and_the_plugins_parse_agree_for_every_declared_type() {
         for &value in EDGES {
             let shown = format!("{}={:?}", kind.name(), String::from_utf8_lossy(value));
             let params = LoadParamList::new().with(key_of(kind), value);
-            match (Plugin::from_registration(registration, &params), kind.parse(value)) {
+            match (STATIC.registration_code(registration).load(&params), kind.parse(value)) {
                 (Ok(_plugin), Some(expected)) => {
                     accepted += 1;
                     assert_eq!(*READ.lock().unwrap(), [Read::of(expected)], "{shown}");

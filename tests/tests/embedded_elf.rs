@@ -11,7 +11,9 @@ use iree_sample_args::WorkgroupArgs;
 use xplug_abi::StatusCode;
 use xplug_elf::{EmbeddedElfError, fatelf, validate};
 use xplug_manager::Manager;
-use xplug_manager::providers::{Error as ProviderError, LoadParamList, Origin, Plugin};
+use xplug_manager::providers::{
+    EMBEDDED_ELF, EmbeddedElfCode, Error as ProviderError, LoadParamList, Loader, Origin,
+};
 
 /// The debug example plugins, built once per test process.
 fn plugins() -> &'static Path {
@@ -120,27 +122,37 @@ fn the_rust_sos_is_small_and_needs_only_relative_relocations() {
 fn the_plugin_source_names_the_file_and_record() {
     let path = sos("sample_standalone");
     // SAFETY: the project's own standalone plugin.
-    let plugin = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }.unwrap();
-    assert_eq!(plugin.source().loader().name(), "embedded ELF");
-    assert_eq!(plugin.source().origin(), Some(&Origin::File(path.clone())));
-    let record = plugin.elf_image().and_then(|image| image.plan().record()).expect("a FatELF record");
+    let plugin = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
+    assert_eq!(plugin.code().loader().name(), "embedded ELF");
+    assert_eq!(plugin.code().origin(), Some(&Origin::File(path.clone())));
+    let record = plugin
+        .code()
+        .downcast_ref::<EmbeddedElfCode>()
+        .map(EmbeddedElfCode::image)
+        .and_then(|image| image.plan().record())
+        .expect("a FatELF record");
     // The first record of the host's architecture (x86_64's comes first).
     let bytes = std::fs::read(&path).unwrap();
     let expected = fatelf::records(&bytes).unwrap().iter().position(|r| r.machine == host::MACHINE).unwrap();
     assert_eq!(record.index, expected, "the host's record is chosen");
-    assert!(
-        plugin.source().to_string().contains(&format!("FatELF record {expected}")),
-        "{}",
-        plugin.source()
-    );
+    assert!(plugin.code().to_string().contains(&format!("FatELF record {expected}")), "{}", plugin.code());
     assert_eq!(plugin.unload().live_allocations, 0);
 }
 
 #[test]
 fn the_loader_reads_the_optional_exports_of_an_sdk_sos() {
     // SAFETY: the project's own standalone plugin.
-    let plugin =
-        unsafe { Plugin::load_embedded_elf(sos("sample_standalone"), &LoadParamList::new()) }.unwrap();
+    let plugin = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&sos("sample_standalone")).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     // `xplug_plugin_exports`, called in the mapped image.
     assert_eq!(
         plugin.exports(),
@@ -153,7 +165,12 @@ fn the_loader_reads_the_optional_exports_of_an_sdk_sos() {
     assert_eq!(plugin.param_decls(), None);
     // The C sample has none of xplug's exports.
     // SAFETY: the project's own standalone C plugin.
-    let c = unsafe { Plugin::load_embedded_elf(sos("c_sample"), &LoadParamList::new()) }.unwrap();
+    let c = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&sos("c_sample")).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     assert_eq!(c.exports(), None);
 }
 
@@ -166,9 +183,10 @@ fn a_sos_built_by_a_plain_c_toolchain_loads() {
     let plan = validate(&bytes).unwrap();
     assert!(plan.record().is_none(), "a plain ELF, no container");
     // SAFETY: the project's own standalone C plugin.
-    let plugin =
-        unsafe { Plugin::load_embedded_elf_image("c_sample_plain.so", &bytes, &LoadParamList::new()) }
-            .unwrap();
+    let plugin = unsafe {
+        EMBEDDED_ELF.open_image("c_sample_plain.so", &bytes).and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     let manager = Manager::new();
     manager.register_plugin(plugin).unwrap();
     run_simple_mul(&manager);
@@ -178,7 +196,12 @@ fn a_sos_built_by_a_plain_c_toolchain_loads() {
 fn only_existing_regular_files_are_read() {
     let dir = tempfile::tempdir().unwrap();
     // SAFETY: nothing is loaded: both paths are refused before any mapping.
-    let error = unsafe { Plugin::load_embedded_elf(dir.path(), &LoadParamList::new()) }.unwrap_err();
+    let error = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&dir.path()).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert!(
         matches!(&error, ProviderError::NotSharedObject { path, reason }
             if path == dir.path() && reason.contains("a directory, not a regular file")),
@@ -186,14 +209,24 @@ fn only_existing_regular_files_are_read() {
     );
     let missing = dir.path().join("missing.sos");
     // SAFETY: as above.
-    let error = unsafe { Plugin::load_embedded_elf(&missing, &LoadParamList::new()) }.unwrap_err();
+    let error = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&missing).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert!(matches!(&error, ProviderError::FileNotFound { path } if *path == missing), "{error:?}");
     // A FIFO is refused at once, not waited on (nobody ever writes to it).
     let fifo = dir.path().join("plugin.sos");
     let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(status.success());
     // SAFETY: as above.
-    let error = unsafe { Plugin::load_embedded_elf(&fifo, &LoadParamList::new()) }.unwrap_err();
+    let error = unsafe {
+        EMBEDDED_ELF
+            .open(&std::path::Path::new(&fifo).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert!(
         matches!(&error, ProviderError::NotSharedObject { reason, .. } if reason.contains("a FIFO")),
         "{error:?}"
@@ -219,14 +252,16 @@ fn a_plugin_without_the_standalone_feature_is_refused() {
         elf.windows(pattern.len()).position(|window| window == pattern).expect("the C header in the image");
     elf[at + 24] = 0;
     // SAFETY: the project's C plugin with one header field changed.
-    let error =
-        unsafe { Plugin::load_embedded_elf_image("no_standalone", &elf, &LoadParamList::new()) }.unwrap_err();
+    let error = unsafe {
+        EMBEDDED_ELF.open_image("no_standalone", &elf).and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION, "{error}");
     assert!(
         matches!(
             &error,
             ProviderError::Incompatible {
-                reason: xplug_manager::providers::checks::Incompatibility::MissingFeatures {
+                reason: xplug_manager::providers::compatibility::Incompatibility::MissingFeatures {
                     loader: "embedded ELF",
                     ..
                 },
@@ -316,7 +351,8 @@ fn refused(elf: &[u8]) -> EmbeddedElfError {
     let error = validate(elf).expect_err("a hostile image must be refused");
     // The loader refuses it too, with the same cause, before mapping.
     // SAFETY: refused by validation before any code runs.
-    match unsafe { Plugin::load_embedded_elf_image("hostile", elf, &LoadParamList::new()) } {
+    match unsafe { EMBEDDED_ELF.open_image("hostile", elf).and_then(|code| code.load(&LoadParamList::new())) }
+    {
         Err(ProviderError::EmbeddedElf { source, plugin, .. }) => {
             assert_eq!(source.to_string(), error.to_string());
             assert!(plugin.contains("hostile"));
@@ -811,10 +847,12 @@ fn c_header_and_relas() -> (Vec<u8>, u64, Vec<usize>) {
 }
 
 /// Loads the damaged image; returns the refusal's reason and its text.
-fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::checks::Incompatibility, String) {
+fn header_refusal(elf: &[u8]) -> (xplug_manager::providers::compatibility::Incompatibility, String) {
     // SAFETY: the project's C plugin with one relocation addend changed;
     // the header pointers are checked against the image before any read.
-    match unsafe { Plugin::load_embedded_elf_image("damaged_header.sos", elf, &LoadParamList::new()) } {
+    match unsafe {
+        EMBEDDED_ELF.open_image("damaged_header.sos", elf).and_then(|code| code.load(&LoadParamList::new()))
+    } {
         Err(error @ ProviderError::Incompatible { .. }) => {
             // The error names the plugin; its cause says what is wrong.
             assert!(error.to_string().contains("damaged_header.sos"), "{error}");
@@ -840,7 +878,7 @@ fn far_pointer(elf: &mut [u8], rela: usize) {
 
 #[test]
 fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     for (field, offset) in [("name", 8), ("description", 16)] {
         let (mut elf, header, relas) = c_header_and_relas();
         // The RELATIVE relocation that writes the field's pointer.
@@ -859,16 +897,17 @@ fn a_header_string_pointer_outside_the_image_is_refused_naming_the_field() {
 
 #[test]
 fn a_header_string_without_its_nul_inside_the_image_is_refused() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     let (mut elf, header, relas) = c_header_and_relas();
     let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela) == header + 16).expect("its relocation");
     // Inside the image, a string is read: the header's `version` field,
     // `01 00 00 00`, is the one-character string "\u{1}".
     put_u64(&mut elf, rela + 16, header);
     // SAFETY: as in `header_refusal`; the pointer stays inside the image.
-    let plugin =
-        unsafe { Plugin::load_embedded_elf_image("damaged_header.sos", &elf, &LoadParamList::new()) }
-            .expect("a string inside the image loads");
+    let plugin = unsafe {
+        EMBEDDED_ELF.open_image("damaged_header.sos", &elf).and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect("a string inside the image loads");
     assert_eq!(plugin.info().description, "\u{1}");
     drop(plugin);
     // The last byte of a segment that is all file bytes, made non-zero:
@@ -893,7 +932,7 @@ fn a_header_string_without_its_nul_inside_the_image_is_refused() {
 
 #[test]
 fn a_table_header_pointer_outside_the_image_is_refused() {
-    use xplug_manager::providers::checks::Incompatibility;
+    use xplug_manager::providers::compatibility::Incompatibility;
     let (mut elf, header, relas) = c_header_and_relas();
     // The RELATIVE relocation that writes the table's header pointer.
     let rela = relas.into_iter().find(|&rela| u64_at(&elf, rela + 16) == header).expect("its relocation");

@@ -233,11 +233,10 @@ fn a_linked_in_plugin_gives_the_diagnostics_of_its_shared_library() {
     assert_eq!(normalise(linked_typo), normalise(typo(&shared_manager)));
 
     // The linked-in plugin lists what its library exports.
-    let plugin = xplug_manager::providers::Plugin::load_static(
-        "sample_system",
-        &xplug_manager::providers::LoadParamList::new(),
-    )
-    .unwrap();
+    let plugin = xplug_manager::providers::STATIC
+        .linked_code("sample_system")
+        .and_then(|code| code.load(&xplug_manager::providers::LoadParamList::new()))
+        .unwrap();
     assert_eq!(plugin.exports().unwrap(), ["sample_system_calls", "simple_mul_workgroup"]);
     let params: Vec<_> = plugin.param_decls().unwrap().iter().map(|decl| decl.name.as_str()).collect();
     assert_eq!(params, ["multiplier", "disable"]);

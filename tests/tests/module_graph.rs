@@ -693,22 +693,10 @@ fn crate_roots(src: &Path) -> Vec<PathBuf> {
     roots
 }
 
-/// Circles that other work is removing: each `(member, modules)` stands
-/// for exactly one current circle, so a new circle, or one that grows,
-/// still fails the test, and one that is gone must be struck from here.
-/// TEMPORARY: crates/manager, crates/providers, crates/iree and crates/cli
-/// are being restructured on other branches, which remove their circles;
-/// the lead removes this list after merging them.
-const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    ("crates/providers", &["error", "loader", "pin", "raw::library", "raw::sealed", "source"]),
-    ("crates/providers", &["loaders", "plugin"]),
-];
-
 #[test]
 fn no_module_reaches_a_module_that_reaches_it_back() {
     let root = workspace_root();
     let mut problems = Vec::new();
-    let mut found_known = BTreeSet::new();
     let mut edges_seen = 0;
     for member in workspace_members(&root) {
         let src = root.join(&member).join("src");
@@ -727,16 +715,7 @@ fn no_module_reaches_a_module_that_reaches_it_back() {
                 problems.push(format!("{member}/{unresolved}"));
             }
             for circle in findings.circles {
-                let known = KNOWN_CIRCLES.iter().position(|(known_member, modules)| {
-                    *known_member == member
-                        && modules.iter().copied().eq(circle.modules.iter().map(String::as_str))
-                });
-                match known {
-                    Some(index) => {
-                        found_known.insert(index);
-                    }
-                    None => problems.push(format!("{member}: {circle}")),
-                }
+                problems.push(format!("{member}: {circle}"));
             }
         }
         // Every file is read (or a test module's): none escapes the graph.
@@ -744,14 +723,6 @@ fn no_module_reaches_a_module_that_reaches_it_back() {
             if !reached.contains(&file) {
                 problems.push(format!("{}: reached by no `mod` item from a crate root", file.display()));
             }
-        }
-    }
-    for (index, (member, modules)) in KNOWN_CIRCLES.iter().enumerate() {
-        if !found_known.contains(&index) {
-            problems.push(format!(
-                "{member}: known circle {{{}}} is gone: strike it from KNOWN_CIRCLES",
-                modules.join(", ")
-            ));
         }
     }
     eprintln!("{edges_seen} edges between modules read");

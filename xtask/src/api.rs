@@ -7,7 +7,7 @@
 //! the `rustdoc-types` it reads) lists every public item reachable from the
 //! crate root with its path and signature, the trait implementations of
 //! public types included (auto traits and blanket implementations left out,
-//! as they follow from the rest). `--check` fails on any difference
+//! as they follow from the rest). `--verify` fails on any difference
 //! (docs/src/design/publishing.md: an intended change is a reviewed baseline update,
 //! `cargo xtask api`).
 
@@ -178,7 +178,7 @@ pub fn bless(root: &Path) -> Result<Vec<PathBuf>, ApiError> {
 ///
 /// # Errors
 /// When a listing cannot be made or a baseline read.
-pub fn check(root: &Path) -> Result<Vec<(String, Vec<String>)>, ApiError> {
+pub fn verify(root: &Path) -> Result<Vec<(String, Vec<String>)>, ApiError> {
     let mut changed = Vec::new();
     for (package, library) in CRATES {
         let text = listing(root, package, library)?;

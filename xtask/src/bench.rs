@@ -241,7 +241,7 @@ impl Ratio {
     }
 }
 
-/// The rows that miss their target (`cargo xtask bench --check` fails when
+/// The rows that miss their target (`cargo xtask bench --enforce` fails when
 /// there is any).
 #[must_use]
 pub fn missed(ratios: &[Ratio]) -> Vec<&Ratio> {
@@ -378,7 +378,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let raw = get("load/raw_dlopen")?;
     out.push(Ratio::new(
         4,
-        "(4) load + first resolve: Plugin::load_system_library / raw dlopen by hand".to_owned(),
+        "(4) load + first resolve: SYSTEM_LIBRARY.open + Code::load / raw dlopen by hand".to_owned(),
         loader,
         raw,
         loader / raw,
@@ -388,8 +388,8 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let system = get("embedded_load/system_library_plugin")?;
     out.push(Ratio::new(
         7,
-        "(7) load + first resolve + unload of one standalone file: Plugin::load_embedded_elf / \
-         Plugin::load_system_library"
+        "(7) load + first resolve + unload of one standalone file: EMBEDDED_ELF / \
+         SYSTEM_LIBRARY"
             .to_owned(),
         embedded,
         system,
@@ -403,7 +403,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let syscalls = get("embedded_load/syscall_floor")?;
     out.push(Ratio::new(
         7,
-        "(7) the same load: Plugin::load_embedded_elf / its system calls done by hand, nothing else (open, \
+        "(7) the same load: EMBEDDED_ELF / its system calls done by hand, nothing else (open, \
          read into a buffer, populated mmap, copy, 2 mprotect, munmap)"
             .to_owned(),
         embedded,
@@ -414,7 +414,7 @@ pub fn ratios(criterion: &Path) -> Result<Vec<Ratio>, BenchError> {
     let iree_embedded = get("embedded_load/iree_embedded_elf")?;
     out.push(Ratio::new(
         7,
-        "(7) load + first resolve + unload of one standalone file: Plugin::load_embedded_elf / IREE's embedded \
+        "(7) load + first resolve + unload of one standalone file: EMBEDDED_ELF / IREE's embedded \
          ELF loader"
             .to_owned(),
         embedded,
@@ -559,7 +559,7 @@ fn format_ratio(ratio: f64) -> String {
 /// The one-line legend printed above the table.
 pub const LEGEND: &str = "ratio = xplug / baseline for every row: lower is better (0.50x: xplug takes half the \
      baseline's time). target: the bound the ratio must stay under; met: yes, **no** (a miss: `cargo xtask bench \
-     --check` fails), or n/a for rows reported without a target.";
+     --enforce` fails), or n/a for rows reported without a target.";
 
 /// The summary as a Markdown table (what docs/src/design/benchmarks.md records).
 #[must_use]

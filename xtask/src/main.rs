@@ -18,9 +18,9 @@ enum Command {
     /// providers, manager, iree, debug) in api/<crate>.txt, from rustdoc's JSON.
     Api {
         /// Do not write; fail and show the difference when a crate's API
-        /// differs from its committed baseline.
+        /// differs from its committed baseline (as `header --verify`).
         #[arg(long)]
-        check: bool,
+        verify: bool,
     },
     /// Build the book (docs/, with the pinned mdBook) into target/book and
     /// check every link in it, anchors included.
@@ -51,7 +51,7 @@ enum Command {
         no_run: bool,
         /// Exit with a failure when any row misses its target.
         #[arg(long)]
-        check: bool,
+        enforce: bool,
     },
     /// Measure row (8) of `bench` (the loader's resolve call, xplug against
     /// IREE's manager) under several code layouts of one build: the
@@ -302,7 +302,7 @@ fn main() -> ExitCode {
                 Err(error) => failure(&error),
             }
         }
-        Command::Bench { quick, no_run, check } => {
+        Command::Bench { quick, no_run, enforce } => {
             let root = xtask::workspace_root();
             let extra: Vec<String> = if quick {
                 ["--warm-up-time", "1", "--measurement-time", "2"].map(str::to_owned).to_vec()
@@ -329,12 +329,12 @@ fn main() -> ExitCode {
                     if missed.is_empty() {
                         return ExitCode::SUCCESS;
                     }
-                    let verdict = if check { "error" } else { "note" };
+                    let verdict = if enforce { "error" } else { "note" };
                     eprintln!("\n{verdict}: {} row(s) miss their target:", missed.len());
                     for ratio in &missed {
                         eprintln!("  {} ({:.4}x, target {})", ratio.comparison, ratio.ratio, ratio.target);
                     }
-                    if check { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+                    if enforce { ExitCode::FAILURE } else { ExitCode::SUCCESS }
                 }
                 Err(error) => {
                     eprintln!("error: {error}");
@@ -477,7 +477,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Api { check: false } => match xtask::api::bless(&xtask::workspace_root()) {
+        Command::Api { verify: false } => match xtask::api::bless(&xtask::workspace_root()) {
             Ok(written) => {
                 for path in written {
                     println!("wrote {}", path.display());
@@ -486,7 +486,7 @@ fn main() -> ExitCode {
             }
             Err(error) => failure(&error),
         },
-        Command::Api { check: true } => match xtask::api::check(&xtask::workspace_root()) {
+        Command::Api { verify: true } => match xtask::api::verify(&xtask::workspace_root()) {
             Ok(changed) if changed.is_empty() => {
                 println!(
                     "the public API of {} matches api/",

@@ -336,7 +336,7 @@ impl CliError {
                     // One kind per cause: an undeclared key is the same
                     // mistake whichever command (or check) finds it.
                     LoadError::Incompatible {
-                        reason: xplug_providers::checks::Incompatibility::UndeclaredParam { .. },
+                        reason: xplug_providers::compatibility::Incompatibility::UndeclaredParam { .. },
                         ..
                     } => "unknown_param",
                     LoadError::Incompatible { .. } => "incompatible",

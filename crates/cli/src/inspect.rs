@@ -4,7 +4,7 @@ use serde_json::json;
 use xplug_abi::{Features, Sanitizer, Version};
 use xplug_manager::spec::PluginSpec;
 use xplug_providers::raw::{ParamDeclInfo, RawHeader};
-use xplug_providers::{CodeDetail, Plugin, PluginInfo};
+use xplug_providers::{CodeDetail, PluginInfo};
 
 use crate::error::CliError;
 use crate::globals::GlobalArgs;
@@ -77,7 +77,7 @@ fn inspect(plugin: &str) -> Result<Report, CliError> {
     let exports = code.optional_exports().and_then(|optional| optional.exports());
     let param_decls = code.optional_exports().and_then(|optional| optional.param_decls());
     let header = code.query().query(Version::LATEST).and_then(|table| table.header().ok().flatten());
-    match Plugin::from_code(code, &params) {
+    match code.load(&params) {
         Ok(loaded) => Ok(Report {
             info: loaded.info().clone(),
             loader,

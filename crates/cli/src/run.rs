@@ -72,8 +72,8 @@ pub(crate) struct RunArgs {
     /// the program runs: it computes with bytes rewritten in place, and a
     /// truncation kills it with SIGBUS). The results are the same.
     #[arg(long = "parameter_mode", default_value = "file", value_name = "MODE",
-          value_parser = parameter_mode)]
-    parameter_mode: xplug_iree::ParameterMode,
+          value_parser = parameter_archive_mode)]
+    parameter_archive_mode: xplug_iree::ParameterArchiveMode,
     /// List the functions of the module (names and signatures) instead
     /// of running one.
     #[arg(long)]
@@ -231,9 +231,9 @@ fn element_count(text: &str) -> Result<usize, String> {
 }
 
 /// `--parameter_mode`'s value.
-fn parameter_mode(name: &str) -> Result<xplug_iree::ParameterMode, String> {
-    xplug_iree::ParameterMode::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = xplug_iree::ParameterMode::ALL.iter().map(|mode| mode.name()).collect();
+fn parameter_archive_mode(name: &str) -> Result<xplug_iree::ParameterArchiveMode, String> {
+    xplug_iree::ParameterArchiveMode::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = xplug_iree::ParameterArchiveMode::ALL.iter().map(|mode| mode.name()).collect();
         format!("`{name}` is not a parameter mode; give one of {}", names.join(", "))
     })
 }
@@ -293,14 +293,15 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
         device = device.profile(xplug_iree::ProfileOptions::default().slices_per_import(profile.slices));
     }
     let device = device.build().map_err(iree_error(format!("cannot create device `{}`", kind.name())))?;
-    let mut builder = Session::builder(&device, &module).parameter_mode(options.parameter_mode);
+    let mut builder =
+        Session::builder(&device, &module).parameter_archive_mode(options.parameter_archive_mode);
     for dependency in &loaded {
         builder = builder.module(dependency);
     }
     for flag in &options.parameters {
         // IREE's split: the scope is what comes before the first `=`.
         let (scope, path) = flag.split_once('=').unwrap_or(("", flag));
-        builder = builder.parameters(scope, path);
+        builder = builder.parameter_archive(scope, path);
     }
     let session = builder.build();
     let executables = device.executable_imports();
@@ -357,7 +358,7 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
         // and a mismatch is exit code 1 with IREE's report on stdout.
         let expected = options.expected_outputs.iter().map(String::as_str);
         let check = results
-            .check(expected, &options.tolerance())
+            .compare(expected, &options.tolerance())
             .map_err(iree_error(format!("cannot check the results of @{name}")))?;
         if as_json {
             print_json(&json!({

@@ -139,7 +139,7 @@ const RUNTIME_MAIN: &str = r#"//! A runtime outside xplug's workspace: loads a p
 use std::sync::Arc;
 
 use xplug_manager::Manager;
-use xplug_manager::providers::{LoadParamList, Plugin};
+use xplug_manager::providers::{EMBEDDED_ELF, LoadParamList, Loader, SYSTEM_LIBRARY};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -148,9 +148,9 @@ fn main() {
     // SAFETY: the plugin is the crate `xplug new` made, built with xplug-sdk.
     let plugin = unsafe {
         if path.ends_with(".sos") {
-            Plugin::load_embedded_elf(&path, &params)
+            EMBEDDED_ELF.open(&std::path::Path::new(&path).to_string_lossy()).and_then(|code| code.load(&params))
         } else {
-            Plugin::load_system_library(&path, &params)
+            SYSTEM_LIBRARY.open(&std::path::Path::new(&path).to_string_lossy()).and_then(|code| code.load(&params))
         }
     }
     .expect("the plugin loads");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::module::Module;
-use crate::parameters::{self, ParameterMode};
+use crate::parameters::{self, ParameterArchiveMode};
 use crate::runtime::Device;
 use crate::session::Session;
 use crate::sys;
@@ -17,7 +17,7 @@ use crate::sys;
 /// The context holds, in this order: IREE's HAL module over the device,
 /// IREE's `io_parameters` module when a module imports from it or
 /// archives were given (one index provider per scope, each archive opened
-/// in the [`ParameterMode`] of [`SessionBuilder::parameter_mode`]: read
+/// in the [`ParameterArchiveMode`] of [`SessionBuilder::parameter_archive_mode`]: read
 /// with IREE's file API by default), the
 /// modules given to [`SessionBuilder::module`] in order, then the
 /// session's module, whose functions [`Session::prepare`] calls.
@@ -26,7 +26,7 @@ pub struct SessionBuilder<'a> {
     module: &'a Module,
     modules: Vec<Module>,
     parameters: Vec<(String, PathBuf)>,
-    mode: ParameterMode,
+    mode: ParameterArchiveMode,
 }
 
 impl Session {
@@ -44,7 +44,7 @@ impl Session {
     }
 
     /// A session of `module` on `device` with more to set before it loads:
-    /// parameter archives ([`SessionBuilder::parameters`]) and modules it
+    /// parameter archives ([`SessionBuilder::parameter_archive`]) and modules it
     /// imports from ([`SessionBuilder::module`]).
     #[must_use]
     pub fn builder<'a>(device: &'a Device, module: &'a Module) -> SessionBuilder<'a> {
@@ -53,7 +53,7 @@ impl Session {
             module,
             modules: Vec::new(),
             parameters: Vec::new(),
-            mode: ParameterMode::default(),
+            mode: ParameterArchiveMode::default(),
         }
     }
 }
@@ -74,15 +74,15 @@ impl SessionBuilder<'_> {
     /// as `iree-run-module --parameters=SCOPE=PATH`. Several archives may
     /// share a scope; the first holding a key serves it.
     #[must_use]
-    pub fn parameters(mut self, scope: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+    pub fn parameter_archive(mut self, scope: impl Into<String>, path: impl Into<PathBuf>) -> Self {
         self.parameters.push((scope.into(), path.into()));
         self
     }
 
-    /// Opens every archive in `mode` (default: [`ParameterMode::File`]), as
+    /// Opens every archive in `mode` (default: [`ParameterArchiveMode::File`]), as
     /// `iree-run-module --parameter_mode=MODE`.
     #[must_use]
-    pub fn parameter_mode(mut self, mode: ParameterMode) -> Self {
+    pub fn parameter_archive_mode(mut self, mode: ParameterArchiveMode) -> Self {
         self.mode = mode;
         self
     }

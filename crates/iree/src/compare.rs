@@ -7,7 +7,7 @@ use crate::input::{self, Argument};
 use crate::results::CallResults;
 use crate::sys;
 
-/// How [`CallResults::check`] compares results, as iree-run-module's flags
+/// How [`CallResults::compare`] compares results, as iree-run-module's flags
 /// set it (the defaults are IREE's): absolute tolerances per float type,
 /// a relative tolerance, and whether floats must be exactly equal.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,9 +49,9 @@ impl Tolerance {
     }
 }
 
-/// What [`CallResults::check`] found.
+/// What [`CallResults::compare`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Check {
+pub struct Comparison {
     /// Whether every result matched.
     pub matched: bool,
     /// IREE's report of what differs (`[FAILED] result[N]: ...` blocks;
@@ -60,12 +60,12 @@ pub struct Check {
 }
 
 impl CallResults {
-    /// Checks these results against `expected`, one per result in
+    /// Compares these results with `expected`, one per result in
     /// `iree-run-module --expected_output` forms (the [`Argument::Text`]
     /// forms, read against the function's result types; `(ignored)` skips
     /// a result), with IREE's own comparison and `tolerance`.
     ///
-    /// IREE keeps its tolerances in process-wide flags: checks running at
+    /// IREE keeps its tolerances in process-wide flags: comparisons running at
     /// once on several threads with different tolerances may see each
     /// other's.
     ///
@@ -73,7 +73,7 @@ impl CallResults {
     /// The errors of [`Session::prepare`](crate::Session::prepare) for an
     /// expected value that cannot be made; [`Error::Result`] when IREE's
     /// comparison fails.
-    pub fn check<'a, I>(&self, expected: I, tolerance: &Tolerance) -> Result<Check, Error>
+    pub fn compare<'a, I>(&self, expected: I, tolerance: &Tolerance) -> Result<Comparison, Error>
     where
         I: IntoIterator,
         I::Item: Into<Argument<'a>>,
@@ -84,6 +84,6 @@ impl CallResults {
             input::argument_list(&self.device.inner.raw, &name, self.function.result_types(), &expected)?;
         let (matched, report) = sys::compare_lists(&expected, &self.list, &tolerance.iree_flags())
             .map_err(|status| Error::Result { function: name.clone(), index: 0, source: status.into() })?;
-        Ok(Check { matched, report })
+        Ok(Comparison { matched, report })
     }
 }

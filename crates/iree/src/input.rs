@@ -11,7 +11,7 @@ use crate::sys;
 use crate::tensor::{Tensor, TensorView};
 
 /// One argument of a call ([`Session::prepare`](crate::Session::prepare)),
-/// or one expected output ([`CallResults::check`](crate::CallResults::check)).
+/// or one expected output ([`CallResults::compare`](crate::CallResults::compare)).
 /// `&Tensor`, [`TensorView`] (or a reference to one) and `&str` (text)
 /// convert into it.
 #[derive(Debug, Clone, Copy)]

@@ -107,7 +107,7 @@ mod tensor;
 
 pub use builder::SessionBuilder;
 pub use call::Call;
-pub use compare::{Check, Tolerance};
+pub use compare::{Comparison, Tolerance};
 pub use element::ElementType;
 pub use error::{Error, IREE_RUNTIME_VERSION, IreeStatus};
 pub use flags::set_iree_flags;
@@ -117,7 +117,7 @@ pub use half;
 pub use input::Argument;
 pub use mapped::MappedTensor;
 pub use module::{Function, Module};
-pub use parameters::ParameterMode;
+pub use parameters::ParameterArchiveMode;
 pub use provider::{ExecutableImports, ImportRecord, ImportRecording, IreeImportProvider};
 pub use results::CallResults;
 pub use runtime::{Device, DeviceBuilder, DeviceKind, Runtime};

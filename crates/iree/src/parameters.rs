@@ -17,7 +17,7 @@ use crate::sys;
 /// "Parameter archives").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
-pub enum ParameterMode {
+pub enum ParameterArchiveMode {
     /// iree-run-module's default: IREE's file API reads each parameter the
     /// program loads into a device buffer of its own, when the session is
     /// built (a program's parameters load in its initialisers). The
@@ -40,7 +40,7 @@ pub enum ParameterMode {
     Mmap,
 }
 
-impl ParameterMode {
+impl ParameterArchiveMode {
     /// Every mode, in the order `xplug run --help` lists them.
     pub const ALL: [Self; 3] = [Self::File, Self::Preload, Self::Mmap];
 
@@ -48,9 +48,9 @@ impl ParameterMode {
     /// `--parameter_mode` takes it.
     ///
     /// ```
-    /// use xplug_iree::ParameterMode;
-    /// assert_eq!(ParameterMode::parse("file"), Some(ParameterMode::File));
-    /// assert_eq!(ParameterMode::parse("mapped"), None);
+    /// use xplug_iree::ParameterArchiveMode;
+    /// assert_eq!(ParameterArchiveMode::parse("file"), Some(ParameterArchiveMode::File));
+    /// assert_eq!(ParameterArchiveMode::parse("mapped"), None);
     /// ```
     #[must_use]
     pub fn parse(name: &str) -> Option<Self> {
@@ -87,7 +87,7 @@ pub(crate) struct ScopeIndex {
 /// the scopes first appear (as IREE's scope map builds them).
 pub(crate) fn index_parameters(
     parameters: &[(String, PathBuf)],
-    mode: ParameterMode,
+    mode: ParameterArchiveMode,
 ) -> Result<Vec<ScopeIndex>, Error> {
     let mut scopes: Vec<ScopeIndex> = Vec::new();
     for (scope, path) in parameters {

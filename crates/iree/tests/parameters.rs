@@ -1,4 +1,4 @@
-//! Sessions with parameter archives (`SessionBuilder::parameters`): a
+//! Sessions with parameter archives (`SessionBuilder::parameter_archive`): a
 //! program whose weights come from an `.irpa`, a `.safetensors` and a
 //! `.gguf` file and whose hot loop is a Rust plugin's, each giving the
 //! plain product; and failures that leave nothing open behind them.
@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use xplug_fixtures::iree_e2e::{self, Prepared};
 use xplug_fixtures::plugins::PluginProfile;
 use xplug_fixtures::{archives, models};
-use xplug_iree::{Device, DeviceKind, Error, Module, ParameterMode, Runtime, Session, Tensor, Value};
+use xplug_iree::{Device, DeviceKind, Error, Module, ParameterArchiveMode, Runtime, Session, Tensor, Value};
 use xplug_manager::Manager;
 
 // Linked in with its `static` feature: serves `simple_mul_workgroup`.
@@ -83,16 +83,20 @@ fn weights_from_every_archive_format_feed_a_plugins_hot_loop() {
         let device = device(kind);
         for (archive, mode) in ["weights.irpa", "weights.safetensors", "weights.gguf"]
             .into_iter()
-            .flat_map(|archive| ParameterMode::ALL.map(|mode| (archive, mode)))
+            .flat_map(|archive| ParameterArchiveMode::ALL.map(|mode| (archive, mode)))
         {
             let session = Session::builder(&device, &module)
-                .parameters("model", fixture.dir.join(archive))
-                .parameter_mode(mode)
+                .parameter_archive("model", fixture.dir.join(archive))
+                .parameter_archive_mode(mode)
                 .build()
                 .unwrap_or_else(|error| panic!("{archive} {mode:?}: {error:?}"));
             // Only a mapped archive stays mapped while the session lives.
             let mapped = mappings_of(&fixture.dir);
-            assert_eq!(!mapped.is_empty(), mode == ParameterMode::Mmap, "{archive} {mode:?}: {mapped:?}");
+            assert_eq!(
+                !mapped.is_empty(),
+                mode == ParameterArchiveMode::Mmap,
+                "{archive} {mode:?}: {mapped:?}"
+            );
             let call = session.prepare("mul_weights", &[Tensor::from_f32(&a)]).unwrap();
             let results = call.invoke().unwrap().values().unwrap();
             let [Value::Tensor(product)] = results.as_slice() else { panic!("one tensor: {results:?}") };
@@ -117,18 +121,18 @@ fn failed_sessions_name_the_problem_and_leave_nothing_open() {
     let fixture = fixture();
     let module = Module::from_file(runtime(), &fixture.module).unwrap();
     let device = device(DeviceKind::LocalSync);
-    let attempt = |scope: &str, archive: &Path, mode: ParameterMode| {
+    let attempt = |scope: &str, archive: &Path, mode: ParameterArchiveMode| {
         Session::builder(&device, &module)
-            .parameters(scope, archive)
-            .parameter_mode(mode)
+            .parameter_archive(scope, archive)
+            .parameter_archive_mode(mode)
             .build()
             .err()
             .expect("the session fails")
     };
     // Warm up IREE's lazily made state before counting descriptors.
-    let _ = attempt("model", &fixture.dir.join("other.irpa"), ParameterMode::File);
+    let _ = attempt("model", &fixture.dir.join("other.irpa"), ParameterArchiveMode::File);
     let before = open_descriptors();
-    for mode in ParameterMode::ALL.into_iter().cycle().take(21) {
+    for mode in ParameterArchiveMode::ALL.into_iter().cycle().take(21) {
         let attempt = |scope: &str, archive: &Path| attempt(scope, archive, mode);
         match attempt("model", &fixture.dir.join("other.irpa")) {
             Error::ParameterMissing { key, scopes, archives, .. } => {
@@ -165,8 +169,11 @@ fn missing_keys_are_named_whole_with_every_scope_that_may_lack_them() {
     let device = device(DeviceKind::LocalSync);
     let module = Module::from_file(runtime(), &compiled).unwrap();
     let weights = fixture.dir.join("weights.irpa");
-    let error =
-        Session::builder(&device, &module).parameters("model", &weights).build().err().expect("missing");
+    let error = Session::builder(&device, &module)
+        .parameter_archive("model", &weights)
+        .build()
+        .err()
+        .expect("missing");
     let Error::ParameterMissing { key, scopes, archives, .. } = &error else { panic!("{error:?}") };
     assert_eq!(
         (key.as_str(), &**scopes, &**archives),
@@ -177,8 +184,8 @@ fn missing_keys_are_named_whole_with_every_scope_that_may_lack_them() {
     let module = Module::from_file(runtime(), &fixture.module).unwrap();
     let other = fixture.dir.join("other.irpa");
     let error = Session::builder(&device, &module)
-        .parameters("model", &other)
-        .parameters("extra", &other)
+        .parameter_archive("model", &other)
+        .parameter_archive("extra", &other)
         .build()
         .err()
         .expect("missing");
@@ -210,11 +217,11 @@ fn damaged_archives_are_refused_before_iree_reads_them_in_every_mode() {
     let misaligned = case("irpa-misaligned");
     let beyond = case("gguf-alignment-past-end");
     let before = open_descriptors();
-    for mode in ParameterMode::ALL {
+    for mode in ParameterArchiveMode::ALL {
         let attempt = |path: &Path| {
             Session::builder(&device, &module)
-                .parameters("model", path)
-                .parameter_mode(mode)
+                .parameter_archive("model", path)
+                .parameter_archive_mode(mode)
                 .build()
                 .err()
                 .expect("the session fails")
@@ -280,28 +287,32 @@ fn archives_changed_under_a_session_keep_their_start_up_bytes_unless_mapped() {
     };
     let expected =
         |weights: &[f32]| -> Vec<u32> { a.iter().zip(weights).map(|(a, w)| (a * w).to_bits()).collect() };
-    let session = |path: &Path, mode: ParameterMode| {
-        Session::builder(&device, &module).parameters("model", path).parameter_mode(mode).build().unwrap()
+    let session = |path: &Path, mode: ParameterArchiveMode| {
+        Session::builder(&device, &module)
+            .parameter_archive("model", path)
+            .parameter_archive_mode(mode)
+            .build()
+            .unwrap()
     };
     if std::env::var_os(CHILD).is_some() {
         let path = fixture.dir.join("truncated-while-mapped.irpa");
         std::fs::write(&path, &original).unwrap();
-        let mapped = session(&path, ParameterMode::Mmap);
+        let mapped = session(&path, ParameterArchiveMode::Mmap);
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
         // Faults before it returns.
         let _ = product(&mapped);
         return;
     }
-    assert_eq!(ParameterMode::default(), ParameterMode::File, "iree-run-module's default");
-    for mode in ParameterMode::ALL {
+    assert_eq!(ParameterArchiveMode::default(), ParameterArchiveMode::File, "iree-run-module's default");
+    for mode in ParameterArchiveMode::ALL {
         let path = fixture.dir.join(format!("changing-{}.irpa", mode.name()));
         std::fs::write(&path, &original).unwrap();
         let live = session(&path, mode);
         // In place, as `dd conv=notrunc` writes.
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&rewritten, 0).unwrap();
-        let seen = if mode == ParameterMode::Mmap { &doubled } else { &fixture.weights };
+        let seen = if mode == ParameterArchiveMode::Mmap { &doubled } else { &fixture.weights };
         assert_eq!(product(&live), expected(seen), "{mode:?} after an in-place rewrite");
-        if mode != ParameterMode::Mmap {
+        if mode != ParameterArchiveMode::Mmap {
             std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
             assert_eq!(product(&live), expected(&fixture.weights), "{mode:?} after a truncation");
         }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, static_plugins};
+use xplug_providers::{AllowList, LoadParamList, Loader, STATIC, static_plugins};
 
 use crate::error::Error;
 use crate::manager::{Manager, Shared};
@@ -217,7 +217,7 @@ impl ManagerBuilder {
             }
             for registration in registrations {
                 let plugin =
-                    Plugin::from_registration(registration, &LoadParamList::new()).map_err(|source| {
+                    STATIC.registration_code(registration).load(&LoadParamList::new()).map_err(|source| {
                         Error::StaticPluginLoad { name: registration.name().to_owned(), source }
                     })?;
                 manager.register_plugin(plugin)?;

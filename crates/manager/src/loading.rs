@@ -1,7 +1,7 @@
 //! Owning plugins: registration, loading from specs and the environment, and
 //! plugins linked into the binary.
 
-use xplug_providers::{AllowList, LoadParamList, Loader, Plugin};
+use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, STATIC};
 
 use crate::error::Error;
 use crate::manager::{Manager, Registered};
@@ -34,7 +34,7 @@ impl Manager {
     /// [`Error::CapacityReached`] when full. A spec that pins its code
     /// (`?sha256=`), or any spec while an allow-list applies
     /// ([`ManagerBuilder::allow_only`](crate::ManagerBuilder::allow_only), `XPLUG_ALLOWED_PLUGINS`), is opened pinned
-    /// ([`PluginSpec::open_checked`]): code of another hash is refused with
+    /// ([`PluginSpec::open_verified`]): code of another hash is refused with
     /// [`xplug_providers::Error::HashMismatch`] or
     /// [`xplug_providers::Error::NotAllowed`] before it is mapped.
     ///
@@ -64,7 +64,7 @@ impl Manager {
     /// Loads the plugin linked into the binary under `name` with load
     /// parameters and registers it, as the spec `static:NAME?key=value`
     /// would, but safely: linking the plugin's code into the binary was the
-    /// trust decision ([`xplug_providers::Plugin::load_static`]).
+    /// trust decision ([`xplug_providers::StaticLoader::linked_code`]).
     ///
     /// ```
     /// use xplug_manager::{Error, Manager};
@@ -88,7 +88,9 @@ impl Manager {
     {
         let params =
             params.into_iter().fold(LoadParamList::new(), |list, (key, value)| list.with(key, value));
-        let plugin = Plugin::load_static(name, &params)
+        let plugin = STATIC
+            .linked_code(name)
+            .and_then(|code| code.load(&params))
             .map_err(|source| Error::PluginLoad { spec: format!("static:{name}"), source })?;
         self.register_plugin(plugin)
     }
@@ -225,7 +227,7 @@ impl PluginSpec {
     }
 
     /// Loads as [`PluginSpec::load`], checking the code against `allow_list`
-    /// as well as the environment's ([`PluginSpec::open_checked`]).
+    /// as well as the environment's ([`PluginSpec::open_verified`]).
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
@@ -236,7 +238,7 @@ impl PluginSpec {
         let loaded = AllowList::from_env().and_then(|env_list| {
             let lists: Vec<&AllowList> = env_list.iter().chain(allow_list).collect();
             // SAFETY: the caller vouches for the plugin (see `load_spec`).
-            unsafe { self.open_checked(&lists) }.and_then(|code| Plugin::from_code(code, &params))
+            unsafe { self.open_verified(&lists) }.and_then(|code| code.load(&params))
         });
         loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
     }

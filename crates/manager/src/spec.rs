@@ -60,7 +60,7 @@
 
 use std::fmt;
 
-use xplug_providers::{AllowList, Code, CodeCheck, LoadParamList, Loader, Sha256Digest};
+use xplug_providers::{AllowList, Code, LoadParamList, Loader, PinPolicy, Sha256Digest};
 
 use crate::Error;
 
@@ -308,27 +308,27 @@ impl PluginSpec {
     ///
     /// # Safety
     /// As [`Loader::open`]: the code must be a trusted v0 plugin.
-    pub unsafe fn open_checked(&self, allow_lists: &[&AllowList]) -> Result<Code, xplug_providers::Error> {
+    pub unsafe fn open_verified(&self, allow_lists: &[&AllowList]) -> Result<Code, xplug_providers::Error> {
         let loader = self.target.loader();
         let linked_in = loader.name() == xplug_providers::STATIC.name();
-        let check = CodeCheck {
+        let policy = PinPolicy {
             sha256: self.sha256.as_ref(),
             allow_lists: if linked_in { &[] } else { allow_lists },
         };
-        if check.is_empty() {
+        if policy.is_empty() {
             // SAFETY: forwarded to the caller.
             return unsafe { self.target.open() };
         }
         // SAFETY: forwarded to the caller.
-        unsafe { xplug_providers::open_verified(loader, self.target.as_str(), &check) }
+        unsafe { xplug_providers::open_verified(loader, self.target.as_str(), &policy) }
     }
 
-    /// Opens the code the spec names as [`PluginSpec::open_checked`] does,
+    /// Opens the code the spec names as [`PluginSpec::open_verified`] does,
     /// with the allow-list the `XPLUG_ALLOWED_PLUGINS` environment variable
     /// names, if any ([`AllowList::from_env`]).
     ///
     /// # Errors
-    /// As [`PluginSpec::open_checked`]; the allow-list's error when it
+    /// As [`PluginSpec::open_verified`]; the allow-list's error when it
     /// cannot be read or is malformed, or when the variable is set but
     /// empty (nothing is opened).
     ///
@@ -337,7 +337,7 @@ impl PluginSpec {
     pub unsafe fn open(&self) -> Result<Code, xplug_providers::Error> {
         let env_list = AllowList::from_env()?;
         // SAFETY: forwarded to the caller.
-        unsafe { self.open_checked(&env_list.iter().collect::<Vec<_>>()) }
+        unsafe { self.open_verified(&env_list.iter().collect::<Vec<_>>()) }
     }
 
     /// True when the spec asks for a swappable plugin (`?swappable`,

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use xplug_providers::abi::{ImportFn, Resolution};
 use xplug_providers::{
     AllocationStats, AllowList, ImportProvider, Loader, Plugin, RequestSlots, ResolveRequest,
+    SystemLibraryCode,
 };
 
 use crate::error::Error;
@@ -313,7 +314,7 @@ impl ImportProvider for SwapCell {
 unsafe fn load_version(allow_list: Option<&AllowList>, spec: &PluginSpec) -> Result<Plugin, Error> {
     // SAFETY: forwarded to the caller.
     let plugin = unsafe { spec.load_allowed(allow_list) }?;
-    if let Some(library) = plugin.raw_library() {
+    if let Some(library) = plugin.code().downcast_ref::<SystemLibraryCode>().map(SystemLibraryCode::library) {
         library.pin().map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
     }
     Ok(plugin)

@@ -220,17 +220,18 @@ fn owned_plugins_unload_newest_first_when_the_manager_drops() {
     for tag in ["1", "2", "3"] {
         let params = xplug_manager::providers::LoadParamList::new().with("tag", tag);
         // SAFETY: `tagged_query` follows the v0 query contract.
-        let plugin =
-            unsafe { xplug_manager::providers::Plugin::from_static_query(tagged_query, &params) }.unwrap();
+        let plugin = unsafe {
+            xplug_manager::providers::STATIC.query_code("static plugin", tagged_query).load(&params)
+        }
+        .unwrap();
         manager.register_plugin(plugin).unwrap();
     }
     // A failed load is not registered and not unloaded.
     // SAFETY: as above.
     let refused = unsafe {
-        xplug_manager::providers::Plugin::from_static_query(
-            tagged_query,
-            &xplug_manager::providers::LoadParamList::new(),
-        )
+        xplug_manager::providers::STATIC
+            .query_code("static plugin", tagged_query)
+            .load(&xplug_manager::providers::LoadParamList::new())
     };
     assert_eq!(refused.unwrap_err().code(), StatusCode::INVALID_ARGUMENT);
     assert_eq!(manager.providers(), ["tagged", "tagged", "tagged"]);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, RequestSlots};
+use xplug_manager::providers::{ImportProvider, LoadParamList, Loader, RequestSlots, SYSTEM_LIBRARY};
 use xplug_manager::{Error, ErrorChain, Manager, ResolvedImports};
 
 /// `swap_scale_i32`'s args.
@@ -157,7 +157,12 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     let handle = unsafe { manager.load_spec(&path.display().to_string()) }.unwrap();
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     // SAFETY: as above.
-    let plugin = unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }.unwrap();
+    let plugin = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     let mut own = RequestSlots::for_names([c"swap_scale_i32"]);
     plugin.supply(&mut own.request()).unwrap();
     assert!(!own.fns()[0].is_null());

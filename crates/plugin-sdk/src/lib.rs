@@ -505,7 +505,7 @@ impl PluginDescriptor {
     /// (each size and field offset); compile them after including the
     /// header to check it.
     #[must_use]
-    pub fn c_layout_checks(&self) -> String {
+    pub fn c_layout_asserts(&self) -> String {
         let mut out = __private::CDeclarations::new();
         (self.c_declarations)(&mut out);
         out.layout_checks()

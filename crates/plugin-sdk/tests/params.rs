@@ -192,7 +192,7 @@ fn the_c_header_declares_every_kind_with_the_rust_layout() {
     assert!(header.find("} Range;").unwrap() < header.find("} Everything;").unwrap());
     assert_eq!(header.matches("} Range;").count(), 1);
 
-    let checks = plugin::PLUGIN.c_layout_checks();
+    let checks = plugin::PLUGIN.c_layout_asserts();
     assert!(checks.contains(&format!("sizeof(Everything)) == {}", size_of::<Everything>())), "{checks}");
     assert!(
         checks.contains(&format!("offsetof(Everything, summary)) == {}", offset_of!(Everything, summary)))

@@ -16,13 +16,17 @@ use std::ffi::c_void;
 use std::process::ExitCode;
 
 use iree_sample_args::WorkgroupArgs;
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{ImportProvider, LoadParamList, Loader, ResolveRequest, SYSTEM_LIBRARY, SymbolName};
 
 /// One load/resolve/call/unload cycle of the plugin at `path`.
 fn cycle(path: &str) -> Result<(), String> {
     // SAFETY: the operator names v0 plugins on the command line.
-    let plugin = unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
-        .map_err(|error| format!("{path}: {error}"))?;
+    let plugin = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .map_err(|error| format!("{path}: {error}"))?;
     let names = [SymbolName::new(c"simple_mul_workgroup")];
     let (mut fns, mut contexts) = ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
     let mut request =

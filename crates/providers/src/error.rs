@@ -5,16 +5,17 @@ use std::sync::Arc;
 
 use xplug_abi::StatusCode;
 
-use crate::ProviderName;
-use crate::checks::Incompatibility;
+use crate::incompatibility::Incompatibility;
+use crate::name::ProviderName;
 
-/// What the OS loader said when it refused a library (`dlerror()` on
+/// What the OS loader (`dlopen`/`LoadLibrary`, not a [`Loader`](crate::Loader))
+/// said when it refused a library (`dlerror()` on
 /// Unix): the source of [`Error::LibraryOpen`].
 ///
 /// (See also [`PluginMessage`], a plugin's own explanation of a refusal.)
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct LoaderError {
+pub struct OsLoaderMessage {
     message: String,
 }
 
@@ -38,7 +39,7 @@ impl PluginMessage {
     }
 }
 
-impl LoaderError {
+impl OsLoaderMessage {
     pub(crate) fn new(message: String) -> Self {
         Self { message }
     }
@@ -97,7 +98,7 @@ pub enum Error {
         path: PathBuf,
         /// The loader's explanation.
         #[source]
-        cause: LoaderError,
+        cause: OsLoaderMessage,
     },
     /// The OS loader refused a library because it uses a symbol that
     /// neither it nor any library it depends on defines (libraries are
@@ -115,7 +116,7 @@ pub enum Error {
         symbol: String,
         /// The loader's full message.
         #[source]
-        cause: LoaderError,
+        cause: OsLoaderMessage,
     },
     /// A symbol the host would call is not a function in the library's
     /// symbol table.
@@ -154,7 +155,7 @@ pub enum Error {
         supported: xplug_abi::Version,
     },
     /// The plugin's header or table fails a load check
-    /// ([`crate::checks`]); the source says which, with the values compared.
+    /// ([`crate::compatibility`]); the source says which, with the values compared.
     #[error("plugin {plugin} cannot be loaded by this host")]
     Incompatible {
         /// The plugin: its quoted name and where it came from.
@@ -200,7 +201,7 @@ pub enum Error {
         name: PathBuf,
         /// The loader's explanation.
         #[source]
-        cause: LoaderError,
+        cause: OsLoaderMessage,
     },
     /// The file exists but is not a shared library the OS loader can open.
     #[error("{} is not a shared library: {reason}", path.display())]
@@ -286,9 +287,9 @@ pub enum Error {
         /// The file (the spec's target).
         target: String,
         /// The hash the spec pins.
-        expected: crate::Sha256Digest,
+        expected: crate::digest::Sha256Digest,
         /// The hash of the bytes read.
-        found: crate::Sha256Digest,
+        found: crate::digest::Sha256Digest,
     },
     /// A plugin's code is not on the allow-list in force; nothing was
     /// mapped or run.
@@ -301,7 +302,7 @@ pub enum Error {
         /// The file (the spec's target).
         target: String,
         /// The hash of the bytes read.
-        found: crate::Sha256Digest,
+        found: crate::digest::Sha256Digest,
         /// The allow-list file.
         list: PathBuf,
     },

@@ -1,7 +1,7 @@
 //! Why a plugin cannot be loaded by this host: [`Incompatibility`], the
-//! refusal every load check of [`crate::checks`] returns (and the raw
+//! refusal every load check of [`crate::compatibility`] returns (and the raw
 //! layer's header read, for embedded images), with the values compared.
-//! Its public home is `checks::Incompatibility`.
+//! Its public home is `compatibility::Incompatibility`.
 
 use xplug_abi::{Features, Sanitizer, StatusCode, Version};
 
@@ -74,7 +74,7 @@ pub enum Incompatibility {
     Sanitizer {
         /// The sanitizer in the header.
         found: Sanitizer,
-        /// The host's ([`HOST_SANITIZER`](crate::checks::HOST_SANITIZER)).
+        /// The host's ([`HOST_SANITIZER`](crate::compatibility::HOST_SANITIZER)).
         host: Sanitizer,
     },
     /// The header sets feature bits this host does not know.

@@ -10,28 +10,29 @@
 //! two layers:
 //!
 //! - the **checked layer**: [`FnTableProvider`] (a sorted table of Rust-side
-//!   functions, [`FnTableEntry`]) and [`Plugin`], an owned, loaded v0 plugin
-//!   from a query function linked in ([`Plugin::from_static_query`], or a
-//!   link-time [`StaticPluginRegistration`] through
-//!   [`Plugin::from_registration`] and [`static_plugins`]), a shared
-//!   library opened by the OS loader ([`Plugin::load_system_library`], from
-//!   a file, or [`Plugin::load_system_library_image`], from bytes), or a
-//!   standalone ELF (`.sos`, possibly a FatELF container) validated and
-//!   mapped by xplug itself ([`Plugin::load_embedded_elf`],
-//!   [`Plugin::load_embedded_elf_image`], on the `xplug-elf` crate,
-//!   re-exported as [`embedded_elf`]). Each kind of code has its
-//!   [`Loader`] ([`SYSTEM_LIBRARY`], [`EMBEDDED_ELF`], [`STATIC`], and any a
-//!   crate registers with [`LoaderRegistration`]; [`loaders`] lists them),
-//!   which opens it into a [`Code`]; [`Plugin::from_code`] loads any
-//!   loader's code, and [`PluginSource`] records which loader built a
-//!   plugin and from which [`Origin`];
+//!   functions, [`FnTableEntry`]) and [`Plugin`], an owned, loaded v0
+//!   plugin. A plugin is made one way: a [`Loader`] opens its [`Code`], and
+//!   [`Code::load`] loads it. Each kind of code has its loader:
+//!   [`STATIC`] (a query function linked in, a link-time
+//!   [`StaticPluginRegistration`] listed by [`static_plugins`]),
+//!   [`SYSTEM_LIBRARY`] (a shared library the OS loader opens, from a file
+//!   or from bytes), [`EMBEDDED_ELF`] (a standalone ELF, `.sos`, possibly a
+//!   FatELF container, validated and mapped by xplug itself on the
+//!   `xplug-elf` crate, re-exported as [`embedded_elf`]), and any a crate
+//!   registers with [`LoaderRegistration`] ([`loaders`] lists them). A
+//!   [`Code`] is the one record of where a plugin comes from (loader,
+//!   [`Origin`], label, SHA-256); what only one kind of code has is its
+//!   loader's type, reached with [`Code::downcast_ref`]
+//!   ([`SystemLibraryCode`], [`EmbeddedElfCode`]);
 //! - the **raw layer**, [`raw`]: each v0 step alone (open, query, header,
 //!   load, resolve, unload once, the exports list), for tools that must see
 //!   what a broken plugin answers; [`Plugin`] is built on it
-//!   ([`Plugin::from_raw_library`] turns an open [`raw::RawLibrary`] into a
-//!   plugin, [`Plugin::into_raw_library`] back). The load checks are small
-//!   named functions in [`checks`], each returning a typed
-//!   [`checks::Incompatibility`].
+//!   ([`SystemLibraryLoader::library_code`] turns an open
+//!   [`raw::RawLibrary`] into code,
+//!   [`SystemLibraryLoader::into_library`] gives it back). The load
+//!   compatibility requirements are small named functions in
+//!   [`compatibility`], each returning a typed
+//!   [`compatibility::Incompatibility`].
 //!
 //! Loading a plugin runs the checks of `docs/src/reference/loading.md#load-checks` in order,
 //! each failure a typed [`Error`] that names the plugin and says what to
@@ -83,11 +84,11 @@
 //!
 //! ```no_run
 //! use std::ffi::c_void;
-//! use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+//! use xplug_providers::{ImportProvider, LoadParamList, Loader, ResolveRequest, SYSTEM_LIBRARY, SymbolName};
 //!
 //! let params = LoadParamList::new().with("scale", "2");
 //! // SAFETY: the library is a trusted v0 plugin.
-//! let plugin = unsafe { Plugin::load_system_library("libc_minimal.so", &params) }?;
+//! let plugin = unsafe { SYSTEM_LIBRARY.open("libc_minimal.so") }?.load(&params)?;
 //! println!("{}: {}", plugin.name(), plugin.info().description);
 //!
 //! let names = [SymbolName::new(c"c_mul_i32")];
@@ -100,8 +101,9 @@
 //! # Ok::<(), xplug_providers::Error>(())
 //! ```
 
-pub mod checks;
+pub mod compatibility;
 mod counting_allocator;
+mod digest;
 mod error;
 mod fn_table;
 mod incompatibility;
@@ -109,31 +111,32 @@ mod linked;
 mod loader;
 mod loaders;
 mod name;
+mod origin;
 mod params;
 mod pin;
 mod plugin;
 mod provider;
 pub mod raw;
 mod request;
-mod source;
 
 pub use counting_allocator::{AllocationStats, CountingAllocator};
-pub use error::{Error, ErrorChain, LoaderError, PluginMessage, Report};
+pub use digest::Sha256Digest;
+pub use error::{Error, ErrorChain, OsLoaderMessage, PluginMessage, Report};
 pub use fn_table::{FnTableEntry, FnTableProvider};
 pub use linked::{StaticPluginRegistration, static_plugins};
 pub use loader::{
     Code, CodeDetail, EMBEDDED_ELF, EmbeddedElfLoader, Loader, LoaderRegistration, MappedCode, STATIC,
     SYSTEM_LIBRARY, StaticLoader, SystemLibraryLoader, loaders,
 };
-pub use loaders::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, STATIC_PREFIX};
+pub use loaders::{EMBEDDED_PREFIX, EMBEDDED_SUFFIX, EmbeddedElfCode, STATIC_PREFIX, SystemLibraryCode};
 pub use name::ProviderName;
+pub use origin::Origin;
 pub use params::LoadParamList;
-pub use pin::{ALLOW_LIST_VAR, AllowList, CodeCheck, Sha256Digest, open_verified};
+pub use pin::{ALLOW_LIST_VAR, AllowList, PinPolicy, open_verified};
 pub use plugin::{Plugin, PluginInfo};
 pub use provider::ImportProvider;
 pub use raw::sealed::{CodeBytes, CodeView};
 pub use request::{RequestSlots, ResolveRequest, SymbolName};
-pub use source::{Origin, PluginSource};
 
 pub use xplug_abi as abi;
 /// The embedded ELF format ([`xplug_elf`]): validation, FatELF containers

@@ -19,8 +19,11 @@ use std::path::Path;
 
 use xplug_abi::Features;
 
+use crate::digest::Sha256Digest;
+use crate::error::Error;
+use crate::origin::Origin;
+use crate::raw::sealed::CodeBytes;
 use crate::raw::{OptionalExports, RawQuery};
-use crate::{Error, Origin, PluginSource};
 
 /// One kind of plugin code: how it is named in a spec, opened and
 /// described.
@@ -117,14 +120,14 @@ pub trait Loader: Send + Sync + 'static {
     /// Reads the bytes of the code `target` names, exactly the bytes
     /// [`Loader::open_bytes`] maps, for a pinned open
     /// ([`crate::open_verified`]), hashing them as they are read
-    /// ([`CodeBytes::read_file`](crate::CodeBytes::read_file): in chunks,
-    /// at most [`CodeBytes::LIMIT`](crate::CodeBytes::LIMIT) bytes). Loaders
+    /// ([`CodeBytes::read_file`]: in chunks,
+    /// at most [`CodeBytes::LIMIT`] bytes). Loaders
     /// whose code is not a file answer [`Error::PinUnsupported`] (the
     /// default).
     ///
     /// # Errors
     /// [`Error::PinUnsupported`], or the read's error naming `target`.
-    fn read(&self, target: &str) -> Result<crate::CodeBytes, Error> {
+    fn read(&self, target: &str) -> Result<CodeBytes, Error> {
         Err(Error::PinUnsupported { loader: self.name(), target: target.to_owned(), reason: NOT_A_FILE })
     }
 
@@ -137,7 +140,7 @@ pub trait Loader: Send + Sync + 'static {
     ///
     /// # Safety
     /// As [`Loader::open`].
-    unsafe fn open_bytes(&'static self, target: &str, code: &crate::CodeBytes) -> Result<Code, Error> {
+    unsafe fn open_bytes(&'static self, target: &str, code: &CodeBytes) -> Result<Code, Error> {
         let bytes = code.map(target)?;
         // SAFETY: forwarded to the caller.
         unsafe { self.open_image(target, &bytes) }
@@ -218,26 +221,37 @@ pub trait MappedCode: Any + Send + Sync {
     }
 }
 
-/// A plugin's code, opened by a [`Loader`]: the loader, where the code came
-/// from, the name to use before the header is read, and the
-/// [`MappedCode`] that keeps it mapped.
+/// A plugin's code, opened by a [`Loader`]: the one record of where a
+/// plugin comes from (the loader, the [`Origin`], the label messages show,
+/// the SHA-256 when it was opened pinned) with the [`MappedCode`] that
+/// keeps it mapped. [`Code::load`] loads the plugin in it; the loaded
+/// [`Plugin`](crate::Plugin) keeps the record ([`Plugin::code`](crate::Plugin::code)).
 pub struct Code {
-    /// The loader, the origin and the label: the one home of that state,
-    /// which the loaded [`Plugin`](crate::Plugin) keeps.
-    source: PluginSource,
-    fallback_name: String,
+    loader: &'static dyn Loader,
+    origin: Option<Origin>,
+    label: String,
     /// Boxed: most code is not pinned, and `Code` travels in `Result`s.
-    sha256: Option<Box<crate::Sha256Digest>>,
+    sha256: Option<Box<Sha256Digest>>,
+    fallback_name: String,
     mapped: Box<dyn MappedCode>,
 }
 
 impl fmt::Debug for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Code")
-            .field("source", &self.source)
-            .field("fallback_name", &self.fallback_name)
+            .field("loader", &self.loader.name())
+            .field("origin", &self.origin)
+            .field("label", &self.label)
             .field("sha256", &self.sha256)
+            .field("fallback_name", &self.fallback_name)
             .finish_non_exhaustive()
+    }
+}
+
+/// How messages say where the code came from (its label).
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label)
     }
 }
 
@@ -252,19 +266,19 @@ impl Code {
         mapped: impl MappedCode,
     ) -> Self {
         let label = origin.as_ref().map_or_else(|| "linked in".to_owned(), ToString::to_string);
-        let source = PluginSource::new(loader, origin, label);
-        Self { source, fallback_name: fallback_name.to_owned(), sha256: None, mapped: Box::new(mapped) }
-    }
-
-    /// Code with a known `source` (what a plugin keeps of code it gave
-    /// back).
-    pub(crate) fn from_source(source: PluginSource, fallback_name: &str, mapped: impl MappedCode) -> Self {
-        Self { source, fallback_name: fallback_name.to_owned(), sha256: None, mapped: Box::new(mapped) }
+        Self {
+            loader,
+            origin,
+            label,
+            sha256: None,
+            fallback_name: fallback_name.to_owned(),
+            mapped: Box::new(mapped),
+        }
     }
 
     /// The code, recorded as the bytes hashed to `sha256` (by
     /// [`crate::open_verified`], which read and checked them).
-    pub(crate) fn with_sha256(mut self, sha256: crate::Sha256Digest) -> Self {
+    pub(crate) fn with_sha256(mut self, sha256: Sha256Digest) -> Self {
         self.sha256 = Some(Box::new(sha256));
         self
     }
@@ -273,7 +287,7 @@ impl Code {
     /// ([`crate::open_verified`]: the hash was checked before they were
     /// mapped); `None` for code opened by path or linked in.
     #[must_use]
-    pub fn sha256(&self) -> Option<&crate::Sha256Digest> {
+    pub fn sha256(&self) -> Option<&Sha256Digest> {
         self.sha256.as_deref()
     }
 
@@ -281,26 +295,33 @@ impl Code {
     /// alone (`memory image `k` (embedded ELF)`).
     #[must_use]
     pub fn with_label(mut self, label: String) -> Self {
-        self.source.set_label(label);
+        self.label = label;
         self
+    }
+
+    /// How messages say where the code came from (also its `Display`).
+    #[must_use]
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// The loader that opened the code.
     #[must_use]
     pub fn loader(&self) -> &'static dyn Loader {
-        self.source.loader()
+        self.loader
     }
 
-    /// The features the code's loader requires of its header.
+    /// The features the code's loader requires of its header
+    /// ([`Loader::required_features`]).
     #[must_use]
     pub fn required_features(&self) -> Features {
-        self.source.required_features()
+        self.loader.required_features()
     }
 
     /// Where the code came from; `None` when linked in.
     #[must_use]
     pub fn origin(&self) -> Option<&Origin> {
-        self.source.origin()
+        self.origin.as_ref()
     }
 
     /// The name used before the header is read (the file's stem, the
@@ -328,28 +349,46 @@ impl Code {
         self.mapped.details()
     }
 
-    /// The loader's own view of the code, when it is a `T` (a
-    /// [`RawLibrary`](crate::raw::RawLibrary) for the system-library loader, an
-    /// [`ElfImage`](xplug_elf::ElfImage) for the embedded-ELF one).
+    /// The loader's own view of the code, when it is a `T`: the one way to
+    /// reach what only one kind of code has (a
+    /// [`SystemLibraryCode`](crate::SystemLibraryCode)'s library, an
+    /// [`EmbeddedElfCode`](crate::EmbeddedElfCode)'s image).
     #[must_use]
     pub fn downcast_ref<T: MappedCode>(&self) -> Option<&T> {
         let mapped: &dyn Any = &*self.mapped;
         mapped.downcast_ref()
     }
 
-    /// Where the plugin came from, as [`Plugin::source`](crate::Plugin::source) tells it.
-    #[must_use]
-    pub fn source(&self) -> &PluginSource {
-        &self.source
+    /// How messages name the plugin `name` in this code: "`name` (label)".
+    pub(crate) fn plugin_label(&self, name: &str) -> String {
+        format!("`{name}` ({})", self.label)
     }
 
-    /// The mapped code, taken out when it is a `T`; else `self` unchanged.
-    pub(crate) fn into_mapped<T: MappedCode>(self) -> Result<Box<T>, Self> {
-        if self.downcast_ref::<T>().is_none() {
-            return Err(self);
+    /// Takes the mapped code out when it is a `T`, leaving in `self` the
+    /// same record over code whose query answers NULL (for the last
+    /// messages of a plugin whose code was given back).
+    pub(crate) fn take_mapped<T: MappedCode>(&mut self) -> Option<Box<T>> {
+        self.downcast_ref::<T>()?;
+        let mapped = std::mem::replace(&mut self.mapped, Box::new(Released));
+        let mapped: Box<dyn Any> = mapped;
+        mapped.downcast().ok()
+    }
+}
+
+/// What a [`Code`] holds once its mapped code was taken out: a query that
+/// answers NULL, never called (its plugin is unloaded).
+struct Released;
+
+impl MappedCode for Released {
+    fn query(&self) -> RawQuery<'_> {
+        unsafe extern "C" fn no_table(
+            _: xplug_abi::Version,
+            _: *mut std::ffi::c_void,
+        ) -> *mut *const xplug_abi::Header {
+            std::ptr::null_mut()
         }
-        let mapped: Box<dyn Any> = self.mapped;
-        Ok(mapped.downcast().unwrap_or_else(|_| unreachable!("checked just above")))
+        // SAFETY: `no_table` answers NULL, which the v0 contract allows.
+        unsafe { RawQuery::new(no_table) }
     }
 }
 
@@ -394,7 +433,7 @@ pub fn loaders() -> Vec<&'static dyn Loader> {
 }
 
 /// The loader of plugins linked into the program, found by name among
-/// [`crate::static_plugins`] (`static:NAME`).
+/// [`static_plugins`](crate::static_plugins) (`static:NAME`).
 #[derive(Debug)]
 pub struct StaticLoader;
 

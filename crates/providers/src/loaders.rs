@@ -1,29 +1,23 @@
 //! xplug's three [`Loader`]s ([`StaticLoader`], [`SystemLibraryLoader`],
-//! [`EmbeddedElfLoader`]) and every way to build a [`Plugin`] from them:
-//! from a query function linked in ([`Plugin::from_static_query`],
-//! [`Plugin::from_registration`]), from a shared library the OS loader
-//! opens ([`Plugin::load_system_library`],
-//! [`Plugin::load_system_library_image`], [`Plugin::from_raw_library`]),
-//! from an embedded ELF image ([`Plugin::load_embedded_elf`],
-//! [`Plugin::load_embedded_elf_image`]), and from any loader's [`Code`]
-//! ([`Plugin::from_code`]).
-//!
-//! Each ends in [`Plugin::from_code`]: the code's query function, the
-//! checks of [`crate::checks`] with the loader's name and required
-//! features, then the plugin's `load`.
+//! [`EmbeddedElfLoader`]), the [`MappedCode`] each opens
+//! ([`SystemLibraryCode`], [`EmbeddedElfCode`]) and what only that kind of
+//! code has: a linked-in registration or query function turned into
+//! [`Code`] ([`StaticLoader::registration_code`],
+//! [`StaticLoader::query_code`]), a library the raw layer opened turned
+//! into [`Code`] and given back ([`SystemLibraryLoader::library_code`],
+//! [`SystemLibraryLoader::into_library`]). Every [`Plugin`] is then made by
+//! [`Code::load`].
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
-use xplug_abi::{Features, QueryFn, Version};
+use xplug_abi::{Features, QueryFn};
 use xplug_elf::ElfImage;
 
 use crate::loader::{CodeDetail, MappedCode, file_stem};
-use crate::raw::{self, OptionalExports, RawLibrary, RawLoadError, RawQuery};
+use crate::raw::{self, OptionalExports, RawLibrary, RawQuery};
 use crate::{
-    Code, CodeBytes, CountingAllocator, EMBEDDED_ELF, EmbeddedElfLoader, Error, LoadParamList, Loader,
-    Origin, Plugin, PluginInfo, PluginMessage, ProviderName, STATIC, SYSTEM_LIBRARY, StaticLoader,
-    StaticPluginRegistration, SystemLibraryLoader, checks,
+    Code, CodeBytes, EMBEDDED_ELF, EmbeddedElfLoader, Error, Loader, Origin, Plugin, StaticLoader,
+    StaticPluginRegistration, SystemLibraryLoader,
 };
 
 /// The prefix that selects the embedded ELF loader.
@@ -61,26 +55,24 @@ unsafe impl OptionalExports for RegisteredExports {
     }
 }
 
-/// What a plugin holds once its code was given back
-/// ([`Plugin::into_raw_library`]): a query that answers NULL, never
-/// called (the plugin is unloaded).
-pub(crate) fn released_code(source: crate::PluginSource) -> Code {
-    unsafe extern "C" fn no_table(_: Version, _: *mut std::ffi::c_void) -> *mut *const xplug_abi::Header {
-        std::ptr::null_mut()
-    }
-    // SAFETY: `no_table` answers NULL, which the v0 contract allows.
-    let query = unsafe { RawQuery::new(no_table) };
-    Code::from_source(source, "released", LinkedQuery(query, None))
-}
-
-/// A library the OS loader opened, with its query export (looked up once,
-/// when the library was opened).
-pub(crate) struct LibraryCode {
-    pub(crate) library: RawLibrary,
+/// The code [`SystemLibraryLoader`] opens: a library the OS loader
+/// opened, with its query export (looked up once, when the library was
+/// opened). Reached from a plugin with [`Code::downcast_ref`].
+pub struct SystemLibraryCode {
+    library: RawLibrary,
     query: QueryFn,
 }
 
-impl MappedCode for LibraryCode {
+impl SystemLibraryCode {
+    /// The raw layer's view of the library, for what the checked layer
+    /// does not read (`load_error`, symbol kinds).
+    #[must_use]
+    pub fn library(&self) -> &RawLibrary {
+        &self.library
+    }
+}
+
+impl MappedCode for SystemLibraryCode {
     fn query(&self) -> RawQuery<'_> {
         // SAFETY: the library's v0 export, vouched for by its opener
         // (`RawLibrary::open`'s contract); the library stays open while
@@ -101,17 +93,27 @@ impl MappedCode for LibraryCode {
     }
 }
 
-/// A mapped embedded ELF image.
-pub(crate) struct ElfCode {
+/// The code [`EmbeddedElfLoader`] opens: a mapped embedded ELF image.
+/// Reached from a plugin with [`Code::downcast_ref`].
+pub struct EmbeddedElfCode {
     /// The image's entry in the debugging services (`xplug-debug`),
     /// withdrawn before the image is unmapped (fields drop in order).
     _announced: xplug_debug::CodeAnnouncement,
-    pub(crate) image: ElfImage,
+    image: ElfImage,
     /// How many records the FatELF container held (0 for a plain ELF).
     records: usize,
 }
 
-impl MappedCode for ElfCode {
+impl EmbeddedElfCode {
+    /// The mapped image: its [`plan`](ElfImage::plan) says which FatELF
+    /// record was chosen and where each segment lies.
+    #[must_use]
+    pub fn image(&self) -> &ElfImage {
+        &self.image
+    }
+}
+
+impl MappedCode for EmbeddedElfCode {
     fn query(&self) -> RawQuery<'_> {
         // SAFETY: the image was opened through `EmbeddedElfLoader`, whose
         // caller vouched for its code; the header pointers are checked
@@ -160,7 +162,58 @@ impl Loader for StaticLoader {
     /// # Errors
     /// [`Error::StaticPluginNotFound`], listing the names linked in.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
-        find_registration(target).map(registration_code)
+        self.linked_code(target)
+    }
+}
+
+impl StaticLoader {
+    /// The code of the plugin linked into the program under `name` (one
+    /// of [`static_plugins`](crate::static_plugins)): what `static:NAME`
+    /// opens, and [`Loader::open`] for this loader. Safe: linking the code
+    /// was the trust decision.
+    ///
+    /// ```
+    /// use xplug_providers::{Error, STATIC};
+    ///
+    /// let missing = STATIC.linked_code("no_such_plugin");
+    /// assert!(matches!(missing, Err(Error::StaticPluginNotFound { .. })));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::StaticPluginNotFound`], listing the names linked in.
+    pub fn linked_code(&'static self, name: &str) -> Result<Code, Error> {
+        find_registration(name).map(|registration| self.registration_code(registration))
+    }
+
+    /// The code of a link-time registration (one of
+    /// [`static_plugins`](crate::static_plugins)): what `static:NAME`
+    /// opens, without the look-up by name. Safe: the registration's maker
+    /// vouched for it ([`StaticPluginRegistration::new`] is `unsafe`).
+    #[must_use]
+    pub fn registration_code(&'static self, registration: &'static StaticPluginRegistration) -> Code {
+        // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
+        // promise the v0 contract for the life of the program.
+        let query = unsafe { RawQuery::new(registration.query()) };
+        let optional =
+            (!registration.optional_exports().is_empty()).then_some(RegisteredExports(registration));
+        Code::new(self, None, registration.name(), LinkedQuery(query, optional))
+    }
+
+    /// The code of a query function linked into the program, named `name`
+    /// until its header gives a name.
+    ///
+    /// # Safety
+    /// `query` must implement the v0 query contract (`docs/abi.md#query`)
+    /// for the rest of the program: return NULL or a pointer to a v0 table
+    /// that stays valid and unchanged, with NUL-terminated header strings
+    /// and functions that obey the v0 ABI (callable from any thread).
+    /// Loading the same query function twice gives two instances sharing
+    /// the plugin's code and globals, so its `load` must tolerate that.
+    #[must_use]
+    pub unsafe fn query_code(&'static self, name: &str, query: QueryFn) -> Code {
+        // SAFETY: the caller promises the v0 contract for the whole program.
+        let query = unsafe { RawQuery::new(query) };
+        Code::new(self, None, name, LinkedQuery(query, None))
     }
 }
 
@@ -171,15 +224,6 @@ fn find_registration(name: &str) -> Result<&'static StaticPluginRegistration, Er
         name: name.to_owned(),
         linked: registrations.iter().map(|r| r.name().to_owned()).collect(),
     })
-}
-
-/// The code of a link-time registration.
-fn registration_code(registration: &'static StaticPluginRegistration) -> Code {
-    // SAFETY: `StaticPluginRegistration::new` (unsafe) made its caller
-    // promise the v0 contract for the life of the program.
-    let query = unsafe { RawQuery::new(registration.query()) };
-    let optional = (!registration.optional_exports().is_empty()).then_some(RegisteredExports(registration));
-    Code::new(&STATIC, None, registration.name(), LinkedQuery(query, optional))
 }
 
 impl Loader for SystemLibraryLoader {
@@ -196,13 +240,13 @@ impl Loader for SystemLibraryLoader {
     /// query export.
     unsafe fn open(&'static self, target: &str) -> Result<Code, Error> {
         // SAFETY: forwarded to the caller.
-        library_code(unsafe { RawLibrary::open(target) }?)
+        self.library_code(unsafe { RawLibrary::open(target) }?)
     }
 
     /// Opens a library's bytes ([`RawLibrary::open_image`]).
     unsafe fn open_image(&'static self, name: &str, bytes: &[u8]) -> Result<Code, Error> {
         // SAFETY: forwarded to the caller.
-        library_code(unsafe { RawLibrary::open_image(name, bytes) }?)
+        self.library_code(unsafe { RawLibrary::open_image(name, bytes) }?)
     }
 
     /// Reads the library file at `target` ([`CodeBytes::read_file`]: a
@@ -228,25 +272,54 @@ impl Loader for SystemLibraryLoader {
     /// ([`Error::CodeSubstituted`]); the library's origin is the file.
     unsafe fn open_bytes(&'static self, target: &str, code: &CodeBytes) -> Result<Code, Error> {
         // SAFETY: forwarded to the caller.
-        library_code(unsafe { RawLibrary::open_file_bytes(Path::new(target), code) }?)
+        self.library_code(unsafe { RawLibrary::open_file_bytes(Path::new(target), code) }?)
     }
 }
 
-/// The code of an open library: its query export, and the unload policy
-/// (`docs/src/reference/loading.md#unload-policy`): a Rust library stays mapped after
-/// its plugin is dropped, pinned before any of its code that could leave
-/// thread-local destructors behind (its `load`) runs.
-fn library_code(library: RawLibrary) -> Result<Code, Error> {
-    let fallback_name = library
-        .path()
-        .file_name()
-        .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
-    let query = library.query()?.as_fn();
-    if library.is_xplug_sdk() {
-        library.pin()?;
+impl SystemLibraryLoader {
+    /// The code of a library the raw layer opened ([`RawLibrary::open`],
+    /// [`RawLibrary::open_image`]): its query export, and the unload policy
+    /// (`docs/src/reference/loading.md#unload-policy`): a Rust library stays mapped after
+    /// its plugin is dropped, pinned before any of its code that could
+    /// leave thread-local destructors behind (its `load`) runs. A tool that
+    /// has read the library's lists (`exports`, `params`) loads it this way
+    /// without opening the file a second time.
+    ///
+    /// Safe: the trust was placed when the library was opened.
+    ///
+    /// # Errors
+    /// Those of [`RawLibrary::query`] and [`RawLibrary::pin`].
+    pub fn library_code(&'static self, library: RawLibrary) -> Result<Code, Error> {
+        let fallback_name = library
+            .path()
+            .file_name()
+            .map_or_else(|| library.path().display().to_string(), |name| name.to_string_lossy().into_owned());
+        let query = library.query()?.as_fn();
+        if library.is_xplug_sdk() {
+            library.pin()?;
+        }
+        let origin = library.origin().clone();
+        Ok(Code::new(self, Some(origin), &fallback_name, SystemLibraryCode { library, query }))
     }
-    let origin = library.origin().clone();
-    Ok(Code::new(&SYSTEM_LIBRARY, Some(origin), &fallback_name, LibraryCode { library, query }))
+
+    /// Unloads `plugin` and gives back the library it ran from, open: the
+    /// reverse of [`SystemLibraryLoader::library_code`]. The host allocator
+    /// the plugin was given stays alive until the library is closed, so its
+    /// finalisers may still free through it.
+    ///
+    /// # Errors
+    /// The plugin itself, still loaded and unchanged, when its code is no
+    /// [`SystemLibraryCode`].
+    #[expect(
+        clippy::result_large_err,
+        reason = "the plugin itself is the error, given back unchanged as `Arc::try_unwrap` gives back the `Arc`"
+    )]
+    pub fn into_library(&self, plugin: Plugin) -> Result<RawLibrary, Plugin> {
+        let (code, allocator) = plugin.into_mapped::<SystemLibraryCode>()?;
+        let mut library = code.library;
+        library.keep_until_closed(allocator);
+        Ok(library)
+    }
 }
 
 impl Loader for EmbeddedElfLoader {
@@ -327,322 +400,9 @@ fn elf_code(bytes: &[u8], origin: Origin, fallback_name: &str, shown: Option<&st
         &EMBEDDED_ELF,
         Some(origin),
         fallback_name,
-        ElfCode { _announced: announced, image, records },
+        EmbeddedElfCode { _announced: announced, image, records },
     )
     .with_label(label))
-}
-
-/// Plugins linked into the program, shared libraries opened by the OS
-/// loader, and embedded ELF images mapped by [`xplug_elf`].
-impl Plugin {
-    /// Loads the plugin in code a [`Loader`] opened: the checks of
-    /// [`crate::checks`] (with the loader's name and required features),
-    /// then its `load` with `params`. The code stays mapped until the
-    /// plugin is dropped.
-    ///
-    /// Safe: the trust was placed when the code was opened.
-    ///
-    /// # Errors
-    /// [`Error::UnsupportedVersion`] when the query answers NULL,
-    /// [`Error::Incompatible`] when a check fails, [`Error::LoadFailed`]
-    /// when the plugin's `load` fails (its `unload` is then not called); a
-    /// refused `load` carries the plugin's own explanation when it gives
-    /// one.
-    pub fn from_code(code: Code, params: &LoadParamList) -> Result<Self, Error> {
-        load_checked(code, params)
-    }
-
-    /// Loads the plugin behind a query function linked into the program:
-    /// the checks of [`crate::checks`], then its `load` with `params`.
-    ///
-    /// # Errors
-    /// As [`Plugin::from_code`].
-    ///
-    /// # Safety
-    /// `query` must implement the v0 query contract (`docs/src/reference/abi.md#query`)
-    /// for the rest of the program: return NULL or a pointer to a v0 table
-    /// that stays valid and unchanged, with NUL-terminated header strings
-    /// and functions that obey the v0 ABI (callable from any thread).
-    ///
-    /// # Thread-safety
-    /// Any thread. Loading the same query function twice gives two
-    /// instances sharing the plugin's code and globals, so its `load` must
-    /// tolerate that.
-    pub unsafe fn from_static_query(query: QueryFn, params: &LoadParamList) -> Result<Self, Error> {
-        // SAFETY: the caller promises the v0 contract for the whole program.
-        let query = unsafe { RawQuery::new(query) };
-        Self::from_code(Code::new(&STATIC, None, "static plugin", LinkedQuery(query, None)), params)
-    }
-
-    /// Loads a plugin registered with [`StaticPluginRegistration`] (see
-    /// [`crate::static_plugins`]).
-    ///
-    /// # Errors
-    /// As [`Plugin::from_code`]; messages name the registration when the
-    /// header has no name.
-    pub fn from_registration(
-        registration: &'static StaticPluginRegistration,
-        params: &LoadParamList,
-    ) -> Result<Self, Error> {
-        Self::from_code(registration_code(registration), params)
-    }
-
-    /// Loads the plugin linked into the program under `name` (see
-    /// [`crate::static_plugins`]) with `params`: what the spec
-    /// `static:NAME?key=value` loads, without `unsafe`, since linking the
-    /// code was the trust decision.
-    ///
-    /// ```
-    /// use xplug_providers::{Error, LoadParamList, Plugin};
-    ///
-    /// let missing = Plugin::load_static("no_such_plugin", &LoadParamList::new().with("k", "2.5"));
-    /// assert!(matches!(missing, Err(Error::StaticPluginNotFound { .. })));
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::StaticPluginNotFound`] (listing the names linked in) when
-    /// no plugin of that name is linked in; otherwise as
-    /// [`Plugin::from_code`].
-    pub fn load_static(name: &str, params: &LoadParamList) -> Result<Self, Error> {
-        Self::from_registration(find_registration(name)?, params)
-    }
-
-    /// Opens the shared library at `path` ([`RawLibrary::open`]), finds its
-    /// query export and loads the plugin as [`Plugin::from_code`] does;
-    /// the library stays open until the plugin is dropped.
-    ///
-    /// # Errors
-    /// Those of [`RawLibrary::open`], then those of
-    /// [`Plugin::from_raw_library`].
-    ///
-    /// # Safety
-    /// As [`RawLibrary::open`]: the file must be a v0 plugin whose
-    /// initialisers and functions are sound to run in this process.
-    ///
-    /// # Thread-safety
-    /// Any thread. The OS loader maps a file once per process: loading the
-    /// same path twice gives two instances sharing one copy of the
-    /// library's globals.
-    ///
-    /// # Platform-specific behaviour
-    /// As [`RawLibrary::open`].
-    ///
-    /// ```no_run
-    /// use xplug_providers::{LoadParamList, Plugin};
-    ///
-    /// let params = LoadParamList::new().with("multiplier", "2");
-    /// // SAFETY: the library is a trusted v0 plugin.
-    /// let plugin = unsafe { Plugin::load_system_library("target/plugins/release/libsample_system.so", &params) }?;
-    /// println!("loaded {} ({})", plugin.name(), plugin.info().description);
-    /// # Ok::<(), xplug_providers::Error>(())
-    /// ```
-    pub unsafe fn load_system_library(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Self, Error> {
-        // SAFETY: forwarded to the caller.
-        let library = unsafe { RawLibrary::open(path) }?;
-        Self::from_raw_library(library, params)
-    }
-
-    /// Loads a plugin from the bytes of a shared library
-    /// ([`RawLibrary::open_image`]), as if read from a file called `name`.
-    ///
-    /// # Errors
-    /// As [`Plugin::load_system_library`], naming `memory image `name``.
-    ///
-    /// # Safety
-    /// As [`Plugin::load_system_library`]: the bytes must be a trusted v0
-    /// plugin.
-    ///
-    /// # Thread-safety
-    /// Any thread. Every call maps a fresh copy of the image: two images
-    /// never share globals, even with identical bytes.
-    ///
-    /// # Platform-specific behaviour
-    /// As [`RawLibrary::open_image`].
-    pub unsafe fn load_system_library_image(
-        name: &str,
-        bytes: &[u8],
-        params: &LoadParamList,
-    ) -> Result<Self, Error> {
-        // SAFETY: forwarded to the caller.
-        Self::from_code(unsafe { SYSTEM_LIBRARY.open_image(name, bytes) }?, params)
-    }
-
-    /// Loads the plugin in a library the raw layer opened
-    /// ([`RawLibrary::open`], [`RawLibrary::open_image`]): finds its query
-    /// export and loads the plugin as [`Plugin::from_code`] does;
-    /// the library stays open until the plugin is dropped (or given back by
-    /// [`Plugin::into_raw_library`]). A tool that has read the library's
-    /// lists (`exports`, `params`) loads it this way without opening the
-    /// file a second time.
-    ///
-    /// Safe: the trust was placed when the library was opened.
-    ///
-    /// # Errors
-    /// Those of [`RawLibrary::query`] and [`RawLibrary::pin`], then those
-    /// of [`Plugin::from_code`].
-    pub fn from_raw_library(library: RawLibrary, params: &LoadParamList) -> Result<Self, Error> {
-        Self::from_code(library_code(library)?, params)
-    }
-
-    /// Reads the `.sos` (or plain ELF) at `path`, validates and maps it
-    /// ([`EmbeddedElfLoader`]) and loads the plugin with the checks of
-    /// [`crate::checks`], requiring the `STANDALONE` feature.
-    ///
-    /// ```no_run
-    /// use xplug_providers::{LoadParamList, Plugin};
-    ///
-    /// // SAFETY: the file is a trusted v0 plugin.
-    /// let plugin = unsafe {
-    ///     Plugin::load_embedded_elf("target/plugins/release/sample_standalone.sos", &LoadParamList::new())
-    /// }?;
-    /// println!("loaded {} ({})", plugin.name(), plugin.source());
-    /// # Ok::<(), xplug_providers::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::FileNotFound`] or [`Error::Io`] when the file cannot be
-    /// read; otherwise as [`Plugin::load_embedded_elf_image`].
-    ///
-    /// # Safety
-    /// As [`Plugin::load_embedded_elf_image`].
-    ///
-    /// # Platform-specific behaviour
-    /// Unix hosts only (`mmap`/`mprotect`); elsewhere
-    /// [`EmbeddedElfError::UnsupportedHost`](xplug_elf::EmbeddedElfError::UnsupportedHost).
-    pub unsafe fn load_embedded_elf(path: impl AsRef<Path>, params: &LoadParamList) -> Result<Self, Error> {
-        let path = path.as_ref();
-        // SAFETY: forwarded to the caller.
-        let code = unsafe { EMBEDDED_ELF.open(&path.to_string_lossy()) }?;
-        Self::from_code(code, params)
-    }
-
-    /// Loads a plugin from the bytes of a `.sos` file (a FatELF container
-    /// or one ELF), as if read from a file called `name`. The bytes are
-    /// copied; `bytes` may be dropped afterwards.
-    ///
-    /// # Errors
-    /// [`Error::EmbeddedElf`] when the image is refused or cannot be mapped
-    /// (its source says why); then the errors of
-    /// [`Plugin::from_code`], including a refusal of a plugin
-    /// without the `STANDALONE` feature.
-    ///
-    /// # Safety
-    /// The image's code runs in this process: validation refuses malformed
-    /// and non-standalone files but cannot judge what the code does. It must
-    /// be a trusted v0 plugin.
-    ///
-    /// # Thread-safety
-    /// Any thread; every call maps its own copy of the image.
-    pub unsafe fn load_embedded_elf_image(
-        name: &str,
-        bytes: &[u8],
-        params: &LoadParamList,
-    ) -> Result<Self, Error> {
-        // SAFETY: forwarded to the caller.
-        Self::from_code(unsafe { EMBEDDED_ELF.open_image(name, bytes) }?, params)
-    }
-}
-
-/// Queries, checks and loads: the steps every loader shares.
-fn load_checked(code: Code, params: &LoadParamList) -> Result<Plugin, Error> {
-    let source = code.source().clone();
-    let span = tracing::info_span!(
-        "xplug.plugin.load",
-        plugin = %code.fallback_name(),
-        source = %source,
-        name = tracing::field::Empty
-    );
-    let _entered = span.enter();
-
-    // SAFETY: the query borrows the code's `MappedCode`, boxed (it does
-    // not move) and held by the plugin until after its instance is
-    // unloaded: `'static` is never observed beyond the code's life.
-    let query = unsafe { code.query().detach() };
-    let Some(table) = query.query(Version::LATEST) else {
-        return Err(Error::UnsupportedVersion {
-            plugin: source.plugin_label(code.fallback_name()),
-            supported: Version::LATEST,
-        });
-    };
-    let header = table.header().map_err(|reason| Error::Incompatible {
-        plugin: source.plugin_label(code.fallback_name()),
-        reason,
-    })?;
-    let shown_name = header
-        .as_ref()
-        .and_then(|header| header.name.clone())
-        .unwrap_or_else(|| code.fallback_name().to_owned());
-    span.record("name", shown_name.as_str());
-    // How errors name the plugin; formatted only when one is built.
-    let plugin = || source.plugin_label(&shown_name);
-    let header = checks::check_plugin(
-        header.as_ref(),
-        table.entry_points(),
-        code.loader().name(),
-        code.required_features(),
-    )
-    .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
-    // xplug's optional exports, read alike from a library and a `.sos`.
-    let library = code.optional_exports();
-    // A plugin that lists its parameters is given no other key (with no
-    // key given there is nothing to check, and the list is read on first
-    // use).
-    let param_decls = OnceLock::new();
-    if !params.is_empty() {
-        let declared = param_decls.get_or_init(|| library.and_then(|library| library.param_decls()));
-        if let Some(declared) = declared {
-            checks::check_params(declared, params)
-                .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
-        }
-    }
-
-    // Asking for the load message before `load` tells an `xplug-sdk`
-    // plugin that this host shows it (as a cause of the error below), so
-    // the plugin does not also print it (docs/src/reference/abi.md#load-error-message).
-    if let Some(library) = library {
-        let _ = library.load_error();
-    }
-    let allocator = CountingAllocator::new();
-    let instance = table.load(&allocator, params).map_err(|error| match error {
-        RawLoadError::Refused { code } => {
-            let held = allocator.stats();
-            if held.live_allocations != 0 {
-                let plugin = plugin();
-                tracing::warn!(
-                    plugin = %plugin,
-                    leaked_allocations = held.live_allocations,
-                    leaked_bytes = held.live_bytes,
-                    "plugin {plugin} failed to load and kept {} allocation(s) of host memory",
-                    held.live_allocations
-                );
-            }
-            // Never `unload` after a failed `load` (there is no instance).
-            // The plugin's own explanation, when it keeps one.
-            let reported = library.and_then(|library| library.load_error()).map(PluginMessage::new);
-            Error::LoadFailed { plugin: plugin(), code, param_count: params.len(), reported }
-        }
-        RawLoadError::MissingFunction { function } => Error::Incompatible {
-            plugin: plugin(),
-            reason: checks::Incompatibility::MissingFunction { function },
-        },
-    })?;
-
-    Ok(Plugin {
-        instance,
-        name: ProviderName::from(Arc::<str>::from(shown_name.as_str())),
-        info: PluginInfo {
-            description: header.description.clone().unwrap_or_default(),
-            version: header.version,
-            features: header.features,
-            sanitizer: header.sanitizer,
-            name: shown_name,
-        },
-        exports: OnceLock::new(),
-        param_decls,
-        import_layouts: OnceLock::new(),
-        code,
-        allocator,
-    })
 }
 
 #[cfg(test)]
@@ -650,10 +410,12 @@ mod tests {
     use std::ffi::c_void;
 
     use xplug_abi::{
-        EnvironmentV0, Features, Header, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status, StatusCode,
+        EnvironmentV0, Features, Header, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
+        StatusCode, Version,
     };
 
     use super::*;
+    use crate::{LoadParamList, STATIC, compatibility};
 
     struct Table(
         #[expect(dead_code, reason = "read by the host through the pointer the query returns")] PluginV0,
@@ -713,10 +475,10 @@ mod tests {
 
     #[test]
     fn loader_required_features_are_enforced() {
-        let error = load_checked(code(&EMBEDDED_ELF, query), &LoadParamList::new()).unwrap_err();
+        let error = code(&EMBEDDED_ELF, query).load(&LoadParamList::new()).unwrap_err();
         assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
         assert!(
-            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::MissingFeatures { missing, .. } }
+            matches!(&error, Error::Incompatible { plugin, reason: compatibility::Incompatibility::MissingFeatures { missing, .. } }
                 if plugin == "`unit` (memory image `unit` (embedded ELF))" && *missing == Features::STANDALONE),
             "{error:?}"
         );
@@ -724,9 +486,9 @@ mod tests {
 
     #[test]
     fn a_nameless_header_is_refused() {
-        let error = load_checked(code(&STATIC, nameless_query), &LoadParamList::new()).unwrap_err();
+        let error = code(&STATIC, nameless_query).load(&LoadParamList::new()).unwrap_err();
         assert!(
-            matches!(&error, Error::Incompatible { plugin, reason: checks::Incompatibility::NullName }
+            matches!(&error, Error::Incompatible { plugin, reason: compatibility::Incompatibility::NullName }
                 if plugin == "`fallback` (linked in)"),
             "{error:?}"
         );
@@ -735,7 +497,7 @@ mod tests {
 
     #[test]
     fn a_plugin_without_unload_loads_and_drops() {
-        let plugin = load_checked(code(&STATIC, query), &LoadParamList::new()).unwrap();
+        let plugin = code(&STATIC, query).load(&LoadParamList::new()).unwrap();
         assert_eq!(plugin.name(), "unit");
         assert_eq!(plugin.info().description, "");
         assert_eq!(plugin.unload(), crate::AllocationStats::default());

@@ -11,82 +11,13 @@
 //! check, or a library loaded earlier, changes nothing
 //! (`docs/src/reference/loading.md#pinned-plugins`).
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest as _, Sha256};
-
+use crate::digest::Sha256Digest;
 use crate::{Code, Error, Loader};
 
 /// The environment variable naming an allow-list file ([`AllowList::from_env`]).
 pub const ALLOW_LIST_VAR: &str = "XPLUG_ALLOWED_PLUGINS";
-
-/// A SHA-256 hash of a plugin's code: the bytes of its file as the loader
-/// maps them (a `.so` or a whole `.sos` container), what `sha256sum` prints
-/// for the file.
-///
-/// ```
-/// use xplug_providers::Sha256Digest;
-///
-/// let digest = Sha256Digest::of(b"abc");
-/// assert_eq!(digest.to_string(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-/// assert_eq!(Sha256Digest::parse(&digest.to_string()), Ok(digest));
-/// assert!(Sha256Digest::parse("ba78").is_err());
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Sha256Digest([u8; 32]);
-
-impl Sha256Digest {
-    /// The hash of `bytes`.
-    #[must_use]
-    pub fn of(bytes: &[u8]) -> Self {
-        Self(Sha256::digest(bytes).into())
-    }
-
-    /// The hash written as 64 hex digits (either case).
-    ///
-    /// # Errors
-    /// What is wrong with `hex` (its length, or a character that is not a
-    /// hex digit), as a sentence for the caller's error.
-    pub fn parse(hex: &str) -> Result<Self, String> {
-        if hex.len() != 64 {
-            return Err(format!(
-                "a SHA-256 hash is 64 hex digits, `{hex}` has {} characters; `xplug pin PLUGIN` or \
-                 `sha256sum FILE` prints it",
-                hex.chars().count()
-            ));
-        }
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(hex, &mut bytes).map_err(|_| {
-            format!("`{hex}` is not a SHA-256 hash: it holds a character that is not a hex digit")
-        })?;
-        Ok(Self(bytes))
-    }
-
-    /// The hash whose 32 bytes are `bytes`.
-    pub(crate) fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
-
-    /// The 32 bytes.
-    #[must_use]
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-/// Lower-case hex, as `sha256sum` prints it.
-impl fmt::Display for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex::encode(self.0))
-    }
-}
-
-impl fmt::Debug for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Sha256Digest({self})")
-    }
-}
 
 /// The hashes of the plugins an operator allows, read from a file in
 /// `sha256sum` format: one `HEX  NAME` line per plugin (`HEX *NAME` too;
@@ -221,7 +152,7 @@ impl AllowList {
     ///
     /// # Errors
     /// [`Error::NotAllowed`].
-    pub fn check(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
+    pub fn admit(&self, target: &str, found: &Sha256Digest) -> Result<(), Error> {
         if self.allows(found) {
             return Ok(());
         }
@@ -259,14 +190,14 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
 /// What a pinned open checks before anything is mapped: the hash the spec
 /// pins, and the allow-lists that apply.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CodeCheck<'a> {
+pub struct PinPolicy<'a> {
     /// The hash the code must have (`?sha256=HEX`).
     pub sha256: Option<&'a Sha256Digest>,
     /// Allow-lists the code's hash must be on, each of them.
     pub allow_lists: &'a [&'a AllowList],
 }
 
-impl CodeCheck<'_> {
+impl PinPolicy<'_> {
     /// True when nothing is checked (no pin, no allow-list): the code is
     /// opened by path, as [`Loader::open`] does.
     #[must_use]
@@ -289,7 +220,7 @@ impl CodeCheck<'_> {
                 found: *found,
             });
         }
-        self.allow_lists.iter().try_for_each(|list| list.check(target, found))
+        self.allow_lists.iter().try_for_each(|list| list.admit(target, found))
     }
 }
 
@@ -301,7 +232,7 @@ impl CodeCheck<'_> {
 /// # Errors
 /// [`Error::PinUnsupported`] for a loader that cannot read its code as
 /// bytes (plugins linked in); the read's errors; those of
-/// [`CodeCheck::verify`]; then those of [`Loader::open_bytes`].
+/// [`PinPolicy::verify`]; then those of [`Loader::open_bytes`].
 ///
 /// # Safety
 /// As [`Loader::open`]: the code must be a trusted v0 plugin (the hash
@@ -309,11 +240,11 @@ impl CodeCheck<'_> {
 pub unsafe fn open_verified(
     loader: &'static dyn Loader,
     target: &str,
-    check: &CodeCheck<'_>,
+    policy: &PinPolicy<'_>,
 ) -> Result<Code, Error> {
     let bytes = loader.read(target)?;
     let found = *bytes.sha256();
-    check.verify(target, &found)?;
+    policy.verify(target, &found)?;
     // SAFETY: forwarded to the caller.
     let code = unsafe { loader.open_bytes(target, &bytes) }?;
     Ok(code.with_sha256(found))

@@ -1,23 +1,27 @@
 //! The checked v0 plugin: resolve judged from the slots, unload once, then
 //! the code is released.
 //!
-//! Every constructor lives in [`crate::loaders`], which adds to the raw
-//! steps of [`crate::raw`] the checks of [`crate::checks`]; this module is
-//! what a loaded plugin is and does: its name and source, `resolve`,
-//! tracing and the unload order.
+//! A plugin is made one way: a [`Loader`](crate::Loader) opens its
+//! [`Code`], and [`Code::load`] adds to the raw steps of [`crate::raw`] the
+//! checks of [`crate::compatibility`]. This module is that step and what a loaded
+//! plugin is and does: its name and code, `resolve`, tracing and the
+//! unload order. What only one kind of code has is its loader's
+//! ([`Code::downcast_ref`]).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use xplug_abi::{Features, Resolution, Sanitizer, StatusCode, Version};
-use xplug_elf::ElfImage;
 
-use crate::loaders::{ElfCode, LibraryCode};
-use crate::raw::{ImportLayoutInfo, ParamDeclInfo, RawInstance, RawLibrary};
-use crate::{
-    AllocationStats, Code, CountingAllocator, Error, ImportProvider, PluginSource, ProviderName,
-    ResolveRequest,
-};
+use crate::compatibility;
+use crate::counting_allocator::{AllocationStats, CountingAllocator};
+use crate::error::{Error, PluginMessage};
+use crate::loader::{Code, MappedCode};
+use crate::name::ProviderName;
+use crate::params::LoadParamList;
+use crate::provider::ImportProvider;
+use crate::raw::{ImportLayoutInfo, ParamDeclInfo, RawInstance, RawLoadError};
+use crate::request::ResolveRequest;
 
 /// What a plugin's header says about it, copied at load time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,19 +41,17 @@ pub struct PluginInfo {
 /// An owned, loaded v0 plugin: an [`ImportProvider`] over the plugin's
 /// `resolve`.
 ///
-/// Built by the constructors of the `loaders` module
-/// ([`Plugin::from_static_query`], [`Plugin::from_registration`],
-/// [`Plugin::load_system_library`], [`Plugin::load_system_library_image`],
-/// [`Plugin::from_raw_library`], [`Plugin::load_embedded_elf`],
-/// [`Plugin::load_embedded_elf_image`]) after every check of
-/// [`crate::checks`] passed and the plugin's `load` succeeded. Dropping
+/// Made by [`Code::load`], from the code a [`Loader`](crate::Loader)
+/// opened, after every check of
+/// [`crate::compatibility`] passed and the plugin's `load` succeeded. Dropping
 /// it (or [`Plugin::unload`]) calls the plugin's `unload` exactly once,
 /// then releases the code it came from, then the host allocator (so
 /// library finalizers may still free through it).
 ///
 /// # Unload policy
 /// A library built with `xplug-sdk` (it exports `xplug_plugin_exports`) is
-/// a Rust library, and is pinned when opened ([`RawLibrary::pin`]): its
+/// a Rust library, and is pinned when opened
+/// ([`RawLibrary::pin`](crate::raw::RawLibrary::pin)): its
 /// plugin is unloaded as any other, but its code stays mapped for the rest
 /// of the process, because Rust thread-locals with destructors may still
 /// be alive on threads that outlive the plugin. Other libraries (C, C++)
@@ -69,7 +71,7 @@ pub struct PluginInfo {
 ///     EnvironmentV0, Features, Header, PluginV0, Resolution, ResolveParamsV0, Sanitizer, Status,
 ///     StringPair, Version,
 /// };
-/// use xplug_providers::{ImportProvider, LoadParamList, Plugin};
+/// use xplug_providers::{ImportProvider, LoadParamList, STATIC};
 ///
 /// static HEADER: Header = Header {
 ///     version: Version::LATEST,
@@ -100,7 +102,7 @@ pub struct PluginInfo {
 /// }
 ///
 /// // SAFETY: `query` returns a valid, immutable v0 table for the whole program.
-/// let plugin = unsafe { Plugin::from_static_query(query, &LoadParamList::new()) }?;
+/// let plugin = unsafe { STATIC.query_code("doc_static", query) }.load(&LoadParamList::new())?;
 /// assert_eq!(plugin.name(), "doc_static");
 /// assert_eq!(plugin.info().description, "a plugin that resolves nothing");
 /// assert_eq!(plugin.unload().live_allocations, 0);
@@ -136,7 +138,7 @@ impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Plugin")
             .field("info", &self.info)
-            .field("source", self.code.source())
+            .field("code", &self.code)
             .field("allocation_stats", &self.allocation_stats())
             .finish_non_exhaustive()
     }
@@ -153,12 +155,6 @@ impl Plugin {
     #[must_use]
     pub fn info(&self) -> &PluginInfo {
         &self.info
-    }
-
-    /// Where the plugin came from.
-    #[must_use]
-    pub fn source(&self) -> &PluginSource {
-        self.code.source()
     }
 
     /// The import names the plugin lists through xplug's optional
@@ -202,24 +198,6 @@ impl Plugin {
         self.allocator.stats()
     }
 
-    /// The library this plugin runs from, when the OS loader opened it
-    /// ([`Plugin::load_system_library`], [`Plugin::from_raw_library`]):
-    /// the raw layer's view of the same code, for what the checked layer
-    /// does not read (`load_error`, symbol kinds).
-    #[must_use]
-    pub fn raw_library(&self) -> Option<&RawLibrary> {
-        self.code.downcast_ref::<LibraryCode>().map(|code| &code.library)
-    }
-
-    /// The mapped image this plugin runs from, when xplug's embedded ELF
-    /// loader mapped it ([`Plugin::load_embedded_elf`]): its
-    /// [`plan`](ElfImage::plan) says which FatELF record was chosen and
-    /// where each segment lies.
-    #[must_use]
-    pub fn elf_image(&self) -> Option<&ElfImage> {
-        self.code.downcast_ref::<ElfCode>().map(|code| &code.image)
-    }
-
     /// The code this plugin runs from, as its [`Loader`](crate::Loader)
     /// opened it: its details ([`Code::details`]) and optional exports.
     #[must_use]
@@ -227,46 +205,35 @@ impl Plugin {
         &self.code
     }
 
-    /// Unloads the plugin and gives back the library it ran from, open:
-    /// the reverse of [`Plugin::from_raw_library`]. The host allocator the
-    /// plugin was given stays alive until the library is closed, so its
-    /// finalisers may still free through it.
-    ///
-    /// # Errors
-    /// The plugin itself, still loaded and unchanged, when it did not come
-    /// from a library.
+    /// Unloads the plugin now and takes its mapped code out when it is a
+    /// `T`, with the host allocator it was given (which must outlive the
+    /// code, so its finalisers may still free through it); the plugin
+    /// itself, still loaded and unchanged, when its code is no `T`.
     #[expect(
         clippy::result_large_err,
         reason = "the plugin itself is the error, given back unchanged as `Arc::try_unwrap` gives back the `Arc`"
     )]
-    pub fn into_raw_library(mut self) -> Result<RawLibrary, Self> {
-        if self.raw_library().is_none() {
+    pub(crate) fn into_mapped<T: MappedCode>(mut self) -> Result<(Box<T>, Arc<CountingAllocator>), Self> {
+        if self.code.downcast_ref::<T>().is_none() {
             return Err(self);
         }
-        // The library is still open here: `unload` runs with the code
-        // mapped.
+        // The code is still mapped here: `unload` runs with it.
         self.shutdown();
-        // What stays in `self` keeps the source, for its last messages.
-        let released = crate::loaders::released_code(self.code.source().clone());
-        let code = std::mem::replace(&mut self.code, released);
-        let mut library = match code.into_mapped::<LibraryCode>() {
-            Ok(code) => code.library,
-            Err(_) => unreachable!("checked above: the code is a library"),
+        // What stays in `self` keeps the record, for its last messages.
+        let Some(mapped) = self.code.take_mapped::<T>() else {
+            unreachable!("checked above: the code is a `T`")
         };
-        let allocator = Arc::clone(&self.allocator);
-        library.keep_until_closed(allocator);
-        Ok(library)
+        Ok((mapped, Arc::clone(&self.allocator)))
     }
 
     /// How messages name this plugin: its name and where it came from.
     fn label(&self) -> String {
-        self.code.source().plugin_label(&self.name)
+        self.code.plugin_label(&self.name)
     }
 
     /// Calls `unload` once, then reports leaks; idempotent.
     fn shutdown(&mut self) {
-        let span =
-            tracing::info_span!("xplug.plugin.unload", plugin = %self.name, source = %self.code.source());
+        let span = tracing::info_span!("xplug.plugin.unload", plugin = %self.name, source = %self.code);
         let _entered = span.enter();
         if !self.instance.unload_in_place() {
             return;
@@ -292,6 +259,134 @@ impl Drop for Plugin {
         self.shutdown();
         // Then the fields drop in order: the instance (already unloaded),
         // the code (library finalizers run), the allocator.
+    }
+}
+
+impl Code {
+    /// Loads the plugin in this code, the one way a [`Plugin`] is made:
+    /// the code's query function, the checks of [`crate::compatibility`] (with
+    /// the loader's name and required features), then the plugin's `load`
+    /// with `params`. The code stays mapped until the plugin is dropped.
+    ///
+    /// Safe: the trust was placed when a [`Loader`](crate::Loader) opened
+    /// the code (an `unsafe` call).
+    ///
+    /// ```no_run
+    /// use xplug_providers::{LoadParamList, Loader, SYSTEM_LIBRARY};
+    ///
+    /// let params = LoadParamList::new().with("multiplier", "2");
+    /// // SAFETY: the library is a trusted v0 plugin.
+    /// let code = unsafe { SYSTEM_LIBRARY.open("target/plugins/release/libsample_system.so") }?;
+    /// let plugin = code.load(&params)?;
+    /// println!("loaded {} ({})", plugin.name(), plugin.info().description);
+    /// # Ok::<(), xplug_providers::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedVersion`] when the query answers NULL,
+    /// [`Error::Incompatible`] when a check fails, [`Error::LoadFailed`]
+    /// when the plugin's `load` fails (its `unload` is then not called); a
+    /// refused `load` carries the plugin's own explanation when it gives
+    /// one.
+    pub fn load(self, params: &LoadParamList) -> Result<Plugin, Error> {
+        let code = self;
+        let span = tracing::info_span!(
+            "xplug.plugin.load",
+            plugin = %code.fallback_name(),
+            source = %code,
+            name = tracing::field::Empty
+        );
+        let _entered = span.enter();
+
+        // SAFETY: the query borrows the code's `MappedCode`, boxed (it does
+        // not move) and held by the plugin until after its instance is
+        // unloaded: `'static` is never observed beyond the code's life.
+        let query = unsafe { code.query().detach() };
+        let Some(table) = query.query(Version::LATEST) else {
+            return Err(Error::UnsupportedVersion {
+                plugin: code.plugin_label(code.fallback_name()),
+                supported: Version::LATEST,
+            });
+        };
+        let header = table.header().map_err(|reason| Error::Incompatible {
+            plugin: code.plugin_label(code.fallback_name()),
+            reason,
+        })?;
+        let shown_name = header
+            .as_ref()
+            .and_then(|header| header.name.clone())
+            .unwrap_or_else(|| code.fallback_name().to_owned());
+        span.record("name", shown_name.as_str());
+        // How errors name the plugin; formatted only when one is built.
+        let plugin = || code.plugin_label(&shown_name);
+        let header = compatibility::judge_plugin(
+            header.as_ref(),
+            table.entry_points(),
+            code.loader().name(),
+            code.required_features(),
+        )
+        .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
+        // xplug's optional exports, read alike from a library and a `.sos`.
+        let library = code.optional_exports();
+        // A plugin that lists its parameters is given no other key (with no
+        // key given there is nothing to check, and the list is read on first
+        // use).
+        let param_decls = OnceLock::new();
+        if !params.is_empty() {
+            let declared = param_decls.get_or_init(|| library.and_then(|library| library.param_decls()));
+            if let Some(declared) = declared {
+                compatibility::judge_params(declared, params)
+                    .map_err(|reason| Error::Incompatible { plugin: plugin(), reason })?;
+            }
+        }
+
+        // Asking for the load message before `load` tells an `xplug-sdk`
+        // plugin that this host shows it (as a cause of the error below), so
+        // the plugin does not also print it (docs/abi.md#load-error-message).
+        if let Some(library) = library {
+            let _ = library.load_error();
+        }
+        let allocator = CountingAllocator::new();
+        let instance = table.load(&allocator, params).map_err(|error| match error {
+            RawLoadError::Refused { code } => {
+                let held = allocator.stats();
+                if held.live_allocations != 0 {
+                    let plugin = plugin();
+                    tracing::warn!(
+                        plugin = %plugin,
+                        leaked_allocations = held.live_allocations,
+                        leaked_bytes = held.live_bytes,
+                        "plugin {plugin} failed to load and kept {} allocation(s) of host memory",
+                        held.live_allocations
+                    );
+                }
+                // Never `unload` after a failed `load` (there is no instance).
+                // The plugin's own explanation, when it keeps one.
+                let reported = library.and_then(|library| library.load_error()).map(PluginMessage::new);
+                Error::LoadFailed { plugin: plugin(), code, param_count: params.len(), reported }
+            }
+            RawLoadError::MissingFunction { function } => Error::Incompatible {
+                plugin: plugin(),
+                reason: compatibility::Incompatibility::MissingFunction { function },
+            },
+        })?;
+
+        Ok(Plugin {
+            instance,
+            name: ProviderName::from(Arc::<str>::from(shown_name.as_str())),
+            info: PluginInfo {
+                description: header.description.clone().unwrap_or_default(),
+                version: header.version,
+                features: header.features,
+                sanitizer: header.sanitizer,
+                name: shown_name,
+            },
+            exports: OnceLock::new(),
+            param_decls,
+            import_layouts: OnceLock::new(),
+            code,
+            allocator,
+        })
     }
 }
 

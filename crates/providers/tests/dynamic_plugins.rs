@@ -11,12 +11,16 @@ use std::sync::{Arc, Mutex};
 use common::{build_configurable, call_binop};
 use xplug_providers::abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_providers::{
-    AllocationStats, Error, ImportProvider, LoadParamList, Origin, Plugin, ResolveRequest, SymbolName,
+    AllocationStats, Error, ImportProvider, LoadParamList, Loader, Origin, Plugin, ResolveRequest,
+    SYSTEM_LIBRARY, SymbolName, SystemLibraryCode,
 };
 
 fn load_file(path: &Path, params: &LoadParamList) -> Plugin {
     // SAFETY: the test plugins follow the v0 ABI.
-    unsafe { Plugin::load_system_library(path, params) }.expect("the plugin loads")
+    unsafe {
+        SYSTEM_LIBRARY.open(&std::path::Path::new(&path).to_string_lossy()).and_then(|code| code.load(params))
+    }
+    .expect("the plugin loads")
 }
 
 fn null_slots<const N: usize>() -> [*mut c_void; N] {
@@ -64,7 +68,7 @@ fn minimal_plugin_from_file() {
     let path = xplug_fixtures::build_minimal_c_plugin(dir.path());
     let plugin = load_file(&path, &LoadParamList::new().with("scale", "3"));
     assert_eq!(
-        (plugin.source().loader().name(), plugin.source().origin()),
+        (plugin.code().loader().name(), plugin.code().origin()),
         ("system library", Some(&Origin::File(path.clone())))
     );
     check_minimal(&plugin);
@@ -81,16 +85,23 @@ fn an_open_raw_library_becomes_a_plugin_and_back() {
     // SAFETY: the file is the minimal v0 C plugin.
     let library = unsafe { xplug_providers::raw::RawLibrary::open(&path) }.unwrap();
     let params = LoadParamList::new().with("scale", "3");
-    let plugin = Plugin::from_raw_library(library, &params).unwrap();
+    let plugin = SYSTEM_LIBRARY.library_code(library).and_then(|code| code.load(&params)).unwrap();
     assert_eq!(
-        (plugin.source().loader().name(), plugin.source().origin()),
+        (plugin.code().loader().name(), plugin.code().origin()),
         ("system library", Some(&Origin::File(path.clone())))
     );
-    assert_eq!(plugin.raw_library().map(|library| library.path()), Some(path.as_path()));
+    assert_eq!(
+        plugin
+            .code()
+            .downcast_ref::<SystemLibraryCode>()
+            .map(SystemLibraryCode::library)
+            .map(|library| library.path()),
+        Some(path.as_path())
+    );
     check_minimal(&plugin);
     // Back: the plugin is unloaded, the library stays open and loads again.
-    let library = plugin.into_raw_library().expect("the plugin came from a library");
-    let again = Plugin::from_raw_library(library, &params).unwrap();
+    let library = SYSTEM_LIBRARY.into_library(plugin).expect("the plugin came from a library");
+    let again = SYSTEM_LIBRARY.library_code(library).and_then(|code| code.load(&params)).unwrap();
     check_minimal(&again);
     assert_eq!(again.unload().live_allocations, 0);
 }
@@ -104,11 +115,13 @@ fn minimal_plugin_from_memory() {
     drop(dir);
     // SAFETY: the bytes are the minimal v0 C plugin.
     let plugin = unsafe {
-        Plugin::load_system_library_image("c_minimal.so", &bytes, &LoadParamList::new().with("scale", "3"))
+        SYSTEM_LIBRARY
+            .open_image("c_minimal.so", &bytes)
+            .and_then(|code| code.load(&LoadParamList::new().with("scale", "3")))
     }
     .expect("the plugin loads from memory");
     assert_eq!(
-        (plugin.source().loader().name(), plugin.source().origin()),
+        (plugin.code().loader().name(), plugin.code().origin()),
         ("system library", Some(&Origin::Memory("c_minimal.so".to_owned())))
     );
     check_minimal(&plugin);
@@ -170,7 +183,8 @@ fn memory_images_stay_distinct_while_both_are_loaded() {
     let bytes = std::fs::read(&path).unwrap();
     let load_image = |name: &str| {
         // SAFETY: the test plugin follows the v0 ABI.
-        unsafe { Plugin::load_system_library_image(name, &bytes, &LoadParamList::new()) }.unwrap()
+        unsafe { SYSTEM_LIBRARY.open_image(name, &bytes).and_then(|code| code.load(&LoadParamList::new())) }
+            .unwrap()
     };
     // Each image is its own copy of the library with its own globals: the
     // second image is not handed the first one's already-open library.

@@ -8,14 +8,18 @@ use std::path::Path;
 
 use common::build_configurable;
 use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
-use xplug_providers::checks::Incompatibility;
-use xplug_providers::{Error, ErrorChain, LoadParamList, Plugin};
+use xplug_providers::compatibility::Incompatibility;
+use xplug_providers::{Error, ErrorChain, LoadParamList, Loader, Plugin, SYSTEM_LIBRARY};
 
 fn load(path: &Path) -> Result<Plugin, Error> {
     // SAFETY: the test plugins are built from `configurable_plugin.c`, which
     // follows the v0 ABI apart from the deliberate header/table faults the
     // loader checks before calling anything but `query`.
-    unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
+    unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
 }
 
 /// The load check a refused plugin failed.
@@ -269,8 +273,10 @@ fn foreign_architecture_is_refused() {
 
     // The same image from memory.
     // SAFETY: the image is refused before anything of it is run.
-    let error = unsafe { Plugin::load_system_library_image("foreign", &image, &LoadParamList::new()) }
-        .expect_err("a foreign ELF is no plugin here");
+    let error = unsafe {
+        SYSTEM_LIBRARY.open_image("foreign", &image).and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect_err("a foreign ELF is no plugin here");
     assert!(matches!(error, Error::WrongArchitecture { .. }), "{error:?}");
     assert!(error.to_string().contains("memory image `foreign`"), "{error}");
 }
@@ -278,8 +284,10 @@ fn foreign_architecture_is_refused() {
 #[test]
 fn garbage_from_memory_is_not_a_shared_object() {
     // SAFETY: the bytes are refused before anything of them is run.
-    let error = unsafe { Plugin::load_system_library_image("junk", b"junk bytes", &LoadParamList::new()) }
-        .expect_err("junk is no plugin");
+    let error = unsafe {
+        SYSTEM_LIBRARY.open_image("junk", b"junk bytes").and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect_err("junk is no plugin");
     assert_eq!(error.code(), StatusCode::INVALID_ARGUMENT, "{error}");
     assert!(error.to_string().contains("memory image `junk`"), "{error}");
 }

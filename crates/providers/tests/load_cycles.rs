@@ -10,7 +10,9 @@ use std::ffi::c_void;
 use std::path::Path;
 
 use xplug_providers::abi::Resolution;
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{
+    ImportProvider, LoadParamList, Loader, Plugin, ResolveRequest, SYSTEM_LIBRARY, SymbolName,
+};
 
 /// Cycles per plugin.
 const CYCLES: usize = 10_000;
@@ -66,9 +68,11 @@ fn ten_thousand_cycles_of_a_c_and_a_rust_plugin_stay_flat() {
         // SAFETY: the library is the minimal v0 C plugin.
         let plugin = unsafe {
             if cycle % 2 == 0 {
-                Plugin::load_system_library(&c_path, &params)
+                SYSTEM_LIBRARY
+                    .open(&std::path::Path::new(&c_path).to_string_lossy())
+                    .and_then(|code| code.load(&params))
             } else {
-                Plugin::load_system_library_image("c_minimal", &c_bytes, &params)
+                SYSTEM_LIBRARY.open_image("c_minimal", &c_bytes).and_then(|code| code.load(&params))
             }
         }
         .unwrap_or_else(|error| panic!("cycle {cycle}: {error}"));
@@ -113,5 +117,10 @@ fn ten_thousand_cycles_of_a_c_and_a_rust_plugin_stay_flat() {
 
 fn load(path: &Path) -> Plugin {
     // SAFETY: the test plugin is a v0 plugin.
-    unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }.expect("the plugin loads")
+    unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect("the plugin loads")
 }

@@ -8,12 +8,16 @@ use std::path::{Path, PathBuf};
 use common::configurable_source;
 use xplug_providers::abi::StatusCode;
 use xplug_providers::raw::RawLibrary;
-use xplug_providers::{Error, LoadParamList, Plugin};
+use xplug_providers::{Error, LoadParamList, Loader, Plugin, SYSTEM_LIBRARY};
 
 fn load(path: &Path) -> Result<Plugin, Error> {
     // SAFETY: the test libraries are v0 plugins (or refused before any of
     // their code is called, which is what is tested).
-    unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }
+    unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
 }
 
 /// The configurable plugin plus `extra` C code, built into `dir`.
@@ -46,8 +50,10 @@ fn a_reference_nothing_defines_is_refused_at_load_naming_the_symbol() {
     // The same bytes from memory are refused the same way.
     let bytes = std::fs::read(&path).unwrap();
     // SAFETY: as in `load`.
-    let error = unsafe { Plugin::load_system_library_image("undefined_ref", &bytes, &LoadParamList::new()) }
-        .unwrap_err();
+    let error = unsafe {
+        SYSTEM_LIBRARY.open_image("undefined_ref", &bytes).and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert!(
         matches!(&error, Error::UndefinedSymbol { symbol, .. } if symbol == "xplug_test_defined_nowhere"),
         "{error:?}"

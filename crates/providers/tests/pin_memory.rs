@@ -6,7 +6,7 @@
 //! `ru_maxrss`) is the process's, and no other test may raise it.
 
 use xplug_providers::{
-    CodeBytes, CodeCheck, EMBEDDED_ELF, Error, SYSTEM_LIBRARY, Sha256Digest, open_verified,
+    CodeBytes, EMBEDDED_ELF, Error, PinPolicy, SYSTEM_LIBRARY, Sha256Digest, open_verified,
 };
 
 /// The process's peak resident size so far, in bytes.
@@ -23,7 +23,7 @@ fn peak_rss() -> u64 {
 fn hashing_a_large_file_keeps_the_process_small_and_a_huge_one_is_refused_unread() {
     let dir = tempfile::tempdir().unwrap();
     let wrong = Sha256Digest::of(b"the approved plugin");
-    let check = CodeCheck { sha256: Some(&wrong), allow_lists: &[] };
+    let check = PinPolicy { sha256: Some(&wrong), allow_lists: &[] };
 
     // 64 MiB, sparse on disk: every byte is read and hashed, and the pin
     // refuses it, for both loaders.

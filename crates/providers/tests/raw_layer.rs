@@ -8,7 +8,9 @@ use std::ffi::c_void;
 use common::build_configurable;
 use xplug_providers::abi::{Features, Resolution, Sanitizer, StatusCode, Version};
 use xplug_providers::raw::{EntryPoints, RawLibrary, RawLoadError};
-use xplug_providers::{CountingAllocator, Error, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{
+    CountingAllocator, Error, LoadParamList, Loader, ResolveRequest, SYSTEM_LIBRARY, SymbolName,
+};
 
 fn open(path: &std::path::Path) -> RawLibrary {
     // SAFETY: the test plugins follow the v0 ABI (their faults are in what
@@ -58,7 +60,12 @@ fn raw_resolve_reports_a_lie_that_plugin_judges() {
     assert!(!request.is_filled(0));
     // The checked layer judges from the slots.
     // SAFETY: as in `open`.
-    let plugin = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.unwrap();
+    let plugin = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     let (mut fns, mut contexts) = ([std::ptr::null_mut::<c_void>(); 1], [std::ptr::null_mut::<c_void>(); 1]);
     let mut request = ResolveRequest::new(&names, &mut fns, &mut contexts).unwrap();
     let verdict = xplug_providers::ImportProvider::resolve(&plugin, &mut request);

@@ -9,7 +9,7 @@ use xplug_providers::abi::{
     ResolveParamsV0, Sanitizer, Status, StatusCode, StringPair, Version,
 };
 use xplug_providers::{
-    Error, ImportProvider, LoadParamList, Plugin, ResolveRequest, StaticPluginRegistration, SymbolName,
+    Error, ImportProvider, LoadParamList, ResolveRequest, STATIC, StaticPluginRegistration, SymbolName,
     static_plugins,
 };
 
@@ -146,9 +146,10 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
         .into_iter()
         .find(|registration| registration.name() == "rust_static_registration")
         .expect("the registration is collected");
-    let plugin = Plugin::from_registration(registration, &LoadParamList::new().with("answer", "42")).unwrap();
+    let plugin =
+        STATIC.registration_code(registration).load(&LoadParamList::new().with("answer", "42")).unwrap();
     assert_eq!(plugin.name(), "rust_static");
-    assert_eq!((plugin.source().loader().name(), plugin.source().origin()), ("static", None));
+    assert_eq!((plugin.code().loader().name(), plugin.code().origin()), ("static", None));
     assert_eq!(plugin.info().description, "a static plugin written in Rust");
 
     let names = [SymbolName::new(c"answer"), SymbolName::new(c"?question")];
@@ -176,7 +177,7 @@ fn registered_static_plugin_loads_resolves_and_unloads_once() {
 fn static_plugin_needing_a_newer_runtime_is_refused() {
     let registration =
         static_plugins().into_iter().find(|registration| registration.name() == "needs_v2").unwrap();
-    let error = Plugin::from_registration(registration, &LoadParamList::new()).unwrap_err();
+    let error = STATIC.registration_code(registration).load(&LoadParamList::new()).unwrap_err();
     assert!(matches!(error, Error::UnsupportedVersion { .. }), "{error:?}");
     assert_eq!(error.code(), StatusCode::FAILED_PRECONDITION);
     assert!(error.to_string().contains("`needs_v2`") && error.to_string().contains("0x00000001"), "{error}");
@@ -185,7 +186,7 @@ fn static_plugin_needing_a_newer_runtime_is_refused() {
 #[test]
 fn from_query_loads_the_same_table() {
     // SAFETY: `query` follows the v0 contract (see the registration above).
-    let plugin = unsafe { Plugin::from_static_query(query, &LoadParamList::new()) }.unwrap();
+    let plugin = unsafe { STATIC.query_code("static plugin", query).load(&LoadParamList::new()) }.unwrap();
     assert_eq!(plugin.name(), "rust_static");
     drop(plugin);
 }

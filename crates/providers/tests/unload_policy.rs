@@ -7,7 +7,9 @@ mod common;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{
+    ImportProvider, LoadParamList, Loader, Plugin, ResolveRequest, SYSTEM_LIBRARY, SymbolName,
+};
 
 fn build_thread_local_plugin() -> PathBuf {
     xplug_fixtures::build_rust_plugin("thread_local_plugin")
@@ -15,7 +17,12 @@ fn build_thread_local_plugin() -> PathBuf {
 
 fn load(path: &Path) -> Plugin {
     // SAFETY: the test plugins are v0 plugins.
-    unsafe { Plugin::load_system_library(path, &LoadParamList::new()) }.expect("the plugin loads")
+    unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .expect("the plugin loads")
 }
 
 /// Calls the plugin's `u64`-pair import `name` with `value`; returns the

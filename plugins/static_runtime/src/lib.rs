@@ -3,7 +3,7 @@
 //!
 //! The `static_runtime` binary names `sample_static` (`use sample_static as
 //! _;`), lists [`xplug_providers::static_plugins()`], loads `sample_static`
-//! with [`xplug_providers::Plugin::from_registration`] and calls its
+//! with [`xplug_providers::StaticLoader::registration_code`] and [`xplug_providers::Code::load`] and calls its
 //! `static_fma_i64` import. The `unreferenced` binary depends on the same
 //! crate but never names it: the linker drops the plugin's registration and
 //! the list is empty. That is the trap `xplug-sdk` documents.
@@ -12,7 +12,7 @@
 //! `xplug-providers` and `xplug-manager`, statically and as shared
 //! libraries.
 
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, RequestSlots};
+use xplug_providers::{ImportProvider, LoadParamList, RequestSlots, STATIC};
 
 /// The args of `static_fma_i64`, as a host declares them (the layout of
 /// `sample_static::FmaArgs`).
@@ -46,7 +46,8 @@ pub fn fma_through_static_plugin(name: &str, a: i64, b: i64, c: i64) -> Result<i
         .into_iter()
         .find(|plugin| plugin.name() == name)
         .ok_or_else(|| format!("no static plugin named `{name}` is linked in; add `use {name} as _;`"))?;
-    let plugin = Plugin::from_registration(registration, &LoadParamList::new()).map_err(|e| e.to_string())?;
+    let plugin =
+        STATIC.registration_code(registration).load(&LoadParamList::new()).map_err(|e| e.to_string())?;
     let mut slots = RequestSlots::for_names([c"static_fma_i64"]);
     plugin.resolve(&mut slots.request()).map_err(|e| e.to_string())?;
     let (function, context) = (slots.fns()[0], slots.contexts()[0]);

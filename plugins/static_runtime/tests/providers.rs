@@ -12,7 +12,9 @@ use sample_static as _;
 use static_runtime::Fma;
 use xplug_manager::Manager;
 use xplug_providers::abi::{Features, ImportFn, Resolution};
-use xplug_providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_providers::{
+    ImportProvider, LoadParamList, Loader, ResolveRequest, STATIC, SYSTEM_LIBRARY, SymbolName,
+};
 
 /// IREE's custom-dispatch sample args, as a host declares them.
 #[repr(C)]
@@ -106,7 +108,7 @@ fn static_plugin_through_providers() {
         .into_iter()
         .find(|plugin| plugin.name() == "sample_static")
         .expect("sample_static is registered");
-    let plugin = Plugin::from_registration(registration, &LoadParamList::new()).unwrap();
+    let plugin = STATIC.registration_code(registration).load(&LoadParamList::new()).unwrap();
     assert_eq!(plugin.name(), "sample_static");
     let (function, context) = resolve_one(&plugin, c"static_fma_i64");
     let mut args = Fma { result: 0, a: 6, b: 7, c: 8 };
@@ -139,7 +141,9 @@ fn static_plugin_through_the_manager() {
 fn sample_system_library_counts_and_frees_its_allocations() {
     // SAFETY: the library is this workspace's v0 plugin.
     let plugin = unsafe {
-        Plugin::load_system_library(library("sample_system"), &LoadParamList::new().with("multiplier", "3"))
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&library("sample_system")).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new().with("multiplier", "3")))
     }
     .unwrap();
     assert_eq!(plugin.name(), "sample_system");
@@ -170,10 +174,9 @@ fn sample_system_library_counts_and_frees_its_allocations() {
 fn sample_system_rejects_a_bad_parameter() {
     // SAFETY: the library is this workspace's v0 plugin.
     let result = unsafe {
-        Plugin::load_system_library(
-            library("sample_system"),
-            &LoadParamList::new().with("multiplier", "lots"),
-        )
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&library("sample_system")).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new().with("multiplier", "lots")))
     };
     let Err(error) = result else { panic!("a non-numeric multiplier must fail to load") };
     assert_eq!(error.code(), xplug_providers::abi::StatusCode::INVALID_ARGUMENT, "{error}");
@@ -224,8 +227,12 @@ fn manager_scans_dynamic_plugins_newest_first() {
 #[test]
 fn standalone_library_declares_standalone_and_saxpy_works() {
     // SAFETY: the library is this workspace's v0 plugin.
-    let plugin =
-        unsafe { Plugin::load_system_library(library("sample_standalone"), &LoadParamList::new()) }.unwrap();
+    let plugin = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&library("sample_standalone")).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap();
     assert!(plugin.info().features.contains(Features::STANDALONE));
     #[repr(C)]
     struct Saxpy {
@@ -261,8 +268,14 @@ fn sdk_libraries_list_their_exports_and_the_manager_suggests_from_them() {
     // SAFETY: the libraries are this workspace's v0 plugins.
     let (system, c_sample) = unsafe {
         (
-            Plugin::load_system_library(library("sample_system"), &LoadParamList::new()).unwrap(),
-            Plugin::load_system_library(library("c_sample"), &LoadParamList::new()).unwrap(),
+            SYSTEM_LIBRARY
+                .open(&std::path::Path::new(&library("sample_system")).to_string_lossy())
+                .and_then(|code| code.load(&LoadParamList::new()))
+                .unwrap(),
+            SYSTEM_LIBRARY
+                .open(&std::path::Path::new(&library("c_sample")).to_string_lossy())
+                .and_then(|code| code.load(&LoadParamList::new()))
+                .unwrap(),
         )
     };
     // The SDK's `xplug_plugin_exports`, read after the load checks passed.
@@ -299,7 +312,12 @@ fn a_plugin_built_with_its_static_feature_is_diagnosed_with_the_fix() {
     let path = build_dir.join("debug").join("libsample_static.so");
     // SAFETY: the library is this workspace's plugin crate (whose cdylib has
     // no v0 export in this configuration, which is what is being tested).
-    let error = unsafe { Plugin::load_system_library(&path, &LoadParamList::new()) }.unwrap_err();
+    let error = unsafe {
+        SYSTEM_LIBRARY
+            .open(&std::path::Path::new(&path).to_string_lossy())
+            .and_then(|code| code.load(&LoadParamList::new()))
+    }
+    .unwrap_err();
     assert!(matches!(error, xplug_providers::Error::MissingExport { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("iree_hal_executable_plugin_query"), "{message}");

@@ -15,7 +15,9 @@ use iree_sample_args::WorkgroupArgs;
 use xplug_abi::{Resolution, StatusCode};
 use xplug_iree_reference::IreePlugin;
 use xplug_manager::providers::embedded_elf::{fatelf, validate};
-use xplug_manager::providers::{ImportProvider, LoadParamList, Plugin, ResolveRequest, SymbolName};
+use xplug_manager::providers::{
+    EMBEDDED_ELF, ImportProvider, LoadParamList, Loader, ResolveRequest, SymbolName,
+};
 
 /// Calls a resolved `simple_mul_workgroup` on a fixed slice and returns its
 /// result code and output.
@@ -72,8 +74,12 @@ fn iree_and_xplug_load_resolve_and_run_the_same_sos_files_alike() {
         let iree = unsafe { IreePlugin::embedded_elf(&path, &[]) }
             .unwrap_or_else(|error| panic!("IREE refuses {}: {error}", path.display()));
         // SAFETY: as above.
-        let xplug = unsafe { Plugin::load_embedded_elf(&path, &LoadParamList::new()) }
-            .unwrap_or_else(|error| panic!("xplug refuses {}: {error}", path.display()));
+        let xplug = unsafe {
+            EMBEDDED_ELF
+                .open(&std::path::Path::new(&path).to_string_lossy())
+                .and_then(|code| code.load(&LoadParamList::new()))
+        }
+        .unwrap_or_else(|error| panic!("xplug refuses {}: {error}", path.display()));
         assert_eq!(xplug.name(), name, "{}", path.display());
 
         let (mut iree_fns, mut iree_contexts) = ([std::ptr::null_mut(); 2], [std::ptr::null_mut(); 2]);

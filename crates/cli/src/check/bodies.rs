@@ -6,7 +6,7 @@ use std::ffi::{CString, c_void};
 
 use xplug_abi::{Features, Resolution, StatusCode, Version};
 use xplug_providers::raw::{RawInstance, RawLoadError, RawQuery, RawTable};
-use xplug_providers::{CountingAllocator, LoadParamList, RequestSlots, checks};
+use xplug_providers::{CountingAllocator, LoadParamList, RequestSlots, compatibility};
 
 /// A name no plugin exports.
 const UNKNOWN: &str = "xplug_check_no_such_symbol_4f1d";
@@ -128,7 +128,7 @@ fn instance<'a>(subject: &Subject<'a>, extra: &[(&str, &str)]) -> Result<RawInst
     let table = table_for(subject)?;
     let refused = |refusal| Verdict::not_loaded(&format!("a host refuses the plugin ({refusal})"));
     let header = table.header().map_err(refused)?;
-    checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
+    compatibility::judge_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(refused)?;
     let mut params = subject.params.clone();
     for (key, value) in extra {
@@ -178,11 +178,11 @@ pub(super) fn header(subject: &Subject<'_>) -> Checked {
     let header = table.header().map_err(|refusal| refusal.to_string())?.ok_or("NULL header")?;
     // What a host refuses (the same checks `Plugin` applies)...
     let mut problems: Vec<String> = [
-        checks::check_version(&header),
-        checks::check_name(&header),
-        checks::check_status_mode(&header),
-        checks::check_sanitizer(&header),
-        checks::check_known_features(&header),
+        compatibility::judge_version(&header),
+        compatibility::judge_name(&header),
+        compatibility::judge_status_mode(&header),
+        compatibility::judge_sanitizer(&header),
+        compatibility::judge_known_features(&header),
     ]
     .into_iter()
     .filter_map(Result::err)
@@ -235,7 +235,7 @@ pub(super) fn load_with_params(subject: &Subject<'_>) -> Checked {
     let table = table_for(subject)?;
     let refused = |refusal| Verdict::not_loaded(&format!("a host refuses the plugin ({refusal})"));
     let header = table.header().map_err(refused)?;
-    checks::check_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
+    compatibility::judge_plugin(header.as_ref(), table.entry_points(), subject.loader, subject.required)
         .map_err(refused)?;
     let mut params = subject.params.clone();
     params.push(CHECK_PARAM.0, CHECK_PARAM.1);

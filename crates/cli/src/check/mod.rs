@@ -20,7 +20,7 @@ mod children;
 
 use serde_json::json;
 use xplug_manager::spec::PluginSpec;
-use xplug_providers::{LoadParamList, checks};
+use xplug_providers::{LoadParamList, compatibility};
 
 use self::bodies::{Outcome, Subject};
 use self::catalogue::{CHECKS, CheckResult, select, skipped_after};
@@ -137,15 +137,15 @@ pub(crate) fn run_checks(
 
 /// Refuses, before any check runs, a load parameter the plugin does not
 /// declare or whose value is not of its declared type
-/// ([`xplug_providers::checks::check_params`], the refusal the loaders
+/// ([`xplug_providers::compatibility::judge_params`], the refusal the loaders
 /// make): every check would fail on it.
 fn refuse_undeclared_params(
     plugin: &str,
     declared: &[xplug_providers::raw::ParamDeclInfo],
     params: &LoadParamList,
 ) -> Result<(), CliError> {
-    match checks::check_params(declared, params) {
-        Err(checks::Incompatibility::UndeclaredParam { key, suggestion, declared }) => {
+    match compatibility::judge_params(declared, params) {
+        Err(compatibility::Incompatibility::UndeclaredParam { key, suggestion, declared }) => {
             Err(CliError::UnknownParam {
                 plugin: plugin.to_owned(),
                 key: key.into(),

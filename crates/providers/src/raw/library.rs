@@ -11,7 +11,7 @@ use xplug_abi::{EXPORT_NAME, EXPORTS_LIST_NAME, QueryFn};
 use super::RawQuery;
 use super::optional::{ImportLayoutInfo, OptionalExports, ParamDeclInfo};
 use super::stage::{self, Stage};
-use crate::{CodeBytes, CountingAllocator, Error, LoaderError, Origin};
+use crate::{CodeBytes, CountingAllocator, Error, Origin, OsLoaderMessage};
 
 /// The hint attached to a missing query export.
 const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib`: declare \
@@ -51,7 +51,7 @@ pub struct RawLibrary {
     /// before the allocators its plugins were given.
     library: Library,
     /// The host allocators of plugins that ran from this library and were
-    /// unloaded ([`crate::Plugin::into_raw_library`]): kept until the
+    /// unloaded ([`SystemLibraryLoader::into_library`](crate::SystemLibraryLoader::into_library)): kept until the
     /// library is closed, so its finalisers may still free through them.
     allocators: Vec<Arc<CountingAllocator>>,
     /// Where the library came from: the file, or the image's name.
@@ -518,40 +518,7 @@ fn open_now(path: &Path) -> Result<Library, dlopen2::Error> {
 /// are followed).
 fn require_regular_file(path: &Path) -> Result<(), Error> {
     let metadata = std::fs::metadata(path).map_err(Error::reading("plugin library", path))?;
-    if metadata.is_file() { Ok(()) } else { Err(not_a_regular_file(path, &metadata)) }
-}
-
-/// The refusal of a path that names something other than a regular file
-/// (a directory, a FIFO...): plugins are only ever read from files.
-pub(crate) fn not_a_regular_file(path: &Path, metadata: &std::fs::Metadata) -> Error {
-    Error::NotSharedObject {
-        path: path.to_path_buf(),
-        reason: format!(
-            "it is {}, not a regular file; pass the path of a plugin file",
-            file_kind(&metadata.file_type())
-        ),
-    }
-}
-
-/// "a directory", "a FIFO"...
-fn file_kind(kind: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() { "a directory" } else { "not a regular file" }
+    if metadata.is_file() { Ok(()) } else { Err(super::sealed::not_a_regular_file(path, &metadata)) }
 }
 
 /// The typed error for a loader refusal: [`Error::UndefinedSymbol`] when
@@ -632,8 +599,8 @@ pub(crate) fn is_bare_name(path: &Path) -> bool {
         && !path.as_os_str().to_string_lossy().contains(std::path::MAIN_SEPARATOR)
 }
 
-fn loader_error(error: &dlopen2::Error) -> LoaderError {
-    LoaderError::new(match error {
+fn loader_error(error: &dlopen2::Error) -> OsLoaderMessage {
+    OsLoaderMessage::new(match error {
         dlopen2::Error::OpeningLibraryError(cause) | dlopen2::Error::SymbolGettingError(cause) => {
             cause.to_string()
         }

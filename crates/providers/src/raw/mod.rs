@@ -1,7 +1,7 @@
 //! The raw v0 layer: each step of hosting a plugin, usable alone.
 //!
 //! [`crate::Plugin`] is built from these steps and adds the load checks of
-//! [`crate::checks`], names, tracing and the unload policy. A tool that must
+//! [`crate::compatibility`], names, tracing and the unload policy. A tool that must
 //! see exactly what a broken plugin answers (`xplug check`, a probe in a
 //! child process) uses the steps directly:
 //!

@@ -164,7 +164,7 @@ pub unsafe trait OptionalExports {
 // executable segment of the mapped image, for symbols of the names in
 // `OPTIONAL_EXPORTS`, valid while the image lives; that each is the export
 // xplug-abi describes is the promise made when the image was trusted
-// (`Plugin::load_embedded_elf_image`, `RawQuery::from_elf_image`).
+// (`EmbeddedElfLoader::open_image`, `RawQuery::from_elf_image`).
 unsafe impl OptionalExports for ElfImage {
     fn optional_export(&self, name: &CStr) -> Option<*const ()> {
         ElfImage::optional_export(self, name)

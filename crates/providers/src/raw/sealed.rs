@@ -8,7 +8,8 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::{Error, Sha256Digest};
+use crate::Error;
+use crate::digest::Sha256Digest;
 
 /// The bytes of a plugin file as a pinned open reads them
 /// ([`Loader::read`](crate::Loader::read)), with their SHA-256: read once,
@@ -254,7 +255,7 @@ fn open_regular(path: &Path, io_error: &impl Fn(std::io::Error) -> Error) -> Res
     let file = options.open(path).map_err(io_error)?;
     let metadata = file.metadata().map_err(io_error)?;
     if !metadata.is_file() {
-        return Err(super::library::not_a_regular_file(path, &metadata));
+        return Err(not_a_regular_file(path, &metadata));
     }
     Ok(file)
 }
@@ -410,6 +411,39 @@ pub(crate) mod memfd {
             }
         }
     }
+}
+
+/// The refusal of a path that names something other than a regular file
+/// (a directory, a FIFO...): plugins are only ever read from files.
+pub(crate) fn not_a_regular_file(path: &Path, metadata: &std::fs::Metadata) -> Error {
+    Error::NotSharedObject {
+        path: path.to_path_buf(),
+        reason: format!(
+            "it is {}, not a regular file; pass the path of a plugin file",
+            file_kind(&metadata.file_type())
+        ),
+    }
+}
+
+/// "a directory", "a FIFO"...
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() { "a directory" } else { "not a regular file" }
 }
 
 #[cfg(test)]

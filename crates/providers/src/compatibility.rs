@@ -1,14 +1,14 @@
-//! The load checks a host runs on a plugin's header and table before it
-//! calls `load` (`docs/src/reference/loading.md#load-checks`).
+//! Load compatibility: what a host requires of a plugin's header and table
+//! before it calls `load` (`docs/src/reference/loading.md#load-checks`).
 //!
-//! Each check is a small function returning a typed [`Incompatibility`]
-//! with the expected and found values; [`check_plugin`] runs them in order.
+//! Each requirement is a small `judge_*` function returning a typed [`Incompatibility`]
+//! with the expected and found values; [`judge_plugin`] runs them in order.
 //! [`crate::Plugin`] refuses a plugin that fails one; `xplug check` reports
 //! each one. IREE's own loader checks only the sanitizer and `FULL_STATUS`.
 //!
 //! ```
 //! use xplug_providers::abi::{Features, Sanitizer, StatusCode, Version};
-//! use xplug_providers::checks::{self, Incompatibility};
+//! use xplug_providers::compatibility::{self, Incompatibility};
 //! use xplug_providers::raw::RawHeader;
 //!
 //! let header = RawHeader {
@@ -18,7 +18,7 @@
 //!     features: Features::NONE,
 //!     sanitizer: Sanitizer::NONE,
 //! };
-//! let refusal = checks::check_version(&header).unwrap_err();
+//! let refusal = compatibility::judge_version(&header).unwrap_err();
 //! assert_eq!(refusal, Incompatibility::NewerVersion { found: Version(7), supported: Version::LATEST });
 //! assert_eq!(refusal.code(), StatusCode::FAILED_PRECONDITION);
 //! ```
@@ -39,7 +39,7 @@ pub const HOST_SANITIZER: Sanitizer = Sanitizer::NONE;
 ///
 /// # Errors
 /// [`Incompatibility::NullName`].
-pub fn check_name(header: &RawHeader) -> Result<(), Incompatibility> {
+pub fn judge_name(header: &RawHeader) -> Result<(), Incompatibility> {
     if header.name.is_none() { Err(Incompatibility::NullName) } else { Ok(()) }
 }
 
@@ -47,7 +47,7 @@ pub fn check_name(header: &RawHeader) -> Result<(), Incompatibility> {
 ///
 /// # Errors
 /// [`Incompatibility::InvalidVersion`] for 0, [`Incompatibility::NewerVersion`].
-pub fn check_version(header: &RawHeader) -> Result<(), Incompatibility> {
+pub fn judge_version(header: &RawHeader) -> Result<(), Incompatibility> {
     if header.version.0 == 0 {
         return Err(Incompatibility::InvalidVersion { found: header.version, expected: Version::LATEST });
     }
@@ -61,7 +61,7 @@ pub fn check_version(header: &RawHeader) -> Result<(), Incompatibility> {
 ///
 /// # Errors
 /// [`Incompatibility::FullStatus`].
-pub fn check_status_mode(header: &RawHeader) -> Result<(), Incompatibility> {
+pub fn judge_status_mode(header: &RawHeader) -> Result<(), Incompatibility> {
     if header.features.contains(Features::FULL_STATUS) { Err(Incompatibility::FullStatus) } else { Ok(()) }
 }
 
@@ -69,7 +69,7 @@ pub fn check_status_mode(header: &RawHeader) -> Result<(), Incompatibility> {
 ///
 /// # Errors
 /// [`Incompatibility::Sanitizer`], for known and unknown values alike.
-pub fn check_sanitizer(header: &RawHeader) -> Result<(), Incompatibility> {
+pub fn judge_sanitizer(header: &RawHeader) -> Result<(), Incompatibility> {
     if header.sanitizer == Sanitizer::NONE || header.sanitizer == HOST_SANITIZER {
         Ok(())
     } else {
@@ -81,7 +81,7 @@ pub fn check_sanitizer(header: &RawHeader) -> Result<(), Incompatibility> {
 ///
 /// # Errors
 /// [`Incompatibility::UnknownFeatures`].
-pub fn check_known_features(header: &RawHeader) -> Result<(), Incompatibility> {
+pub fn judge_known_features(header: &RawHeader) -> Result<(), Incompatibility> {
     let unknown = header.features.unknown();
     if unknown.is_empty() {
         Ok(())
@@ -94,7 +94,7 @@ pub fn check_known_features(header: &RawHeader) -> Result<(), Incompatibility> {
 ///
 /// # Errors
 /// [`Incompatibility::MissingFeatures`].
-pub fn check_required_features(
+pub fn judge_required_features(
     header: &RawHeader,
     loader: &'static str,
     required: Features,
@@ -114,7 +114,7 @@ pub fn check_required_features(
 ///
 /// # Errors
 /// [`Incompatibility::MissingFunction`].
-pub fn check_entry_points(entry_points: EntryPoints) -> Result<(), Incompatibility> {
+pub fn judge_entry_points(entry_points: EntryPoints) -> Result<(), Incompatibility> {
     if !entry_points.load {
         return Err(Incompatibility::MissingFunction { function: "load" });
     }
@@ -124,27 +124,27 @@ pub fn check_entry_points(entry_points: EntryPoints) -> Result<(), Incompatibili
     Ok(())
 }
 
-/// Runs every check in the order a host applies them: version, status
+/// Judges every requirement in the order a host applies them: version, status
 /// mode, sanitizer, known features, the loader's required features, name,
 /// entry points. `header` is `None` for a NULL header pointer; the header
 /// that passed is returned.
 ///
 /// # Errors
 /// The first [`Incompatibility`] found.
-pub fn check_plugin<'h>(
+pub fn judge_plugin<'h>(
     header: Option<&'h RawHeader>,
     entry_points: EntryPoints,
     loader: &'static str,
     required: Features,
 ) -> Result<&'h RawHeader, Incompatibility> {
     let header = header.ok_or(Incompatibility::NullHeader)?;
-    check_version(header)?;
-    check_status_mode(header)?;
-    check_sanitizer(header)?;
-    check_known_features(header)?;
-    check_required_features(header, loader, required)?;
-    check_name(header)?;
-    check_entry_points(entry_points)?;
+    judge_version(header)?;
+    judge_status_mode(header)?;
+    judge_sanitizer(header)?;
+    judge_known_features(header)?;
+    judge_required_features(header, loader, required)?;
+    judge_name(header)?;
+    judge_entry_points(entry_points)?;
     Ok(header)
 }
 
@@ -158,7 +158,7 @@ pub fn check_plugin<'h>(
 /// declared, with the closest declared name as a suggestion;
 /// [`Incompatibility::InvalidParamValue`] for the first value that is not
 /// of its declared type.
-pub fn check_params(declared: &[ParamDeclInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
+pub fn judge_params(declared: &[ParamDeclInfo], params: &LoadParamList) -> Result<(), Incompatibility> {
     for (key, value) in params.iter() {
         if let Some(param) = declared.iter().find(|param| param.name.as_bytes() == key) {
             match xplug_abi::ParamKind::from_name(&param.kind) {
@@ -214,9 +214,9 @@ mod tests {
                 .collect()
         };
         let params = LoadParamList::new().with("multiplier", "2").with("offset", "1");
-        assert_eq!(check_params(&declared(&["offset", "multiplier"]), &params), Ok(()));
-        assert_eq!(check_params(&declared(&[]), &LoadParamList::new()), Ok(()));
-        let refused = check_params(&declared(&["multiplier", "offsets"]), &params).unwrap_err();
+        assert_eq!(judge_params(&declared(&["offset", "multiplier"]), &params), Ok(()));
+        assert_eq!(judge_params(&declared(&[]), &LoadParamList::new()), Ok(()));
+        let refused = judge_params(&declared(&["multiplier", "offsets"]), &params).unwrap_err();
         assert_eq!(
             refused,
             Incompatibility::UndeclaredParam {
@@ -226,7 +226,7 @@ mod tests {
             }
         );
         assert_eq!(refused.code(), StatusCode::INVALID_ARGUMENT);
-        let none = check_params(&declared(&[]), &params).unwrap_err();
+        let none = judge_params(&declared(&[]), &params).unwrap_err();
         assert!(none.to_string().ends_with("it declares no parameters"), "{none}");
     }
 
@@ -272,7 +272,7 @@ mod tests {
         for kind in ParamKind::ALL {
             for value in edges {
                 let params = LoadParamList::new().with("p", value);
-                let checked = check_params(&declared(kind.name()), &params);
+                let checked = judge_params(&declared(kind.name()), &params);
                 assert_eq!(checked.is_ok(), kind.parse(value).is_some(), "{} {value:?}", kind.name());
                 if let Err(refused) = checked {
                     assert_eq!(
@@ -292,47 +292,47 @@ mod tests {
         let params = LoadParamList::new().with("verbose", "1");
         let mut verbose = declared("bool");
         verbose[0].name = "verbose".to_owned();
-        assert_eq!(check_params(&verbose, &params), Ok(()));
+        assert_eq!(judge_params(&verbose, &params), Ok(()));
         assert_eq!(<bool as xplug_abi::FromParam>::from_param(b"1"), Some(true));
-        let refused = check_params(&declared("u32"), &LoadParamList::new().with("p", "-1")).unwrap_err();
+        let refused = judge_params(&declared("u32"), &LoadParamList::new().with("p", "-1")).unwrap_err();
         assert_eq!(
             refused.to_string(),
             "its load parameter `p` has the value `-1` but a 32-bit unsigned integer is expected (it declares `p` \
              as `u32`); fix the value"
         );
         // A type this host does not know: any value passes.
-        assert_eq!(check_params(&declared("complex"), &LoadParamList::new().with("p", "1+2i")), Ok(()));
+        assert_eq!(judge_params(&declared("complex"), &LoadParamList::new().with("p", "1+2i")), Ok(()));
     }
 
     #[test]
     fn each_check_refuses_with_its_values() {
         let good = header();
-        assert_eq!(check_plugin(Some(&good), ALL, "static", Features::NONE), Ok(&good));
-        assert_eq!(check_plugin(None, ALL, "static", Features::NONE), Err(Incompatibility::NullHeader));
+        assert_eq!(judge_plugin(Some(&good), ALL, "static", Features::NONE), Ok(&good));
+        assert_eq!(judge_plugin(None, ALL, "static", Features::NONE), Err(Incompatibility::NullHeader));
         let mut h = header();
         h.version = Version(0);
         assert_eq!(
-            check_version(&h),
+            judge_version(&h),
             Err(Incompatibility::InvalidVersion { found: Version(0), expected: Version::LATEST })
         );
         h = header();
         h.features = Features::FULL_STATUS;
-        assert_eq!(check_status_mode(&h), Err(Incompatibility::FullStatus));
+        assert_eq!(judge_status_mode(&h), Err(Incompatibility::FullStatus));
         h = header();
         h.sanitizer = Sanitizer::ADDRESS;
-        let refusal = check_sanitizer(&h).unwrap_err();
+        let refusal = judge_sanitizer(&h).unwrap_err();
         assert!(refusal.to_string().contains("-fsanitize=address"), "{refusal}");
         assert_eq!(refusal.code(), StatusCode::UNAVAILABLE);
         h.sanitizer = Sanitizer(77);
-        assert!(check_sanitizer(&h).unwrap_err().to_string().contains("77 is unknown"));
+        assert!(judge_sanitizer(&h).unwrap_err().to_string().contains("77 is unknown"));
         h = header();
         h.features = Features(0x40 | Features::STANDALONE.0);
         assert_eq!(
-            check_known_features(&h),
+            judge_known_features(&h),
             Err(Incompatibility::UnknownFeatures { unknown: Features(0x40), known: Features::KNOWN })
         );
         h = header();
-        let refusal = check_required_features(&h, "embedded ELF", Features::STANDALONE).unwrap_err();
+        let refusal = judge_required_features(&h, "embedded ELF", Features::STANDALONE).unwrap_err();
         assert_eq!(
             refusal,
             Incompatibility::MissingFeatures {
@@ -343,11 +343,11 @@ mod tests {
         );
         assert!(refusal.to_string().contains("embedded ELF loader requires the feature(s) standalone"));
         h.name = None;
-        assert_eq!(check_name(&h), Err(Incompatibility::NullName));
+        assert_eq!(judge_name(&h), Err(Incompatibility::NullName));
         assert_eq!(
-            check_entry_points(EntryPoints { load: true, unload: false, resolve: false }),
+            judge_entry_points(EntryPoints { load: true, unload: false, resolve: false }),
             Err(Incompatibility::MissingFunction { function: "resolve" })
         );
-        assert_eq!(check_entry_points(EntryPoints { load: true, unload: false, resolve: true }), Ok(()));
+        assert_eq!(judge_entry_points(EntryPoints { load: true, unload: false, resolve: true }), Ok(()));
     }
 }
