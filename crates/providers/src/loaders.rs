@@ -203,7 +203,7 @@ impl StaticLoader {
     /// until its header gives a name.
     ///
     /// # Safety
-    /// `query` must implement the v0 query contract (`docs/abi.md#query`)
+    /// `query` must implement the v0 query contract (`docs/src/reference/abi.md#query`)
     /// for the rest of the program: return NULL or a pointer to a v0 table
     /// that stays valid and unchanged, with NUL-terminated header strings
     /// and functions that obey the v0 ABI (callable from any thread).

@@ -342,7 +342,7 @@ impl Code {
 
         // Asking for the load message before `load` tells an `xplug-sdk`
         // plugin that this host shows it (as a cause of the error below), so
-        // the plugin does not also print it (docs/abi.md#load-error-message).
+        // the plugin does not also print it (docs/src/reference/abi.md#load-error-message).
         if let Some(library) = library {
             let _ = library.load_error();
         }
