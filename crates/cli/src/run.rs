@@ -178,8 +178,14 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    /// Runs the command (always in this process); returns the exit code.
+    /// Runs the command in a supervised child process (this binary again,
+    /// with `--in-process`), or in this one with `--in-process` or under a
+    /// debugger; returns the exit code.
     pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        if !globals.in_process && !crate::isolate::debugger_attached() {
+            let function = self.function.as_ref().map(|name| name.to_string_lossy().into_owned());
+            return crate::isolate::supervise_run(function);
+        }
         let modules: Vec<&Path> =
             self.module_flag.iter().chain(self.module.as_ref()).map(PathBuf::as_path).collect();
         if modules.is_empty() {
@@ -336,6 +342,8 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
         // prints during the call prints after it, whatever stdout is.
         write_stdout(&line).and_then(|()| crate::output::flush_stdout()).map_err(stdout_error)?;
     }
+    // A crash from here on is the call's (reported by the supervisor).
+    xplug_probe::mark(xplug_probe::Stage::Call);
     let started = Instant::now();
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
     let run_time = started.elapsed();
