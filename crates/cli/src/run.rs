@@ -171,8 +171,9 @@ pub(crate) struct RunArgs {
           value_parser = element_count, allow_hyphen_values = true)]
     pub(crate) max_elements: usize,
     /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
-    /// plugin, function and offset to stderr before dying of the
-    /// signal (also XPLUG_CRASH_REPORT=1).
+    /// plugin, function and offset to stderr (also XPLUG_CRASH_REPORT=1),
+    /// and name them in the error of a supervised run; costs a read of
+    /// each plugin's symbol table at load.
     #[arg(long)]
     crash_report: bool,
 }
@@ -192,6 +193,13 @@ impl RunArgs {
             return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
         }
         // Before any plugin is loaded, so every one is named.
+        let asked = self.crash_report
+            || std::env::var_os(xplug_manager::CRASH_REPORT_ENV).is_some_and(|value| value == "1");
+        if asked {
+            // In `run`'s supervised child, the report also reaches the
+            // parent, which names the function in its error.
+            xplug_probe::report_crashes_to_parent();
+        }
         let reporter =
             |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
         let builder = xplug_manager::Manager::builder();

@@ -141,23 +141,41 @@ fn a_kernel_crash_under_xplug_run_is_a_reported_fault_or_in_process_a_death() {
             .output()
             .expect("the xplug binary runs")
     };
+    // Supervised, without the crash reporter (it costs a read of each
+    // plugin's symbol table): the signal, the stage and the function run.
     let supervised = run(&["--device=local-sync"]);
     let stderr = String::from_utf8_lossy(&supervised.stderr);
     assert_eq!((supervised.status.code(), supervised.status.signal()), (Some(1), None), "{stderr}");
+    // The words the flip sweep reads a reported fault by.
+    let fault = xplug_fixtures::flip_sweep::FAULT_REPORT;
     assert!(
-        stderr
-            .contains("xplug run's child process crashed with SIGSEGV during call at crash_plugin_kernel+0x")
-            && stderr.contains(" in crash_plugin.sos, running @mul: ")
-            && stderr.contains("--in-process"),
+        stderr.contains(&format!("{fault}SIGSEGV during call, running @mul: "))
+            && stderr.contains("--crash-report")
+            && stderr.contains("--in-process")
+            && !stderr.contains("xplug: SIGSEGV"),
         "{stderr}"
     );
     assert_eq!(stdout(&supervised), "EXEC @mul\n", "the output before the call, no result");
-    let value = json(&[&args[..], &["--device=local-task"]].concat(), 1);
+    // With --crash-report, the faulting function and its file too.
+    let named = run(&["--device=local-sync", "--crash-report"]);
+    let stderr = String::from_utf8_lossy(&named.stderr);
+    assert_eq!((named.status.code(), named.status.signal()), (Some(1), None), "{stderr}");
+    let _ = xplug_fixtures::crash_plugin_kernel_report(&stderr);
+    assert!(
+        stderr.contains(&format!("{fault}SIGSEGV during call at crash_plugin_kernel+0x"))
+            && stderr.contains(" in crash_plugin.sos, running @mul: "),
+        "{stderr}"
+    );
+    let value = json(&[&args[..], &["--device=local-task", "--crash-report"]].concat(), 1);
     assert_eq!(value["error"]["kind"], "program_crashed", "{value}");
     assert_eq!(value["error"]["code"], "INTERNAL", "{value}");
     assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV", "{value}");
     assert_eq!(value["error"]["fault"]["symbol"], "crash_plugin_kernel", "{value}");
     assert_eq!(value["error"]["fault"]["stage"], "call", "{value}");
+    let value = json(&[&args[..], &["--device=local-sync"]].concat(), 1);
+    assert_eq!(value["error"]["kind"], "program_crashed", "{value}");
+    assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV", "{value}");
+    assert_eq!(value["error"]["fault"]["symbol"], serde_json::Value::Null, "{value}");
 
     let reported = run(&["--device=local-sync", "--crash-report", "--in-process"]);
     let stderr = String::from_utf8_lossy(&reported.stderr);

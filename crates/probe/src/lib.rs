@@ -616,18 +616,41 @@ static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 /// stage file as its report file, so a crash inside a plugin reaches the
 /// parent as the faulting function ([`ProbeFailure::Crashed`]'s `site`).
 pub fn install() -> bool {
+    let child = install_marks();
+    if child {
+        report_crashes_to_parent();
+    }
+    child
+}
+
+/// [`install`] without the crash reporter: the raw layer's stages are
+/// marked, and a crash reaches the parent as its signal and stage only
+/// (`site` is `None`), unless [`report_crashes_to_parent`] is called too.
+/// For a child whose start-up time counts: the reporter reads the symbol
+/// table of every plugin file loaded after it (milliseconds for a large
+/// library). Returns whether this process is a probe child.
+pub fn install_marks() -> bool {
     let child = std::env::var_os(STAGE_FILE_ENV).is_some();
     if child {
         // A hook someone installed first is kept: the raw layer has one.
         let _ = xplug_providers::raw::set_stage_hook(mark);
-        #[cfg(unix)]
-        if let Some(file) = stage_file() {
-            use std::os::fd::AsRawFd;
-            // Unsupported hosts report the signal and stage only.
-            let _ = xplug_debug::install_crash_reporter(Some(file.as_raw_fd()));
-        }
     }
     child
+}
+
+/// Installs the crash reporter ([`xplug_debug::install_crash_reporter`])
+/// with the stage file as its report file, so a crash reaches the parent
+/// as the faulting function ([`ProbeFailure::Crashed`]'s `site`); nothing
+/// outside a probe child. Call it before any plugin is loaded. Returns
+/// whether it was installed (`false` off a probe child and on hosts the
+/// reporter does not support).
+pub fn report_crashes_to_parent() -> bool {
+    #[cfg(unix)]
+    if let Some(file) = stage_file() {
+        use std::os::fd::AsRawFd;
+        return xplug_debug::install_crash_reporter(Some(file.as_raw_fd())).is_ok();
+    }
+    false
 }
 
 /// Marks that this process enters `stage` (the child side). Nothing
