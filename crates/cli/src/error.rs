@@ -162,9 +162,14 @@ pub(crate) enum CliError {
     /// a signal (xplug itself is intact and reports it).
     #[error(
         "xplug run's child process {failure}{}: the module's executable code or a plugin it calls faulted, and \
-         the run was stopped; run again with --crash-report to name the faulting function, or with \
-         --in-process to get a core dump or to debug it (gdb --args xplug run --in-process ...)",
-        function.as_ref().map(|name| format!(", running @{name}")).unwrap_or_default()
+         the run was stopped; run again with {}--in-process to get a core dump or to debug it (gdb --args \
+         xplug run --in-process ...)",
+        function.as_ref().map(|name| format!(", running @{name}")).unwrap_or_default(),
+        if matches!(failure, ProbeFailure::Crashed { site: Some(_), .. }) {
+            ""
+        } else {
+            "--crash-report to name the faulting function, or with "
+        }
     )]
     ProgramFault {
         /// The function run, when `--function` named it.

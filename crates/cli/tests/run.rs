@@ -163,7 +163,8 @@ fn a_kernel_crash_under_xplug_run_is_a_reported_fault_or_in_process_a_death() {
     let _ = xplug_fixtures::crash_plugin_kernel_report(&stderr);
     assert!(
         stderr.contains(&format!("{fault}SIGSEGV during call at crash_plugin_kernel+0x"))
-            && stderr.contains(" in crash_plugin.sos, running @mul: "),
+            && stderr.contains(" in crash_plugin.sos, running @mul: ")
+            && !stderr.contains("--crash-report"),
         "{stderr}"
     );
     let value = json(&[&args[..], &["--device=local-task", "--crash-report"]].concat(), 1);
