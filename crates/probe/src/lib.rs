@@ -29,6 +29,14 @@
 //!   [`finish`] is [`ProbeFailure::Exited`] ("ended the process with status
 //!   0 during load": the plugin called `exit`), whatever its status.
 //!
+//! A probe can also *supervise* a long-running child instead of capturing
+//! it ([`Probe::inherit_stdio`], [`Probe::without_timeout`]): the child
+//! shares the parent's stdin, stdout and stderr and process group, and the
+//! parent only waits and reports how it ended (`xplug run` runs its
+//! program so). A child whose start-up time counts marks stages without
+//! the crash reporter ([`install_marks`]) and installs it only when asked
+//! ([`report_crashes_to_parent`]).
+//!
 //! Nothing a probe starts outlives it ([`Probe::run`] says how, on Unix):
 //! the stage file has no name on disk; the child's process group is killed
 //! when the child ends or times out, and when the parent gets `SIGINT`,
