@@ -100,3 +100,19 @@ fn under_a_tracer_the_program_runs_in_xplugs_process() {
     // Without a tracer there is a second, the supervised child
     // (`sigterm_and_ctrl_c_end_the_program_and_xplug_alike` finds it).
 }
+
+/// The child's exit code is xplug's, unchanged: a usage error found while
+/// running (exit 2) stays 2, a refused module 1, and neither is a crash.
+#[test]
+fn the_programs_exit_code_passes_through() {
+    for (device, code) in [("--device=bogus", 2), ("--device=local-sync", 1)] {
+        let output = Command::new(env!("CARGO_BIN_EXE_xplug"))
+            .args(["run", "--module=-", "--function=main", device])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{device}: {stderr}");
+        assert!(!stderr.contains("crashed"), "{stderr}");
+    }
+}
