@@ -672,7 +672,9 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
                     }
                     None => Command::new(&native),
                 };
-                command.arg("run").arg(&module).args(["--function", "mul"]);
+                // In qemu's process: a supervised child would be an `exec`
+                // of an aarch64 binary, which needs binfmt_misc on the host.
+                command.arg("run").arg("--in-process").arg(&module).args(["--function", "mul"]);
                 for input in RUN_INPUTS {
                     command.args(["--input", input]);
                 }

@@ -1,7 +1,9 @@
 //! `cargo xtask flip-sweep`: every byte of a compiled module set to one
 //! value in turn, each copy run by `xplug run` and IREE's `iree-run-module`
-//! with the same flags; any offset where xplug crashes or hangs and IREE's
-//! tool exits normally fails the command. The sweep itself is
+//! with the same flags; any offset where `xplug run` dies by a signal, or
+//! where its supervised program faults or hangs and IREE's tool exits
+//! normally, fails the command. The table counts signal deaths (must be
+//! 0) and faults reported as errors apart. The sweep itself is
 //! [`xplug_fixtures::flip_sweep`], shared with the strided CI test
 //! (`crates/cli/tests/flip_sweep.rs`); this module builds what it needs.
 

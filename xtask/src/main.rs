@@ -131,7 +131,8 @@ enum Command {
     },
     /// Set each byte of a compiled module (tests/iree/mul_call.mlir) to one
     /// value in turn and run every copy through `xplug run` and IREE's
-    /// `iree-run-module` with the same flags; fails when xplug crashes or
+    /// `iree-run-module` with the same flags; fails when `xplug run` dies
+    /// by a signal at any offset, or its supervised program faults or
     /// hangs at an offset where IREE's tool exits normally (0 or 1).
     FlipSweep {
         /// A compiled module to sweep instead of mul_call's (its function

@@ -289,6 +289,12 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
     };
     // Each scenario: its name, the arguments both tools get, and what only
     // xplug gets / only iree-run-module gets (the parameter modes).
+    let dispatch_bound = vec![
+        format!("--module={}", many_dispatches.display()),
+        "--input=16x16xf32=1".to_owned(),
+        "--input=16x16xf32=0.0625".to_owned(),
+        format!("--input={DISPATCHES}"),
+    ];
     let scenarios: Vec<Scenario> = vec![
         Scenario::same(
             "ONNX CNN, weights inline",
@@ -319,13 +325,17 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
         ),
         Scenario::same(
             &format!("dispatch-bound: {DISPATCHES} dispatches of a 16x16 matmul (many_dispatches)"),
-            vec![
-                format!("--module={}", many_dispatches.display()),
-                "--input=16x16xf32=1".to_owned(),
-                "--input=16x16xf32=0.0625".to_owned(),
-                format!("--input={DISPATCHES}"),
-            ],
+            dispatch_bound.clone(),
         ),
+        // The same with the program in xplug's own process: the row above
+        // against this one is what the supervised child costs.
+        Scenario {
+            xplug_only: vec!["--in-process".to_owned()],
+            ..Scenario::same(
+                &format!("dispatch-bound: {DISPATCHES} dispatches of a 16x16 matmul, xplug --in-process"),
+                dispatch_bound,
+            )
+        },
         Scenario::same(
             "compute-bound: one 1024x1024 matmul (large_matmul)",
             vec![
@@ -441,8 +451,12 @@ pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<
         let label = device_label(device, options.task_workers);
         eprintln!("model-bench: instructions per dispatch, {label} ...");
         let device_flags = device_args(device, options.task_workers);
-        let xplug_leading: Vec<String> =
-            ["run".to_owned()].into_iter().chain(device_flags.iter().cloned()).collect();
+        // The program in callgrind's process (a supervised child would run
+        // outside it); per dispatch the code is the same either way.
+        let xplug_leading: Vec<String> = ["run".to_owned(), "--in-process".to_owned()]
+            .into_iter()
+            .chain(device_flags.iter().cloned())
+            .collect();
         let per_dispatch = |program: &Path, leading: &[String]| -> Result<f64, E2eError> {
             let (few, many) = (count(program, leading, low)?, count(program, leading, high)?);
             Ok((many as f64 - few as f64) / (high - low) as f64)

@@ -157,6 +157,34 @@ pub(crate) enum CliError {
         #[source]
         source: xplug_providers::Error,
     },
+    /// `xplug run`'s program faulted in the supervised child process that
+    /// runs it: the module's executable code or a plugin it calls died of
+    /// a signal (xplug itself is intact and reports it).
+    #[error(
+        "xplug run's child process {failure}{}: the module's executable code or a plugin it calls faulted, and \
+         the run was stopped; run again with {}--in-process to get a core dump or to debug it (gdb --args \
+         xplug run --in-process ...)",
+        function.as_ref().map(|name| format!(", running @{name}")).unwrap_or_default(),
+        if matches!(failure, ProbeFailure::Crashed { site: Some(_), .. }) {
+            ""
+        } else {
+            "--crash-report to name the faulting function, or with "
+        }
+    )]
+    ProgramFault {
+        /// The function run, when `--function` named it.
+        function: Option<String>,
+        /// The signal, the stage and, when the crash reporter found it,
+        /// the faulting function.
+        failure: xplug_probe::ProbeFailure,
+    },
+    /// `xplug run` could not start the child process that runs the program.
+    #[error("cannot start xplug run's child process; run with --in-process to run in this process")]
+    Unsupervised {
+        /// Why.
+        #[source]
+        source: xplug_providers::Error,
+    },
     /// IREE's runtime (through `xplug-iree`) failed: a module, a device,
     /// unresolved imports or a call.
     #[error("{context}")]
@@ -259,7 +287,8 @@ impl CliError {
                 xplug_probe::ProbeFailure::TimedOut { .. } => StatusCode::DEADLINE_EXCEEDED,
                 _ => StatusCode::INTERNAL,
             },
-            Self::ProbeUnavailable { source, .. } => source.code(),
+            Self::ProbeUnavailable { source, .. } | Self::Unsupervised { source } => source.code(),
+            Self::ProgramFault { .. } => StatusCode::INTERNAL,
             Self::Iree { source, .. } => iree_code(source),
             Self::Build { .. } => StatusCode::FAILED_PRECONDITION,
             Self::Output { .. } => StatusCode::INVALID_ARGUMENT,
@@ -289,6 +318,8 @@ impl CliError {
                 _ => "plugin_crashed",
             },
             Self::ProbeUnavailable { .. } => "probe_unavailable",
+            Self::ProgramFault { .. } => "program_crashed",
+            Self::Unsupervised { .. } => "unsupervised",
             Self::Iree { source: xplug_iree::Error::UnresolvedImports { .. }, .. } => "unresolved_imports",
             Self::Iree { source: xplug_iree::Error::NoSuchFunction { .. }, .. } => "no_such_function",
             Self::Iree { source, .. } | Self::Input { source, .. } if input_kind(source).is_some() => {
@@ -311,7 +342,7 @@ impl CliError {
     /// The crash or hang behind this error, for `--json`.
     pub(crate) fn fault(&self) -> Option<&xplug_probe::ProbeFailure> {
         match self {
-            Self::PluginFault { failure, .. } => Some(failure),
+            Self::PluginFault { failure, .. } | Self::ProgramFault { failure, .. } => Some(failure),
             _ => None,
         }
     }

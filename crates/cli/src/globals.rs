@@ -8,10 +8,11 @@ pub(crate) struct GlobalArgs {
     /// Print exactly one JSON object on stdout instead of the human report.
     #[arg(long, global = true)]
     pub(crate) json: bool,
-    /// inspect, check, bench and call: probe the plugin in this process
-    /// instead of in a child process (a plugin crash then kills xplug;
-    /// useful under a debugger). Other commands, `run` included, always
-    /// run in this process and ignore it.
+    /// inspect, check, bench, call and run: work in this process instead
+    /// of in a child process (a crash of a plugin or of a module's code
+    /// then kills xplug, with a core dump where enabled; for debuggers,
+    /// and `run` picks it by itself under one). Other commands always run
+    /// in this process and ignore it.
     #[arg(long, global = true)]
     pub(crate) in_process: bool,
     /// Seconds a plugin may run without progress before its child process

@@ -8,13 +8,16 @@
 //! at start and `xplug_probe::finish` once the command has returned (every
 //! plugin unloaded), so a plugin that ends the child earlier is reported
 //! (`ProbeFailure::Exited`), not taken for the command's result.
+//!
+//! `xplug run` is supervised the same way ([`supervise_run`]), with the
+//! child's stdio inherited instead of captured and no timeout.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::Command;
 use std::time::Duration;
 
-use xplug_probe::{Probe, ProbeOutput, ProbeStatus};
+use xplug_probe::{Probe, ProbeFailure, ProbeOutput, ProbeStatus};
 
 use crate::error::CliError;
 
@@ -70,6 +73,80 @@ pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8,
     }
 }
 
+/// Runs this `xplug run` command line again in a supervised child (this
+/// binary with `--in-process` after `run`): the child shares our stdin,
+/// stdout and stderr, so the program's output streams out as it comes,
+/// and runs without a timeout. Returns the child's exit code unchanged.
+///
+/// When the child dies of a fault (`SIGSEGV`, `SIGBUS`, `SIGILL`, ...: the
+/// module's executable code or a plugin), the run is
+/// [`CliError::ProgramFault`] (exit 1, not a signal). When it ends by a
+/// request to end (`SIGINT`, `SIGTERM`, `SIGHUP`, `SIGQUIT`, `SIGPIPE`),
+/// this process ends the same way, as a shell expects. `SIGINT`, `SIGTERM`
+/// and `SIGHUP` sent to this process kill the child first
+/// ([`xplug_probe::Probe::run`]), then end this process.
+pub(crate) fn supervise_run(function: Option<String>) -> Result<u8, CliError> {
+    let unavailable = |source| CliError::Unsupervised { source };
+    let program = std::env::current_exe().map_err(|error| {
+        unavailable(xplug_providers::Error::Io {
+            context: "cannot find the path of the running xplug binary".to_owned(),
+            source: std::sync::Arc::new(error),
+        })
+    })?;
+    let mut command = Command::new(program);
+    command.args(child_arguments(std::env::args_os().skip(1)));
+    let output = Probe::new(command).inherit_stdio().without_timeout().run().map_err(unavailable)?;
+    match output.status {
+        ProbeStatus::Exited(code) => Ok(u8::try_from(code).unwrap_or(1)),
+        // Something in the program called `exit`: its status, as in
+        // this process.
+        ProbeStatus::Failed(ProbeFailure::Exited { code, .. }) => Ok(u8::try_from(code).unwrap_or(1)),
+        ProbeStatus::Failed(failure) => {
+            if let ProbeFailure::Crashed { signal, .. } = failure
+                && signal.is_request_to_end()
+            {
+                signal.end_this_process();
+            }
+            Err(CliError::ProgramFault { function, failure })
+        }
+        _ => Err(unavailable(xplug_providers::Error::InvalidRequest {
+            reason: "the supervised child ended in an unknown way".to_owned(),
+        })),
+    }
+}
+
+/// The supervised child's arguments: ours with `--in-process` right after
+/// the `run` word (so the child takes the `run` path of the argument
+/// parser, IREE's flags included, and runs in its own process).
+fn child_arguments(arguments: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let mut child = Vec::new();
+    let mut inserted = false;
+    for argument in arguments {
+        let is_run = !inserted && argument == "run";
+        child.push(argument);
+        if is_run {
+            child.push("--in-process".into());
+            inserted = true;
+        }
+    }
+    if !inserted {
+        child.insert(0, "--in-process".into());
+    }
+    child
+}
+
+/// Whether a debugger (any `ptrace` tracer) is attached to this process:
+/// `TracerPid` in `/proc/self/status` (Linux; elsewhere never). `xplug
+/// run` then runs in this process, where the debugger sees the fault.
+pub(crate) fn debugger_attached() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("TracerPid:"))
+            .is_some_and(|tracer| tracer.trim() != "0")
+    })
+}
+
 /// Which of a child's streams [`forward`] passes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Pass {
@@ -101,5 +178,28 @@ pub(crate) fn forward(output: &ProbeOutput, pass: Pass) {
                 xplug_probe::OUTPUT_LIMIT >> 20
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &[&str]) -> Vec<OsString> {
+        line.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_child_gets_in_process_right_after_run() {
+        let child = |line: &[&str]| child_arguments(words(line).into_iter());
+        assert_eq!(
+            child(&["run", "m.vmfb", "--function=f"]),
+            words(&["run", "--in-process", "m.vmfb", "--function=f"])
+        );
+        assert_eq!(
+            child(&["--json", "run", "--", "run"]),
+            words(&["--json", "run", "--in-process", "--", "run"])
+        );
+        assert_eq!(child(&["m.vmfb"]), words(&["--in-process", "m.vmfb"]));
     }
 }

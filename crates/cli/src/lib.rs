@@ -252,8 +252,14 @@ pub fn main() -> ExitCode {
 
 /// Runs the parsed command and reports its error, if any.
 fn outcome(cli: Cli) -> ExitCode {
-    // In a probe child, the plugin work reports its stages to the parent.
-    xplug_probe::install();
+    // In a probe child, the plugin work reports its stages to the parent;
+    // `run`'s child installs the crash reporter only when asked (it costs
+    // a read of each plugin's symbol table, milliseconds per run).
+    if matches!(cli.command, Command::Run(_)) {
+        xplug_probe::install_marks();
+    } else {
+        xplug_probe::install();
+    }
     let outcome = run(&cli);
     // Every plugin is unloaded and closed by now: a probe child's parent
     // treats an exit before this mark as the plugin ending the process.

@@ -171,21 +171,35 @@ pub(crate) struct RunArgs {
           value_parser = element_count, allow_hyphen_values = true)]
     pub(crate) max_elements: usize,
     /// On SIGSEGV, SIGBUS, SIGILL or SIGFPE print one line naming the
-    /// plugin, function and offset to stderr before dying of the
-    /// signal (also XPLUG_CRASH_REPORT=1).
+    /// plugin, function and offset to stderr (also XPLUG_CRASH_REPORT=1),
+    /// and name them in the error of a supervised run; costs a read of
+    /// each plugin's symbol table at load.
     #[arg(long)]
     crash_report: bool,
 }
 
 impl RunArgs {
-    /// Runs the command (always in this process); returns the exit code.
+    /// Runs the command in a supervised child process (this binary again,
+    /// with `--in-process`), or in this one with `--in-process` or under a
+    /// debugger; returns the exit code.
     pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
+        if !globals.in_process && !crate::isolate::debugger_attached() {
+            let function = self.function.as_ref().map(|name| name.to_string_lossy().into_owned());
+            return crate::isolate::supervise_run(function);
+        }
         let modules: Vec<&Path> =
             self.module_flag.iter().chain(self.module.as_ref()).map(PathBuf::as_path).collect();
         if modules.is_empty() {
             return Err(CliError::Usage { message: "give the module to run (MODULE.vmfb)".to_owned() });
         }
         // Before any plugin is loaded, so every one is named.
+        let asked = self.crash_report
+            || std::env::var_os(xplug_manager::CRASH_REPORT_ENV).is_some_and(|value| value == "1");
+        if asked {
+            // In `run`'s supervised child, the report also reaches the
+            // parent, which names the function in its error.
+            xplug_probe::report_crashes_to_parent();
+        }
         let reporter =
             |source| CliError::Manager { context: "cannot install the crash reporter".to_owned(), source };
         let builder = xplug_manager::Manager::builder();
@@ -337,6 +351,8 @@ fn run(options: &RunArgs, modules: &[&Path], as_json: bool) -> Result<u8, CliErr
         // prints during the call prints after it, whatever stdout is.
         write_stdout(&line).and_then(|()| crate::output::flush_stdout()).map_err(stdout_error)?;
     }
+    // A crash from here on is the call's (reported by the supervisor).
+    xplug_probe::mark(xplug_probe::Stage::Call);
     let started = Instant::now();
     let results = call.invoke().map_err(iree_error(format!("cannot run @{name}")))?;
     let run_time = started.elapsed();

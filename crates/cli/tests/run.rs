@@ -114,12 +114,16 @@ fn a_failed_run_is_one_json_error_naming_the_missing_import() {
     assert!(unknown["error"]["causes"].to_string().contains("did you mean `mul`"), "{unknown}");
 }
 
-/// `--crash-report` on a real program: the kernel an IREE executable calls
-/// crashes, and the one report line names the function and the `.sos` it
-/// is in before the process dies of the signal; without the flag (and
-/// without `XPLUG_CRASH_REPORT`), the same death and no line.
+/// A kernel that crashes under `xplug run`: by default the program runs in
+/// a supervised child, so xplug survives it and exits 1 with one error
+/// naming the signal, the stage, the faulting function and its `.sos`, the
+/// function run and `--in-process` (as one JSON error with `--json`);
+/// `EXEC @mul` came out before the call, the result never does. With
+/// `--in-process` xplug dies of the signal as before, and `--crash-report`
+/// names the function and the `.sos` in one line before it dies; without
+/// the flag (and without `XPLUG_CRASH_REPORT`), the same death and no line.
 #[test]
-fn a_kernel_crash_under_xplug_run_is_named_by_the_crash_reporter() {
+fn a_kernel_crash_under_xplug_run_is_a_reported_fault_or_in_process_a_death() {
     use std::os::unix::process::ExitStatusExt;
     let prepared =
         iree_e2e::prepare(&xplug_fixtures::workspace_root(), PluginProfile::Debug).expect("IREE is ready");
@@ -137,14 +141,51 @@ fn a_kernel_crash_under_xplug_run_is_named_by_the_crash_reporter() {
             .output()
             .expect("the xplug binary runs")
     };
-    let reported = run(&["--device=local-sync", "--crash-report"]);
+    // Supervised, without the crash reporter (it costs a read of each
+    // plugin's symbol table): the signal, the stage and the function run.
+    let supervised = run(&["--device=local-sync"]);
+    let stderr = String::from_utf8_lossy(&supervised.stderr);
+    assert_eq!((supervised.status.code(), supervised.status.signal()), (Some(1), None), "{stderr}");
+    // The words the flip sweep reads a reported fault by.
+    let fault = xplug_fixtures::flip_sweep::FAULT_REPORT;
+    assert!(
+        stderr.contains(&format!("{fault}SIGSEGV during call, running @mul: "))
+            && stderr.contains("--crash-report")
+            && stderr.contains("--in-process")
+            && !stderr.contains("xplug: SIGSEGV"),
+        "{stderr}"
+    );
+    assert_eq!(stdout(&supervised), "EXEC @mul\n", "the output before the call, no result");
+    // With --crash-report, the faulting function and its file too.
+    let named = run(&["--device=local-sync", "--crash-report"]);
+    let stderr = String::from_utf8_lossy(&named.stderr);
+    assert_eq!((named.status.code(), named.status.signal()), (Some(1), None), "{stderr}");
+    let _ = xplug_fixtures::crash_plugin_kernel_report(&stderr);
+    assert!(
+        stderr.contains(&format!("{fault}SIGSEGV during call at crash_plugin_kernel+0x"))
+            && stderr.contains(" in crash_plugin.sos, running @mul: ")
+            && !stderr.contains("--crash-report"),
+        "{stderr}"
+    );
+    let value = json(&[&args[..], &["--device=local-task", "--crash-report"]].concat(), 1);
+    assert_eq!(value["error"]["kind"], "program_crashed", "{value}");
+    assert_eq!(value["error"]["code"], "INTERNAL", "{value}");
+    assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV", "{value}");
+    assert_eq!(value["error"]["fault"]["symbol"], "crash_plugin_kernel", "{value}");
+    assert_eq!(value["error"]["fault"]["stage"], "call", "{value}");
+    let value = json(&[&args[..], &["--device=local-sync"]].concat(), 1);
+    assert_eq!(value["error"]["kind"], "program_crashed", "{value}");
+    assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV", "{value}");
+    assert_eq!(value["error"]["fault"]["symbol"], serde_json::Value::Null, "{value}");
+
+    let reported = run(&["--device=local-sync", "--crash-report", "--in-process"]);
     let stderr = String::from_utf8_lossy(&reported.stderr);
     assert_eq!(reported.status.signal(), Some(libc::SIGSEGV), "{stderr}");
     let _ = xplug_fixtures::crash_plugin_kernel_report(&stderr);
     // `EXEC @mul` is printed before the call, as iree-run-module does; the
     // result never is.
     assert!(!stdout(&reported).contains("4xf32="), "no result is printed: {}", stdout(&reported));
-    let quiet = run(&["--device=local-sync"]);
+    let quiet = run(&["--device=local-sync", "--in-process"]);
     assert_eq!(quiet.status.signal(), Some(libc::SIGSEGV));
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("xplug: SIGSEGV"));
 }

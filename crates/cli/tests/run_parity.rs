@@ -483,13 +483,14 @@ fn json_is_one_object_for_argument_errors_help_and_crashes() {
     assert_eq!(value["error"]["fault"]["signal"], "SIGSEGV", "{value}");
 }
 
-/// `--in-process`'s help is true for every command: `run` never uses a
-/// child process, and the help says so.
+/// `--in-process`'s help is true for every command: `run` runs its
+/// program in a supervised child unless told or traced, and the help says
+/// so (`tests/supervised_run.rs` checks both).
 #[test]
 fn in_process_help_says_which_commands_use_a_child() {
     let help = String::from_utf8_lossy(&xplug(&["run", "--help"]).stdout).into_owned();
     let flag = help.split("--in-process").nth(1).expect("the flag is listed");
     let text: String = flag.split("\n  -").next().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(text.contains("inspect, check, bench and call"), "{text}");
-    assert!(text.contains("`run` included, always run in this process"), "{text}");
+    assert!(text.contains("inspect, check, bench, call and run: work in this process"), "{text}");
+    assert!(text.contains("`run` picks it by itself under one"), "{text}");
 }

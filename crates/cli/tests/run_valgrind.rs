@@ -49,6 +49,9 @@ fn runs_are_memcheck_clean() {
     let base = |device: &str| {
         vec![
             "run".to_owned(),
+            // The program in valgrind's process: a supervised child would
+            // run outside it (valgrind follows no `exec` by default).
+            "--in-process".to_owned(),
             module.clone(),
             format!("--function={}", MUL_CALL.function),
             format!("--device={device}"),

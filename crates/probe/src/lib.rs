@@ -29,6 +29,14 @@
 //!   [`finish`] is [`ProbeFailure::Exited`] ("ended the process with status
 //!   0 during load": the plugin called `exit`), whatever its status.
 //!
+//! A probe can also *supervise* a long-running child instead of capturing
+//! it ([`Probe::inherit_stdio`], [`Probe::without_timeout`]): the child
+//! shares the parent's stdin, stdout and stderr and process group, and the
+//! parent only waits and reports how it ended (`xplug run` runs its
+//! program so). A child whose start-up time counts marks stages without
+//! the crash reporter ([`install_marks`]) and installs it only when asked
+//! ([`report_crashes_to_parent`]).
+//!
 //! Nothing a probe starts outlives it ([`Probe::run`] says how, on Unix):
 //! the stage file has no name on disk; the child's process group is killed
 //! when the child ends or times out, and when the parent gets `SIGINT`,
@@ -142,6 +150,35 @@ impl Signal {
         {
             None
         }
+    }
+}
+
+impl Signal {
+    /// Whether the signal is a request to end (`SIGINT`, `SIGTERM`,
+    /// `SIGHUP`, `SIGQUIT`: a user or a service manager; `SIGPIPE`: the
+    /// reader of stdout went away), not a fault of the code that ran. A
+    /// supervisor whose child ends by one passes it on
+    /// ([`Signal::end_this_process`]) rather than reporting a crash.
+    #[must_use]
+    pub fn is_request_to_end(self) -> bool {
+        #[cfg(unix)]
+        {
+            [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE].contains(&self.0)
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+
+    /// Ends this process by this signal's default action, as a shell
+    /// expects of a process the signal ended (`SIGINT` stops a script's
+    /// loop; `SIGPIPE` ends a pipeline quietly). Returns only when that
+    /// action does not end the process (a signal whose default is to be
+    /// ignored or to stop), or off Unix.
+    pub fn end_this_process(self) {
+        #[cfg(unix)]
+        unix::die_of(self.0);
     }
 }
 
@@ -288,7 +325,11 @@ impl ProbeOutput {
 #[derive(Debug)]
 pub struct Probe {
     command: Command,
-    timeout: Duration,
+    /// `None`: the child may run as long as it likes.
+    timeout: Option<Duration>,
+    /// Whether the child shares this process's stdin, stdout and stderr
+    /// (and process group) instead of having its output captured.
+    inherit_stdio: bool,
 }
 
 impl Probe {
@@ -296,13 +337,38 @@ impl Probe {
     /// captured) with the [`DEFAULT_TIMEOUT`].
     #[must_use]
     pub fn new(command: Command) -> Self {
-        Self { command, timeout: DEFAULT_TIMEOUT }
+        Self { command, timeout: Some(DEFAULT_TIMEOUT), inherit_stdio: false }
     }
 
     /// How long the child may go without marking a stage.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// No timeout: the child runs until it ends, however long it goes
+    /// without a mark (a program that computes for hours).
+    #[must_use]
+    pub fn without_timeout(mut self) -> Self {
+        self.timeout = None;
+        self
+    }
+
+    /// Supervises the child instead of capturing it: it inherits this
+    /// process's stdin, stdout and stderr, so what it prints streams out
+    /// as it comes, in its own order (pipelines, `FileCheck` tests), and
+    /// [`ProbeOutput::stdout`] and [`ProbeOutput::stderr`] stay empty.
+    ///
+    /// On Unix the child also stays in this process's process group: it is
+    /// the terminal's foreground job together with this process (it may
+    /// read the terminal, and the terminal's Ctrl-C reaches it directly).
+    /// `SIGINT`, `SIGTERM` and `SIGHUP` sent to this process alone still
+    /// kill the child first ([`Probe::run`]); what the child started is not
+    /// killed when it ends (it shares this process's group).
+    #[must_use]
+    pub fn inherit_stdio(mut self) -> Self {
+        self.inherit_stdio = true;
         self
     }
 
@@ -321,9 +387,11 @@ impl Probe {
     /// - on Linux the child gets `SIGKILL` when the thread that called `run`
     ///   ends (`PR_SET_PDEATHSIG`);
     /// - while the probe runs, `SIGINT`, `SIGTERM` and `SIGHUP` to this
-    ///   process kill the child's process group first, then take the effect
-    ///   they had before the probe (by default, ending this process with
-    ///   that signal). The previous dispositions are back when `run` returns.
+    ///   process kill the child's process group first (a child that
+    ///   [inherits stdio](Probe::inherit_stdio): the child), then take the
+    ///   effect they had before the probe (by default, ending this process
+    ///   with that signal). The previous dispositions are back when `run`
+    ///   returns.
     ///
     /// # Errors
     /// [`Error::Io`] when the stage file cannot be created or the child
@@ -334,42 +402,62 @@ impl Probe {
             move |error| Error::Io { context, source: std::sync::Arc::new(error) }
         };
         let stage_file = StageFile::create().map_err(io("create a stage file"))?;
-        self.command
-            .env(STAGE_FILE_ENV, stage_file.child_path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        self.command.env(STAGE_FILE_ENV, stage_file.child_path());
+        if self.inherit_stdio {
+            self.command.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        } else {
+            self.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // A captured child leads a process group of its own; a supervised
+        // one stays in ours (the terminal's foreground job).
+        let own_group = !self.inherit_stdio;
         #[cfg(unix)]
-        unix::prepare(&mut self.command, stage_file.fd());
+        unix::prepare(&mut self.command, stage_file.fd(), own_group);
         #[cfg(unix)]
         let mut watch = unix::Watch::start();
         let mut child = self.command.spawn().map_err(io("start"))?;
         #[cfg(unix)]
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         #[cfg(unix)]
-        watch.register(pid);
+        watch.register(if own_group { -pid } else { pid });
         let mut pipes = Pipes::new(child.stdout.take(), child.stderr.take());
 
-        let mut marks_seen = 0;
-        let mut deadline = Instant::now() + self.timeout;
-        let timed_out = loop {
-            if ended(&mut child).map_err(io("wait"))? {
-                break false;
+        let timed_out = match self.timeout {
+            // Nothing to read and no deadline: wait, without polling.
+            #[cfg(unix)]
+            None if self.inherit_stdio => {
+                unix::wait_until_ended(pid);
+                false
             }
-            let marks = stage_file.len().unwrap_or(marks_seen);
-            if marks != marks_seen {
-                marks_seen = marks;
-                deadline = Instant::now() + self.timeout;
+            timeout => {
+                let mut marks_seen = 0;
+                let far = || Instant::now() + timeout.unwrap_or(Duration::from_secs(86_400 * 365));
+                let mut deadline = far();
+                loop {
+                    if ended(&mut child).map_err(io("wait"))? {
+                        break false;
+                    }
+                    let marks = stage_file.len().unwrap_or(marks_seen);
+                    if marks != marks_seen {
+                        marks_seen = marks;
+                        deadline = far();
+                    }
+                    if timeout.is_some() && Instant::now() >= deadline {
+                        break true;
+                    }
+                    pipes.pump(Duration::from_millis(5));
+                }
             }
-            if Instant::now() >= deadline {
-                break true;
-            }
-            pipes.pump(Duration::from_millis(5));
         };
-        // Ended or hung: either way, what it started in its group goes too.
+        // Ended or hung: either way, what it started in its group goes too
+        // (a supervised child's group is ours: only the child, on a hang).
         #[cfg(unix)]
         {
-            unix::kill_group(pid);
+            if own_group {
+                unix::kill_group(pid);
+            } else if timed_out {
+                unix::kill_process(pid);
+            }
             watch.unregister();
         }
         if timed_out {
@@ -384,8 +472,8 @@ impl Probe {
         let marks = stage_file.contents();
         let last_stage = marks.lines().rev().find_map(Stage::from_name);
         let finished = marks.lines().any(|line| line == FINISHED_MARK);
-        let status = if timed_out {
-            ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit: self.timeout })
+        let status = if let (true, Some(limit)) = (timed_out, self.timeout) {
+            ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit })
         } else {
             match (status.code(), exit_signal(&status)) {
                 (Some(code), _) if finished => ProbeStatus::Exited(code),
@@ -547,18 +635,41 @@ static IS_CHILD: AtomicU8 = AtomicU8::new(0);
 /// stage file as its report file, so a crash inside a plugin reaches the
 /// parent as the faulting function ([`ProbeFailure::Crashed`]'s `site`).
 pub fn install() -> bool {
+    let child = install_marks();
+    if child {
+        report_crashes_to_parent();
+    }
+    child
+}
+
+/// [`install`] without the crash reporter: the raw layer's stages are
+/// marked, and a crash reaches the parent as its signal and stage only
+/// (`site` is `None`), unless [`report_crashes_to_parent`] is called too.
+/// For a child whose start-up time counts: the reporter reads the symbol
+/// table of every plugin file loaded after it (milliseconds for a large
+/// library). Returns whether this process is a probe child.
+pub fn install_marks() -> bool {
     let child = std::env::var_os(STAGE_FILE_ENV).is_some();
     if child {
         // A hook someone installed first is kept: the raw layer has one.
         let _ = xplug_providers::raw::set_stage_hook(mark);
-        #[cfg(unix)]
-        if let Some(file) = stage_file() {
-            use std::os::fd::AsRawFd;
-            // Unsupported hosts report the signal and stage only.
-            let _ = xplug_debug::install_crash_reporter(Some(file.as_raw_fd()));
-        }
     }
     child
+}
+
+/// Installs the crash reporter ([`xplug_debug::install_crash_reporter`])
+/// with the stage file as its report file, so a crash reaches the parent
+/// as the faulting function ([`ProbeFailure::Crashed`]'s `site`); nothing
+/// outside a probe child. Call it before any plugin is loaded. Returns
+/// whether it was installed (`false` off a probe child and on hosts the
+/// reporter does not support).
+pub fn report_crashes_to_parent() -> bool {
+    #[cfg(unix)]
+    if let Some(file) = stage_file() {
+        use std::os::fd::AsRawFd;
+        return xplug_debug::install_crash_reporter(Some(file.as_raw_fd())).is_ok();
+    }
+    false
 }
 
 /// Marks that this process enters `stage` (the child side). Nothing
@@ -706,6 +817,57 @@ mod tests {
         assert_eq!(output.stderr, b"note\n");
         assert_eq!((output.stdout_dropped, output.stderr_dropped), (0, 0));
         assert_eq!(output.last_stage, None);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_supervised_child_keeps_its_code_and_its_crash_and_captures_nothing() {
+        let supervised = |script: &str| {
+            let mut command = Command::new("sh");
+            command.args(["-c", script]);
+            Probe::new(command).inherit_stdio().without_timeout().run().unwrap()
+        };
+        let exited =
+            supervised("echo to-the-test-output; echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"; exit 3");
+        assert_eq!(exited.status, ProbeStatus::Exited(3));
+        assert!(exited.stdout.is_empty() && exited.stderr.is_empty(), "nothing is captured");
+        let crashed = supervised("echo call >> \"$XPLUG_PROBE_STAGE_FILE\"; kill -SEGV $$");
+        assert_eq!(
+            crashed.failure(),
+            Some(&ProbeFailure::Crashed {
+                signal: Signal(libc::SIGSEGV),
+                stage: Some(Stage::Call),
+                site: None
+            })
+        );
+        // An exit before the `finished` mark is still told apart.
+        let early = supervised("exit 0");
+        assert_eq!(early.failure(), Some(&ProbeFailure::Exited { code: 0, stage: None }));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_supervised_child_that_hangs_is_killed_alone_not_our_process_group() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo load >> \"$XPLUG_PROBE_STAGE_FILE\"; exec sleep 30"]);
+        let output = Probe::new(command).inherit_stdio().timeout(Duration::from_millis(200)).run().unwrap();
+        // This test process shares the child's group and is still here.
+        assert_eq!(
+            output.failure(),
+            Some(&ProbeFailure::TimedOut { stage: Some(Stage::Load), limit: Duration::from_millis(200) })
+        );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn requests_to_end_are_told_from_faults() {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+            assert!(Signal(signal).is_request_to_end(), "{}", Signal(signal));
+        }
+        for signal in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT, libc::SIGKILL]
+        {
+            assert!(!Signal(signal).is_request_to_end(), "{}", Signal(signal));
+        }
     }
 
     #[test]

@@ -89,13 +89,16 @@ impl StageFile {
     }
 }
 
-/// Sets `command` up as a probe child: its own process group, killed
-/// (`SIGKILL`) when the thread that starts it ends (Linux), and the stage
-/// file's descriptor `stage_fd` kept open across `exec`.
-pub(crate) fn prepare(command: &mut Command, stage_fd: RawFd) {
+/// Sets `command` up as a probe child: its own process group when
+/// `own_group`, killed (`SIGKILL`) when the thread that starts it ends
+/// (Linux), and the stage file's descriptor `stage_fd` kept open across
+/// `exec`.
+pub(crate) fn prepare(command: &mut Command, stage_fd: RawFd, own_group: bool) {
     // Its own process group: a timeout or a signal to the parent kills
     // whatever it started, and the terminal's Ctrl-C reaches the parent only.
-    command.process_group(0);
+    if own_group {
+        command.process_group(0);
+    }
     // SAFETY: `getpid` has no preconditions.
     let parent = unsafe { libc::getpid() };
     let setup = move || -> std::io::Result<()> {
@@ -152,6 +155,51 @@ pub(crate) fn has_ended(pid: libc::pid_t) -> bool {
     // SAFETY: waitid filled `info` for a child event (or left it zeroed);
     // si_pid is valid for SIGCHLD-style records.
     unsafe { info.si_pid() != 0 }
+}
+
+/// Waits until the child `pid` has ended, without reaping it (as
+/// [`has_ended`], blocking).
+pub(crate) fn wait_until_ended(pid: libc::pid_t) {
+    let Ok(id) = libc::id_t::try_from(pid) else { return };
+    loop {
+        // SAFETY: an all-zero `siginfo_t` is a valid value of this plain C
+        // struct.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t for the call; as in
+        // `has_ended`, but without WNOHANG: it blocks until the child ends
+        // (or a signal interrupts it).
+        let result = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if result == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // Ended, or an error `Child::wait` reports.
+            return;
+        }
+    }
+}
+
+/// Kills the process `pid` alone (a child in the parent's process group).
+pub(crate) fn kill_process(pid: libc::pid_t) {
+    if pid > 0 {
+        // SAFETY: `kill` has no memory preconditions; `pid` is the child,
+        // which its unreaped zombie keeps reserved.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Ends this process as `signal` would by default: its default action
+/// put back, unblocked, and raised. Returns only when that action does not
+/// end the process (a stop or ignore signal).
+pub(crate) fn die_of(signal: libc::c_int) {
+    // SAFETY: `signal`, `sigprocmask` and `raise` have no memory
+    // preconditions beyond the valid sigset built here; they change only
+    // this process's disposition and mask for `signal`.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
 }
 
 /// Kills the process group `pgid` (the child and everything it started
@@ -261,8 +309,9 @@ const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// the death signal, but not what those children started).
 const GROUP_SLOTS: usize = 64;
 
-/// The process groups of the running probes (0: a free slot). The signal
-/// handler reads them: atomics only, no lock.
+/// What the signal handler kills for each running probe, as `kill`'s
+/// first argument: `-pgid` for a child leading its own process group, the
+/// child's pid for one in ours (0: a free slot). Atomics only, no lock.
 static GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
 
 /// Whether this crate's handler is the installed one, per [`HANDLED`] signal.
@@ -290,10 +339,10 @@ static USERS: Mutex<usize> = Mutex::new(0);
 extern "C" fn on_signal(signal: libc::c_int) {
     let saved_errno = errno::get();
     for group in &GROUPS {
-        let pgid = group.load(Ordering::Acquire);
-        if pgid > 0 {
+        let target = group.load(Ordering::Acquire);
+        if target != 0 {
             // SAFETY: `kill` has no memory preconditions.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            unsafe { libc::kill(target, libc::SIGKILL) };
         }
     }
     if let Some(index) = HANDLED.iter().position(|&handled| handled == signal)
@@ -361,11 +410,16 @@ impl Watch {
         Self { slot: None }
     }
 
-    /// Registers the child's process group, for the handler to kill.
-    pub(crate) fn register(&mut self, pgid: libc::pid_t) {
+    /// Registers what the handler kills: `-pgid` (the child's process
+    /// group) or the child's pid (a child in our group). A 0 or `-0` (no
+    /// child) registers nothing: `kill(0)` would be our own group.
+    pub(crate) fn register(&mut self, target: libc::pid_t) {
+        if target == 0 {
+            return;
+        }
         self.slot = GROUPS
             .iter()
-            .position(|group| group.compare_exchange(0, pgid, Ordering::AcqRel, Ordering::Relaxed).is_ok());
+            .position(|group| group.compare_exchange(0, target, Ordering::AcqRel, Ordering::Relaxed).is_ok());
     }
 
     /// Unregisters the child's group (before it is reaped, so the handler
