@@ -55,7 +55,8 @@ struct SwapState {
     version: Version,
     /// One slot per import name ever resolved through this plugin, never
     /// removed or moved (boxed): executables hold their addresses for as
-    /// long as the manager lives.
+    /// long as the provider lives (the registry it is registered in keeps
+    /// it).
     #[expect(clippy::vec_box, reason = "executables hold each slot's address: a push must not move it")]
     slots: Vec<Box<SwapSlot>>,
     /// Swaps done so far.
@@ -169,7 +170,8 @@ impl SwapState {
 ///
 /// # Safety
 /// `context` is the slot [`supply_swappable`] paired with this function,
-/// owned by a manager the caller keeps alive; `args` and `reserved` are
+/// owned by a provider the caller keeps alive (through the registry
+/// that holds it, or resolved imports that do); `args` and `reserved` are
 /// what the import expects.
 unsafe extern "C" fn swap_trampoline(
     args: *mut c_void,
