@@ -49,6 +49,13 @@ const SOURCES: &[&str] = &[
     "base/threading/mutex.c",
 ];
 
+/// The static library `cc` builds (`lib{LIBRARY}.a` in `OUT_DIR`).
+const LIBRARY: &str = "xplug_iree_reference";
+
+/// What every global symbol the library defines is renamed with
+/// (`src/sys.rs` declares the renamed names).
+const PREFIX: &str = "xplug_ref_";
+
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -82,7 +89,86 @@ fn main() {
         );
         build.file(path);
     }
-    build.compile("xplug_iree_reference");
+    let compiler = build.get_compiler();
+    build.compile(LIBRARY);
+    prefix_symbols(compiler.path());
     println!("cargo::rustc-link-lib=dl");
     println!("cargo::rustc-link-lib=pthread");
+}
+
+/// Renames every global symbol the library defines to `PREFIX` + its name,
+/// in its definitions and in every reference to it inside the library.
+///
+/// `xplug-iree` links IREE's whole runtime (in optimised builds as one
+/// link-time-optimised object), which defines the same functions; a binary
+/// that links both crates (the benchmarks) would otherwise hold two
+/// definitions of each. Uses the binutils (`nm`, `objcopy`) beside the C
+/// compiler `cc` chose (`aarch64-linux-gnu-gcc` -> `aarch64-linux-gnu-nm`).
+fn prefix_symbols(compiler: &std::path::Path) {
+    let out_dir = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let archive = out_dir.join(format!("lib{LIBRARY}.a"));
+    let name = compiler.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let tool_prefix = ["gcc", "cc", "clang"]
+        .iter()
+        .find_map(|suffix| {
+            name.strip_suffix(suffix).filter(|prefix| prefix.is_empty() || prefix.ends_with('-'))
+        })
+        .unwrap_or("");
+    let tool = |tool: &str| {
+        let tool = format!("{tool_prefix}{tool}");
+        match compiler.parent().filter(|dir| dir.join(&tool).is_file()) {
+            Some(dir) => dir.join(tool),
+            None => std::path::PathBuf::from(tool),
+        }
+    };
+    let (nm, objcopy) = (tool("nm"), tool("objcopy"));
+    let listed = std::process::Command::new(&nm)
+        .args(["--defined-only", "--extern-only", "--format=posix"])
+        .arg(&archive)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run `{}` (binutils; Debian: `apt-get install binutils`): {error}", nm.display())
+        });
+    assert!(
+        listed.status.success(),
+        "`{} {}` failed: {}",
+        nm.display(),
+        archive.display(),
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    // POSIX format: `NAME TYPE VALUE SIZE`, and `ARCHIVE[MEMBER]:` lines.
+    let mut symbols: Vec<&str> = std::str::from_utf8(&listed.stdout)
+        .expect("nm prints symbol names as text")
+        .lines()
+        .filter(|line| !line.ends_with(':'))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    symbols.sort_unstable();
+    symbols.dedup();
+    assert!(
+        symbols.contains(&"iree_hal_executable_plugin_manager_create"),
+        "`{}` lists no IREE symbol in {}",
+        nm.display(),
+        archive.display()
+    );
+    let map: String = symbols.iter().map(|symbol| format!("{symbol} {PREFIX}{symbol}\n")).collect();
+    let map_file = out_dir.join("prefix-symbols.txt");
+    std::fs::write(&map_file, map)
+        .unwrap_or_else(|error| panic!("cannot write {}: {error}", map_file.display()));
+    let status = std::process::Command::new(&objcopy)
+        .arg(format!("--redefine-syms={}", map_file.display()))
+        .arg(&archive)
+        .status()
+        .unwrap_or_else(|error| {
+            panic!(
+                "cannot run `{}` (binutils; Debian: `apt-get install binutils`): {error}",
+                objcopy.display()
+            )
+        });
+    assert!(
+        status.success(),
+        "`{}` could not rename the symbols of {}",
+        objcopy.display(),
+        archive.display()
+    );
 }

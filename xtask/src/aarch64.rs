@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cargo_metadata::{Message, TargetKind};
 use xplug_fixtures::command::{self, CommandError};
 use xplug_fixtures::linked::LinkedFormat;
 
@@ -62,13 +63,14 @@ pub const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
 pub const DEBIAN_CARGO: &str = "/usr/bin/cargo";
 
 /// The packages whose tests run (`-p`).
-pub const PACKAGES_TESTED: [&str; 12] = [
+pub const PACKAGES_TESTED: [&str; 13] = [
     "xplug-abi",
     "xplug-elf",
     "xplug-debug",
     "xplug-sdk",
     "xplug-sdk-macros",
     "xplug-providers",
+    "xplug-swap",
     "xplug-manager",
     "sample_static",
     "sample_standalone",
@@ -200,6 +202,13 @@ pub enum Aarch64Error {
         /// Why.
         #[source]
         source: serde_json::Error,
+    },
+    /// `cargo metadata` gave no answer for the workspace.
+    #[error("cannot list the workspace's packages (`cargo metadata`)")]
+    Metadata {
+        /// Why.
+        #[source]
+        source: cargo_metadata::Error,
     },
     /// A preparation step of `--xplug-run` failed (plugins, IREE's tools,
     /// compiling a program).
@@ -367,11 +376,18 @@ fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
     let line = format!("{command:?}");
     eprintln!("$ {line}");
     let output = command.output().map_err(start_error(&command))?;
+    let messages = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Message>(line)
+                .map_err(|source| Aarch64Error::Message { line: line.to_owned(), source })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     if !output.status.success() {
         // The compiler's diagnostics are in the JSON messages on stdout.
-        for message in String::from_utf8_lossy(&output.stdout).lines() {
-            if let Ok(message) = serde_json::from_str::<serde_json::Value>(message)
-                && let Some(rendered) = message["message"]["rendered"].as_str()
+        for message in &messages {
+            if let Message::CompilerMessage(message) = message
+                && let Some(rendered) = &message.message.rendered
             {
                 eprint!("{rendered}");
             }
@@ -379,41 +395,46 @@ fn build(root: &Path) -> Result<Vec<TestBinary>, Aarch64Error> {
         let source = CommandError::Failed { command: line, status: output.status, stderr: String::new() };
         return Err(Aarch64Error::Command { source });
     }
+    let packages = workspace_packages(root)?;
     let mut binaries = Vec::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let message: serde_json::Value = serde_json::from_str(line)
-            .map_err(|source| Aarch64Error::Message { line: line.to_owned(), source })?;
-        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
-            continue;
-        }
-        let Some(executable) = message["executable"].as_str() else { continue };
-        let kinds = message["target"]["kind"].as_array().cloned().unwrap_or_default();
-        let target = if kinds.iter().any(|kind| kind == "test") {
-            message["target"]["name"].as_str().unwrap_or_default().to_owned()
-        } else if kinds.iter().any(|kind| kind == "bin") {
-            format!("bin {}", message["target"]["name"].as_str().unwrap_or_default())
+    for message in messages {
+        let Message::CompilerArtifact(artifact) = message else { continue };
+        let Some(executable) = artifact.executable.filter(|_| artifact.profile.test) else { continue };
+        let kinds = &artifact.target.kind;
+        let target = if kinds.contains(&TargetKind::Test) {
+            artifact.target.name.clone()
+        } else if kinds.contains(&TargetKind::Bin) {
+            format!("bin {}", artifact.target.name)
         } else {
             "lib".to_owned()
         };
-        let manifest = PathBuf::from(message["manifest_path"].as_str().unwrap_or_default());
-        let package = package_name(&manifest);
+        let package = packages
+            .iter()
+            .find(|package| package.id == artifact.package_id)
+            .map_or_else(|| artifact.package_id.repr.clone(), |package| package.name.to_string());
         binaries.push(TestBinary {
             package,
             target,
-            executable: PathBuf::from(executable),
-            manifest_dir: manifest.parent().map(Path::to_path_buf).unwrap_or_default(),
+            executable: executable.into_std_path_buf(),
+            manifest_dir: artifact
+                .manifest_path
+                .parent()
+                .map(|dir| dir.as_std_path().to_path_buf())
+                .unwrap_or_default(),
         });
     }
     Ok(binaries)
 }
 
-/// The `name` of the package whose manifest is `manifest`.
-fn package_name(manifest: &Path) -> String {
-    let text = std::fs::read_to_string(manifest).unwrap_or_default();
-    text.lines()
-        .skip_while(|line| line.trim() != "[package]")
-        .find_map(|line| line.trim().strip_prefix("name = ").map(|name| name.trim_matches('"').to_owned()))
-        .unwrap_or_else(|| manifest.display().to_string())
+/// The workspace's packages (`cargo metadata --no-deps`), which name the
+/// packages of the test binaries.
+fn workspace_packages(root: &Path) -> Result<Vec<cargo_metadata::Package>, Aarch64Error> {
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .current_dir(root)
+        .no_deps()
+        .exec()
+        .map_err(|source| Aarch64Error::Metadata { source })?;
+    Ok(metadata.packages)
 }
 
 /// Whether the ELF file at `path` is an aarch64 one.

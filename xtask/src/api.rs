@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The crates whose API is recorded: (package, library name).
-pub const CRATES: [(&str, &str); 7] = [
+pub const CRATES: [(&str, &str); 8] = [
     ("xplug-abi", "xplug_abi"),
     ("xplug-debug", "xplug_debug"),
     ("xplug-sdk", "xplug_sdk"),
     ("xplug-providers", "xplug_providers"),
     ("xplug-profile", "xplug_profile"),
+    ("xplug-swap", "xplug_swap"),
     ("xplug-manager", "xplug_manager"),
     ("xplug-iree", "xplug_iree"),
 ];

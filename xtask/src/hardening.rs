@@ -56,8 +56,9 @@ fn cargo(root: &Path) -> Command {
 }
 
 /// `cargo xtask loom`: the `loom` models of the manager and the profiles
-/// (`RUSTFLAGS="--cfg loom" cargo test -p xplug-manager -p xplug-profile
-/// --release --lib loom_`: the registry, live swap and profile models), in `target/loom` so the normal build is not rebuilt.
+/// (`RUSTFLAGS="--cfg loom" cargo test -p xplug-manager -p xplug-swap -p
+/// xplug-profile --release --lib loom_`: the registry, live swap and profile
+/// models), in `target/loom` so the normal build is not rebuilt.
 ///
 /// # Errors
 /// When cargo cannot run or a model fails.
@@ -67,6 +68,8 @@ pub fn loom(root: &Path) -> Result<(), HardeningError> {
         "test",
         "-p",
         "xplug-manager",
+        "-p",
+        "xplug-swap",
         "-p",
         "xplug-profile",
         "--release",

@@ -18,6 +18,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use xplug_build::command::CommandError;
+
 /// The committed bindings, relative to the workspace root.
 const BINDINGS_PATH: &str = "crates/iree/src/iree_bindings.rs";
 
@@ -57,10 +59,13 @@ enum BindingsError {
         source: std::io::Error,
     },
     /// A tool (cargo, the C compiler, rustfmt) could not run or failed.
-    Tool {
-        /// The command.
-        command: String,
-        /// What it printed on stderr, or why it did not start.
+    Command {
+        /// Which, and how.
+        source: CommandError,
+    },
+    /// `cargo metadata` gave no answer, or listed no eerie-sys package.
+    Metadata {
+        /// Why.
         detail: String,
     },
     /// xplug-iree's build did not report its build script's output
@@ -77,7 +82,8 @@ impl fmt::Display for BindingsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Io { path, .. } => write!(f, "cannot read or write {}", path.display()),
-            Self::Tool { command, detail } => write!(f, "`{command}` failed: {detail}"),
+            Self::Command { .. } => write!(f, "a tool the bindings need could not run or failed"),
+            Self::Metadata { detail } => write!(f, "`cargo metadata` cannot locate eerie-sys: {detail}"),
             Self::NoBuildOutput => write!(
                 f,
                 "`cargo check -p xplug-iree` reported no build-script output for xplug-iree (its build of IREE's \
@@ -92,6 +98,7 @@ impl std::error::Error for BindingsError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Io { source, .. } => Some(source),
+            Self::Command { source } => Some(source),
             _ => None,
         }
     }
@@ -209,19 +216,13 @@ fn runtime_src(root: &Path) -> Result<PathBuf, BindingsError> {
         .manifest_path(root.join("Cargo.toml"))
         .other_options(vec!["--locked".to_owned()])
         .exec()
-        .map_err(|error| BindingsError::Tool {
-            command: "cargo metadata".into(),
-            detail: error.to_string(),
-        })?;
+        .map_err(|error| BindingsError::Metadata { detail: error.to_string() })?;
     let manifest = metadata
         .packages
         .iter()
         .find(|package| package.name.as_str() == xplug_iree_build::EERIE_SYS)
         .map(|package| package.manifest_path.clone().into_std_path_buf())
-        .ok_or_else(|| BindingsError::Tool {
-            command: "cargo metadata".into(),
-            detail: "lists no eerie-sys package".into(),
-        })?;
+        .ok_or_else(|| BindingsError::Metadata { detail: "it lists no eerie-sys package".into() })?;
     Ok(manifest.parent().expect("a manifest has a directory").join("iree/runtime/src"))
 }
 
@@ -229,15 +230,13 @@ fn runtime_src(root: &Path) -> Result<PathBuf, BindingsError> {
 /// (`cargo check -p xplug-iree` runs its build script; a stale bindings
 /// file may fail the crate's own compilation afterwards, which is fine).
 fn generated_headers(root: &Path) -> Result<PathBuf, BindingsError> {
-    let output = Command::new(cargo())
+    let mut command = Command::new(cargo());
+    command
         .current_dir(root)
         .args(["check", "-p", "xplug-iree", "--locked", "--message-format", "json"])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|error| BindingsError::Tool {
-            command: "cargo check -p xplug-iree".into(),
-            detail: error.to_string(),
-        })?;
+        .stderr(Stdio::inherit());
+    // Its exit status is not checked: see above.
+    let output = command.output().map_err(|source| start_error(&command, source))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     // The build tree is the first library directory the build script
     // names (crates/iree/build.rs).
@@ -255,15 +254,10 @@ fn generated_headers(root: &Path) -> Result<PathBuf, BindingsError> {
 /// headers of its own).
 fn c_include_dirs() -> Result<Vec<PathBuf>, BindingsError> {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = Command::new(&compiler)
-        .args(["-E", "-x", "c", "-v", "-"])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| BindingsError::Tool {
-            command: format!("{compiler} -E -v"),
-            detail: error.to_string(),
-        })?;
+    let mut command = Command::new(&compiler);
+    command.args(["-E", "-x", "c", "-v", "-"]).env("LC_ALL", "C").stdin(Stdio::null());
+    // Preprocessing nothing: only the search list it prints matters.
+    let output = command.output().map_err(|source| start_error(&command, source))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     Ok(stderr
         .lines()
@@ -277,29 +271,33 @@ fn c_include_dirs() -> Result<Vec<PathBuf>, BindingsError> {
 /// `text` formatted by rustfmt with the workspace's configuration.
 fn rustfmt(root: &Path, text: &str) -> Result<String, BindingsError> {
     use std::io::Write;
-    let command = "rustfmt --edition 2024 --emit stdout";
-    let mut child = Command::new("rustfmt")
+    let mut command = Command::new("rustfmt");
+    command
         .args(["--edition", "2024", "--emit", "stdout", "--config-path"])
         .arg(root.join("rustfmt.toml"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| BindingsError::Tool { command: command.into(), detail: error.to_string() })?;
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().map_err(|source| start_error(&command, source))?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let input = text.to_owned();
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child
-        .wait_with_output()
-        .map_err(|error| BindingsError::Tool { command: command.into(), detail: error.to_string() })?;
+    let output = child.wait_with_output().map_err(|source| start_error(&command, source))?;
     let written = writer.join().expect("the writer thread does not panic");
     if !output.status.success() || written.is_err() {
-        return Err(BindingsError::Tool {
-            command: command.into(),
-            detail: String::from_utf8_lossy(&output.stderr).into_owned(),
-        });
+        let source = CommandError::Failed {
+            command: format!("{command:?}"),
+            status: output.status,
+            stderr: String::from_utf8_lossy(&output.stderr).trim_end().to_owned(),
+        };
+        return Err(BindingsError::Command { source });
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A [`BindingsError::Command`] of `command`, which could not start.
+fn start_error(command: &Command, source: std::io::Error) -> BindingsError {
+    BindingsError::Command { source: CommandError::start(command, source) }
 }
 
 fn cargo() -> String {

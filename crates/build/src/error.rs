@@ -2,36 +2,38 @@
 
 use std::path::PathBuf;
 
+use crate::command::CommandError;
+
 /// Why a `.sos` could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// A tool (cargo, rustc, the linker) could not be started.
-    #[error("cannot run `{command}`; is the Rust toolchain (rustup) installed and on PATH?")]
-    Tool {
-        /// The command line.
-        command: String,
-        /// Why it did not start.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A step (`cargo`, `link`, `rustc`) ran and failed. The message names
-    /// the command and the fix for the usual mistakes; what the tool
+    /// A step (`cargo`, `link`, `rustc`) could not be started, or ran and
+    /// failed. The message names the step and the fix for the usual
+    /// mistakes, the source the command and how it ended; what the tool
     /// printed is in `stderr`, for the caller to show as it is (a tool's
     /// multi-line output, e.g. the linker's undefined symbols).
-    #[error(
-        "the {step} step failed (its output is above): `{command}`{}",
-        .hint.map(|hint| format!("; hint: {hint}")).unwrap_or_default()
-    )]
-    Failed {
+    #[error("the {step} step failed{}", .hint.map(|hint| format!("; hint: {hint}")).unwrap_or_default())]
+    Step {
         /// `cargo`, `link` or `rustc`.
         step: &'static str,
-        /// The command line.
-        command: String,
-        /// What the tool printed on stderr.
-        stderr: String,
         /// What to change, for the usual mistakes.
         hint: Option<&'static str>,
+        /// What the tool printed on stderr (empty when it did not start).
+        stderr: String,
+        /// The command, and why it did not start or how it ended.
+        #[source]
+        source: CommandError,
+    },
+    /// rustc's answer about the toolchain lacks what xplug reads from it.
+    #[error("`{command}` printed no `{expected}` line: {output}")]
+    ToolchainAnswer {
+        /// The command line.
+        command: String,
+        /// The line looked for.
+        expected: &'static str,
+        /// What it printed.
+        output: String,
     },
     /// `cargo metadata` gave no usable answer for the manifest.
     #[error("cannot read the crate at {}: {detail}", manifest.display())]
@@ -148,6 +150,29 @@ pub enum BuildError {
     },
 }
 
+impl BuildError {
+    /// The failure of step `step` (`cargo`, `link`, `rustc`): a command
+    /// that did not start gets the toolchain hint, one that failed the hint
+    /// its stderr calls for, and its stderr moves to the step (printed
+    /// once, as it is).
+    pub(crate) fn step(step: &'static str, source: CommandError) -> Self {
+        match source {
+            CommandError::Failed { command, status, stderr } => Self::Step {
+                step,
+                hint: hint(step, &stderr),
+                stderr,
+                source: CommandError::Failed { command, status, stderr: String::new() },
+            },
+            source => Self::Step {
+                step,
+                hint: None,
+                stderr: String::new(),
+                source: source.with_hint("is the Rust toolchain (rustup) installed and on PATH?"),
+            },
+        }
+    }
+}
+
 /// What to change for the usual failures of `step`, from its output.
 pub(crate) fn hint(step: &str, stderr: &str) -> Option<&'static str> {
     if step == "link" && (stderr.contains("_Unwind_Resume") || stderr.contains("rust_eh_personality")) {
@@ -188,6 +213,34 @@ pub(crate) fn hint(step: &str, stderr: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_step_keeps_its_output_once_and_a_missing_tool_says_what_to_install() {
+        let mut failing = std::process::Command::new("sh");
+        failing.args(["-c", "echo 'rust-lld: error: undefined symbol: _Unwind_Resume' >&2; exit 1"]);
+        let error = crate::run("link", failing).unwrap_err();
+        let BuildError::Step { step, hint, stderr, source } = &error else { panic!("{error:?}") };
+        assert_eq!((*step, stderr.trim_end()), ("link", "rust-lld: error: undefined symbol: _Unwind_Resume"));
+        assert!(hint.is_some_and(|hint| hint.contains("unwinding")), "{hint:?}");
+        let CommandError::Failed { status, stderr: in_source, .. } = source else { panic!("{source:?}") };
+        assert_eq!(
+            (status.code(), in_source.as_str()),
+            (Some(1), ""),
+            "the output is the step's, not repeated"
+        );
+        assert!(error.to_string().starts_with("the link step failed; hint: "), "{error}");
+
+        let error = crate::run("cargo", std::process::Command::new("/nonexistent/cargo")).unwrap_err();
+        let BuildError::Step { hint: None, stderr, source: source @ CommandError::Start { .. }, .. } = &error
+        else {
+            panic!("{error:?}")
+        };
+        assert!(stderr.is_empty());
+        assert!(
+            source.to_string().ends_with("is the Rust toolchain (rustup) installed and on PATH?"),
+            "{source}"
+        );
+    }
 
     #[test]
     fn hints_name_the_fix() {

@@ -37,6 +37,7 @@
 //! # Ok::<(), xplug_build::BuildError>(())
 //! ```
 
+pub mod command;
 mod error;
 mod linked;
 mod linked_program;
@@ -197,8 +198,8 @@ pub fn build_sos(options: &SosOptions) -> Result<SosReport, BuildError> {
 /// with `keep_symbols`, without `--discard-all` ([`SosOptions::keep_symbols`]).
 ///
 /// # Errors
-/// [`BuildError::Tool`] when the linker cannot be started,
-/// [`BuildError::Failed`] with its output (and a hint for unwinding
+/// [`BuildError::Step`] when the linker cannot be started, or
+/// fails, with its output (and a hint for unwinding
 /// symbols or missing memory functions) when it fails.
 pub fn link(
     linker: &Path,
@@ -215,7 +216,7 @@ pub fn link(
         .arg("-o")
         .arg(output)
         .args(inputs);
-    run("link", command)
+    run("link", command).map(drop)
 }
 
 /// Writes [`version_script`] as `dir/exports.map`; returns its path.
@@ -330,15 +331,10 @@ pub(crate) fn staticlib_command(
     command
 }
 
-/// Runs `command`, turning a failure into [`BuildError::Failed`].
-fn run(step: &'static str, mut command: Command) -> Result<(), BuildError> {
-    let line = format!("{command:?}");
-    let output = command.output().map_err(|source| BuildError::Tool { command: line.clone(), source })?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Err(BuildError::Failed { hint: error::hint(step, &stderr), step, command: line, stderr })
+/// Runs `command` as the `step` step (`cargo`, `link`, `rustc`), turning
+/// a failure into [`BuildError::Step`] with a hint for the usual mistakes.
+pub(crate) fn run(step: &'static str, mut command: Command) -> Result<std::process::Output, BuildError> {
+    command::output(&mut command).map_err(|source| BuildError::step(step, source))
 }
 
 fn create_dir(dir: &Path) -> Result<(), BuildError> {

@@ -283,7 +283,7 @@ fn build_files(
     // The crate's own compilation only: the LTO'd crate, dependencies
     // included, as one object and one bitcode module.
     command.arg("--").arg(format!("--emit=obj={},llvm-bc={}", object.display(), bitcode.display()));
-    run("cargo", command)
+    run("cargo", command).map(drop)
 }
 
 /// The global symbols the object at `path` (bytes `bytes`) uses but does
@@ -355,7 +355,7 @@ pub fn linked_kernels(path: &Path, bytes: &[u8]) -> Result<Vec<LinkedKernel>, Bu
 ///   report a panic to, and its handler traps.
 ///
 /// # Errors
-/// [`BuildError::Failed`] (step `link`) with the linker's output, or
+/// [`BuildError::Step`] (step `link`) with the linker's output, or
 /// [`BuildError::NotLinkable`] listing what the link kept that it must
 /// not.
 pub fn check_linked(

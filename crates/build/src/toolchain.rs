@@ -45,8 +45,8 @@ impl Toolchain {
     /// Asks rustc (`$RUSTC`, else `rustc`) for its host and sysroot.
     ///
     /// # Errors
-    /// [`BuildError::Tool`] or [`BuildError::Failed`] when rustc cannot
-    /// answer.
+    /// [`BuildError::Step`] when rustc cannot answer,
+    /// [`BuildError::ToolchainAnswer`] when its answer lacks the host.
     pub fn detect() -> Result<Self, BuildError> {
         let rustc = std::env::var_os("RUSTC").map_or_else(|| PathBuf::from("rustc"), PathBuf::from);
         Self::detect_with(&rustc)
@@ -60,28 +60,17 @@ impl Toolchain {
         let ask = |args: &[&str]| -> Result<String, BuildError> {
             let mut command = Command::new(rustc);
             command.args(args);
-            let line = format!("{command:?}");
-            let output =
-                command.output().map_err(|source| BuildError::Tool { command: line.clone(), source })?;
-            if !output.status.success() {
-                return Err(BuildError::Failed {
-                    step: "rustc",
-                    command: line,
-                    stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-                    hint: None,
-                });
-            }
+            let output = crate::run("rustc", command)?;
             Ok(String::from_utf8_lossy(&output.stdout).into_owned())
         };
         let version = ask(&["-vV"])?;
         let host = version
             .lines()
             .find_map(|line| line.strip_prefix("host: "))
-            .ok_or_else(|| BuildError::Failed {
-                step: "rustc",
+            .ok_or_else(|| BuildError::ToolchainAnswer {
                 command: format!("{} -vV", rustc.display()),
-                stderr: format!("no `host:` line in:\n{version}"),
-                hint: None,
+                expected: "host:",
+                output: version.clone(),
             })?
             .trim()
             .to_owned();

@@ -95,7 +95,7 @@ fn run(options: &BuildArgs, json_output: bool) -> Result<u8, CliError> {
 /// Shows the tool's own output (cargo's diagnostics, the linker's
 /// undefined symbols) as the tool printed it, before the error.
 fn build_error(what: &'static str, manifest: &Path, source: xplug_build::BuildError) -> CliError {
-    if let xplug_build::BuildError::Failed { stderr, .. } = &source {
+    if let xplug_build::BuildError::Step { stderr, .. } = &source {
         eprint!("{stderr}");
     }
     CliError::Build { what, manifest: manifest.to_path_buf(), source }

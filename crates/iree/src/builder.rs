@@ -111,7 +111,7 @@ impl SessionBuilder<'_> {
             source: status.into(),
         };
         let scopes = parameters::index_parameters(&parameters, mode)?;
-        let hal_module = sys::VmModule::hal(instance, &device.inner.group).map_err(init_error)?;
+        let hal_module = sys::VmModule::hal(instance, &device.inner.handles.group).map_err(init_error)?;
         let mut wants_parameters = !scopes.is_empty();
         for needing in modules.iter().chain([module]) {
             wants_parameters |= needing.inner.vm.depends_on(b"io_parameters").map_err(init_error)?;

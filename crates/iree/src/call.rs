@@ -49,8 +49,12 @@ impl Session {
         let function = self.module.function(function.as_ref())?;
         let arguments: Vec<Argument<'a>> = arguments.into_iter().map(Into::into).collect();
         let name = function.name_lossy();
-        let inputs =
-            input::argument_list(&self.device.inner.raw, &name, function.argument_types(), &arguments)?;
+        let inputs = input::argument_list(
+            &self.device.inner.handles.device,
+            &name,
+            function.argument_types(),
+            &arguments,
+        )?;
         Ok(Call { session: self, function, name, inputs })
     }
 }

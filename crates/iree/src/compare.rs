@@ -80,8 +80,12 @@ impl CallResults {
     {
         let name = format!("{} (expected outputs)", self.name);
         let expected: Vec<Argument<'a>> = expected.into_iter().map(Into::into).collect();
-        let expected =
-            input::argument_list(&self.device.inner.raw, &name, self.function.result_types(), &expected)?;
+        let expected = input::argument_list(
+            &self.device.inner.handles.device,
+            &name,
+            self.function.result_types(),
+            &expected,
+        )?;
         let (matched, report) = sys::compare_lists(&expected, &self.list, &tolerance.iree_flags())
             .map_err(|status| Error::Result { function: name.clone(), index: 0, source: status.into() })?;
         Ok(Comparison { matched, report })

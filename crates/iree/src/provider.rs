@@ -182,12 +182,6 @@ impl IreeImportProvider {
         CImportProvider::new(self)
     }
 
-    /// The pair as the glue takes it.
-    pub(crate) fn as_glue_parts(&self) -> sys::ProviderParts {
-        let pair = self.as_c_provider();
-        sys::ProviderParts { self_: pair.self_, resolve: Some(pair.resolve) }
-    }
-
     /// Resolves one executable's request, recording when asked to: the
     /// resolution, or the full `iree_status_t` IREE gets.
     ///

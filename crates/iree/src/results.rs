@@ -103,6 +103,6 @@ impl CallResults {
 /// A copy of the tensor `view` holds.
 fn read_tensor(device: &Device, view: &sys::BufferView) -> Result<Tensor, sys::Status> {
     let (shape, element_type) = view.shape_and_element_type()?;
-    let data = view.read(&device.inner.raw)?;
+    let data = view.read(&device.inner.handles.device)?;
     Ok(Tensor::from_parts_unchecked(shape, ElementType(element_type), data))
 }

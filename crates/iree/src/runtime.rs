@@ -1,7 +1,6 @@
 //! The runtime (one VM instance) and devices whose executables import
 //! through xplug's manager.
 
-use std::ffi::c_int;
 use std::sync::Arc;
 
 use xplug_manager::{CImportProvider, Manager};
@@ -9,7 +8,7 @@ use xplug_profile::{ImportProfile, ProfileOptions};
 
 use crate::Error;
 use crate::provider::{ExecutableImports, ImportRecording, IreeImportProvider};
-use crate::sys::{self, iree};
+use crate::sys;
 
 /// IREE's runtime: a VM instance with the HAL types registered, and the
 /// proactor pool its devices share. Cheap to clone (shared).
@@ -43,24 +42,10 @@ impl Runtime {
     /// [`Error::Runtime`] when IREE cannot allocate the instance or threads.
     pub fn new() -> Result<Self, Error> {
         let allocator = sys::system_allocator();
-        let runtime_error = |what| move |status: sys::Status| Error::Runtime { what, source: status.into() };
-        let instance = sys::create(
-            // SAFETY: `out` is a valid out pointer; the allocator is IREE's.
-            |out| unsafe {
-                iree::iree_vm_instance_create(iree::IREE_VM_TYPE_CAPACITY_DEFAULT as usize, allocator, out)
-            },
-            sys::Instance::from_raw,
-        )
-        .map_err(runtime_error("VM instance"))?;
-        // SAFETY: the instance is live.
-        sys::check(unsafe { iree::iree_hal_module_register_all_types(instance.as_ptr()) })
-            .map_err(runtime_error("HAL types"))?;
-        let proactor_pool = sys::create(
-            // SAFETY: `out` is a valid out pointer.
-            |out| unsafe { sys::xplug_iree_proactor_pool_create(allocator, out) },
-            sys::ProactorPool::from_raw,
-        )
-        .map_err(runtime_error("proactor pool"))?;
+        let instance = sys::Instance::with_hal_types(allocator)
+            .map_err(|(what, status)| Error::Runtime { what, source: status.into() })?;
+        let proactor_pool = sys::ProactorPool::new(allocator)
+            .map_err(|status| Error::Runtime { what: "proactor pool", source: status.into() })?;
         Ok(Self { inner: Arc::new(RuntimeInner { proactor_pool, instance }) })
     }
 
@@ -93,18 +78,11 @@ impl Runtime {
         owner: Arc<dyn std::any::Any + Send + Sync>,
     ) -> Result<Device, Error> {
         let xplug =
-            Box::new(IreeImportProvider::for_device(Manager::new(), kind.name(), ImportRecording::Off, None));
-        let parts = sys::ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
-        let (raw, group) = create_device(self, kind, false, parts)?;
-        Ok(Device {
-            inner: Arc::new(DeviceInner {
-                raw,
-                group,
-                foreign_provider: Some(owner),
-                provider: xplug,
-                runtime: self.clone(),
-            }),
-        })
+            Arc::new(IreeImportProvider::for_device(Manager::new(), kind.name(), ImportRecording::Off, None));
+        // SAFETY: forwarded to the caller.
+        let imports = unsafe { sys::DeviceImports::foreign(provider, owner) };
+        let handles = create_device(self, kind, false, imports)?;
+        Ok(Device { inner: Arc::new(DeviceInner { handles, provider: xplug, runtime: self.clone() }) })
     }
 }
 
@@ -202,68 +180,32 @@ impl<'runtime> DeviceBuilder<'runtime> {
     /// # Errors
     /// [`Error::Device`] when IREE cannot create it.
     pub fn build(self) -> Result<Device, Error> {
-        let provider = Box::new(IreeImportProvider::for_device(
+        let provider = Arc::new(IreeImportProvider::for_device(
             self.manager,
             self.kind.name(),
             self.recording,
             self.profile,
         ));
-        let (raw, group) =
-            create_device(self.runtime, self.kind, self.abort_on_failure, provider.as_glue_parts())?;
-        Ok(Device {
-            inner: Arc::new(DeviceInner {
-                raw,
-                group,
-                foreign_provider: None,
-                provider,
-                runtime: self.runtime.clone(),
-            }),
-        })
+        let imports = sys::DeviceImports::resolver(Arc::clone(&provider));
+        let handles = create_device(self.runtime, self.kind, self.abort_on_failure, imports)?;
+        Ok(Device { inner: Arc::new(DeviceInner { handles, provider, runtime: self.runtime.clone() }) })
     }
 }
 
-/// The IREE device and its one device group (see `DeviceInner::group`),
-/// its loaders importing through `provider`.
+/// The IREE device and its one device group, its loaders importing
+/// through `imports`.
 fn create_device(
     runtime: &Runtime,
     kind: DeviceKind,
     abort_on_failure: bool,
-    provider: sys::ProviderParts,
-) -> Result<(sys::Device, sys::DeviceGroup), Error> {
+    imports: sys::DeviceImports,
+) -> Result<sys::DeviceHandles, Error> {
     let (code, workers) = match kind {
         DeviceKind::LocalSync => (sys::DEVICE_LOCAL_SYNC, 0),
         DeviceKind::LocalTask { workers } => (sys::DEVICE_LOCAL_TASK, workers),
     };
-    let failed = |status: sys::Status| Error::Device { device: kind.name(), source: status.into() };
-    let device = sys::create(
-        // SAFETY: the pool is live. Ownership: IREE's loaders keep the
-        // provider pair (a pointer to the boxed provider and its resolve
-        // callback, or a foreign pair whose owner the caller hands over)
-        // until they are destroyed with the device, and the device owns
-        // the box or the owner and drops it after the IREE device
-        // (DeviceInner's field order); xplug's callback never unwinds.
-        |out| unsafe {
-            sys::xplug_iree_device_create(
-                code,
-                workers,
-                c_int::from(abort_on_failure),
-                runtime.inner.proactor_pool.as_ptr(),
-                provider,
-                sys::check_embedded_elf,
-                sys::system_allocator(),
-                out,
-            )
-        },
-        sys::Device::from_raw,
-    )
-    .map_err(failed)?;
-    let group = sys::create(
-        // SAFETY: the device is live; the group retains it.
-        |out| unsafe { sys::xplug_iree_device_group_create(device.as_ptr(), sys::system_allocator(), out) },
-        sys::DeviceGroup::from_raw,
-    )
-    .map_err(failed)?;
-    Ok((device, group))
+    sys::DeviceHandles::create(code, workers, abort_on_failure, &runtime.inner.proactor_pool, imports)
+        .map_err(|status| Error::Device { device: kind.name(), source: status.into() })
 }
 
 /// One of IREE's CPU devices. Its embedded-ELF and system-library loaders
@@ -275,20 +217,10 @@ pub struct Device {
 }
 
 pub(crate) struct DeviceInner {
-    // Drop order: our reference to the IREE device, then the group, which
-    // holds the last one (so the device and its loaders, which point at the
-    // provider, are destroyed there, while the group's topology they point
-    // into is still alive), then the foreign provider's owner if any, then
-    // xplug's provider.
-    pub(crate) raw: sys::Device,
-    /// The device's one device group, which every HAL module on the device
-    /// is created over: IREE places a device in a group's topology once
-    /// (`glue/xplug_iree.c`, `xplug_iree_device_group_create`).
-    pub(crate) group: sys::DeviceGroup,
-    /// What keeps a foreign provider alive
-    /// ([`Runtime::device_with_c_provider`]); `None`: `provider` resolves.
-    foreign_provider: Option<Arc<dyn std::any::Any + Send + Sync>>,
-    pub(crate) provider: Box<IreeImportProvider>,
+    // Drop order: the IREE device, its group and the imports' owner
+    // (`sys::DeviceHandles`), then our reference to xplug's provider.
+    pub(crate) handles: sys::DeviceHandles,
+    pub(crate) provider: Arc<IreeImportProvider>,
     pub(crate) runtime: Runtime,
 }
 
@@ -309,7 +241,7 @@ impl Device {
     /// ([`Runtime::device_with_c_provider`]) instead of xplug's manager.
     #[must_use]
     pub fn uses_c_provider(&self) -> bool {
-        self.inner.foreign_provider.is_some()
+        self.inner.handles.imports.is_foreign()
     }
 
     /// What each executable loaded so far asked for and who resolved it

@@ -1,8 +1,10 @@
 //! The FFI edge: IREE's runtime functions this crate calls, owning
 //! handles that release what IREE hands out, and the safe wrappers through
-//! which modules, functions, sessions, calls, results and parameter
-//! archives reach IREE and the glue (the files that hold those have no
-//! `unsafe`). Each wrapper states its contract once, in the `// SAFETY:`
+//! which the runtime, devices and their import providers, modules,
+//! functions, sessions, calls, results and parameter archives reach IREE
+//! and the glue (the files that hold those have no `unsafe`, but for
+//! `Runtime::device_with_c_provider` handing its caller's promise to
+//! [`DeviceImports::foreign`]). Each wrapper states its contract once, in the `// SAFETY:`
 //! of its block.
 //!
 //! Functions come from two places: `iree_bindings.rs` (IREE's public
@@ -400,6 +402,139 @@ handle!(
     /// `iree_io_file_handle_t` of a parameter archive.
     FileHandle, FileHandleRaw, xplug_iree_parameter_file_release
 );
+
+impl Instance {
+    /// A VM instance with IREE's default type capacity and the HAL's types
+    /// registered.
+    pub(crate) fn with_hal_types(allocator: Allocator) -> Result<Self, (&'static str, Status)> {
+        let instance = create(
+            // SAFETY: `out` is a valid out pointer; the allocator is IREE's.
+            |out| unsafe {
+                iree::iree_vm_instance_create(iree::IREE_VM_TYPE_CAPACITY_DEFAULT as usize, allocator, out)
+            },
+            Self::from_raw,
+        )
+        .map_err(|status| ("VM instance", status))?;
+        // SAFETY: the instance is live.
+        check(unsafe { iree::iree_hal_module_register_all_types(instance.as_ptr()) })
+            .map_err(|status| ("HAL types", status))?;
+        Ok(instance)
+    }
+}
+
+impl ProactorPool {
+    /// The proactor pool (async I/O threads) a runtime's devices share.
+    pub(crate) fn new(allocator: Allocator) -> Result<Self, Status> {
+        create(
+            // SAFETY: `out` is a valid out pointer; the allocator is IREE's.
+            |out| unsafe { xplug_iree_proactor_pool_create(allocator, out) },
+            Self::from_raw,
+        )
+    }
+}
+
+/// What a device's loaders resolve every import through: a C provider
+/// pair, and what keeps it valid for as long as the device lives.
+pub(crate) struct DeviceImports {
+    parts: ProviderParts,
+    /// Keeps `parts` valid; `foreign` says whose it is.
+    _owner: Arc<dyn std::any::Any + Send + Sync>,
+    foreign: bool,
+}
+
+// SAFETY: the pair is callable from any thread (a `CResolver` is `Sync`;
+// a foreign pair's contract says so), and the owner is `Send + Sync`; the
+// pair is only read.
+unsafe impl Send for DeviceImports {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceImports {}
+
+impl DeviceImports {
+    /// `resolver` through the manager's one C entry point
+    /// ([`xplug_manager::CImportProvider::new`]), kept alive by the device.
+    pub(crate) fn resolver<R>(resolver: Arc<R>) -> Self
+    where
+        R: xplug_manager::CResolver + Send + Sync + 'static,
+    {
+        let pair = xplug_manager::CImportProvider::new(&*resolver);
+        let parts = ProviderParts { self_: pair.self_, resolve: Some(pair.resolve) };
+        Self { parts, _owner: resolver, foreign: false }
+    }
+
+    /// Another C provider pair, such as IREE's own plugin manager's.
+    ///
+    /// # Safety
+    /// `provider` stays valid, callable from any thread with IREE's resolve
+    /// contract (`docs/src/reference/abi.md`), for as long as `owner` lives.
+    pub(crate) unsafe fn foreign(
+        provider: xplug_manager::CImportProvider<'_>,
+        owner: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        let parts = ProviderParts { self_: provider.self_, resolve: Some(provider.resolve) };
+        Self { parts, _owner: owner, foreign: true }
+    }
+
+    /// Whether these are a foreign pair's ([`DeviceImports::foreign`]).
+    pub(crate) fn is_foreign(&self) -> bool {
+        self.foreign
+    }
+}
+
+/// One of IREE's CPU devices with its one device group, and the imports
+/// its loaders resolve through. Field order is drop order: our reference
+/// to the device, then the group, which holds the last one (so the device
+/// and its loaders, which point at the imports' provider, are destroyed
+/// there, while the group's topology they point into is still alive), then
+/// the imports' owner.
+pub(crate) struct DeviceHandles {
+    pub(crate) device: Device,
+    /// The device's one device group, which every HAL module on the device
+    /// is created over: IREE places a device in a group's topology once
+    /// (`glue/xplug_iree.c`, `xplug_iree_device_group_create`).
+    pub(crate) group: DeviceGroup,
+    pub(crate) imports: DeviceImports,
+}
+
+impl DeviceHandles {
+    /// Creates device `kind` (`DEVICE_LOCAL_SYNC`, `DEVICE_LOCAL_TASK` with
+    /// `workers`, 0 for IREE's task flags) on `pool`, its embedded-ELF
+    /// executables checked by [`check_embedded_elf`] and every import
+    /// resolved through `imports`.
+    pub(crate) fn create(
+        kind: c_int,
+        workers: usize,
+        abort_on_failure: bool,
+        pool: &ProactorPool,
+        imports: DeviceImports,
+    ) -> Result<Self, Status> {
+        let device = create(
+            // SAFETY: the pool is live. Ownership: IREE's loaders keep the
+            // provider pair until they are destroyed with the device, and
+            // the pair stays valid while `imports` lives, which the
+            // returned value drops after the device and its group (field
+            // order); xplug's callback never unwinds.
+            |out| unsafe {
+                xplug_iree_device_create(
+                    kind,
+                    workers,
+                    c_int::from(abort_on_failure),
+                    pool.as_ptr(),
+                    imports.parts,
+                    check_embedded_elf,
+                    system_allocator(),
+                    out,
+                )
+            },
+            Device::from_raw,
+        )?;
+        let group = create(
+            // SAFETY: the device is live; the group retains it.
+            |out| unsafe { xplug_iree_device_group_create(device.as_ptr(), system_allocator(), out) },
+            DeviceGroup::from_raw,
+        )?;
+        Ok(Self { device, group, imports })
+    }
+}
 
 /// Runs an IREE call that returns a status and an object through an out
 /// pointer, and takes ownership of the object.

@@ -164,60 +164,6 @@ pub enum Error {
         /// The closest declared name, when one is close.
         suggestion: Option<String>,
     },
-    /// A swap was asked for from inside a call of a swappable import: it
-    /// would wait for its own call to end. Nothing changed.
-    #[error(
-        "cannot swap `{provider}` from inside a swappable import's call (the swap waits for calls in \
-         flight, this one included); swap from another thread"
-    )]
-    SwapInsideImport {
-        /// The plugin asked to be swapped.
-        provider: String,
-    },
-    /// The new version of a swappable plugin could not be loaded (a
-    /// malformed spec, a loader error, a failed load check, or the
-    /// plugin's `load` refused); the old version keeps serving.
-    #[error(
-        "swap of `{provider}` refused: the new version `{spec}` cannot be loaded; the old version keeps serving"
-    )]
-    SwapLoadFailed {
-        /// The plugin being swapped.
-        provider: String,
-        /// The new version's spec.
-        spec: String,
-        /// Why it could not be loaded.
-        source: Box<Error>,
-    },
-    /// The new version of a swappable plugin is not a drop-in
-    /// replacement (another plugin, a changed args layout); it was
-    /// unloaded and the old version keeps serving.
-    #[error(
-        "swap of `{provider}` refused: the new version `{spec}` is not a drop-in replacement: {reason}; the old version keeps serving"
-    )]
-    SwapIncompatible {
-        /// The plugin being swapped.
-        provider: String,
-        /// The new version's spec.
-        spec: String,
-        /// What differs.
-        reason: String,
-    },
-    /// The new version of a swappable plugin lacks imports that loaded
-    /// executables use; it was unloaded and the old version keeps serving.
-    #[error(
-        "swap of `{provider}` refused: the new version `{spec}` does not export {} import(s) in use: [{}]; \
-         the old version keeps serving",
-        missing.len(),
-        missing.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
-    )]
-    SwapMissingImports {
-        /// The plugin being swapped.
-        provider: String,
-        /// The new version's spec.
-        spec: String,
-        /// The bare names it lacks.
-        missing: Vec<String>,
-    },
     /// An import index past the end of a resolved-imports table.
     #[error(
         "import index {index} is out of range for an import table of {len} import(s); \
@@ -264,9 +210,6 @@ impl Error {
             Self::ProviderFailed { source, .. }
             | Self::PluginLoad { source, .. }
             | Self::StaticPluginLoad { source, .. } => source.code(),
-            Self::SwapLoadFailed { source, .. } => source.code(),
-            Self::SwapMissingImports { .. } => StatusCode::NOT_FOUND,
-            Self::SwapIncompatible { .. } | Self::SwapInsideImport { .. } => StatusCode::FAILED_PRECONDITION,
             Self::CapacityReached { .. } => StatusCode::RESOURCE_EXHAUSTED,
             Self::InvalidSpec { .. }
             | Self::InvalidEnvironment { .. }

@@ -104,10 +104,8 @@
 //! # Live swap
 //!
 //! A plugin loaded with [`Manager::load_swappable`] (or `?swappable` in its
-//! spec) can be replaced by a new build with [`SwapHandle::replace`] while
-//! executables run: they call the new code from their next call, calls in
-//! flight finish on the old code, and the old version is unloaded once no
-//! call can be inside it (`docs/src/operating/swap.md`).
+//! spec) can be replaced by a new build while executables run (the
+//! [`swap`] crate, `docs/src/operating/swap.md`).
 //!
 //! # Threads
 //!
@@ -131,7 +129,6 @@ mod manager;
 mod registry;
 pub mod spec;
 pub mod suggest;
-mod swap;
 mod typed;
 
 pub use c_provider::{CImportProvider, CResolveFn, CResolver};
@@ -139,12 +136,12 @@ pub use config::{CRASH_REPORT_ENV, ManagerBuilder, PERF_MAP_ENV};
 pub use error::{Error, MissingImport};
 pub use imports::{ResolvedImport, ResolvedImports};
 pub use manager::{Manager, Registered, ResolveTrace, SlotRewrite, SlotSource};
-pub use swap::{SwapHandle, Swapped, swap_calls_are_fence_free};
 pub use typed::TypedImport;
 pub use xplug_providers::abi::AnyBitPattern;
 pub use xplug_providers::{ErrorChain, Report};
 
 pub use xplug_providers as providers;
+pub use xplug_swap as swap;
 
 #[cfg(test)]
 mod tests {

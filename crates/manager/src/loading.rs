@@ -1,7 +1,10 @@
 //! Owning plugins: registration, loading from specs and the environment, and
 //! plugins linked into the binary.
 
+use std::sync::Arc;
+
 use xplug_providers::{AllowList, LoadParamList, Loader, Plugin, STATIC};
+use xplug_swap::{SwapHandle, VersionSource};
 
 use crate::error::Error;
 use crate::manager::{Manager, Registered};
@@ -58,7 +61,7 @@ impl Manager {
     pub unsafe fn load_spec(&self, spec: &str) -> Result<Registered, Error> {
         let spec = self.parse_spec(spec)?;
         // SAFETY: forwarded to the caller.
-        unsafe { self.load_parsed(&spec) }
+        unsafe { self.load_parsed(&spec, false) }
     }
 
     /// Loads the plugin linked into the binary under `name` with load
@@ -95,18 +98,57 @@ impl Manager {
         self.register_plugin(plugin)
     }
 
-    /// Loads and registers one parsed spec.
+    /// Loads and registers one parsed spec, as swappable when `swappable`
+    /// or the spec says `?swappable`.
     ///
     /// # Safety
     /// As [`Manager::load_spec`].
-    unsafe fn load_parsed(&self, spec: &PluginSpec) -> Result<Registered, Error> {
-        if spec.is_swappable() {
-            // SAFETY: forwarded to the caller.
-            return unsafe { self.load_parsed_swappable(spec) }.map(|(registered, _)| registered);
-        }
+    unsafe fn load_parsed(&self, spec: &PluginSpec, swappable: bool) -> Result<Registered, Error> {
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { spec.load_allowed(self.inner.allow_list.as_deref()) }?;
-        self.register_plugin(plugin)
+        let plugin = unsafe { spec.load_allowed(self.allow_list()) }?;
+        if !(swappable || spec.is_swappable()) {
+            return self.register_plugin(plugin);
+        }
+        let versions =
+            Versions { loaders: self.loaders().to_vec(), allow_list: self.inner.allow_list.clone() };
+        let handle = SwapHandle::new(spec.as_str(), plugin, Arc::new(versions))
+            .map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
+        Ok(self.register_provider(handle.provider())?.with_swap(handle))
+    }
+
+    /// Loads the plugin `spec` names as **swappable** and registers it as
+    /// a provider ([`SwapHandle::new`](crate::swap::SwapHandle::new): what
+    /// a swappable call costs, and why a `.so` is never closed), so
+    /// [`SwapHandle::replace`](crate::swap::SwapHandle::replace) can later
+    /// point every executable already loaded at a new version, loaded with
+    /// this manager's loaders and allow-list. The same as
+    /// [`Manager::load_spec`] with `?swappable` in the spec
+    /// (`docs/src/operating/swap.md`).
+    ///
+    /// ```no_run
+    /// use xplug_manager::Manager;
+    ///
+    /// let manager = Manager::new();
+    /// // SAFETY: both builds are trusted v0 plugins.
+    /// let kernel = unsafe { manager.load_swappable("build/1/kernels.sos") }?;
+    /// let imports = manager.resolve_imports(["scale_i32"])?;
+    /// // ... executables call `imports` from any thread ...
+    /// // SAFETY: as above.
+    /// let swapped = unsafe { kernel.replace("build/2/kernels.sos") }?;
+    /// assert_eq!(swapped.rebound, 1); // `imports` now calls build 2
+    /// # Ok::<(), xplug_manager::Report>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Manager::load_spec`].
+    ///
+    /// # Safety
+    /// As [`Manager::load_spec`].
+    pub unsafe fn load_swappable(&self, spec: &str) -> Result<SwapHandle, Error> {
+        let spec = self.parse_spec(spec)?;
+        // SAFETY: forwarded to the caller.
+        let registered = unsafe { self.load_parsed(&spec, true) }?;
+        Ok(registered.swap_handle().expect("a swappable registration carries its handle").clone())
     }
 
     /// A manager holding the plugins `specs` name, registered in order, so a
@@ -149,7 +191,7 @@ impl Manager {
         let manager = Manager::new();
         for spec in &specs {
             // SAFETY: forwarded to the caller.
-            unsafe { manager.load_parsed(spec)? };
+            unsafe { manager.load_parsed(spec, false)? };
         }
         Ok(manager)
     }
@@ -241,5 +283,21 @@ impl PluginSpec {
             unsafe { self.open_verified(&lists) }.and_then(|code| code.load(&params))
         });
         loaded.map_err(|source| Error::PluginLoad { spec: self.as_str().to_owned(), source })
+    }
+}
+
+/// Where a swappable plugin's next versions come from: the loaders and the
+/// allow-list of the manager that loaded the first.
+struct Versions {
+    loaders: Vec<&'static dyn Loader>,
+    allow_list: Option<Arc<AllowList>>,
+}
+
+impl VersionSource for Versions {
+    unsafe fn load(&self, spec: &str) -> Result<Plugin, Box<dyn std::error::Error + Send + Sync>> {
+        let spec = PluginSpec::parse_with(spec, &self.loaders)?;
+        // SAFETY: forwarded to the caller (`SwapHandle::replace`'s, who
+        // vouches for the plugin).
+        Ok(unsafe { spec.load_allowed(self.allow_list.as_deref()) }?)
     }
 }

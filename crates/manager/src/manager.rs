@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use xplug_providers::abi::Resolution;
 use xplug_providers::{ImportProvider, ResolveRequest, SymbolName};
+use xplug_swap::SwapHandle;
 
 use crate::error::{Error, MissingImport};
 use crate::registry::{Entry, Held, Registry};
@@ -79,7 +80,7 @@ use crate::suggest;
 /// |---|---|---|
 /// | making one | [`Manager::new`], [`Manager::builder`], [`Manager::capacity`]; a cheap-to-clone handle | `manager.rs`, `config.rs` |
 /// | registering providers | [`Manager::register_provider`], [`Manager::register_plugin`], [`Manager::providers`], [`Manager::len`], [`Manager::is_empty`] | `manager.rs`, `loading.rs` |
-/// | live swap | [`Manager::load_swappable`], then [`SwapHandle::replace`](crate::SwapHandle::replace) | `swap.rs` |
+/// | live swap | [`Manager::load_swappable`], then [`SwapHandle::replace`](crate::swap::SwapHandle::replace) | `loading.rs`, the `xplug-swap` crate |
 /// | configuring (capacity, loaders, allow-list, static plugins, debugging aids) | [`Manager::builder`], [`Manager::new`] | `config.rs` |
 /// | loading plugins | [`Manager::load_spec`], [`Manager::from_specs`], [`Manager::from_env`], [`Manager::loaders`], [`Manager::parse_spec`], [`Manager::allow_list`] | `loading.rs` |
 /// | resolving | [`Manager::resolve`], [`Manager::resolve_traced`], [`Manager::resolve_imports`] (then [`ResolvedImports::typed`](crate::ResolvedImports::typed)) | `manager.rs`, `imports.rs`, `typed.rs` |
@@ -111,9 +112,8 @@ pub(crate) struct Shared {
 pub struct Registered {
     index: usize,
     name: Arc<str>,
-    /// What a feature outside the registry attached (live swap's handle,
-    /// read back by [`SwapHandle::of`](crate::SwapHandle::of)).
-    attached: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The handle of a plugin loaded as swappable.
+    swap: Option<SwapHandle>,
 }
 
 impl fmt::Debug for Registered {
@@ -137,18 +137,22 @@ impl Eq for Registered {}
 
 impl Registered {
     pub(crate) fn new(index: usize, name: Arc<str>) -> Self {
-        Self { index, name, attached: None }
+        Self { index, name, swap: None }
     }
 
-    /// This registration, carrying `value` for the feature that made it.
-    pub(crate) fn attach(mut self, value: Arc<dyn std::any::Any + Send + Sync>) -> Self {
-        self.attached = Some(value);
+    /// This registration, carrying the handle of the swappable plugin it
+    /// registered.
+    pub(crate) fn with_swap(mut self, handle: SwapHandle) -> Self {
+        self.swap = Some(handle);
         self
     }
 
-    /// What [`Registered::attach`] attached, if it is a `T`.
-    pub(crate) fn attached<T: 'static>(&self) -> Option<&T> {
-        self.attached.as_deref()?.downcast_ref()
+    /// The handle of the plugin this registration names, when it was
+    /// loaded from a `?swappable` spec ([`Manager::load_swappable`] returns
+    /// it directly); `None` for any other registration.
+    #[must_use]
+    pub fn swap_handle(&self) -> Option<&SwapHandle> {
+        self.swap.as_ref()
     }
 
     /// The registration index: 0 for the oldest provider; resolution asks

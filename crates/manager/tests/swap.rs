@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, OnceLock};
 
 use xplug_manager::providers::{ImportProvider, LoadParamList, Loader, RequestSlots, SYSTEM_LIBRARY};
+use xplug_manager::swap::{Error as SwapError, SwapHandle};
 use xplug_manager::{Error, ErrorChain, Manager, ResolvedImports};
 
 /// `swap_scale_i32`'s args.
@@ -137,8 +138,7 @@ fn the_spec_flag_loads_a_swappable_plugin_and_is_not_passed_to_it() {
     let spec = format!("{}&swappable", embedded(&builds().x2, unloaded));
     // SAFETY: a test plugin built from this repository.
     let registered = unsafe { manager.load_spec(&spec) }.unwrap();
-    let handle =
-        xplug_manager::SwapHandle::of(&registered).expect("a `?swappable` spec registers a swappable plugin");
+    let handle = registered.swap_handle().cloned().expect("a `?swappable` spec registers a swappable plugin");
     let imports = manager.resolve_imports(["swap_scale_i32"]).unwrap();
     assert_eq!(scale(&imports, 5), 10);
     // SAFETY: as above.
@@ -168,7 +168,7 @@ fn a_plugin_not_loaded_as_swappable_resolves_to_its_own_function() {
     assert!(!own.fns()[0].is_null());
     assert_eq!(imports.function(0), own.fns()[0], "no wrapper: the plugin's own function");
     assert_eq!(scale(&imports, 4), 8);
-    assert!(xplug_manager::SwapHandle::of(&handle).is_none(), "a plain spec gives no swap handle");
+    assert!(handle.swap_handle().is_none(), "a plain spec gives no swap handle");
 
     // The same file loaded as swappable resolves to the trampoline.
     let swappable = Manager::new();
@@ -205,12 +205,7 @@ fn shared_library_versions_swap_and_stay_mapped() {
 
 /// Asserts that `error` is a refused swap, the old version still serves
 /// `imports`, and nothing changed.
-fn assert_refused(
-    manager: &Manager,
-    handle: &xplug_manager::SwapHandle,
-    imports: &ResolvedImports,
-    old_spec: &str,
-) {
+fn assert_refused(manager: &Manager, handle: &SwapHandle, imports: &ResolvedImports, old_spec: &str) {
     assert_eq!(scale(imports, 10), 20, "the old version keeps serving");
     assert_eq!(handle.current_spec(), old_spec);
     assert_eq!(manager.len(), 1, "nothing registered or lost");
@@ -231,11 +226,11 @@ fn refused_swaps_keep_the_old_version_serving() {
     // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { handle.replace(&missing) }.unwrap_err();
     match &error {
-        Error::SwapMissingImports { provider, spec, missing: names } => {
-            assert_eq!((provider.as_str(), spec.as_str()), ("swap_test", missing.as_str()));
+        SwapError::MissingImports { plugin, spec, missing: names } => {
+            assert_eq!((plugin.as_str(), spec.as_str()), ("swap_test", missing.as_str()));
             assert_eq!(names, &["swap_scale_i32"]);
         }
-        other => panic!("expected SwapMissingImports, got {other:?}"),
+        other => panic!("expected MissingImports, got {other:?}"),
     }
     assert!(
         error.to_string().contains("`swap_scale_i32`")
@@ -248,10 +243,9 @@ fn refused_swaps_keep_the_old_version_serving() {
     let newer = embedded(&build("swap_newer", 3, &["-DNEWER_VERSION"]), counter());
     // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { handle.replace(&newer) }.unwrap_err();
-    let Error::SwapLoadFailed { source, .. } = &error else {
-        panic!("expected SwapLoadFailed, got {error:?}")
-    };
-    assert!(matches!(**source, Error::PluginLoad { .. }), "{source:?}");
+    let SwapError::LoadFailed { source, .. } = &error else { panic!("expected LoadFailed, got {error:?}") };
+    let source = source.downcast_ref::<Error>().expect("the manager's error");
+    assert!(matches!(source, Error::PluginLoad { .. }), "{source:?}");
     let chain = ErrorChain(&error).to_string();
     assert!(chain.contains("newer") || chain.contains("version"), "{chain}");
     assert_refused(&manager, &handle, &imports, &old_spec);
@@ -259,13 +253,12 @@ fn refused_swaps_keep_the_old_version_serving() {
     // A file that does not exist, and a malformed spec.
     // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { handle.replace("embedded:/nonexistent/swap.so") }.unwrap_err();
-    assert!(matches!(error, Error::SwapLoadFailed { .. }), "{error}");
+    assert!(matches!(error, SwapError::LoadFailed { .. }), "{error}");
     // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { handle.replace("") }.unwrap_err();
-    let Error::SwapLoadFailed { source, .. } = &error else {
-        panic!("expected SwapLoadFailed, got {error:?}")
-    };
-    assert!(matches!(**source, Error::InvalidSpec { .. }), "{source:?}");
+    let SwapError::LoadFailed { source, .. } = &error else { panic!("expected LoadFailed, got {error:?}") };
+    let source = source.downcast_ref::<Error>().expect("the manager's error");
+    assert!(matches!(source, Error::InvalidSpec { .. }), "{source:?}");
     assert_refused(&manager, &handle, &imports, &old_spec);
 
     // Another plugin.
@@ -273,8 +266,8 @@ fn refused_swaps_keep_the_old_version_serving() {
     let other = embedded(&build("swap_other", 3, &["-DPLUGIN_NAME=\"not_swap_test\""]), other_unloaded);
     // SAFETY: a test plugin built from this repository, or no plugin at all.
     let error = unsafe { handle.replace(&other) }.unwrap_err();
-    let Error::SwapIncompatible { reason, .. } = &error else {
-        panic!("expected SwapIncompatible, got {error:?}")
+    let SwapError::Incompatible { reason, .. } = &error else {
+        panic!("expected Incompatible, got {error:?}")
     };
     assert!(reason.contains("not_swap_test"), "{reason}");
     assert_eq!(other_unloaded.load(Ordering::SeqCst), 1);
@@ -348,9 +341,9 @@ struct CallBackArgs {
 
 /// What the host code run inside the import needs.
 struct Inside {
-    handle: xplug_manager::SwapHandle,
+    handle: SwapHandle,
     spec: String,
-    error: Option<Error>,
+    error: Option<SwapError>,
 }
 
 /// Runs inside `swap_call_back`'s call: tries to swap.
@@ -385,7 +378,7 @@ fn a_swap_from_inside_an_import_call_is_refused() {
     assert_eq!(unsafe { imports.import(1).unwrap().call(&mut args) }, 0);
     assert_eq!(args.out, 0, "replace returned an error instead of waiting for itself");
     let error = inside.error.take().expect("refused");
-    assert!(matches!(error, Error::SwapInsideImport { ref provider } if provider == "swap_test"), "{error}");
+    assert!(matches!(error, SwapError::InsideImport { ref plugin } if plugin == "swap_test"), "{error}");
     assert_refused(&manager, &handle, &imports, &old_spec);
     assert_eq!(unloaded.load(Ordering::SeqCst), 0);
 }

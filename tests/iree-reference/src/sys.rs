@@ -1,6 +1,12 @@
 //! The C functions of IREE's runtime this crate links (compiled by
 //! `build.rs`), declared by hand from IREE's headers. Every type here has
 //! IREE's C layout; the safe wrapper in the crate root is the only caller.
+//!
+//! `build.rs` gives every global symbol of this build the prefix
+//! `xplug_ref_` (IREE's `iree_status_free` is `xplug_ref_iree_status_free`
+//! here), so a binary can link this copy beside `xplug-iree`'s whole
+//! runtime without two definitions of one symbol; each declaration names
+//! its prefixed symbol.
 
 use std::ffi::{c_char, c_void};
 
@@ -32,6 +38,7 @@ pub(crate) struct RawProvider {
 
 unsafe extern "C" {
     /// IREE's libc allocator (`IREE_ALLOCATOR_SYSTEM_CTL` in our build).
+    #[link_name = "xplug_ref_iree_allocator_libc_ctl"]
     pub(crate) fn iree_allocator_libc_ctl(
         self_: *mut c_void,
         command: AllocatorCommand,
@@ -39,9 +46,11 @@ unsafe extern "C" {
         inout_ptr: *mut *mut c_void,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_allocator_free"]
     pub(crate) fn iree_allocator_free(allocator: Allocator, ptr: *mut c_void);
 
     /// Formats `status` into a NUL-terminated buffer from `allocator`.
+    #[link_name = "xplug_ref_iree_status_to_string"]
     pub(crate) fn iree_status_to_string(
         status: Status,
         allocator: *const Allocator,
@@ -50,32 +59,41 @@ unsafe extern "C" {
     ) -> bool;
 
     /// Frees a status's storage (a no-op for code-only statuses).
+    #[link_name = "xplug_ref_iree_status_free"]
     pub(crate) fn iree_status_free(status: Status);
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_manager_create"]
     pub(crate) fn iree_hal_executable_plugin_manager_create(
         capacity: usize,
         host_allocator: Allocator,
         out_manager: *mut *mut RawManager,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_manager_release"]
     pub(crate) fn iree_hal_executable_plugin_manager_release(manager: *mut RawManager);
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_manager_register_provider"]
     pub(crate) fn iree_hal_executable_plugin_manager_register_provider(
         manager: *mut RawManager,
         provider: RawProvider,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_manager_register_plugin"]
     pub(crate) fn iree_hal_executable_plugin_manager_register_plugin(
         manager: *mut RawManager,
         plugin: *mut RawPlugin,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_manager_provider"]
     pub(crate) fn iree_hal_executable_plugin_manager_provider(manager: *mut RawManager) -> RawProvider;
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_release"]
     pub(crate) fn iree_hal_executable_plugin_release(plugin: *mut RawPlugin);
 
+    #[link_name = "xplug_ref_iree_hal_executable_plugin_provider"]
     pub(crate) fn iree_hal_executable_plugin_provider(plugin: *mut RawPlugin) -> RawProvider;
 
+    #[link_name = "xplug_ref_iree_hal_static_executable_plugin_create"]
     pub(crate) fn iree_hal_static_executable_plugin_create(
         query_fn: QueryFn,
         param_count: usize,
@@ -84,6 +102,7 @@ unsafe extern "C" {
         out_plugin: *mut *mut RawPlugin,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_hal_system_library_executable_plugin_load_from_file"]
     pub(crate) fn iree_hal_system_library_executable_plugin_load_from_file(
         path: *const c_char,
         param_count: usize,
@@ -92,6 +111,7 @@ unsafe extern "C" {
         out_plugin: *mut *mut RawPlugin,
     ) -> Status;
 
+    #[link_name = "xplug_ref_iree_hal_embedded_elf_executable_plugin_load_from_file"]
     pub(crate) fn iree_hal_embedded_elf_executable_plugin_load_from_file(
         path: StringView,
         param_count: usize,

@@ -1,24 +1,32 @@
-//! Live swap of a plugin (`docs/src/operating/swap.md`): a plugin loaded as swappable
-//! ([`Manager::load_swappable`], or a spec with `?swappable`) is a provider
-//! of its own, registered like any other, that resolves every import to one
-//! trampoline whose context is a slot it owns; [`SwapHandle::replace`]
-//! loads a new version, checks it, points every slot at it, waits until no
-//! call is inside the old version ([`quiesce`]) and only then unloads the
-//! old one.
+//! Live swap of an IREE import plugin: replace a plugin's build while
+//! executables keep calling it (`docs/src/operating/swap.md`).
 //!
-//! The install point is [`SwapCell`]'s `supply`, which the resolve walk
-//! calls as it calls any shared provider's: what it fills is the
-//! trampoline, so any wrapper installed around the resolved function (a
-//! profiler) wraps the trampoline, and the swap stays innermost. The
-//! registry knows nothing of swap: a plugin not loaded as swappable never
-//! comes here, its imports resolve to its own functions, and the walk has
-//! no case for it.
+//! A swappable plugin is an import provider of its own ([`SwapHandle::new`]
+//! makes it, [`SwapHandle::provider`] is what a manager registers like any
+//! other) that resolves every import to one trampoline whose context is a
+//! slot it owns; [`SwapHandle::replace`] loads a new version, checks it,
+//! points every slot at it, waits until no call is inside the old version
+//! (`quiesce.rs`) and only then unloads the old one. `xplug-manager`'s
+//! `Manager::load_swappable` (or a spec with `?swappable`) does all of this
+//! for a spec and returns the handle.
+//!
+//! The install point is the provider's `supply`, which a resolve walk calls
+//! as it calls any shared provider's: what it fills is the trampoline, so
+//! any wrapper installed around the resolved function (a profiler) wraps
+//! the trampoline, and the swap stays innermost. A plugin not loaded as
+//! swappable never comes here: its imports resolve to its own functions.
 //!
 //! A `.so` version is never closed (`dlclose`): it is pinned when loaded
 //! (`RTLD_NODELETE`, `docs/src/reference/loading.md#unload-policy`), its `unload` runs
 //! after quiescence, its code stays mapped. A `.sos` version (xplug's own
 //! loader: no libc, no thread-locals, nothing registered outside xplug) is
 //! unmapped once quiescent.
+//!
+//! ```
+//! // No swappable plugin loaded yet: calls through swappable imports have
+//! // not been set up, so they are not known to be fence-free.
+//! assert!(!xplug_swap::calls_are_fence_free());
+//! ```
 
 mod quiesce;
 
@@ -29,15 +37,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use xplug_providers::abi::{ImportFn, Resolution};
 use xplug_providers::{
-    AllocationStats, AllowList, ImportProvider, Loader, Plugin, RequestSlots, ResolveRequest,
-    SystemLibraryCode,
+    AllocationStats, ImportProvider, Plugin, RequestSlots, ResolveRequest, SystemLibraryCode,
 };
 
-use crate::error::Error;
-use crate::manager::{Manager, Registered};
-use crate::spec::PluginSpec;
+mod error;
 
-/// A swappable plugin, the provider the manager registers: the current
+pub use error::Error;
+
+/// A swappable plugin, the provider a manager registers: the current
 /// version and the slots executables call through.
 struct SwapCell {
     /// The plugin's header name (every version must keep it).
@@ -50,7 +57,8 @@ struct SwapState {
     version: Version,
     /// One slot per import name ever resolved through this plugin, never
     /// removed or moved (boxed): executables hold their addresses for as
-    /// long as the manager lives.
+    /// long as the provider lives (the registry it is registered in keeps
+    /// it).
     #[expect(clippy::vec_box, reason = "executables hold each slot's address: a push must not move it")]
     slots: Vec<Box<SwapSlot>>,
     /// Swaps done so far.
@@ -164,7 +172,8 @@ impl SwapState {
 ///
 /// # Safety
 /// `context` is the slot [`supply_swappable`] paired with this function,
-/// owned by a manager the caller keeps alive; `args` and `reserved` are
+/// owned by a provider the caller keeps alive (through the registry
+/// that holds it, or resolved imports that do); `args` and `reserved` are
 /// what the import expects.
 unsafe extern "C" fn swap_trampoline(
     args: *mut c_void,
@@ -273,15 +282,10 @@ fn wait_for_quiescence() -> bool {
 /// True when calls through swappable imports pay no fence: the process
 /// registered for Linux's `membarrier`, so swaps pay for the ordering
 /// instead (`docs/src/operating/swap.md#quiescence`). False before the first swappable
-/// plugin is loaded, and where `membarrier` is unavailable (calls then run
+/// plugin is made, and where `membarrier` is unavailable (calls then run
 /// one `fence(SeqCst)` each).
-///
-/// ```
-/// // No swappable plugin loaded yet: undecided, so false.
-/// assert!(!xplug_manager::swap_calls_are_fence_free());
-/// ```
 #[must_use]
-pub fn swap_calls_are_fence_free() -> bool {
+pub fn calls_are_fence_free() -> bool {
     quiesce::asymmetric()
 }
 
@@ -304,34 +308,44 @@ impl ImportProvider for SwapCell {
     }
 }
 
-/// Loads `spec` for a swap or a swappable registration, under the same
-/// checks as any load of the manager (its pin, the manager's and the
-/// environment's allow-lists): the plugin, with a `.so` pinned so it is
-/// never closed.
-///
-/// # Safety
-/// As [`Manager::load_spec`].
-unsafe fn load_version(allow_list: Option<&AllowList>, spec: &PluginSpec) -> Result<Plugin, Error> {
-    // SAFETY: forwarded to the caller.
-    let plugin = unsafe { spec.load_allowed(allow_list) }?;
-    if let Some(library) = plugin.code().downcast_ref::<SystemLibraryCode>().map(SystemLibraryCode::library) {
-        library.pin().map_err(|source| Error::PluginLoad { spec: spec.as_str().to_owned(), source })?;
-    }
-    Ok(plugin)
+/// Where a swappable plugin's next versions come from: loads the plugin a
+/// spec names under the checks of whoever made the first version (for
+/// `xplug-manager`, its loaders, its pins and its allow-lists).
+pub trait VersionSource: Send + Sync {
+    /// Loads the plugin `spec` names (not yet pinned: [`SwapHandle`] pins
+    /// a shared library itself).
+    ///
+    /// # Errors
+    /// Why `spec` cannot be loaded (a malformed spec, a loader error, a
+    /// failed load check, the plugin's `load` refusing); it becomes the
+    /// source of [`Error::LoadFailed`].
+    ///
+    /// # Safety
+    /// Loading runs the plugin's code: the plugin `spec` names must be a
+    /// trusted v0 plugin (the contract of [`SwapHandle::replace`], whose
+    /// caller vouches for it).
+    unsafe fn load(&self, spec: &str) -> Result<Plugin, Box<dyn std::error::Error + Send + Sync>>;
 }
 
-/// The handle of a swappable plugin (what [`Manager::load_swappable`]
-/// returns, and [`SwapHandle::of`] for a `?swappable` spec): replaces it by a new build, and tells which
-/// version serves. Cheap to clone; it keeps the plugin's provider alive,
-/// not the manager, and loads new versions with the loaders and the
-/// allow-list of the manager that loaded the first.
+/// Pins `plugin` when it is a shared library, so a swap never closes it
+/// (`docs/src/operating/swap.md#shared-libraries-are-never-closed`).
+fn pin(plugin: &Plugin) -> Result<(), xplug_providers::Error> {
+    match plugin.code().downcast_ref::<SystemLibraryCode>() {
+        Some(code) => code.library().pin(),
+        None => Ok(()),
+    }
+}
+
+/// The handle of a swappable plugin: the provider to register
+/// ([`SwapHandle::provider`]), and what replaces it by a new build and
+/// tells which version serves. Cheap to clone; it keeps the plugin's
+/// provider alive, not whoever registered it, and loads new versions
+/// through the [`VersionSource`] it was made with.
 #[derive(Clone)]
 pub struct SwapHandle {
     cell: Arc<SwapCell>,
-    /// The loaders of the manager that loaded the plugin.
-    loaders: Vec<&'static dyn Loader>,
-    /// That manager's allow-list.
-    allow_list: Option<Arc<AllowList>>,
+    /// Where new versions come from.
+    source: Arc<dyn VersionSource>,
 }
 
 impl std::fmt::Debug for SwapHandle {
@@ -349,57 +363,32 @@ impl PartialEq for SwapHandle {
 
 impl Eq for SwapHandle {}
 
-impl Manager {
-    /// Loads the plugin `spec` names as **swappable** and registers it as
-    /// a provider: its imports resolve to a trampoline through a slot the
-    /// provider owns, so [`SwapHandle::replace`] can later point every
-    /// executable already loaded at a new version. The same as
-    /// [`Manager::load_spec`] with `?swappable` in the spec
-    /// (`docs/src/operating/swap.md`).
+impl SwapHandle {
+    /// Makes `plugin`, loaded from `spec`, swappable: its first version,
+    /// with a shared library pinned (never closed). Register
+    /// [`SwapHandle::provider`] to resolve imports through it; later
+    /// versions are loaded through `source`.
     ///
     /// A call through a swappable import costs a few plain loads and
     /// stores more than a direct one (the README's benchmark row); plugins
-    /// not loaded this way resolve to their own functions and pay nothing.
-    /// A `.so` loaded this way is pinned: never closed, even after it is
-    /// replaced (`docs/src/operating/swap.md#shared-libraries-are-never-closed`).
+    /// not made swappable resolve to their own functions and pay nothing.
     ///
     /// # Errors
-    /// As [`Manager::load_spec`].
-    ///
-    /// # Safety
-    /// As [`Manager::load_spec`].
-    pub unsafe fn load_swappable(&self, spec: &str) -> Result<SwapHandle, Error> {
-        let spec = self.parse_spec(spec)?;
-        // SAFETY: forwarded to the caller.
-        unsafe { self.load_parsed_swappable(&spec) }.map(|registered| registered.1)
+    /// The loader's error when a shared library cannot be pinned.
+    pub fn new(
+        spec: impl Into<String>,
+        plugin: Plugin,
+        source: Arc<dyn VersionSource>,
+    ) -> Result<SwapHandle, xplug_providers::Error> {
+        pin(&plugin)?;
+        Ok(SwapHandle { cell: Arc::new(SwapCell::new(spec.into(), plugin)), source })
     }
 
-    /// Loads one parsed spec as swappable and registers its provider: the
-    /// registration (which carries the handle) and the handle.
-    ///
-    /// # Safety
-    /// As [`Manager::load_spec`].
-    pub(crate) unsafe fn load_parsed_swappable(
-        &self,
-        spec: &PluginSpec,
-    ) -> Result<(Registered, SwapHandle), Error> {
-        // SAFETY: forwarded to the caller.
-        let plugin = unsafe { load_version(self.allow_list(), spec) }?;
-        let cell = Arc::new(SwapCell::new(spec.as_str().to_owned(), plugin));
-        let registered = self.register_provider(Arc::clone(&cell) as Arc<dyn ImportProvider>)?;
-        let handle =
-            SwapHandle { cell, loaders: self.loaders().to_vec(), allow_list: self.inner.allow_list.clone() };
-        Ok((registered.attach(Arc::new(handle.clone())), handle))
-    }
-}
-
-impl SwapHandle {
-    /// The handle of the plugin `registered` names, when it was loaded from
-    /// a `?swappable` spec ([`Manager::load_swappable`] returns it
-    /// directly); `None` for any other registration.
+    /// The provider to register: it resolves every import the current
+    /// version exports to a trampoline through a slot this handle owns.
     #[must_use]
-    pub fn of(registered: &Registered) -> Option<SwapHandle> {
-        registered.attached::<SwapHandle>().cloned()
+    pub fn provider(&self) -> Arc<dyn ImportProvider> {
+        Arc::clone(&self.cell) as Arc<dyn ImportProvider>
     }
 
     /// The plugin's header name (every version keeps it).
@@ -424,44 +413,34 @@ impl SwapHandle {
     /// it). Otherwise the swap is refused, the new version is unloaded,
     /// and the old one keeps serving: nothing changes.
     ///
-    /// ```no_run
-    /// use xplug_manager::Manager;
-    ///
-    /// let manager = Manager::new();
-    /// // SAFETY: both builds are trusted v0 plugins.
-    /// let kernel = unsafe { manager.load_swappable("build/1/kernels.sos") }?;
-    /// let imports = manager.resolve_imports(["scale_i32"])?;
-    /// // ... executables call `imports` from any thread ...
-    /// // SAFETY: as above.
-    /// let swapped = unsafe { kernel.replace("build/2/kernels.sos") }?;
-    /// assert_eq!(swapped.rebound, 1); // `imports` now calls build 2
-    /// # Ok::<(), xplug_manager::Error>(())
-    /// ```
+    /// With `xplug-manager`, `Manager::load_swappable` makes the handle
+    /// (its docs show a swap).
     ///
     /// # Errors
-    /// [`Error::SwapInsideImport`] when called from inside a swappable
-    /// import's call (it would wait for itself); [`Error::SwapLoadFailed`]
-    /// when `spec` is malformed or its plugin fails to load or its load
-    /// checks; [`Error::SwapIncompatible`] for another plugin name or a
-    /// changed args layout; [`Error::SwapMissingImports`] when it lacks an
+    /// [`Error::InsideImport`] when called from inside a swappable
+    /// import's call (it would wait for itself); [`Error::LoadFailed`]
+    /// when the [`VersionSource`] cannot load `spec` or a shared library
+    /// cannot be pinned; [`Error::Incompatible`] for another plugin name or
+    /// a changed args layout; [`Error::MissingImports`] when it lacks an
     /// import in use.
     ///
     /// # Safety
-    /// As [`Manager::load_spec`], for the new version; and it must be a
-    /// drop-in replacement: every import keeps its args contract.
+    /// The plugin `spec` names must be a trusted v0 plugin (loading runs
+    /// its code), as for any load; and it must be a drop-in replacement:
+    /// every import keeps its args contract.
     pub unsafe fn replace(&self, spec: &str) -> Result<Swapped, Error> {
         let cell = &*self.cell;
         if inside_call() {
-            return Err(Error::SwapInsideImport { provider: cell.name.to_string() });
+            return Err(Error::InsideImport { plugin: cell.name.to_string() });
         }
-        let refused_load = |source: Error| Error::SwapLoadFailed {
-            provider: cell.name.to_string(),
+        let refused_load = |source: Box<dyn std::error::Error + Send + Sync>| Error::LoadFailed {
+            plugin: cell.name.to_string(),
             spec: spec.to_owned(),
-            source: Box::new(source),
+            source,
         };
-        let parsed = PluginSpec::parse_with(spec, &self.loaders).map_err(refused_load)?;
         // SAFETY: forwarded to the caller.
-        let plugin = unsafe { load_version(self.allow_list.as_deref(), &parsed) }.map_err(refused_load)?;
+        let plugin = unsafe { self.source.load(spec) }.map_err(refused_load)?;
+        pin(&plugin).map_err(|source| refused_load(Box::new(source)))?;
         let mut state = cell.lock();
         let new = check_version(&cell.name, spec, &state, plugin)?;
         // Publish: every slot now points at the new version.
@@ -497,7 +476,7 @@ impl SwapHandle {
 /// (the plugin is then dropped: unloaded).
 fn check_version(name: &str, spec: &str, state: &SwapState, plugin: Plugin) -> Result<Version, Error> {
     let refused =
-        |reason: String| Error::SwapIncompatible { provider: name.to_owned(), spec: spec.to_owned(), reason };
+        |reason: String| Error::Incompatible { plugin: name.to_owned(), spec: spec.to_owned(), reason };
     if plugin.name() != name {
         return Err(refused(format!(
             "it is plugin `{}`, not `{name}`; a swap replaces a plugin by another build of itself",
@@ -514,8 +493,8 @@ fn check_version(name: &str, spec: &str, state: &SwapState, plugin: Plugin) -> R
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
     if !missing.is_empty() || answer.is_err() {
-        return Err(Error::SwapMissingImports {
-            provider: name.to_owned(),
+        return Err(Error::MissingImports {
+            plugin: name.to_owned(),
             spec: spec.to_owned(),
             missing: if missing.is_empty() {
                 names.iter().map(|name| name.to_string_lossy().into_owned()).collect()
