@@ -101,3 +101,47 @@ fn the_checks_see_a_missing_or_late_command() {
     assert_eq!(position(&other, "cargo xtask demo"), None, "a longer command is another command");
     assert_eq!(position(&other, "cargo test --workspace"), None);
 }
+
+/// The README's "Use it" commands that add a crate as a dependency work as
+/// printed, `XPLUG` being this checkout: each `cargo add ... --path
+/// XPLUG/...` adds that crate by path to a new crate (offline; nothing is
+/// built).
+#[test]
+fn the_readme_s_cargo_add_commands_work_from_a_checkout() {
+    let root = workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let commands: Vec<&str> = readme
+        .split('`')
+        .filter(|span| span.starts_with("cargo add ") && span.contains(" --path XPLUG/"))
+        .collect();
+    assert!(
+        commands.len() >= 3,
+        "the README's Use it table adds the SDK, the manager and xplug-iree: {commands:?}"
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    for command in commands {
+        let temp = tempfile::tempdir().unwrap();
+        let created = std::process::Command::new(&cargo)
+            .args(["new", "--lib", "--vcs", "none", "user"])
+            .current_dir(temp.path())
+            .output()
+            .unwrap();
+        assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+        let words: Vec<String> = command
+            .split_whitespace()
+            .skip(1)
+            .map(|word| word.replace("XPLUG", root.to_str().expect("the checkout's path is UTF-8")))
+            .collect();
+        let added = std::process::Command::new(&cargo)
+            .args(&words)
+            .arg("--offline")
+            .current_dir(temp.path().join("user"))
+            .output()
+            .unwrap();
+        assert!(added.status.success(), "`{command}`:\n{}", String::from_utf8_lossy(&added.stderr));
+        let manifest = fs::read_to_string(temp.path().join("user/Cargo.toml")).unwrap();
+        let name = &words[1];
+        let line = manifest.lines().find(|line| line.starts_with(&format!("{name} = "))).unwrap_or_default();
+        assert!(line.contains("path = "), "`{command}` added {name} by path:\n{manifest}");
+    }
+}

@@ -23,9 +23,36 @@
 //! unmapped once quiescent.
 //!
 //! ```
-//! // No swappable plugin loaded yet: calls through swappable imports have
-//! // not been set up, so they are not known to be fence-free.
-//! assert!(!xplug_swap::calls_are_fence_free());
+//! # use sample_system as _;
+//! use std::sync::Arc;
+//! use xplug_providers::{LoadParamList, Plugin, STATIC};
+//! use xplug_swap::{SwapHandle, VersionSource};
+//!
+//! /// New versions of plugins linked into this binary, named
+//! /// `NAME?multiplier=N`.
+//! struct Linked;
+//!
+//! impl VersionSource for Linked {
+//!     unsafe fn load(&self, spec: &str) -> Result<Plugin, Box<dyn std::error::Error + Send + Sync>> {
+//!         let (name, multiplier) = spec.split_once("?multiplier=").ok_or("NAME?multiplier=N")?;
+//!         let params = LoadParamList::new().with("multiplier", multiplier);
+//!         Ok(STATIC.linked_code(name)?.load(&params)?)
+//!     }
+//! }
+//!
+//! let source = Arc::new(Linked);
+//! // SAFETY: sample_system is linked into this binary.
+//! let first = unsafe { source.load("sample_system?multiplier=2") }?;
+//! let handle = SwapHandle::new("sample_system?multiplier=2", first, source)?;
+//! // A manager registers `handle.provider()` like any other provider; its
+//! // imports then call through the handle's slots.
+//! let _provider = handle.provider();
+//!
+//! // SAFETY: as above; no import of this plugin is running on this thread.
+//! let swapped = unsafe { handle.replace("sample_system?multiplier=3") }?;
+//! assert_eq!(swapped.previous_spec, "sample_system?multiplier=2");
+//! assert_eq!(handle.current_spec(), "sample_system?multiplier=3");
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 
 mod quiesce;
