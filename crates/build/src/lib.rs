@@ -49,8 +49,8 @@ use std::process::Command;
 
 pub use error::BuildError;
 pub use linked::{
-    LinkedFiles, LinkedFormat, LinkedKernel, LinkedOptions, LinkedReport, build_linked, check_linked,
-    linked_kernels,
+    LinkedFiles, LinkedFormat, LinkedKernel, LinkedOptions, LinkedReport, build_linked, linked_kernels,
+    verify_linked,
 };
 pub use metadata::PluginCrate;
 pub use toolchain::{RecordTarget, SYSTEM_RUSTC, Toolchain};

@@ -14,7 +14,7 @@
 //!
 //! The object is then checked for what IREE's embedded linker cannot take,
 //! by linking it the way IREE does ([`crate::LINK_FLAGS`], with every kernel
-//! kept) and reading what the link kept ([`check_linked`]).
+//! kept) and reading what the link kept ([`verify_linked`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -210,7 +210,7 @@ fn iree_target(target: &str) -> Option<(&'static str, &'static str)> {
 }
 
 /// Builds the crate `options` names as an object and bitcode per record
-/// target, checks each object ([`check_linked`]) and reads its kernels.
+/// target, checks each object ([`verify_linked`]) and reads its kernels.
 ///
 /// # Errors
 /// As [`crate::build_sos`], plus [`BuildError::NotLinkable`] when IREE's
@@ -262,7 +262,7 @@ pub fn build_linked(options: &LinkedOptions) -> Result<LinkedReport, BuildError>
         };
         let bytes = read(&object)?;
         let symbols: Vec<&str> = found.iter().map(|kernel| kernel.symbol.as_str()).collect();
-        check_linked(&toolchain.linker, &object, &bytes, &symbols, &scratch)?;
+        verify_linked(&toolchain.linker, &object, &bytes, &symbols, &scratch)?;
         kernels.get_or_insert(found);
         files.push(LinkedFiles { target: target.to_owned(), rustc, object, bitcode, support });
     }
@@ -358,7 +358,7 @@ pub fn linked_kernels(path: &Path, bytes: &[u8]) -> Result<Vec<LinkedKernel>, Bu
 /// [`BuildError::Step`] (step `link`) with the linker's output, or
 /// [`BuildError::NotLinkable`] listing what the link kept that it must
 /// not.
-pub fn check_linked(
+pub fn verify_linked(
     linker: &Path,
     object: &Path,
     bytes: &[u8],
