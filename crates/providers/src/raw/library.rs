@@ -36,7 +36,8 @@ const EXPORT_HINT: &str = "an xplug-sdk plugin crate exports it from its `cdylib
 /// // SAFETY: the file is a v0 plugin the operator chose.
 /// let library = unsafe { RawLibrary::open("target/plugins/release/libc_sample.so") }?;
 /// let table = library.query()?.query(Version::LATEST).expect("the plugin speaks v0.1");
-/// println!("{:?}", table.header());
+/// let header = table.header().expect("a readable header").expect("a header");
+/// assert_eq!(header.name.as_deref(), Some("c_sample"));
 /// # Ok::<(), xplug_providers::Error>(())
 /// ```
 pub struct RawLibrary {

@@ -42,7 +42,8 @@
 //! // SAFETY: the operator chose this file as a v0 plugin.
 //! let library = unsafe { RawLibrary::open("target/plugins/release/libc_sample.so") }?;
 //! let table = library.query()?.query(Version::LATEST).expect("a v0.1 plugin");
-//! println!("{:?}", table.header());
+//! let header = table.header().expect("a readable header").expect("a header");
+//! assert_eq!(header.name.as_deref(), Some("c_sample"));
 //! let allocator = CountingAllocator::new();
 //! let instance = table.load(&allocator, &LoadParamList::new()).expect("load succeeds");
 //! let names = [SymbolName::new(c"simple_mul_workgroup")];
