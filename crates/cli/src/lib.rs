@@ -22,7 +22,8 @@
 //! process (this binary re-run with `--in-process`), so a plugin that
 //! crashes or hangs is reported ("crashed with SIGSEGV during call")
 //! instead of killing the tool; `check` runs each check in a child of its
-//! own.
+//! own. `run` runs the program in a supervised child that shares its
+//! stdio, so a fault of the module's code or of a plugin is one error.
 
 #![expect(
     clippy::result_large_err,
