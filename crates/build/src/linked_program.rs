@@ -116,14 +116,23 @@ fn executable_header(source: &str, at: usize) -> Option<usize> {
     }
 }
 
-/// The index of the byte `close` that closes the bracket `open` at
-/// `start`, skipping nested brackets of every kind and string literals.
-fn matching(source: &str, start: usize, open: u8, close: u8) -> Option<usize> {
-    debug_assert_eq!(source.as_bytes().get(start), Some(&open));
-    let mut depth = 0_usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (index, &byte) in source.as_bytes().iter().enumerate().skip(start) {
+/// What a byte outside string literals is to the bracket structure.
+enum Mark {
+    /// `(`, `[`, `{` or `<`.
+    Open,
+    /// `)`, `]`, `}` or a `>` that is not part of `->`.
+    Close,
+    /// Anything else.
+    Other,
+}
+
+/// Each byte of `text` from `start` that lies outside string literals,
+/// with what it is to the bracket structure: the one scanner of
+/// [`matching`] and [`top_level`].
+fn marks(text: &str, start: usize) -> impl Iterator<Item = (usize, u8, Mark)> + '_ {
+    let bytes = text.as_bytes();
+    let (mut in_string, mut escaped) = (false, false);
+    bytes.iter().enumerate().skip(start).filter_map(move |(index, &byte)| {
         if in_string {
             match byte {
                 _ if escaped => escaped = false,
@@ -131,20 +140,38 @@ fn matching(source: &str, start: usize, open: u8, close: u8) -> Option<usize> {
                 b'"' => in_string = false,
                 _ => {}
             }
-            continue;
+            return None;
         }
-        match byte {
-            b'"' => in_string = true,
-            b'(' | b'[' | b'{' | b'<' => depth += 1,
+        let mark = match byte {
+            b'"' => {
+                in_string = true;
+                return None;
+            }
+            b'(' | b'[' | b'{' | b'<' => Mark::Open,
             // `->` is an arrow, not a closing bracket.
-            b'>' if index > 0 && source.as_bytes()[index - 1] == b'-' => {}
-            b')' | b']' | b'}' | b'>' => {
+            b'>' if index > 0 && bytes[index - 1] == b'-' => Mark::Other,
+            b')' | b']' | b'}' | b'>' => Mark::Close,
+            _ => Mark::Other,
+        };
+        Some((index, byte, mark))
+    })
+}
+
+/// The index of the byte `close` that closes the bracket `open` at
+/// `start`, skipping nested brackets of every kind and string literals.
+fn matching(source: &str, start: usize, open: u8, close: u8) -> Option<usize> {
+    debug_assert_eq!(source.as_bytes().get(start), Some(&open));
+    let mut depth = 0_usize;
+    for (index, byte, mark) in marks(source, start) {
+        match mark {
+            Mark::Open => depth += 1,
+            Mark::Close => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
                     return (byte == close).then_some(index);
                 }
             }
-            _ => {}
+            Mark::Other => {}
         }
     }
     None
@@ -153,29 +180,16 @@ fn matching(source: &str, start: usize, open: u8, close: u8) -> Option<usize> {
 /// `text` split at the separator where no bracket or string is open,
 /// each part trimmed, empty parts dropped.
 pub(crate) fn top_level(text: &str, separator: u8) -> Vec<String> {
-    let mut parts = Vec::new();
-    let (mut depth, mut in_string, mut escaped, mut start) = (0_usize, false, false, 0);
-    for (index, &byte) in text.as_bytes().iter().enumerate() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'(' | b'[' | b'{' | b'<' => depth += 1,
-            // `->` is an arrow, not a closing bracket.
-            b'>' if index > 0 && text.as_bytes()[index - 1] == b'-' => {}
-            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
-            _ if byte == separator && depth == 0 => {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0_usize, 0);
+    for (index, byte, mark) in marks(text, 0) {
+        match mark {
+            Mark::Open => depth += 1,
+            Mark::Close => depth = depth.saturating_sub(1),
+            Mark::Other if byte == separator && depth == 0 => {
                 parts.push(text[start..index].trim().to_owned());
                 start = index + 1;
             }
-            _ => {}
+            Mark::Other => {}
         }
     }
     parts.push(text[start..].trim().to_owned());
