@@ -97,26 +97,9 @@ fn run(
     inputs: &[PathBuf],
     out: &Path,
 ) -> NpyArray {
-    let _ = std::fs::remove_file(out);
-    let mut command = Command::new(tool[0]);
-    command.args(&tool[1..]);
-    command
-        .arg(format!("--device={device}"))
-        .arg(format!("--module={}", module.display()))
-        .arg(format!("--function={function}"))
-        .args(inputs.iter().map(|input| format!("--input=@{}", input.display())))
-        .arg(format!("--output=@{}", out.display()));
-    if let Some(plugin) = plugin {
-        command.arg(format!("--executable_plugin={}", plugin.display()));
-    }
-    let output = command.output().expect("the runtime runs");
-    assert!(
-        output.status.success(),
-        "{tool:?} {} on {device}:\n{}",
-        module.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    xplug_npy::decode(&std::fs::read(out).unwrap()).expect("the output is an .npy array")
+    let bytes = xplug_fixtures::linked::run_program(tool, device, module, function, plugin, inputs, out)
+        .unwrap_or_else(|error| panic!("{error}"));
+    xplug_npy::decode(&bytes).expect("the output is an .npy array")
 }
 
 /// The kernel crate built four ways, once for all tests of this file.

@@ -485,25 +485,11 @@ fn a_kernel_crate_gives_the_same_bytes_in_every_deployment() {
     for device in ["local-sync", "local-task"] {
         for tool in [vec![iree], vec![common::XPLUG, "run"]] {
             for (deployment, module, plugin) in deployments {
-                let _ = std::fs::remove_file(&out);
-                let mut command = Command::new(tool[0]);
-                command
-                    .args(&tool[1..])
-                    .arg(format!("--device={device}"))
-                    .arg(format!("--module={}", module.display()))
-                    .arg("--function=mul")
-                    .args(inputs.iter().map(|input| format!("--input=@{}", input.display())))
-                    .arg(format!("--output=@{}", out.display()));
-                if let Some(plugin) = plugin {
-                    command.arg(format!("--executable_plugin={}", plugin.display()));
-                }
-                let output = command.output().expect("the runtime runs");
-                assert!(
-                    output.status.success(),
-                    "{deployment} under {tool:?} on {device}:\n{}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
-                let bits: Vec<u32> = read_npy(&out).iter().map(|value| value.to_bits()).collect();
+                let bytes =
+                    xplug_fixtures::linked::run_program(&tool, device, module, "mul", plugin, &inputs, &out)
+                        .unwrap_or_else(|error| panic!("{deployment} under {tool:?} on {device}: {error}"));
+                let values = xplug_npy::decode_f32(&bytes).expect("the output is an .npy of f32");
+                let bits: Vec<u32> = values.iter().map(|value| value.to_bits()).collect();
                 assert!(
                     bits == expected,
                     "{deployment} under {tool:?} on {device} differs from Rust's product"
