@@ -103,7 +103,7 @@ enum Command {
         only: Vec<String>,
         /// Instead of timing, count instructions per dispatch under
         /// callgrind (many_dispatches.mlir with 1 000 and 3 000 dispatches;
-        /// needs valgrind).
+        /// needs valgrind); the profiles stay in target/model-bench/.
         #[arg(long)]
         instructions: bool,
     },

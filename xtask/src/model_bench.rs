@@ -413,7 +413,9 @@ pub struct DispatchCost {
 /// difference in dispatches, so start-up and module loading cancel out.
 /// Instructions do not depend on the machine's load, where times do. Under
 /// valgrind IREE's proactor takes its POSIX path in both tools
-/// (`xplug_fixtures::valgrind::callgrind_command`).
+/// (`xplug_fixtures::valgrind::callgrind_command`). Each profile is kept,
+/// as `target/model-bench/callgrind.TOOL.DEVICE.DISPATCHES.out`, for
+/// `callgrind_annotate` to say which functions the difference is in.
 ///
 /// # Errors
 /// When IREE cannot be set up, the program does not compile, valgrind is
@@ -433,18 +435,20 @@ pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<
             format!("--input={dispatches}"),
         ]
     };
-    let count = |program: &Path, leading: &[String], dispatches: usize| -> Result<u64, E2eError> {
-        let out = work.join("callgrind.out");
-        let mut command = xplug_fixtures::valgrind::callgrind_command(program, &out)
-            .map_err(|reason| E2eError::Measure { tool: "valgrind".to_owned(), reason })?;
-        command.args(leading).args(program_args(dispatches)).stdin(Stdio::null());
-        command::output(&mut command).map_err(|source| E2eError::Command { source })?;
-        let profile = std::fs::read_to_string(&out).map_err(io(format!("cannot read {}", out.display())))?;
-        xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Measure {
-            tool: "callgrind".to_owned(),
-            reason: format!("{} has no total", out.display()),
-        })
-    };
+    let count =
+        |program: &Path, leading: &[String], dispatches: usize, name: &str| -> Result<u64, E2eError> {
+            let out = work.join(format!("callgrind.{name}.{dispatches}.out"));
+            let mut command = xplug_fixtures::valgrind::callgrind_command(program, &out)
+                .map_err(|reason| E2eError::Measure { tool: "valgrind".to_owned(), reason })?;
+            command.args(leading).args(program_args(dispatches)).stdin(Stdio::null());
+            command::output(&mut command).map_err(|source| E2eError::Command { source })?;
+            let profile =
+                std::fs::read_to_string(&out).map_err(io(format!("cannot read {}", out.display())))?;
+            xplug_fixtures::valgrind::callgrind_total(&profile).ok_or_else(|| E2eError::Measure {
+                tool: "callgrind".to_owned(),
+                reason: format!("{} has no total", out.display()),
+            })
+        };
     let [low, high] = COUNTED_DISPATCHES;
     let mut costs = Vec::new();
     for device in &options.devices {
@@ -457,14 +461,15 @@ pub fn instructions(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<
             .into_iter()
             .chain(device_flags.iter().cloned())
             .collect();
-        let per_dispatch = |program: &Path, leading: &[String]| -> Result<f64, E2eError> {
-            let (few, many) = (count(program, leading, low)?, count(program, leading, high)?);
+        let per_dispatch = |program: &Path, leading: &[String], tool: &str| -> Result<f64, E2eError> {
+            let name = format!("{tool}.{device}");
+            let (few, many) = (count(program, leading, low, &name)?, count(program, leading, high, &name)?);
             Ok((many as f64 - few as f64) / (high - low) as f64)
         };
         costs.push(DispatchCost {
             device: label,
-            iree: per_dispatch(&iree_run_module, &device_flags)?,
-            xplug: per_dispatch(xplug, &xplug_leading)?,
+            iree: per_dispatch(&iree_run_module, &device_flags, "iree-run-module")?,
+            xplug: per_dispatch(xplug, &xplug_leading, "xplug")?,
         });
     }
     Ok(costs)

@@ -99,3 +99,37 @@ fn runs_are_memcheck_clean() {
         "{stderr}"
     );
 }
+
+/// memcheck sees the binary's own heap. `xplug`'s `malloc` is mimalloc's,
+/// defined in the executable (src/main.rs), and the runs above judge
+/// IREE's allocations only if valgrind replaces that `malloc` as it does
+/// glibc's. Each dispatch allocates, so 100 more dispatches must show as
+/// at least 1 000 more tracked blocks (15 per dispatch when written).
+#[test]
+fn memcheck_tracks_the_binarys_own_malloc() {
+    let root = xplug_fixtures::workspace_root();
+    let tools = iree_e2e::toolchain(&root).expect("IREE's tools");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let module = dir.path().join("many_dispatches.vmfb");
+    iree_e2e::compile_file(&tools, &root.join("tests/iree/many_dispatches.mlir"), &module)
+        .expect("it compiles");
+    let blocks = |dispatches: usize| {
+        let mut command = valgrind::heap_summary_command(env!("CARGO_BIN_EXE_xplug"))
+            .expect("a seccomp filter for this host");
+        command.args([
+            "run".to_owned(),
+            "--in-process".to_owned(),
+            format!("--module={}", module.display()),
+            "--device=local-sync".to_owned(),
+            "--input=16x16xf32=1".to_owned(),
+            "--input=16x16xf32=0.0625".to_owned(),
+            format!("--input={dispatches}"),
+        ]);
+        let output = command.output().expect("valgrind runs");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        valgrind::heap_allocations(&stderr).unwrap_or_else(|| panic!("no heap summary in:\n{stderr}"))
+    };
+    let (few, many) = (blocks(10), blocks(110));
+    assert!(many >= few + 1_000, "{few} blocks with 10 dispatches, {many} with 110");
+}
