@@ -10,8 +10,9 @@ use std::process::ExitCode;
 // from a constructor the linker keeps only if the crate is named.
 use sample_static as _;
 
-// mimalloc's `malloc`, as in `xplug` (crates/cli/src/main.rs).
-use libmimalloc_sys as _;
+// mimalloc's `malloc`, set up as in `xplug`.
+#[path = "../../src/allocator.rs"]
+mod allocator;
 
 fn main() -> ExitCode {
     xplug_cli::main()
