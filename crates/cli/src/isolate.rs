@@ -9,8 +9,9 @@
 //! plugin unloaded), so a plugin that ends the child earlier is reported
 //! (`ProbeFailure::Exited`), not taken for the command's result.
 //!
-//! `xplug run` is supervised the same way ([`supervise_run`]), with the
-//! child's stdio inherited instead of captured and no timeout.
+//! `xplug run` is supervised with the same protocol ([`supervise_run`]),
+//! but its child is this process forked, not re-run: nothing is executed,
+//! loaded or parsed again; the child shares our stdio and has no timeout.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -73,29 +74,22 @@ pub(crate) fn rerun_whole_command(plugin: &str, timeout: Duration) -> Result<u8,
     }
 }
 
-/// Runs this `xplug run` command line again in a supervised child (this
-/// binary with `--in-process` after `run`): the child shares our stdin,
-/// stdout and stderr, so the program's output streams out as it comes,
-/// and runs without a timeout. Returns the child's exit code unchanged.
+/// Runs `work` (the rest of this `xplug run`, in process) in a supervised
+/// child forked from this process ([`xplug_probe::supervise`]): the child
+/// shares our stdin, stdout and stderr, so the program's output streams
+/// out as it comes, and runs without a timeout. `work` reports its own
+/// error, as the command would, and returns the exit code, which comes
+/// back unchanged.
 ///
 /// When the child dies of a fault (`SIGSEGV`, `SIGBUS`, `SIGILL`, ...: the
 /// module's executable code or a plugin), the run is
 /// [`CliError::ProgramFault`] (exit 1, not a signal). When it ends by a
 /// request to end (`SIGINT`, `SIGTERM`, `SIGHUP`, `SIGQUIT`, `SIGPIPE`),
 /// this process ends the same way, as a shell expects. `SIGINT`, `SIGTERM`
-/// and `SIGHUP` sent to this process kill the child first
-/// ([`xplug_probe::Probe::run`]), then end this process.
-pub(crate) fn supervise_run(function: Option<String>) -> Result<u8, CliError> {
-    let unavailable = |source| CliError::Unsupervised { source };
-    let program = std::env::current_exe().map_err(|error| {
-        unavailable(xplug_providers::Error::Io {
-            context: "cannot find the path of the running xplug binary".to_owned(),
-            source: std::sync::Arc::new(error),
-        })
-    })?;
-    let mut command = Command::new(program);
-    command.args(child_arguments(std::env::args_os().skip(1)));
-    let output = Probe::new(command).inherit_stdio().without_timeout().run().map_err(unavailable)?;
+/// and `SIGHUP` sent to this process kill the child first, then end this
+/// process.
+pub(crate) fn supervise_run(function: Option<String>, work: impl FnOnce() -> u8) -> Result<u8, CliError> {
+    let output = xplug_probe::supervise(work).map_err(|source| CliError::Unsupervised { source })?;
     match output.status {
         ProbeStatus::Exited(code) => Ok(u8::try_from(code).unwrap_or(1)),
         // Something in the program called `exit`: its status, as in
@@ -109,30 +103,12 @@ pub(crate) fn supervise_run(function: Option<String>) -> Result<u8, CliError> {
             }
             Err(CliError::ProgramFault { function, failure })
         }
-        _ => Err(unavailable(xplug_providers::Error::InvalidRequest {
-            reason: "the supervised child ended in an unknown way".to_owned(),
-        })),
+        _ => Err(CliError::Unsupervised {
+            source: xplug_providers::Error::InvalidRequest {
+                reason: "the supervised child ended in an unknown way".to_owned(),
+            },
+        }),
     }
-}
-
-/// The supervised child's arguments: ours with `--in-process` right after
-/// the `run` word (so the child takes the `run` path of the argument
-/// parser, IREE's flags included, and runs in its own process).
-fn child_arguments(arguments: impl Iterator<Item = OsString>) -> Vec<OsString> {
-    let mut child = Vec::new();
-    let mut inserted = false;
-    for argument in arguments {
-        let is_run = !inserted && argument == "run";
-        child.push(argument);
-        if is_run {
-            child.push("--in-process".into());
-            inserted = true;
-        }
-    }
-    if !inserted {
-        child.insert(0, "--in-process".into());
-    }
-    child
 }
 
 /// Whether a debugger (any `ptrace` tracer) is attached to this process:
@@ -178,28 +154,5 @@ pub(crate) fn forward(output: &ProbeOutput, pass: Pass) {
                 xplug_probe::OUTPUT_LIMIT >> 20
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(line: &[&str]) -> Vec<OsString> {
-        line.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn the_child_gets_in_process_right_after_run() {
-        let child = |line: &[&str]| child_arguments(words(line).into_iter());
-        assert_eq!(
-            child(&["run", "m.vmfb", "--function=f"]),
-            words(&["run", "--in-process", "m.vmfb", "--function=f"])
-        );
-        assert_eq!(
-            child(&["--json", "run", "--", "run"]),
-            words(&["--json", "run", "--in-process", "--", "run"])
-        );
-        assert_eq!(child(&["m.vmfb"]), words(&["--in-process", "m.vmfb"]));
     }
 }

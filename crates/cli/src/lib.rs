@@ -22,8 +22,9 @@
 //! process (this binary re-run with `--in-process`), so a plugin that
 //! crashes or hangs is reported ("crashed with SIGSEGV during call")
 //! instead of killing the tool; `check` runs each check in a child of its
-//! own. `run` runs the program in a supervised child that shares its
-//! stdio, so a fault of the module's code or of a plugin is one error.
+//! own. `run` runs the program in a supervised child (this process,
+//! forked) that shares its stdio, so a fault of the module's code or of a
+//! plugin is one error.
 
 #![expect(
     clippy::result_large_err,
@@ -210,19 +211,19 @@ fn clap_outcome(error: &clap::Error) -> ExitCode {
         report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });
         return ExitCode::from(1);
     }
-    finish(ExitCode::from(if shown { 0 } else { 2 }))
+    ExitCode::from(finish(if shown { 0 } else { 2 }))
 }
 
 /// `code`, unless a write to stdout failed on the way (a full disk, a
 /// closed descriptor): then the output is incomplete, which is a failure.
-fn finish(code: ExitCode) -> ExitCode {
+fn finish(code: u8) -> u8 {
     // What C's stdout still buffers goes out now, so that its error is seen.
     let flushed = output::flush_stdout().err();
     match output::take_stdout_error().or(flushed) {
         None => code,
         Some(source) => {
             report_error(&CliError::File { context: "cannot write the output to stdout".to_owned(), source });
-            ExitCode::from(1)
+            1
         }
     }
 }
@@ -245,14 +246,14 @@ pub fn main() -> ExitCode {
         }
         Err(ParseFailure::Listing(name)) => {
             let written = output::write_stdout(iree_flags::listing(&name).as_bytes());
-            return finish(ExitCode::from(u8::from(written.is_err())));
+            return ExitCode::from(finish(u8::from(written.is_err())));
         }
     };
-    finish(outcome(cli))
+    ExitCode::from(outcome(cli))
 }
 
-/// Runs the parsed command and reports its error, if any.
-fn outcome(cli: Cli) -> ExitCode {
+/// Runs the parsed command and reports its error, if any; the exit code.
+fn outcome(cli: Cli) -> u8 {
     // In a probe child, the plugin work reports its stages to the parent;
     // `run`'s child installs the crash reporter only when asked (it costs
     // a read of each plugin's symbol table, milliseconds per run).
@@ -265,16 +266,25 @@ fn outcome(cli: Cli) -> ExitCode {
     // Every plugin is unloaded and closed by now: a probe child's parent
     // treats an exit before this mark as the plugin ending the process.
     xplug_probe::finish();
-    match outcome {
-        Ok(code) => ExitCode::from(code),
+    exit_code_of(outcome, cli.globals.json)
+}
+
+/// The exit code a command's outcome ends the process with: its error
+/// reported first (as JSON too with `--json`), and a failed write to
+/// stdout on the way made a failure ([`finish`]). `run`'s supervised
+/// child ends with it too.
+fn exit_code_of(outcome: Result<u8, CliError>, json: bool) -> u8 {
+    let code = match outcome {
+        Ok(code) => code,
         Err(error) => {
-            if cli.globals.json {
+            if json {
                 print_json(&json!({ "ok": false, "error": error.to_json() }));
             }
             report_error(&error);
-            ExitCode::from(error.exit_code())
+            error.exit_code()
         }
-    }
+    };
+    finish(code)
 }
 
 #[cfg(test)]

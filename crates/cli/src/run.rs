@@ -179,14 +179,21 @@ pub(crate) struct RunArgs {
 }
 
 impl RunArgs {
-    /// Runs the command in a supervised child process (this binary again,
-    /// with `--in-process`), or in this one with `--in-process` or under a
-    /// debugger; returns the exit code.
+    /// Runs the command in a supervised child process (this one, forked),
+    /// or in this one with `--in-process` or under a debugger; returns the
+    /// exit code.
     pub(crate) fn run(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
         if !globals.in_process && !crate::isolate::debugger_attached() {
             let function = self.function.as_ref().map(|name| name.to_string_lossy().into_owned());
-            return crate::isolate::supervise_run(function);
+            // The child reports its own error, as this process would have.
+            let work = || crate::exit_code_of(self.run_here(globals), globals.json);
+            return crate::isolate::supervise_run(function, work);
         }
+        self.run_here(globals)
+    }
+
+    /// Runs the command in this process; returns the exit code.
+    fn run_here(&self, globals: &GlobalArgs) -> Result<u8, CliError> {
         let modules: Vec<&Path> =
             self.module_flag.iter().chain(self.module.as_ref()).map(PathBuf::as_path).collect();
         if modules.is_empty() {

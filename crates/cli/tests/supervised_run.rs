@@ -26,18 +26,14 @@ fn blocked_run() -> Child {
 }
 
 /// The pid of `parent`'s one child process, once it has started: the
-/// supervised `xplug run --in-process`.
+/// supervised child, `xplug run` forked.
 fn supervised_child(parent: u32) -> u32 {
     let children = format!("/proc/{parent}/task/{parent}/children");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let listed = std::fs::read_to_string(&children).unwrap_or_default();
         if let Some(pid) = listed.split_whitespace().next().and_then(|pid| pid.parse::<u32>().ok()) {
-            let command_line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            // Before `exec`, the child is still a copy of xplug's parent.
-            if command_line.split(|&byte| byte == 0).any(|word| word == b"--in-process") {
-                return pid;
-            }
+            return pid;
         }
         assert!(Instant::now() < deadline, "xplug run started no supervised child");
         std::thread::sleep(Duration::from_millis(10));
@@ -97,8 +93,28 @@ fn under_a_tracer_the_program_runs_in_xplugs_process() {
     let traced = std::fs::read_to_string(&log).unwrap();
     let execs = traced.lines().filter(|line| line.contains("execve(")).count();
     assert_eq!(execs, 1, "only xplug itself is executed under a tracer:\n{traced}");
-    // Without a tracer there is a second, the supervised child
-    // (`sigterm_and_ctrl_c_end_the_program_and_xplug_alike` finds it).
+    let processes = traced.lines().filter(|line| line.contains("+++ exited")).count();
+    assert_eq!(processes, 1, "no supervised child under a tracer:\n{traced}");
+}
+
+/// Without a tracer the supervised child is xplug forked: nothing is
+/// executed again (`strace` would make xplug run in process, so the count
+/// comes from the kernel: the parent's one child runs the same binary and
+/// was never given `--in-process`).
+#[test]
+fn the_supervised_child_is_xplug_forked_not_run_again() {
+    let mut run = blocked_run();
+    let parent = run.id();
+    let child = supervised_child(parent);
+    let read = |pid: u32, what: &str| std::fs::read(format!("/proc/{pid}/{what}")).unwrap();
+    assert_eq!(read(child, "cmdline"), read(parent, "cmdline"), "the child is a copy of xplug, not re-run");
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{child}/exe")).unwrap(),
+        std::fs::read_link(format!("/proc/{parent}/exe")).unwrap()
+    );
+    drop(run.stdin.take());
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "an empty module is refused: {status:?}");
 }
 
 /// The child's exit code is xplug's, unchanged: a usage error found while

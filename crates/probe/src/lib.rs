@@ -32,9 +32,11 @@
 //! A probe can also *supervise* a long-running child instead of capturing
 //! it ([`Probe::inherit_stdio`], [`Probe::without_timeout`]): the child
 //! shares the parent's stdin, stdout and stderr and process group, and the
-//! parent only waits and reports how it ended (`xplug run` runs its
-//! program so). A child whose start-up time counts marks stages without
-//! the crash reporter ([`install_marks`]) and installs it only when asked
+//! parent only waits and reports how it ended. [`supervise`] does the same
+//! for work of this very process, in a forked copy of it, with nothing
+//! executed again (`xplug run` runs its program so). A child whose
+//! start-up time counts marks stages without the crash reporter
+//! ([`install_marks`]) and installs it only when asked
 //! ([`report_crashes_to_parent`]).
 //!
 //! Nothing a probe starts outlives it ([`Probe::run`] says how, on Unix):
@@ -471,22 +473,132 @@ impl Probe {
         let status = status?;
         let marks = stage_file.contents();
         let last_stage = marks.lines().rev().find_map(Stage::from_name);
-        let finished = marks.lines().any(|line| line == FINISHED_MARK);
         let status = if let (true, Some(limit)) = (timed_out, self.timeout) {
             ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit })
         } else {
-            match (status.code(), exit_signal(&status)) {
-                (Some(code), _) if finished => ProbeStatus::Exited(code),
-                (Some(code), _) => ProbeStatus::Failed(ProbeFailure::Exited { code, stage: last_stage }),
-                (None, Some(signal)) => {
-                    let site = FaultReport::parse(&marks);
-                    ProbeStatus::Failed(ProbeFailure::Crashed { signal, stage: last_stage, site })
-                }
-                (None, None) => ProbeStatus::Failed(ProbeFailure::Exited { code: -1, stage: last_stage }),
-            }
+            how_it_ended(status, &marks)
         };
         Ok(ProbeOutput { status, stdout, stderr, stdout_dropped, stderr_dropped, last_stage })
     }
+}
+
+/// How a child that ended by itself ended, from its wait status and what
+/// it wrote to the stage file.
+fn how_it_ended(status: std::process::ExitStatus, marks: &str) -> ProbeStatus {
+    let last_stage = marks.lines().rev().find_map(Stage::from_name);
+    let finished = marks.lines().any(|line| line == FINISHED_MARK);
+    match (status.code(), exit_signal(&status)) {
+        (Some(code), _) if finished => ProbeStatus::Exited(code),
+        (Some(code), _) => ProbeStatus::Failed(ProbeFailure::Exited { code, stage: last_stage }),
+        (None, Some(signal)) => {
+            let site = FaultReport::parse(marks);
+            ProbeStatus::Failed(ProbeFailure::Crashed { signal, stage: last_stage, site })
+        }
+        (None, None) => ProbeStatus::Failed(ProbeFailure::Exited { code: -1, stage: last_stage }),
+    }
+}
+
+/// Runs `work` in a child process forked from this one and waits for it,
+/// supervised as a [`Probe`] with [`Probe::inherit_stdio`] and
+/// [`Probe::without_timeout`] supervises a command: the child shares this
+/// process's stdin, stdout, stderr and process group, runs as long as it
+/// likes, and how it ended comes back as a [`ProbeOutput`] (its `stdout`
+/// and `stderr` empty). `SIGINT`, `SIGTERM` and `SIGHUP` sent to this
+/// process kill the child first, and on Linux the child dies with the
+/// thread that called this.
+///
+/// Cheaper than a probe of this binary run again: nothing is executed,
+/// loaded or parsed a second time; the child is this process, copied as it
+/// is. In the child, this function makes it a probe child ([`install_marks`],
+/// and [`report_crashes_to_parent`] works there), runs `work`, marks
+/// [`finish`], flushes stdout and exits with `work`'s value through `exit`
+/// (C's stdio buffers are flushed and `atexit` handlers run, as at the end
+/// of `main`); a panic in `work` exits with 101, as a panicking `main`
+/// does. A crash in `work` is [`ProbeFailure::Crashed`], an `exit` before
+/// it returns [`ProbeFailure::Exited`].
+///
+/// Only a process with one thread can fork safely (the copy has only the
+/// forking thread, and a lock another thread held stays held there):
+/// call it before starting any.
+///
+/// ```
+/// // The child computes; a crash there would be reported, not suffered.
+/// let output = xplug_probe::supervise(|| if 6 * 7 == 42 { 0 } else { 1 })?;
+/// assert_eq!(output.exit_code(), Some(0));
+/// # Ok::<(), xplug_providers::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidRequest`] when this process has more than one thread
+/// (or, off Linux, when that cannot be known); [`Error::Io`] when the
+/// stage file cannot be created or `fork` fails.
+pub fn supervise(work: impl FnOnce() -> u8) -> Result<ProbeOutput, Error> {
+    #[cfg(unix)]
+    return supervise_forked(work);
+    #[cfg(not(unix))]
+    {
+        let _ = work;
+        Err(Error::InvalidRequest { reason: "a supervised fork needs Unix".to_owned() })
+    }
+}
+
+#[cfg(unix)]
+fn supervise_forked(work: impl FnOnce() -> u8) -> Result<ProbeOutput, Error> {
+    let io = |what: &str| {
+        let context = format!("cannot {what} for a supervised child process");
+        move |error| Error::Io { context, source: std::sync::Arc::new(error) }
+    };
+    match unix::thread_count() {
+        Some(1) => {}
+        threads => {
+            return Err(Error::InvalidRequest {
+                reason: format!(
+                    "cannot fork a supervised child: this process has {} threads, and only one may fork \
+                     (start the child before any other thread)",
+                    threads.map_or_else(|| "an unknown number of".to_owned(), |count| count.to_string())
+                ),
+            });
+        }
+    }
+    let stage_file = StageFile::create().map_err(io("create a stage file"))?;
+    let child_path = stage_file.child_path();
+    // What is buffered here would otherwise be written by both processes.
+    let _ = std::io::stdout().flush();
+    // SAFETY: `fflush(NULL)` flushes every C output stream; no pointer is
+    // passed.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let mut watch = unix::Watch::start();
+    let pid = unix::fork_child(move || {
+        // This process is now the probe child: the stage file (its copy of
+        // the parent's descriptor, opened anew for appending, as an
+        // executed child opens it) takes the marks and the crash report.
+        if let Ok(file) = std::fs::OpenOptions::new().append(true).open(&child_path) {
+            let _ = FORKED_STAGE_FILE.set(file);
+        }
+        LAST_MARK.store(0, Ordering::Relaxed);
+        IS_CHILD.store(0, Ordering::Relaxed);
+        install_marks();
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(101);
+        finish();
+        let _ = std::io::stdout().flush();
+        std::process::exit(i32::from(code))
+    })
+    .map_err(io("fork"))?;
+    watch.register(pid);
+    unix::wait_until_ended(pid);
+    watch.unregister();
+    let status = unix::reap(pid).map_err(io("wait"));
+    drop(watch);
+    let marks = stage_file.contents();
+    let last_stage = marks.lines().rev().find_map(Stage::from_name);
+    Ok(ProbeOutput {
+        status: how_it_ended(status?, &marks),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stdout_dropped: 0,
+        stderr_dropped: 0,
+        last_stage,
+    })
 }
 
 /// How long the output of a child that ended is still read: what it wrote
@@ -606,9 +718,16 @@ fn exit_signal(_status: &std::process::ExitStatus) -> Option<Signal> {
     None
 }
 
+/// The stage file of a child forked by [`supervise`] (set in the child
+/// only, before it runs any work).
+static FORKED_STAGE_FILE: OnceLock<std::fs::File> = OnceLock::new();
+
 /// The stage file of this process, when it is a probe child.
 fn stage_file() -> Option<&'static std::fs::File> {
     static FILE: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    if let Some(file) = FORKED_STAGE_FILE.get() {
+        return Some(file);
+    }
     FILE.get_or_init(|| {
         let path = std::env::var_os(STAGE_FILE_ENV)?;
         let file = std::fs::OpenOptions::new().append(true).open(path).ok()?;
@@ -649,7 +768,7 @@ pub fn install() -> bool {
 /// table of every plugin file loaded after it (milliseconds for a large
 /// library). Returns whether this process is a probe child.
 pub fn install_marks() -> bool {
-    let child = std::env::var_os(STAGE_FILE_ENV).is_some();
+    let child = std::env::var_os(STAGE_FILE_ENV).is_some() || FORKED_STAGE_FILE.get().is_some();
     if child {
         // A hook someone installed first is kept: the raw layer has one.
         let _ = xplug_providers::raw::set_stage_hook(mark);

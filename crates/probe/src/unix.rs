@@ -135,6 +135,87 @@ pub(crate) fn prepare(command: &mut Command, stage_fd: RawFd, own_group: bool) {
     unsafe { command.pre_exec(setup) };
 }
 
+/// How many threads this process has (Linux: `Threads:` of
+/// `/proc/self/status`; `None` when it cannot be read, and elsewhere).
+pub(crate) fn thread_count() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|line| line.strip_prefix("Threads:")).and_then(|count| count.trim().parse().ok())
+}
+
+/// Forks a copy of this process that runs `child` and ends (`child` is
+/// meant to end it; if it returns, the copy exits with 127), and returns
+/// the copy's pid here. Between the `fork` and `child`, the
+/// copy sets itself up as [`prepare`] sets up an executed child: it dies
+/// with the thread that forked it (Linux: `PR_SET_PDEATHSIG`), and the
+/// signals the probe's [`Watch`] handles get back the dispositions they had
+/// before it (as `exec` would reset them). The caller makes sure this
+/// process has one thread ([`thread_count`]): only the forking thread is
+/// copied, and a lock another thread held would stay held in the copy.
+pub(crate) fn fork_child(child: impl FnOnce()) -> std::io::Result<libc::pid_t> {
+    // SAFETY: `getpid` has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: `fork` has no memory preconditions; the copy runs only the
+    // code below, in a process whose only thread is this one (the caller
+    // checked that this process has one thread), so no lock is held by a
+    // thread that does not exist there.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid > 0 {
+        return Ok(pid);
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: PR_SET_PDEATHSIG takes a signal number and changes only
+        // this (child) process's state.
+        let armed = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == 0;
+        // The parent may have died before the death signal was armed: then
+        // none will come, and the copy must not run.
+        // SAFETY: `getppid` has no preconditions.
+        if !armed || unsafe { libc::getppid() } != parent {
+            // SAFETY: `_exit` has no memory preconditions; it ends the copy.
+            unsafe { libc::_exit(127) };
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = parent;
+    restore_dispositions();
+    child();
+    // SAFETY: `_exit` has no memory preconditions; it ends the copy.
+    unsafe { libc::_exit(127) }
+}
+
+/// Reaps the ended child `pid`; its wait status.
+pub(crate) fn reap(pid: libc::pid_t) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is a valid, writable int for the call.
+        let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if reaped == pid {
+            return Ok(std::process::ExitStatus::from_raw(status));
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// In a forked copy: puts back the dispositions the [`HANDLED`] signals had
+/// before this crate's handler (the copy is not the probe's parent; a
+/// signal to it takes its usual effect).
+fn restore_dispositions() {
+    for (index, &signal) in HANDLED.iter().enumerate() {
+        if INSTALLED[index].swap(false, Ordering::AcqRel) {
+            // SAFETY: INSTALLED was true, so the entry was written (see
+            // `Previous`); no old action is asked for.
+            unsafe { libc::sigaction(signal, (*PREVIOUS.0.get())[index].as_ptr(), std::ptr::null_mut()) };
+        }
+    }
+}
+
 /// Whether the child `pid` has ended, without reaping it: its process
 /// group stays reserved (the zombie leads it) until [`kill_group`] has run.
 pub(crate) fn has_ended(pid: libc::pid_t) -> bool {
