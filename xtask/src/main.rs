@@ -411,8 +411,10 @@ fn main() -> ExitCode {
                 Ok(rows) => {
                     println!(
                         "\nxplug run (release) vs iree-run-module (IREE {}), medians of at least {runs} alternating \
-                         pairs per scenario and device, more within {seconds} s; {}\n",
+                         pairs per scenario and device, more within {seconds} s; peak RSS: median of {} runs \
+                         under GNU time; {}\n",
                         xplug_fixtures::iree_e2e::IREE_VERSION,
+                        xtask::model_bench::RSS_RUNS,
                         xtask::bench::machine(),
                     );
                     print!("{}", xtask::model_bench::table(&rows));

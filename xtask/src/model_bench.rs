@@ -1,7 +1,7 @@
 //! `cargo xtask model-bench`: `xplug run` against `iree-run-module`, whole
 //! processes side by side on the same compiled models, inputs and
 //! archives: wall time, CPU time (user + system, the child's `rusage`
-//! from `wait4`) and peak resident memory (`ru_maxrss`). Runs come in
+//! from `wait4`) and peak resident memory ([`peak_rss_kib`]). Runs come in
 //! pairs, one of each tool, and which tool goes first alternates from
 //! pair to pair, so neither is always the one that finds the page cache
 //! warm. Each scenario runs at least `--runs` pairs and, for short
@@ -51,8 +51,6 @@ pub struct Sample {
     pub seconds: f64,
     /// CPU time, user plus system, seconds.
     pub cpu_seconds: f64,
-    /// Peak resident set, KiB.
-    pub max_rss_kib: i64,
 }
 
 /// One scenario's medians for both tools.
@@ -71,6 +69,10 @@ pub struct Row {
     pub iree: Sample,
     /// `xplug run`'s medians.
     pub xplug: Sample,
+    /// `iree-run-module`'s peak resident set, KiB ([`peak_rss_kib`]).
+    pub iree_rss_kib: u64,
+    /// `xplug run`'s peak resident set, KiB ([`peak_rss_kib`]).
+    pub xplug_rss_kib: u64,
 }
 
 impl Row {
@@ -89,7 +91,7 @@ impl Row {
     /// xplug's peak memory over IREE's.
     #[must_use]
     pub fn memory_ratio(&self) -> f64 {
-        self.xplug.max_rss_kib as f64 / self.iree.max_rss_kib as f64
+        self.xplug_rss_kib as f64 / self.iree_rss_kib as f64
     }
 }
 
@@ -98,7 +100,7 @@ fn io(context: String) -> impl FnOnce(std::io::Error) -> E2eError {
 }
 
 /// Runs `command` to its end with stdout and stderr discarded; its wall
-/// time and peak memory.
+/// and CPU time.
 fn measure(command: &mut Command) -> Result<Sample, E2eError> {
     let line = format!("{command:?}");
     let start = Instant::now();
@@ -132,7 +134,7 @@ fn measure(command: &mut Command) -> Result<Sample, E2eError> {
     }
     let timeval = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 * 1e-6;
     let cpu_seconds = timeval(usage.ru_utime) + timeval(usage.ru_stime);
-    Ok(Sample { seconds, cpu_seconds, max_rss_kib: usage.ru_maxrss })
+    Ok(Sample { seconds, cpu_seconds })
 }
 
 /// The median of each field on its own.
@@ -144,8 +146,44 @@ fn median(samples: &[Sample]) -> Sample {
     Sample {
         seconds: middle(samples.iter().map(|sample| sample.seconds).collect()),
         cpu_seconds: middle(samples.iter().map(|sample| sample.cpu_seconds).collect()),
-        max_rss_kib: middle(samples.iter().map(|sample| sample.max_rss_kib as f64).collect()) as i64,
     }
+}
+
+/// GNU time, which [`peak_rss_kib`] runs the tools under (Debian's `time`
+/// package).
+pub const GNU_TIME: &str = "/usr/bin/time";
+
+/// How many runs of each tool [`peak_rss_kib`] takes the median of.
+pub const RSS_RUNS: usize = 3;
+
+/// The peak resident set of `program args`, KiB: the median of
+/// [`RSS_RUNS`] runs under [`GNU_TIME`] (`-f %M`, written to `report`). Not `wait4`'s
+/// `ru_maxrss` of the timed runs: the kernel counts in it the peak of the
+/// memory image a process replaced on `exec`, and a child started from
+/// xtask starts out as a copy of xtask (about 10 MiB resident), so every
+/// tool would show at least that much. GNU time's own image is small.
+///
+/// # Errors
+/// When GNU time is missing and cannot be installed (not root: the
+/// command to run is named), a run fails or its figure cannot be read.
+pub fn peak_rss_kib(program: &Path, args: &[String], report: &Path) -> Result<u64, E2eError> {
+    let measure_error = |reason: String| E2eError::Measure { tool: GNU_TIME.to_owned(), reason };
+    if !Path::new(GNU_TIME).exists() {
+        xplug_fixtures::packages::ensure(&["time"], None)
+            .map_err(|error| measure_error(error.to_string()))?;
+    }
+    let mut peaks = Vec::new();
+    for _ in 0..RSS_RUNS {
+        let mut command = Command::new(GNU_TIME);
+        command.args(["-f", "%M", "-o"]).arg(report).arg(program).args(args).stdout(Stdio::null());
+        command::output(&mut command).map_err(|source| E2eError::Command { source })?;
+        let text =
+            std::fs::read_to_string(report).map_err(io(format!("cannot read {}", report.display())))?;
+        let peak = text.lines().last().and_then(|line| line.trim().parse::<u64>().ok());
+        peaks.push(peak.ok_or_else(|| measure_error(format!("no peak resident set in {text:?}")))?);
+    }
+    peaks.sort_unstable();
+    Ok(peaks[peaks.len() / 2])
 }
 
 /// How many pairs a scenario runs: `runs` at least, more while the
@@ -346,6 +384,7 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
         ),
     ];
     let iree_run_module = native_run_module(&tools)?;
+    let rss_report = work.join("peak-rss.txt");
     let mut rows = Vec::new();
     let chosen = scenarios
         .iter()
@@ -378,6 +417,11 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
             }
             let xplug_faster =
                 iree.iter().zip(&ours).filter(|(iree, ours)| ours.seconds < iree.seconds).count();
+            let iree_args: Vec<String> = device_flags.iter().chain(args).cloned().collect();
+            let xplug_args: Vec<String> = std::iter::once("run".to_owned())
+                .chain(iree_args.iter().cloned())
+                .chain(xplug_only.iter().cloned())
+                .collect();
             rows.push(Row {
                 scenario: name.clone(),
                 device: label,
@@ -385,6 +429,8 @@ pub fn run(root: &Path, xplug: &Path, options: &Options) -> Result<Vec<Row>, E2e
                 xplug_faster,
                 iree: median(&iree),
                 xplug: median(&ours),
+                iree_rss_kib: peak_rss_kib(&iree_run_module, &iree_args, &rss_report)?,
+                xplug_rss_kib: peak_rss_kib(xplug, &xplug_args, &rss_report)?,
             });
         }
     }
@@ -515,11 +561,7 @@ pub fn table(rows: &[Row]) -> String {
             format!("{:.2} / {:.2} ms", row.iree.cpu_seconds * 1e3, row.xplug.cpu_seconds * 1e3),
             format!("{:.2}x", row.cpu_ratio()),
             format!("{} of {}", row.xplug_faster, row.pairs),
-            format!(
-                "{:.1} / {:.1} MiB",
-                row.iree.max_rss_kib as f64 / 1024.0,
-                row.xplug.max_rss_kib as f64 / 1024.0
-            ),
+            format!("{:.1} / {:.1} MiB", row.iree_rss_kib as f64 / 1024.0, row.xplug_rss_kib as f64 / 1024.0),
             format!("{:.2}x", row.memory_ratio()),
         ]);
     }
