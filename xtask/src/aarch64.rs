@@ -693,8 +693,9 @@ pub fn xplug_run_parity(root: &Path) -> Result<Vec<RunParity>, Aarch64Error> {
                     }
                     None => Command::new(&native),
                 };
-                // In qemu's process: a supervised child would be an `exec`
-                // of an aarch64 binary, which needs binfmt_misc on the host.
+                // In qemu's process: `xplug run` forks its supervised child
+                // only from a process with one thread, and qemu-user runs a
+                // thread of its own beside the guest's.
                 command.arg("run").arg("--in-process").arg(&module).args(["--function", "mul"]);
                 for input in RUN_INPUTS {
                     command.args(["--input", input]);
