@@ -29,12 +29,11 @@
 //!   [`finish`] is [`ProbeFailure::Exited`] ("ended the process with status
 //!   0 during load": the plugin called `exit`), whatever its status.
 //!
-//! A probe can also *supervise* a long-running child instead of capturing
-//! it ([`Probe::inherit_stdio`], [`Probe::without_timeout`]): the child
-//! shares the parent's stdin, stdout and stderr and process group, and the
-//! parent only waits and reports how it ended. [`supervise`] does the same
-//! for work of this very process, in a forked copy of it, with nothing
-//! executed again (`xplug run` runs its program so). A child whose
+//! [`supervise`] instead *supervises* long-running work of this very
+//! process in a forked copy of it, with nothing executed again: the child
+//! shares the parent's stdin, stdout and stderr and process group, has no
+//! timeout, and the parent only waits and reports how it ended (`xplug
+//! run` runs its program so). A child whose
 //! start-up time counts marks stages without the crash reporter
 //! ([`install_marks`]) and installs it only when asked
 //! ([`report_crashes_to_parent`]).
@@ -327,11 +326,8 @@ impl ProbeOutput {
 #[derive(Debug)]
 pub struct Probe {
     command: Command,
-    /// `None`: the child may run as long as it likes.
-    timeout: Option<Duration>,
-    /// Whether the child shares this process's stdin, stdout and stderr
-    /// (and process group) instead of having its output captured.
-    inherit_stdio: bool,
+    /// How long the child may go without marking a stage.
+    timeout: Duration,
 }
 
 impl Probe {
@@ -339,38 +335,13 @@ impl Probe {
     /// captured) with the [`DEFAULT_TIMEOUT`].
     #[must_use]
     pub fn new(command: Command) -> Self {
-        Self { command, timeout: Some(DEFAULT_TIMEOUT), inherit_stdio: false }
+        Self { command, timeout: DEFAULT_TIMEOUT }
     }
 
     /// How long the child may go without marking a stage.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// No timeout: the child runs until it ends, however long it goes
-    /// without a mark (a program that computes for hours).
-    #[must_use]
-    pub fn without_timeout(mut self) -> Self {
-        self.timeout = None;
-        self
-    }
-
-    /// Supervises the child instead of capturing it: it inherits this
-    /// process's stdin, stdout and stderr, so what it prints streams out
-    /// as it comes, in its own order (pipelines, `FileCheck` tests), and
-    /// [`ProbeOutput::stdout`] and [`ProbeOutput::stderr`] stay empty.
-    ///
-    /// On Unix the child also stays in this process's process group: it is
-    /// the terminal's foreground job together with this process (it may
-    /// read the terminal, and the terminal's Ctrl-C reaches it directly).
-    /// `SIGINT`, `SIGTERM` and `SIGHUP` sent to this process alone still
-    /// kill the child first ([`Probe::run`]); what the child started is not
-    /// killed when it ends (it shares this process's group).
-    #[must_use]
-    pub fn inherit_stdio(mut self) -> Self {
-        self.inherit_stdio = true;
+        self.timeout = timeout;
         self
     }
 
@@ -389,8 +360,7 @@ impl Probe {
     /// - on Linux the child gets `SIGKILL` when the thread that called `run`
     ///   ends (`PR_SET_PDEATHSIG`);
     /// - while the probe runs, `SIGINT`, `SIGTERM` and `SIGHUP` to this
-    ///   process kill the child's process group first (a child that
-    ///   [inherits stdio](Probe::inherit_stdio): the child), then take the
+    ///   process kill the child's process group first, then take the
     ///   effect they had before the probe (by default, ending this process
     ///   with that signal). The previous dispositions are back when `run`
     ///   returns.
@@ -399,67 +369,42 @@ impl Probe {
     /// [`Error::Io`] when the stage file cannot be created or the child
     /// cannot be started.
     pub fn run(mut self) -> Result<ProbeOutput, Error> {
-        let io = |what: &str| {
-            let context = format!("cannot {what} for a probe child process");
-            move |error| Error::Io { context, source: std::sync::Arc::new(error) }
-        };
+        let io = |what: &str| io_failure(what, "probe");
         let stage_file = StageFile::create().map_err(io("create a stage file"))?;
         self.command.env(STAGE_FILE_ENV, stage_file.child_path());
-        if self.inherit_stdio {
-            self.command.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        } else {
-            self.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
-        // A captured child leads a process group of its own; a supervised
-        // one stays in ours (the terminal's foreground job).
-        let own_group = !self.inherit_stdio;
+        self.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // The child leads a process group of its own.
         #[cfg(unix)]
-        unix::prepare(&mut self.command, stage_file.fd(), own_group);
+        unix::prepare(&mut self.command, stage_file.fd());
         #[cfg(unix)]
         let mut watch = unix::Watch::start();
         let mut child = self.command.spawn().map_err(io("start"))?;
         #[cfg(unix)]
         let pid = libc::pid_t::try_from(child.id()).unwrap_or(0);
         #[cfg(unix)]
-        watch.register(if own_group { -pid } else { pid });
+        watch.register(-pid);
         let mut pipes = Pipes::new(child.stdout.take(), child.stderr.take());
 
-        let timed_out = match self.timeout {
-            // Nothing to read and no deadline: wait, without polling.
-            #[cfg(unix)]
-            None if self.inherit_stdio => {
-                unix::wait_until_ended(pid);
-                false
+        let mut marks_seen = 0;
+        let mut deadline = Instant::now() + self.timeout;
+        let timed_out = loop {
+            if ended(&mut child).map_err(io("wait"))? {
+                break false;
             }
-            timeout => {
-                let mut marks_seen = 0;
-                let far = || Instant::now() + timeout.unwrap_or(Duration::from_secs(86_400 * 365));
-                let mut deadline = far();
-                loop {
-                    if ended(&mut child).map_err(io("wait"))? {
-                        break false;
-                    }
-                    let marks = stage_file.len().unwrap_or(marks_seen);
-                    if marks != marks_seen {
-                        marks_seen = marks;
-                        deadline = far();
-                    }
-                    if timeout.is_some() && Instant::now() >= deadline {
-                        break true;
-                    }
-                    pipes.pump(Duration::from_millis(5));
-                }
+            let marks = stage_file.len().unwrap_or(marks_seen);
+            if marks != marks_seen {
+                marks_seen = marks;
+                deadline = Instant::now() + self.timeout;
             }
+            if Instant::now() >= deadline {
+                break true;
+            }
+            pipes.pump(Duration::from_millis(5));
         };
-        // Ended or hung: either way, what it started in its group goes too
-        // (a supervised child's group is ours: only the child, on a hang).
+        // Ended or hung: either way, what it started in its group goes too.
         #[cfg(unix)]
         {
-            if own_group {
-                unix::kill_group(pid);
-            } else if timed_out {
-                unix::kill_process(pid);
-            }
+            unix::kill_group(pid);
             watch.unregister();
         }
         if timed_out {
@@ -473,19 +418,24 @@ impl Probe {
         let status = status?;
         let marks = stage_file.contents();
         let last_stage = marks.lines().rev().find_map(Stage::from_name);
-        let status = if let (true, Some(limit)) = (timed_out, self.timeout) {
-            ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit })
+        let status = if timed_out {
+            ProbeStatus::Failed(ProbeFailure::TimedOut { stage: last_stage, limit: self.timeout })
         } else {
-            how_it_ended(status, &marks)
+            how_it_ended(status, &marks, last_stage)
         };
         Ok(ProbeOutput { status, stdout, stderr, stdout_dropped, stderr_dropped, last_stage })
     }
 }
 
-/// How a child that ended by itself ended, from its wait status and what
-/// it wrote to the stage file.
-fn how_it_ended(status: std::process::ExitStatus, marks: &str) -> ProbeStatus {
-    let last_stage = marks.lines().rev().find_map(Stage::from_name);
+/// The error of a failed `what` (a verb phrase) for a `kind` child process.
+fn io_failure(what: &str, kind: &str) -> impl FnOnce(std::io::Error) -> Error + use<> {
+    let context = format!("cannot {what} for a {kind} child process");
+    move |error| Error::Io { context, source: std::sync::Arc::new(error) }
+}
+
+/// How a child that ended by itself ended, from its wait status, what it
+/// wrote to the stage file and the last stage it marked there.
+fn how_it_ended(status: std::process::ExitStatus, marks: &str, last_stage: Option<Stage>) -> ProbeStatus {
     let finished = marks.lines().any(|line| line == FINISHED_MARK);
     match (status.code(), exit_signal(&status)) {
         (Some(code), _) if finished => ProbeStatus::Exited(code),
@@ -499,11 +449,12 @@ fn how_it_ended(status: std::process::ExitStatus, marks: &str) -> ProbeStatus {
 }
 
 /// Runs `work` in a child process forked from this one and waits for it,
-/// supervised as a [`Probe`] with [`Probe::inherit_stdio`] and
-/// [`Probe::without_timeout`] supervises a command: the child shares this
-/// process's stdin, stdout, stderr and process group, runs as long as it
-/// likes, and how it ended comes back as a [`ProbeOutput`] (its `stdout`
-/// and `stderr` empty). `SIGINT`, `SIGTERM` and `SIGHUP` sent to this
+/// supervised rather than captured: the child shares this process's
+/// stdin, stdout, stderr and process group (it is the terminal's
+/// foreground job with this process, and what it prints streams out in
+/// its own order), runs as long as it likes without a timeout, and how it
+/// ended comes back as a [`ProbeOutput`] (its `stdout` and `stderr`
+/// empty). `SIGINT`, `SIGTERM` and `SIGHUP` sent to this
 /// process kill the child first, and on Linux the child dies with the
 /// thread that called this.
 ///
@@ -544,10 +495,7 @@ pub fn supervise(work: impl FnOnce() -> u8) -> Result<ProbeOutput, Error> {
 
 #[cfg(unix)]
 fn supervise_forked(work: impl FnOnce() -> u8) -> Result<ProbeOutput, Error> {
-    let io = |what: &str| {
-        let context = format!("cannot {what} for a supervised child process");
-        move |error| Error::Io { context, source: std::sync::Arc::new(error) }
-    };
+    let io = |what: &str| io_failure(what, "supervised");
     match unix::thread_count() {
         Some(1) => {}
         threads => {
@@ -592,7 +540,7 @@ fn supervise_forked(work: impl FnOnce() -> u8) -> Result<ProbeOutput, Error> {
     let marks = stage_file.contents();
     let last_stage = marks.lines().rev().find_map(Stage::from_name);
     Ok(ProbeOutput {
-        status: how_it_ended(status?, &marks),
+        status: how_it_ended(status?, &marks, last_stage),
         stdout: Vec::new(),
         stderr: Vec::new(),
         stdout_dropped: 0,
@@ -936,45 +884,6 @@ mod tests {
         assert_eq!(output.stderr, b"note\n");
         assert_eq!((output.stdout_dropped, output.stderr_dropped), (0, 0));
         assert_eq!(output.last_stage, None);
-    }
-
-    #[test]
-    #[cfg(unix)]
-    fn a_supervised_child_keeps_its_code_and_its_crash_and_captures_nothing() {
-        let supervised = |script: &str| {
-            let mut command = Command::new("sh");
-            command.args(["-c", script]);
-            Probe::new(command).inherit_stdio().without_timeout().run().unwrap()
-        };
-        let exited =
-            supervised("echo to-the-test-output; echo finished >> \"$XPLUG_PROBE_STAGE_FILE\"; exit 3");
-        assert_eq!(exited.status, ProbeStatus::Exited(3));
-        assert!(exited.stdout.is_empty() && exited.stderr.is_empty(), "nothing is captured");
-        let crashed = supervised("echo call >> \"$XPLUG_PROBE_STAGE_FILE\"; kill -SEGV $$");
-        assert_eq!(
-            crashed.failure(),
-            Some(&ProbeFailure::Crashed {
-                signal: Signal(libc::SIGSEGV),
-                stage: Some(Stage::Call),
-                site: None
-            })
-        );
-        // An exit before the `finished` mark is still told apart.
-        let early = supervised("exit 0");
-        assert_eq!(early.failure(), Some(&ProbeFailure::Exited { code: 0, stage: None }));
-    }
-
-    #[test]
-    #[cfg(unix)]
-    fn a_supervised_child_that_hangs_is_killed_alone_not_our_process_group() {
-        let mut command = Command::new("sh");
-        command.args(["-c", "echo load >> \"$XPLUG_PROBE_STAGE_FILE\"; exec sleep 30"]);
-        let output = Probe::new(command).inherit_stdio().timeout(Duration::from_millis(200)).run().unwrap();
-        // This test process shares the child's group and is still here.
-        assert_eq!(
-            output.failure(),
-            Some(&ProbeFailure::TimedOut { stage: Some(Stage::Load), limit: Duration::from_millis(200) })
-        );
     }
 
     #[test]

@@ -89,16 +89,13 @@ impl StageFile {
     }
 }
 
-/// Sets `command` up as a probe child: its own process group when
-/// `own_group`, killed (`SIGKILL`) when the thread that starts it ends
-/// (Linux), and the stage file's descriptor `stage_fd` kept open across
-/// `exec`.
-pub(crate) fn prepare(command: &mut Command, stage_fd: RawFd, own_group: bool) {
+/// Sets `command` up as a probe child: its own process group, killed
+/// (`SIGKILL`) when the thread that starts it ends (Linux), and the stage
+/// file's descriptor `stage_fd` kept open across `exec`.
+pub(crate) fn prepare(command: &mut Command, stage_fd: RawFd) {
     // Its own process group: a timeout or a signal to the parent kills
     // whatever it started, and the terminal's Ctrl-C reaches the parent only.
-    if own_group {
-        command.process_group(0);
-    }
+    command.process_group(0);
     // SAFETY: `getpid` has no preconditions.
     let parent = unsafe { libc::getpid() };
     let setup = move || -> std::io::Result<()> {
@@ -251,18 +248,9 @@ pub(crate) fn wait_until_ended(pid: libc::pid_t) {
         // (or a signal interrupts it).
         let result = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if result == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            // Ended, or an error `Child::wait` reports.
+            // Ended, or an error the reaping `waitpid` reports.
             return;
         }
-    }
-}
-
-/// Kills the process `pid` alone (a child in the parent's process group).
-pub(crate) fn kill_process(pid: libc::pid_t) {
-    if pid > 0 {
-        // SAFETY: `kill` has no memory preconditions; `pid` is the child,
-        // which its unreaped zombie keeps reserved.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
