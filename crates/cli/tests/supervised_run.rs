@@ -13,16 +13,31 @@ use std::time::{Duration, Instant};
 use xplug_fixtures::process::dies;
 
 /// `xplug run --module=-` with stdin a pipe the test holds open, started
-/// in a process group of its own (as a shell starts a job).
+/// in a process group of its own with the default actions of SIGINT and
+/// SIGTERM (as a shell starts a foreground job; a test run started in the
+/// background of a non-interactive shell inherits SIGINT ignored).
 fn blocked_run() -> Child {
-    Command::new(env!("CARGO_BIN_EXE_xplug"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xplug"));
+    command
         .args(["run", "--module=-", "--function=main"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("the xplug binary runs")
+        .process_group(0);
+    let defaults = || {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: `signal` is async-signal-safe and takes no pointer;
+            // SIG_DFL is a valid disposition for both signals.
+            if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: between `fork` and `exec` the closure calls only `signal`
+    // (async-signal-safe) and allocates nothing.
+    unsafe { command.pre_exec(defaults) };
+    command.spawn().expect("the xplug binary runs")
 }
 
 /// The pid of `parent`'s one child process, once it has started: the
